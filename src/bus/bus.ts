@@ -4,7 +4,7 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 
 /** What publish/request/respond accept: raw bytes, a string (UTF-8), or a JSON value. */
-export type Payload = Uint8Array | string | { [key: string]: unknown } | unknown[]
+export type Payload = Uint8Array | string | object
 
 export interface BusMsg {
   readonly subject: string
