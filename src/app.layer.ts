@@ -1,0 +1,33 @@
+// The services every handler and actor may use, composed once: configuration and logging at
+// the bottom, then the database (migrated), the bus and the providers on top.
+import { Effect, Layer } from "effect"
+import type { Logger } from "pino"
+import type { Config } from "./config.js"
+import { Speech } from "./providers/Speech.js"
+import { AppConfig } from "./services/AppConfig.js"
+import { Bus, BusLive } from "./services/Bus.js"
+import { Clock } from "./services/Clock.js"
+import { Db, DbLive } from "./services/Db.js"
+import { Instance, type ProcessInstance } from "./services/Instance.js"
+import { Log } from "./services/Log.js"
+import { migrate } from "./services/Migrator.js"
+import { VoiceSamples, VoiceSamplesLive } from "./voices/VoiceSamples.js"
+
+export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples
+
+/** Applies pending migrations once the database is up; a failure stops start-up. */
+const Migrated = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const db = yield* Db
+    const log = yield* Log
+    const applied = yield* Effect.promise(() => migrate(db.sql))
+    if (applied.length > 0) log.info({ applied }, "migrations applied")
+  }),
+)
+
+export function appLayer(deps: { config: Config; logger: Logger; instance: ProcessInstance }): Layer.Layer<AppServices> {
+  const base = Layer.mergeAll(AppConfig.layer(deps.config), Log.layer(deps.logger), Clock.live, Instance.layer(deps.instance))
+  const db = Migrated.pipe(Layer.provideMerge(DbLive))
+  const providers = VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim))
+  return Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
+}

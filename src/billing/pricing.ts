@@ -1,0 +1,71 @@
+// The price catalogue (GET /pricing): what a minute, the byok fee, the trial credit and a top-up
+// cost in each currency. Billing reads the same constants, so the page and the wallet agree.
+
+export const CURRENCIES = ["INR", "USD"] as const
+export type Currency = (typeof CURRENCIES)[number]
+export type PerCurrency<T> = Readonly<Record<Currency, T>>
+
+/** Bundled (all-inclusive) price of one connected minute, in minor units. */
+export const RATE_PER_MINUTE_MINOR: PerCurrency<number> = { INR: 700, USD: 10 }
+/** Monthly platform fee of the byok plan. */
+export const BYOK_FEE_MINOR: PerCurrency<number> = { INR: 249_900, USD: 2_900 }
+/** Credited at signup as a ledger entry. */
+export const TRIAL_CREDIT_MINOR: PerCurrency<number> = { INR: 20_000, USD: 300 }
+/** Smallest top-up the checkout pages offer; the API accepts 1 to 10,000,000 minor units. */
+export const TOPUP_MINIMUM_MINOR: PerCurrency<number> = { INR: 50_000, USD: 1_000 }
+/** Top-up buttons shown with the wallet. */
+export const TOPUP_PRESETS_MINOR: PerCurrency<readonly number[]> = {
+  INR: [50_000, 100_000, 250_000, 500_000],
+  USD: [1_000, 2_500, 5_000, 10_000],
+}
+
+/**
+ * The utilisation example: one agent line dialing through business hours, 8 hours a day on
+ * 22 working days, at the bundled rate.
+ */
+const EXAMPLE_HOURS_PER_MONTH = 8 * 22
+
+const LOCALE: PerCurrency<string> = { INR: "en-IN", USD: "en-US" }
+const formatters = Object.fromEntries(
+  CURRENCIES.map((c) => [c, new Intl.NumberFormat(LOCALE[c], { style: "currency", currency: c, minimumFractionDigits: 2 })]),
+) as Record<Currency, Intl.NumberFormat>
+
+/** Minor units to a display string: 700 INR → "₹7.00", 10 USD → "$0.10". */
+export function formatMinor(amountMinor: number, currency: Currency): string {
+  return formatters[currency].format(amountMinor / 100)
+}
+
+const perCurrency = <T>(f: (c: Currency) => T): PerCurrency<T> => ({ INR: f("INR"), USD: f("USD") })
+const display = (minor: PerCurrency<number>): PerCurrency<string> => perCurrency((c) => formatMinor(minor[c], c))
+
+export function priceCatalogue() {
+  const minutes = EXAMPLE_HOURS_PER_MONTH * 60
+  return {
+    currencies: CURRENCIES,
+    minor_unit_digits: perCurrency(() => 2),
+    plans: {
+      all_inclusive: {
+        billing: "per connected minute, billed per second",
+        rate_per_minute_minor: RATE_PER_MINUTE_MINOR,
+        rate_per_minute_display: display(RATE_PER_MINUTE_MINOR),
+      },
+      byok: {
+        billing: "monthly platform fee; calls are billed by your own providers",
+        fee_minor: BYOK_FEE_MINOR,
+        fee_display: display(BYOK_FEE_MINOR),
+      },
+    },
+    trial_credit_minor: TRIAL_CREDIT_MINOR,
+    trial_credit_display: display(TRIAL_CREDIT_MINOR),
+    topup: {
+      minimum_minor: TOPUP_MINIMUM_MINOR,
+      minimum_display: display(TOPUP_MINIMUM_MINOR),
+      presets_minor: TOPUP_PRESETS_MINOR,
+    },
+    examples: {
+      max_utilisation_hours_per_month: EXAMPLE_HOURS_PER_MONTH,
+      max_utilisation_minutes: minutes,
+      max_utilisation_cost_display: perCurrency((c) => formatMinor(minutes * RATE_PER_MINUTE_MINOR[c], c)),
+    },
+  }
+}

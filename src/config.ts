@@ -1,0 +1,87 @@
+// Process configuration: the environment parsed once by zod. A malformed value stops start-up
+// with a message that names the variable; nothing else in the program reads process.env.
+import { z } from "zod"
+
+const port = z.coerce.number().int().min(0).max(65535)
+const positiveInt = z.coerce.number().int().positive()
+const optionalString = z
+  .string()
+  .transform((s) => s.trim())
+  .pipe(z.string())
+  .optional()
+  .transform((s) => (s === undefined || s === "" ? undefined : s))
+
+const Env = z.object({
+  HOST: z.string().min(1).default("0.0.0.0"),
+  PORT: port.default(8080),
+  /** Postgres connection string; unset → embedded PGlite in DATA_DIR. */
+  DATABASE_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional()),
+  DB_POOL_MAX: positiveInt.max(200).default(10),
+  /** NATS server(s), comma-separated; unset → in-process bus. */
+  NATS_URL: optionalString.pipe(z.string().regex(/^(nats|tls|ws|wss):\/\//, "must be a nats:// URL").optional()),
+  /** Prefix for every bus subject of this deployment (share one NATS between deployments). */
+  BUS_NAMESPACE: z
+    .string()
+    .regex(/^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)?$/, "must be dot-separated tokens of letters, digits, _ and -")
+    .default(""),
+  DATA_DIR: z.string().min(1).default("./data"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Largest JSON (or other non-multipart) request body, in bytes. */
+  BODY_LIMIT_BYTES: positiveInt.default(1024 * 1024),
+  /** Largest multipart upload (audience CSVs, voice clips), in bytes. */
+  UPLOAD_LIMIT_BYTES: positiveInt.default(50 * 1024 * 1024),
+  /** How long shutdown waits for in-flight requests before closing what is left. */
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  /** Absolute base for links the server hands out (sample MP3s, checkout pages). */
+  PUBLIC_BASE_URL: optionalString.pipe(z.url().optional()),
+  /** Enables /internal/* and /api/internal/* (header X-System-Key); unset → those routes are 404. */
+  SYSTEM_KEY: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+})
+
+export type Config = Readonly<{
+  host: string
+  port: number
+  databaseUrl: string | undefined
+  dbPoolMax: number
+  natsUrl: string | undefined
+  busNamespace: string
+  dataDir: string
+  logLevel: z.infer<typeof Env>["LOG_LEVEL"]
+  bodyLimitBytes: number
+  uploadLimitBytes: number
+  shutdownTimeoutMs: number
+  publicBaseUrl: string | undefined
+  systemKey: string | undefined
+}>
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError"
+}
+
+/** Parses the environment; throws ConfigError naming every malformed variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = Env.safeParse(env)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`)
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`)
+  }
+  const e = parsed.data
+  return {
+    host: e.HOST,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL,
+    dbPoolMax: e.DB_POOL_MAX,
+    natsUrl: e.NATS_URL,
+    busNamespace: e.BUS_NAMESPACE,
+    dataDir: e.DATA_DIR,
+    logLevel: e.LOG_LEVEL,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    uploadLimitBytes: e.UPLOAD_LIMIT_BYTES,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
+    systemKey: e.SYSTEM_KEY,
+  }
+}
+
+/** The variables the README documents, with defaults; kept beside the schema so they agree. */
+export const CONFIG_VARIABLES = Object.keys(Env.shape) as ReadonlyArray<keyof typeof Env.shape>
