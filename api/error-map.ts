@@ -1,0 +1,62 @@
+// The one table from domain errors to HTTP: status, contract code and body {error, code, field?}.
+// Adding a DomainError without a row here fails the type check (assertNever).
+import type { DomainError } from "../src/errors.js"
+
+export interface HttpError {
+  readonly status: number
+  readonly body: { error: string; code: string; field?: string; [extra: string]: unknown }
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unmapped error ${JSON.stringify(x)}`)
+}
+
+export function toHttpError(e: DomainError): HttpError {
+  switch (e._tag) {
+    case "ValidationFailed": {
+      const first = e.errors[0]
+      return {
+        status: 422,
+        body: {
+          error: e.message,
+          code: "VALIDATION_FAILED",
+          ...(first && { field: first.field }),
+          errors: e.errors.map((x) => ({ field: x.field, message: x.message })),
+        },
+      }
+    }
+    case "BadRequestBody":
+      return { status: 400, body: { error: e.message, code: e.code } }
+    case "UnsupportedMediaType":
+      return { status: 415, body: { error: e.message, code: "UNSUPPORTED_MEDIA_TYPE" } }
+    case "PayloadTooLarge":
+      return {
+        status: 413,
+        body: { error: `request body is larger than ${e.limitBytes} bytes`, code: "PAYLOAD_TOO_LARGE", limit_bytes: e.limitBytes },
+      }
+    case "NotFound":
+      return { status: 404, body: { error: e.message, code: "NOT_FOUND" } }
+    case "MethodNotAllowed":
+      return {
+        status: 405,
+        body: { error: `method not allowed; allowed: ${e.allow.join(", ")}`, code: "METHOD_NOT_ALLOWED" },
+        headers: { Allow: e.allow.join(", ") },
+      }
+    case "Unauthenticated":
+      return { status: 401, body: { error: e.message, code: "UNAUTHENTICATED" } }
+    case "Forbidden":
+      return { status: 403, body: { error: e.message, code: e.code ?? "FORBIDDEN" } }
+    case "Conflict":
+      return { status: 409, body: { error: e.message, code: e.code ?? "CONFLICT", ...e.details } }
+    case "ShuttingDown":
+      return { status: 503, body: { error: "server is shutting down; retry", code: "SHUTTING_DOWN" }, headers: { "Retry-After": "1" } }
+    default:
+      return assertNever(e)
+  }
+}
+
+export const INTERNAL_ERROR: HttpError = {
+  status: 500,
+  body: { error: "internal error", code: "INTERNAL" },
+}

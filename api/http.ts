@@ -1,0 +1,187 @@
+// The uWS request/response plumbing: reading a bounded body, writing corked replies, and streams
+// that honour backpressure. uWS objects are only valid on the thread of the request and until
+// the response ends or aborts, so every write goes through these guards.
+import { STATUS_CODES } from "node:http"
+import type { HttpResponse } from "./uws.js"
+import type { Headers, StreamWriter } from "./reply.js"
+
+/** Per-request state shared by the reader, the writers and the abort handler. */
+export class Exchange {
+  aborted = false
+  /** A reply (or a stream's headers) has been written; no second status line may follow. */
+  started = false
+  finished = false
+  status = 0
+  bytesOut = 0
+  private abortHandlers: Array<() => void> = []
+
+  constructor(readonly res: HttpResponse) {
+    res.onAborted(() => {
+      this.aborted = true
+      this.finished = true
+      const handlers = this.abortHandlers
+      this.abortHandlers = []
+      for (const h of handlers) h()
+    })
+  }
+
+  onAbort(cb: () => void): void {
+    if (this.aborted) cb()
+    else this.abortHandlers.push(cb)
+  }
+
+  get writable(): boolean {
+    return !this.aborted && !this.finished
+  }
+}
+
+export class BodyTooLarge extends Error {}
+export class ClientGone extends Error {}
+
+/**
+ * Reads the body (must be called synchronously inside the uWS handler). Rejects BodyTooLarge as
+ * soon as more than `limit` bytes arrive, ClientGone if the client aborts.
+ */
+export function readBody(ex: Exchange, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    let settled = false
+    ex.onAbort(() => {
+      if (!settled) {
+        settled = true
+        reject(new ClientGone())
+      }
+    })
+    ex.res.onData((chunk, isLast) => {
+      if (settled) return
+      size += chunk.byteLength
+      if (size > limit) {
+        settled = true
+        reject(new BodyTooLarge())
+        return
+      }
+      // uWS reuses the chunk's memory once this callback returns: copy it.
+      if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)))
+      if (isLast) {
+        settled = true
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+      }
+    })
+  })
+}
+
+const statusLines = new Map<number, string>()
+export function statusLine(status: number): string {
+  let line = statusLines.get(status)
+  if (!line) statusLines.set(status, (line = `${status} ${STATUS_CODES[status] ?? "Unknown"}`))
+  return line
+}
+
+function writeHead(res: HttpResponse, status: number, contentType: string, headers: Headers | undefined, common: Headers): void {
+  res.writeStatus(statusLine(status))
+  res.writeHeader("Content-Type", contentType)
+  for (const k in common) res.writeHeader(k, common[k]!)
+  if (headers) for (const k in headers) res.writeHeader(k, headers[k]!)
+}
+
+/** Writes a whole reply in one corked batch. `head` true: headers only (HEAD requests). */
+export function sendWhole(
+  ex: Exchange,
+  status: number,
+  contentType: string,
+  body: string | Uint8Array,
+  headers: Headers | undefined,
+  common: Headers,
+  opts: { head: boolean; closeConnection: boolean },
+): void {
+  if (!ex.writable || ex.started) return
+  ex.started = true
+  ex.finished = true
+  ex.status = status
+  const length = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength
+  ex.bytesOut = opts.head ? 0 : length
+  ex.res.cork(() => {
+    writeHead(ex.res, status, contentType, headers, common)
+    if (opts.head) ex.res.endWithoutBody(length, opts.closeConnection)
+    else ex.res.end(body, opts.closeConnection)
+  })
+}
+
+/** Sends status and headers, then hands back a writer for a body of unknown length (chunked). */
+export function openStream(
+  ex: Exchange,
+  status: number,
+  contentType: string,
+  headers: Headers | undefined,
+  common: Headers,
+): StreamWriter & { readonly done: Promise<void> } {
+  ex.started = true
+  ex.status = status
+  const res = ex.res
+  const closeHandlers: Array<() => void> = []
+  let closed = false
+  // Bytes written since the socket last took a write whole. uWS reports no buffered amount for
+  // chunked bodies (getWriteOffset stays 0), so this upper bound stands in for it.
+  let backlog = 0
+  let waiting: ((ok: boolean) => void) | undefined
+  let markDone!: () => void
+  const done = new Promise<void>((r) => (markDone = r))
+
+  const close = () => {
+    if (closed) return
+    closed = true
+    const w = waiting
+    waiting = undefined
+    w?.(false)
+    for (const h of closeHandlers.splice(0)) h()
+    markDone()
+  }
+
+  ex.onAbort(close)
+  res.cork(() => writeHead(res, status, contentType, headers, common))
+  res.onWritable(() => {
+    const w = waiting
+    waiting = undefined
+    w?.(true)
+    return true
+  })
+
+  const writer: StreamWriter & { readonly done: Promise<void> } = {
+    done,
+    get closed() {
+      return closed
+    },
+    write(chunk) {
+      if (closed || !ex.writable) return Promise.resolve(false)
+      const n = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
+      ex.bytesOut += n
+      let ok = true
+      res.cork(() => {
+        ok = res.write(chunk)
+      })
+      backlog = ok ? 0 : backlog + n
+      if (ok) return Promise.resolve(true)
+      // uWS kept the bytes in its own buffer; wait for the socket to drain before taking more.
+      return new Promise<boolean>((resolve) => {
+        waiting = resolve
+      })
+    },
+    bufferedBytes() {
+      return closed ? 0 : backlog
+    },
+    onClose(cb) {
+      if (closed) cb()
+      else closeHandlers.push(cb)
+    },
+    end() {
+      if (closed) return
+      if (ex.writable) {
+        ex.finished = true
+        res.cork(() => res.end())
+      }
+      close()
+    },
+  }
+  return writer
+}

@@ -1,0 +1,94 @@
+// OpenAPI 3.1 generated from the route table, so the description can never drift from what the
+// router enforces: the same zod schemas become the parameters, bodies and responses.
+import { z } from "zod"
+import type { AnyRoute } from "./route.js"
+import { ErrorBody, ValidationErrorBody } from "./schemas.js"
+
+type JsonSchema = Record<string, unknown>
+
+function toSchema(schema: z.ZodType): JsonSchema {
+  // Input side: a path id is a string in the URL even though the handler sees a number.
+  const s = z.toJSONSchema(schema, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as JsonSchema
+  delete s["$schema"]
+  return s
+}
+
+function parameters(schema: z.ZodType | undefined, where: "path" | "query"): JsonSchema[] {
+  if (!schema) return []
+  const s = toSchema(schema)
+  const props = (s["properties"] ?? {}) as Record<string, JsonSchema>
+  const required = new Set((s["required"] ?? []) as string[])
+  return Object.entries(props).map(([name, p]) => ({
+    name,
+    in: where,
+    required: where === "path" || required.has(name),
+    ...(typeof p["description"] === "string" && { description: p["description"] }),
+    schema: p,
+  }))
+}
+
+const errorResponse = (description: string, ref = "Error") => ({
+  description,
+  content: { "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } },
+})
+
+function operation(r: AnyRoute): JsonSchema {
+  const responses: Record<string, unknown> = {}
+  for (const [status, doc] of Object.entries(r.responses ?? { 200: { description: "OK" } })) {
+    const contentType = doc.contentType ?? "application/json"
+    responses[status] = {
+      description: doc.description,
+      content: { [contentType]: doc.schema ? { schema: toSchema(doc.schema) } : {} },
+    }
+  }
+  const hasInput = r.params !== undefined || r.query !== undefined || (r.body !== undefined && !("raw" in r.body))
+  if (hasInput) responses["422"] = errorResponse("Validation failed", "ValidationError")
+  if (r.body && "json" in r.body && r.body.json) responses["400"] = errorResponse("Malformed JSON (BAD_JSON)")
+  if (r.body) responses["413"] = errorResponse("Body too large")
+  if (r.auth === "system") responses["401"] = errorResponse("Missing or wrong X-System-Key")
+  responses["default"] = errorResponse("Error")
+
+  let requestBody: JsonSchema | undefined
+  if (r.body) {
+    const content: Record<string, unknown> = {}
+    if ("raw" in r.body) content["*/*"] = { schema: { type: "string", format: "binary" } }
+    else {
+      if (r.body.json) content["application/json"] = { schema: toSchema(r.body.json) }
+      if (r.body.multipart) content["multipart/form-data"] = { schema: { type: "object" } }
+    }
+    requestBody = { required: true, content }
+  }
+
+  return {
+    operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    summary: r.summary,
+    tags: r.tags,
+    security: r.auth === "public" ? [] : [{ systemKey: [] }],
+    parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
+    ...(requestBody && { requestBody }),
+    responses,
+  }
+}
+
+export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
+  const paths: Record<string, Record<string, unknown>> = {}
+  for (const r of routes) (paths[r.path] ??= {})[r.method.toLowerCase()] = operation(r)
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Parley voice-campaign API",
+      version: "0.3.0",
+      description:
+        "Multi-tenant AI voice campaigns. Every path also answers under the /v1 prefix. Errors are {error, code, field?}; " +
+        "schema failures are 422 VALIDATION_FAILED with errors[].",
+    },
+    servers: [{ url: "/" }, { url: "/v1" }],
+    paths,
+    components: {
+      schemas: { Error: toSchema(ErrorBody), ValidationError: toSchema(ValidationErrorBody) },
+      securitySchemes: {
+        systemKey: { type: "apiKey", in: "header", name: "X-System-Key" },
+      },
+    },
+  }
+}

@@ -1,0 +1,58 @@
+// What a handler answers with: a JSON body, bytes of a known type, or a stream written as it is
+// produced (SSE, PDF, downloads). The server writes each kind through the same uWS layer.
+
+export interface StreamWriter {
+  /**
+   * Queues a chunk. Resolves true once the socket can take more (immediately when it is not
+   * backed up), false when the client is gone; a writer that awaits each call never buffers
+   * more than one chunk beyond what the socket holds.
+   */
+  write(chunk: string | Uint8Array): Promise<boolean>
+  /**
+   * Bytes written since the socket last accepted a write whole: an upper bound on what sits in
+   * the server's buffer for this client (0 when the client keeps up).
+   */
+  bufferedBytes(): number
+  readonly closed: boolean
+  /** Called once when the stream ends: client gone, end() called, or server shutting down. */
+  onClose(cb: () => void): void
+  end(): void
+}
+
+export type Headers = Readonly<Record<string, string>>
+
+export type Reply =
+  | { readonly kind: "json"; readonly status: number; readonly body: unknown; readonly headers?: Headers }
+  | {
+      readonly kind: "bytes"
+      readonly status: number
+      readonly contentType: string
+      readonly body: Uint8Array | string
+      readonly headers?: Headers
+    }
+  | {
+      readonly kind: "stream"
+      readonly status: number
+      readonly contentType: string
+      readonly headers?: Headers
+      /** Runs after the status and headers are sent; the stream ends when it settles (or earlier). */
+      readonly run: (writer: StreamWriter) => Promise<void>
+    }
+
+export const json = (body: unknown, status = 200, headers?: Headers): Reply => ({ kind: "json", status, body, ...(headers && { headers }) })
+
+export const bytes = (contentType: string, body: Uint8Array | string, status = 200, headers?: Headers): Reply => ({
+  kind: "bytes",
+  status,
+  contentType,
+  body,
+  ...(headers && { headers }),
+})
+
+export const stream = (contentType: string, run: (writer: StreamWriter) => Promise<void>, status = 200, headers?: Headers): Reply => ({
+  kind: "stream",
+  status,
+  contentType,
+  run,
+  ...(headers && { headers }),
+})

@@ -1,0 +1,84 @@
+// What one entry of the route table declares: method, path, auth level, zod schemas for params,
+// query and body, and the handler. The router enforces the declarations before the handler runs.
+import type { Effect } from "effect"
+import type { z } from "zod"
+import type { DomainError } from "../src/errors.js"
+import type { AppServices } from "../src/app.layer.js"
+import type { Reply } from "./reply.js"
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+
+/**
+ * Who may call a route. `public`: anyone. `system`: internal callers presenting the deployment's
+ * SYSTEM_KEY in X-System-Key (routes are 404 while SYSTEM_KEY is unset).
+ */
+export type AuthLevel = "public" | "system"
+
+/** How the request body is taken. Absent: the route takes no body (any sent is ignored). */
+export type BodySpec<B> =
+  /** application/json validated by the schema. */
+  | { readonly json: z.ZodType<B>; readonly multipart?: false }
+  /** application/json validated by the schema, or multipart/form-data handed over as parts. */
+  | { readonly json: z.ZodType<B>; readonly multipart: true }
+  /** multipart/form-data only. */
+  | { readonly json?: undefined; readonly multipart: true }
+  /** Any content type, as exact bytes (webhooks verify signatures over them). */
+  | { readonly raw: true }
+
+export interface Part {
+  readonly name: string
+  readonly data: Buffer
+  readonly filename: string | undefined
+  readonly type: string | undefined
+}
+
+export interface RequestContext<P, Q, B> {
+  readonly requestId: string
+  readonly method: Method
+  /** The path as received, without the /v1 prefix and without the query string. */
+  readonly path: string
+  readonly params: P
+  readonly query: Q
+  /** The validated JSON body; undefined when the route takes none or a multipart body came. */
+  readonly body: B | undefined
+  /** multipart/form-data parts, when the route accepts them and the request sent them. */
+  readonly parts: ReadonlyArray<Part> | undefined
+  /** The exact request body bytes. */
+  readonly rawBody: Buffer
+  /** Header names lower-cased; repeated headers joined with ", ". */
+  readonly headers: Readonly<Record<string, string>>
+  readonly remoteAddress: string
+  /** The X-Tenant-Id of a `system` request, when it sent one. */
+  readonly systemTenantId: number | undefined
+  /** Called once when the client goes away before the reply is complete. */
+  onAbort(cb: () => void): void
+}
+
+export interface ResponseDoc {
+  readonly description: string
+  readonly contentType?: string
+  readonly schema?: z.ZodType
+}
+
+export interface Route<P = unknown, Q = unknown, B = unknown> {
+  readonly method: Method
+  /** OpenAPI-style template: `/api/workflows/{id}`. */
+  readonly path: string
+  readonly auth: AuthLevel
+  readonly summary: string
+  readonly tags: ReadonlyArray<string>
+  readonly params?: z.ZodType<P>
+  readonly query?: z.ZodType<Q>
+  readonly body?: BodySpec<B>
+  readonly responses?: Readonly<Record<number, ResponseDoc>>
+  readonly handler: (ctx: RequestContext<P, Q, B>) => Effect.Effect<Reply, DomainError, AppServices>
+}
+
+/** Declares a route with its types inferred from its schemas. */
+export function route<P = undefined, Q = undefined, B = undefined>(def: Route<P, Q, B>): Route<P, Q, B> {
+  return def
+}
+
+// The table holds routes of many shapes; the router only needs them as this erased form.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = Route<any, any, any>

@@ -1,0 +1,17 @@
+// The route table: every endpoint the api role serves, in one list. The router, the auth and
+// validation checks, and /openapi.json are all driven from it.
+import type { AnyRoute } from "../route.js"
+import health from "./health.get.js"
+import objectionsGet from "./objections.get.js"
+import objectionsList from "./objections.list.js"
+import { openApiRoute } from "./openapi.get.js"
+import pricing from "./pricing.get.js"
+import voicesList from "./voices.list.js"
+import voicesSample from "./voices.sample.js"
+
+/** The product's routes; `extra` lets tests mount probes beside them in the same table. */
+export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
+  const table: AnyRoute[] = [health, pricing, voicesList, voicesSample, objectionsList, objectionsGet, ...extra]
+  table.push(openApiRoute(() => table))
+  return table
+}

@@ -1,0 +1,31 @@
+// Zod pieces shared by route schemas: path ids, booleans and integers as they arrive in a query
+// string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
+import { z } from "zod"
+
+/** A positive integer id in a path segment: "12" → 12; "abc", "1.5", "-3", "007x" are refused. */
+export const Id = z
+  .string()
+  .regex(/^[1-9]\d{0,15}$/, "must be a positive integer")
+  .transform(Number)
+
+export const QueryBool = z
+  .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+  .transform((v) => v === "true" || v === "1")
+
+export const QueryInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, "must be an integer")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+
+export const ErrorBody = z.object({
+  error: z.string(),
+  code: z.string().regex(/^[A-Z][A-Z0-9_]*$/),
+  field: z.string().optional(),
+})
+
+export const ValidationErrorBody = ErrorBody.extend({
+  code: z.literal("VALIDATION_FAILED"),
+  errors: z.array(z.object({ field: z.string(), message: z.string() })),
+})

@@ -1,0 +1,312 @@
+// The HTTP server: one uWS catch-all that matches the route table, reads and validates input,
+// runs the handler's Effect, maps errors in one place, writes the reply corked, logs one line
+// per request, and shuts down gracefully.
+import { randomUUID, timingSafeEqual, createHash } from "node:crypto"
+import { Cause, Exit, Option, type ManagedRuntime } from "effect"
+import type { Logger } from "pino"
+import type { Config } from "../src/config.js"
+import {
+  BadRequestBody,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  ShuttingDown,
+  Unauthenticated,
+  UnsupportedMediaType,
+  ValidationFailed,
+  type DomainError,
+} from "../src/errors.js"
+import type { AppServices } from "../src/app.layer.js"
+import { INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
+import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole } from "./http.js"
+import type { Reply, StreamWriter } from "./reply.js"
+import type { AnyRoute, Method, Part, RequestContext } from "./route.js"
+import { Router, parseQuery, validate } from "./router.js"
+import { loadUws, type HttpRequest, type HttpResponse, type us_listen_socket } from "./uws.js"
+
+export interface ApiServerOptions {
+  readonly config: Config
+  readonly log: Logger
+  readonly runtime: ManagedRuntime.ManagedRuntime<AppServices, never>
+  readonly routes: ReadonlyArray<AnyRoute>
+}
+
+export interface ApiServer {
+  readonly port: number
+  /** Stops accepting, ends open streams, lets in-flight requests finish (up to the timeout), closes. */
+  shutdown(): Promise<void>
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const JSON_TYPE = "application/json; charset=utf-8"
+
+interface Incoming {
+  readonly method: string
+  readonly url: string
+  readonly query: string
+  readonly headers: Record<string, string>
+  readonly remoteAddress: string
+  readonly requestId: string
+}
+
+export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
+  const { config, log, runtime } = opts
+  const uws = loadUws()
+  const router = new Router(opts.routes)
+  const app = uws.App()
+  const streams = new Set<StreamWriter>()
+  let inFlight = 0
+  let draining = false
+  let idle: (() => void) | undefined
+
+  const systemKeyDigest = config.systemKey === undefined ? undefined : sha256(config.systemKey)
+
+  app.any("/*", (res: HttpResponse, req: HttpRequest) => {
+    const started = performance.now()
+    // req is only valid until this function returns: copy everything out of it now.
+    const headers: Record<string, string> = {}
+    req.forEach((k, v) => {
+      const prev = headers[k]
+      headers[k] = prev === undefined ? v : `${prev}, ${v}`
+    })
+    const givenId = headers["x-request-id"]
+    const incoming: Incoming = {
+      method: req.getCaseSensitiveMethod().toUpperCase(),
+      url: req.getUrl(),
+      query: req.getQuery() ?? "",
+      headers,
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      requestId: givenId !== undefined && REQUEST_ID.test(givenId) ? givenId : randomUUID(),
+    }
+    const ex = new Exchange(res)
+    inFlight++
+    handle(ex, incoming)
+      .catch((e: unknown) => {
+        log.error({ err: e, req_id: incoming.requestId }, "request failed outside its handler")
+        sendError(ex, incoming, INTERNAL_ERROR)
+      })
+      .finally(() => {
+        inFlight--
+        logRequest(ex, incoming, started)
+        if (inFlight === 0) idle?.()
+      })
+  })
+
+  /** Everything after the synchronous part: the body must be subscribed to before the first await. */
+  function handle(ex: Exchange, inc: Incoming): Promise<void> {
+    if (draining) return Promise.resolve(sendError(ex, inc, toHttpError(new ShuttingDown()), true))
+    const match = router.match(inc.method, inc.url)
+    const route = match.kind === "found" ? match.route : undefined
+    const limit = route?.body && "multipart" in route.body && route.body.multipart ? config.uploadLimitBytes : config.bodyLimitBytes
+    const hasBody = inc.headers["transfer-encoding"] !== undefined || Number(inc.headers["content-length"] ?? "0") > 0
+
+    const declared = Number(inc.headers["content-length"] ?? "0")
+    if (declared > limit) {
+      // Refuse without reading: the connection is closed so the unread bytes go with it.
+      return Promise.resolve(sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true))
+    }
+    const body = hasBody ? readBody(ex, limit) : Promise.resolve(EMPTY)
+
+    return body.then(
+      (raw) => {
+        if (match.kind === "not-found") return sendError(ex, inc, toHttpError(new NotFound({ message: `no route for ${inc.method} ${inc.url}` })))
+        if (match.kind === "method-not-allowed") return sendError(ex, inc, toHttpError(new MethodNotAllowed({ allow: match.allow })))
+        return dispatch(ex, inc, match.route, match.params, raw)
+      },
+      (e: unknown) => {
+        if (e instanceof ClientGone) return
+        if (e instanceof BodyTooLarge) return sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true)
+        throw e
+      },
+    )
+  }
+
+  async function dispatch(ex: Exchange, inc: Incoming, route: AnyRoute, rawParams: Record<string, string>, raw: Buffer): Promise<void> {
+    const ctx = prepare(inc, route, rawParams, raw, ex)
+    if (!("requestId" in ctx)) return sendError(ex, inc, toHttpError(ctx))
+    const exit = await runtime.runPromiseExit(route.handler(ctx))
+    if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value)
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure)) return sendError(ex, inc, toHttpError(failure.value))
+    if (Cause.isInterruptedOnly(exit.cause) && ex.aborted) return
+    log.error({ req_id: inc.requestId, cause: Cause.pretty(exit.cause) }, "handler defect")
+    sendError(ex, inc, INTERNAL_ERROR)
+  }
+
+  /** Auth, content negotiation and validation, in that order; the first failure answers. */
+  function prepare(
+    inc: Incoming,
+    route: AnyRoute,
+    rawParams: Record<string, string>,
+    raw: Buffer,
+    ex: Exchange,
+  ): RequestContext<unknown, unknown, unknown> | DomainError {
+    let systemTenantId: number | undefined
+    if (route.auth === "system") {
+      if (systemKeyDigest === undefined) return new NotFound({ message: `no route for ${inc.method} ${inc.url}` })
+      const presented = inc.headers["x-system-key"]
+      if (presented === undefined || !timingSafeEqual(sha256(presented), systemKeyDigest))
+        return new Unauthenticated({ message: "missing or invalid X-System-Key" })
+      const tenant = inc.headers["x-tenant-id"]
+      if (tenant !== undefined) {
+        if (!/^[1-9]\d{0,15}$/.test(tenant))
+          return new ValidationFailed({
+            message: "X-Tenant-Id must be a positive integer",
+            errors: [{ field: "X-Tenant-Id", message: "must be a positive integer" }],
+          })
+        systemTenantId = Number(tenant)
+      }
+    }
+
+    const params = route.params ? validate(route.params, rawParams, "params") : rawParams
+    if (params instanceof ValidationFailed) return params
+    const query = route.query ? validate(route.query, parseQuery(inc.query), "query") : undefined
+    if (query instanceof ValidationFailed) return query
+
+    let body: unknown
+    let parts: Part[] | undefined
+    const spec = route.body
+    if (spec !== undefined && !("raw" in spec)) {
+      const type = (inc.headers["content-type"] ?? "").toLowerCase()
+      const isJson = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/.test(type)
+      const isMultipart = type.startsWith("multipart/form-data")
+      if (spec.multipart && isMultipart) {
+        const fields = loadUws().getParts(raw, inc.headers["content-type"]!)
+        if (fields === undefined)
+          return new BadRequestBody({ code: "BAD_MULTIPART", message: "multipart body could not be parsed (check the boundary)" })
+        parts = fields.map((f) => ({
+          name: f.name,
+          data: Buffer.from(f.data.slice(0)),
+          filename: f.filename,
+          type: f.type,
+        }))
+      } else if (spec.json !== undefined && (isJson || (raw.length === 0 && type === ""))) {
+        let parsed: unknown = undefined
+        if (raw.length > 0) {
+          try {
+            parsed = JSON.parse(raw.toString("utf8"))
+          } catch (e) {
+            return new BadRequestBody({ code: "BAD_JSON", message: `request body is not valid JSON: ${(e as Error).message}` })
+          }
+        }
+        const valid = validate(spec.json, parsed, "body")
+        if (valid instanceof ValidationFailed) return valid
+        body = valid
+      } else {
+        const accepted = [spec.json !== undefined && "application/json", spec.multipart && "multipart/form-data"].filter(Boolean)
+        return new UnsupportedMediaType({
+          message: `content type ${type === "" ? "(none)" : JSON.stringify(type)} is not accepted; send ${accepted.join(" or ")}`,
+        })
+      }
+    }
+
+    return {
+      requestId: inc.requestId,
+      method: (inc.method === "HEAD" ? "GET" : inc.method) as Method,
+      path: inc.url,
+      params,
+      query,
+      body,
+      parts,
+      rawBody: raw,
+      headers: inc.headers,
+      remoteAddress: inc.remoteAddress,
+      systemTenantId,
+      onAbort: (cb) => ex.onAbort(cb),
+    }
+  }
+
+  function commonHeaders(inc: Incoming): Record<string, string> {
+    return draining ? { "X-Request-Id": inc.requestId, Connection: "close" } : { "X-Request-Id": inc.requestId }
+  }
+
+  function sendError(ex: Exchange, inc: Incoming, err: HttpError, closeConnection = false): void {
+    sendWhole(ex, err.status, JSON_TYPE, JSON.stringify(err.body), err.headers, commonHeaders(inc), {
+      head: inc.method === "HEAD",
+      closeConnection: closeConnection || draining,
+    })
+  }
+
+  async function sendReply(ex: Exchange, inc: Incoming, reply: Reply): Promise<void> {
+    const head = inc.method === "HEAD"
+    switch (reply.kind) {
+      case "json":
+        return sendWhole(ex, reply.status, JSON_TYPE, JSON.stringify(reply.body), reply.headers, commonHeaders(inc), {
+          head,
+          closeConnection: draining,
+        })
+      case "bytes":
+        return sendWhole(ex, reply.status, reply.contentType, reply.body, reply.headers, commonHeaders(inc), {
+          head,
+          closeConnection: draining,
+        })
+      case "stream": {
+        if (!ex.writable) return
+        const writer = openStream(ex, reply.status, reply.contentType, reply.headers, commonHeaders(inc))
+        if (head) return writer.end()
+        streams.add(writer)
+        writer.onClose(() => streams.delete(writer))
+        try {
+          await reply.run(writer)
+        } catch (e) {
+          log.error({ err: e, req_id: inc.requestId }, "stream failed")
+        } finally {
+          writer.end()
+        }
+        return
+      }
+    }
+  }
+
+  function logRequest(ex: Exchange, inc: Incoming, started: number): void {
+    const fields = {
+      req_id: inc.requestId,
+      method: inc.method,
+      path: inc.url,
+      status: ex.aborted && !ex.started ? 499 : ex.status,
+      ms: Math.round((performance.now() - started) * 100) / 100,
+      bytes_out: ex.bytesOut,
+      ...(ex.aborted && { aborted: true }),
+    }
+    if (fields.status >= 500) log.error(fields, "request")
+    else log.info(fields, "request")
+  }
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (socket) => {
+      if (socket) resolve(socket)
+      else reject(new Error(`could not listen on ${config.host}:${config.port} (port in use or address unavailable)`))
+    })
+  })
+  const port = uws.us_socket_local_port(listenSocket)
+  log.info({ host: config.host, port }, "http listening")
+
+  let shutdownPromise: Promise<void> | undefined
+  return {
+    port,
+    shutdown: () =>
+      (shutdownPromise ??= (async () => {
+        draining = true
+        uws.us_listen_socket_close(listenSocket)
+        for (const s of [...streams]) s.end()
+        if (inFlight > 0) {
+          const finished = new Promise<void>((r) => (idle = r))
+          const timedOut = await Promise.race([finished.then(() => false), delay(config.shutdownTimeoutMs).then(() => true)])
+          if (timedOut) log.warn({ in_flight: inFlight }, "shutdown timeout: closing requests still in flight")
+        }
+        // close() exists on the native App (v20.30) but is missing from the bundled typings.
+        ;(app as typeof app & { close(): void }).close()
+        log.info("http closed")
+      })()),
+  }
+}
+
+const EMPTY = Buffer.alloc(0)
+
+function sha256(s: string): Buffer {
+  return createHash("sha256").update(s).digest()
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref())
+}
