@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// The parley command: `parley serve [--role all|api|runtime]` and `parley migrate`. Parses the
+// environment once, runs the command, and turns SIGTERM/SIGINT into a graceful stop.
+import { Cause, Effect, Exit, Layer } from "effect"
+import { loadConfig, ConfigError, type Config } from "./config.js"
+import { makeLogger } from "./services/Log.js"
+import { AppConfig } from "./services/AppConfig.js"
+import { Log } from "./services/Log.js"
+import { Db, DbLive } from "./services/Db.js"
+import { migrate } from "./services/Migrator.js"
+import { serve } from "./serve.js"
+import type { Role } from "./services/Instance.js"
+
+const USAGE = `usage: parley serve [--role all|api|runtime]
+       parley migrate`
+
+function fail(message: string): never {
+  process.stderr.write(`parley: ${message}\n`)
+  process.exit(1)
+}
+
+function parseArgs(argv: string[]): { command: "serve"; role: Role } | { command: "migrate" } {
+  const [command = "serve", ...rest] = argv
+  if (command === "migrate" && rest.length === 0) return { command }
+  if (command !== "serve") fail(`unknown command ${JSON.stringify(command)}\n${USAGE}`)
+  let role: Role = "all"
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!
+    const value = arg.startsWith("--role=") ? arg.slice(7) : arg === "--role" ? rest[++i] : undefined
+    if (value === undefined) fail(`unknown option ${JSON.stringify(arg)}\n${USAGE}`)
+    if (value !== "all" && value !== "api" && value !== "runtime") fail(`--role must be all, api or runtime (got ${JSON.stringify(value)})`)
+    role = value
+  }
+  return { command: "serve", role }
+}
+
+async function runMigrate(config: Config): Promise<void> {
+  const logger = makeLogger(config)
+  const program = Effect.gen(function* () {
+    const db = yield* Db
+    return yield* Effect.promise(() => migrate(db.sql))
+  }).pipe(Effect.provide(DbLive.pipe(Layer.provide(Layer.merge(AppConfig.layer(config), Log.layer(logger))))))
+  const exit = await Effect.runPromiseExit(Effect.scoped(program))
+  if (Exit.isFailure(exit)) fail(`migration failed: ${Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : Cause.pretty(exit.cause)}`)
+  logger.info({ applied: exit.value }, exit.value.length > 0 ? "migrations applied" : "database is up to date")
+  logger.flush()
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2))
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (e) {
+    if (e instanceof ConfigError) fail(e.message)
+    throw e
+  }
+  if (args.command === "migrate") return runMigrate(config)
+
+  const logger = makeLogger(config, { role: args.role })
+  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"))
+  let running: Awaited<ReturnType<typeof serve>>
+  try {
+    running = await serve({ role: args.role, config, logger })
+  } catch (e) {
+    const cause = e instanceof Error ? e : Cause.isCause(e) ? Cause.squash(e) : e
+    logger.fatal({ err: cause }, "start-up failed")
+    logger.flush()
+    fail(`start-up failed: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+  logger.info({ role: args.role, port: running.port, instance: running.instance.id }, "parley started")
+
+  let signals = 0
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (++signals > 1) {
+      logger.warn({ signal }, "second signal: exiting now")
+      process.exit(1)
+    }
+    logger.info({ signal }, "shutting down")
+    running.stop().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        logger.error({ err: e }, "shutdown failed")
+        process.exit(1)
+      },
+    )
+  }
+  process.on("SIGTERM", onSignal)
+  process.on("SIGINT", onSignal)
+}
+
+void main()
