@@ -1,0 +1,89 @@
+// The process as an operator meets it: configuration errors stop start-up naming the variable,
+// roles that need shared services say so, SIGTERM drains in-flight work and exits 0.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { loadConfig, ConfigError } from "../src/config.js"
+import { freshDatabase, spawnServer, startTestServer, type TestServer } from "./harness.js"
+import { newProbeState, probeRoutes } from "./probes.js"
+
+describe("configuration", () => {
+  it("parses defaults and values", () => {
+    const c = loadConfig({})
+    expect(c).toMatchObject({ host: "0.0.0.0", port: 8080, databaseUrl: undefined, natsUrl: undefined, bodyLimitBytes: 1_048_576, busNamespace: "" })
+    expect(loadConfig({ PORT: "9000", DATABASE_URL: "postgres://u@h/db", LOG_LEVEL: "debug" })).toMatchObject({ port: 9000, databaseUrl: "postgres://u@h/db", logLevel: "debug" })
+    // Empty means unset, as shells and compose files often leave it.
+    expect(loadConfig({ DATABASE_URL: "", NATS_URL: " " })).toMatchObject({ databaseUrl: undefined, natsUrl: undefined })
+  })
+
+  it("names every malformed variable", () => {
+    let err: unknown
+    try {
+      loadConfig({ PORT: "eighty", DATABASE_URL: "mysql://x", LOG_LEVEL: "loud", SYSTEM_KEY: "short" })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(ConfigError)
+    for (const name of ["PORT", "DATABASE_URL", "LOG_LEVEL", "SYSTEM_KEY"]) expect((err as Error).message).toContain(name)
+  })
+})
+
+describe("the parley process", () => {
+  it("stops at start-up on a malformed variable, naming it", async () => {
+    const p = await spawnServer({ env: { PORT: "99999" }, waitFor: "exit" })
+    expect(await p.exited).toBe(1)
+    expect(p.stderr()).toMatch(/PORT/)
+  })
+
+  it("refuses --role api without a shared database and bus", async () => {
+    const p = await spawnServer({ role: "api", env: {}, waitFor: "exit" })
+    expect(await p.exited).toBe(1)
+    expect(p.stderr()).toMatch(/DATABASE_URL and NATS_URL/)
+  })
+
+  it("rejects an unknown command or role with usage", async () => {
+    const p = await spawnServer({ args: ["serve", "--role", "boss"], waitFor: "exit" })
+    expect(await p.exited).toBe(1)
+    expect(p.stderr()).toMatch(/--role must be all, api or runtime/)
+  })
+
+  it("serves, then exits 0 on SIGTERM after logging one line per request", async () => {
+    const db = await freshDatabase()
+    try {
+      const p = await spawnServer({ env: db.env })
+      const res = await fetch(p.url + "/pricing", { headers: { "x-request-id": "life-1" } })
+      expect(res.status).toBe(200)
+      await expect.poll(() => p.lines.some((l) => l["req_id"] === "life-1")).toBe(true)
+      const line = p.lines.find((l) => l["req_id"] === "life-1")!
+      expect(line).toMatchObject({ msg: "request", method: "GET", path: "/pricing", status: 200 })
+      expect(typeof line["ms"]).toBe("number")
+      p.child.kill("SIGTERM")
+      expect(await p.exited).toBe(0)
+      expect(p.lines.some((l) => l["msg"] === "stopped")).toBe(true)
+    } finally {
+      await db.drop()
+    }
+  })
+})
+
+describe("graceful shutdown", () => {
+  let srv: TestServer
+  beforeAll(async () => {
+    srv = await startTestServer({ extraRoutes: probeRoutes(newProbeState()) })
+  })
+  afterAll(async () => srv?.stop())
+
+  it("finishes in-flight requests, ends streams, then refuses new connections", async () => {
+    const slow = fetch(srv.url + "/test/slow?ms=400")
+    const streaming = await fetch(srv.url + "/test/stream?n=10000")
+    const reading = streaming.body!.getReader()
+    await reading.read()
+    await new Promise((r) => setTimeout(r, 50))
+    const stopped = srv.running.stop()
+    const res = await slow
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ slept: 400 })
+    // The open stream was ended, not left hanging.
+    for (;;) if ((await reading.read()).done) break
+    await stopped
+    await expect(fetch(srv.url + "/pricing")).rejects.toThrow()
+  })
+})
