@@ -1,0 +1,9 @@
+// The speech-synthesis provider as a service. Only the offline simulator exists so far; real
+// vendor adapters plug in here behind the same interface.
+import { Context, Layer } from "effect"
+import type { SpeechProvider } from "./speech/speech.interface.js"
+import { makeSimSpeech } from "./speech/sim.speech.js"
+
+export class Speech extends Context.Tag("parley/Speech")<Speech, SpeechProvider>() {
+  static readonly sim: Layer.Layer<Speech> = Layer.sync(Speech, makeSimSpeech)
+}
