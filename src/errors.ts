@@ -64,3 +64,8 @@ export type DomainError =
   | Forbidden
   | Conflict
   | ShuttingDown
+
+/** Start-up cannot go on (a service unreachable, a role without what it needs); not an HTTP error. */
+export class StartupError extends Error {
+  override readonly name = "StartupError"
+}

@@ -9,6 +9,7 @@ import { loadUws } from "../api/uws.js"
 import { startRuntimeHost, type RuntimeHost } from "../runtime/host.js"
 import { appLayer, type AppServices } from "./app.layer.js"
 import type { Config } from "./config.js"
+import { StartupError } from "./errors.js"
 import { Instance, type ProcessInstance, type Role } from "./services/Instance.js"
 
 export interface Running {
@@ -17,10 +18,6 @@ export interface Running {
   readonly port: number | undefined
   readonly runtime: ManagedRuntime.ManagedRuntime<AppServices, never>
   stop(): Promise<void>
-}
-
-export class StartupError extends Error {
-  override readonly name = "StartupError"
 }
 
 export async function serve(opts: {

@@ -39,6 +39,17 @@ describe("the parley process", () => {
     expect(p.stderr()).toMatch(/DATABASE_URL and NATS_URL/)
   })
 
+  it("names an unreachable database or bus, without its password", async () => {
+    const db = await spawnServer({ env: { DATABASE_URL: "postgres://app:hunter2@127.0.0.1:1/nope" }, waitFor: "exit" })
+    expect(await db.exited).toBe(1)
+    expect(db.stderr()).toMatch(/could not reach the database at postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/nope/)
+    expect(db.stderr() + JSON.stringify(db.lines)).not.toContain("hunter2")
+    const dataDir = (await freshDatabase()).env
+    const bus = await spawnServer({ env: { ...dataDir, NATS_URL: "nats://127.0.0.1:1" }, waitFor: "exit" })
+    expect(await bus.exited).toBe(1)
+    expect(bus.stderr()).toMatch(/could not connect to NATS at nats:\/\/127\.0\.0\.1:1/)
+  })
+
   it("rejects an unknown command or role with usage", async () => {
     const p = await spawnServer({ args: ["serve", "--role", "boss"], waitFor: "exit" })
     expect(await p.exited).toBe(1)

@@ -26,7 +26,7 @@ import {
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"
-import { assertQueue, assertSubject, decodeJson, decodeString, encodePayload, Mailbox } from "./memory.bus.js"
+import { assertQueue, assertSubject, decodeJson, decodeString, encodePayload, Mailbox } from "./bus.shared.js"
 
 export interface NatsBusOptions {
   readonly url: string

@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import postgres from "postgres"
+import { StartupError } from "../errors.js"
 import { AppConfig } from "./AppConfig.js"
 import { Log } from "./Log.js"
 
@@ -70,6 +71,17 @@ export async function startEmbeddedPostgres(dir: string): Promise<EmbeddedPostgr
   }
 }
 
+/** The URL without its password, for messages and logs. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password !== "") u.password = "***"
+    return u.toString()
+  } catch {
+    return "(unparseable URL)"
+  }
+}
+
 export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
   Db,
   Effect.gen(function* () {
@@ -93,6 +105,11 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       Effect.sync(() => connectPostgres(url, max)),
       (s) => Effect.promise(() => s.end({ timeout: 5 })),
     )
+    // Fail start-up here, naming the database, rather than on the first request.
+    yield* Effect.tryPromise({
+      try: () => sql`select 1`,
+      catch: (e) => new StartupError(`could not reach the database at ${redact(url)}: ${(e as Error).message}`),
+    }).pipe(Effect.orDie)
     return {
       sql,
       kind,
