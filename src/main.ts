@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   }
   if (args.command === "migrate") return runMigrate(config)
 
-  const logger = makeLogger(config, { role: args.role })
+  const logger = makeLogger(config, { role: args.role }, { buffered: true })
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"))
   let running: Awaited<ReturnType<typeof serve>>
   try {
@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     fail(`start-up failed: ${cause instanceof Error ? cause.message : String(cause)}`)
   }
   logger.info({ role: args.role, port: running.port, instance: running.instance.id }, "parley started")
+  logger.flush()
 
   let signals = 0
   const onSignal = (signal: NodeJS.Signals) => {

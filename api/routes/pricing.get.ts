@@ -1,10 +1,11 @@
 // GET /pricing: the price catalogue, every *_minor and *_display keyed by currency.
 import { Effect } from "effect"
 import { priceCatalogue } from "../../src/billing/pricing.js"
-import { json } from "../reply.js"
+import { bytes } from "../reply.js"
 import { route } from "../route.js"
 
-const catalogue = priceCatalogue()
+// A constant: serialised once, not per request.
+const body = JSON.stringify(priceCatalogue())
 
 export default route({
   method: "GET",
@@ -12,5 +13,5 @@ export default route({
   auth: "public",
   summary: "Price catalogue in INR and USD",
   tags: ["pricing"],
-  handler: () => Effect.succeed(json(catalogue, 200, { "Cache-Control": "public, max-age=300" })),
+  handler: () => Effect.succeed(bytes("application/json; charset=utf-8", body, 200, { "Cache-Control": "public, max-age=300" })),
 })

@@ -1,0 +1,77 @@
+// Shared bench plumbing: start a server process and wait for its port, drive load with
+// autocannon from this process, describe the machine, and record results in RESULTS.md.
+import { spawn, type ChildProcess } from "node:child_process"
+import { readFileSync, writeFileSync, existsSync } from "node:fs"
+import { cpus, totalmem } from "node:os"
+import { join } from "node:path"
+import { createInterface } from "node:readline"
+import autocannon from "autocannon"
+import { PROJECT_ROOT } from "../src/paths.js"
+
+export interface ServerProcess {
+  readonly port: number
+  readonly child: ChildProcess
+  stop(): Promise<void>
+}
+
+export async function startProcess(args: string[], env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "inherit"] })
+  const port = await new Promise<number>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! })
+    lines.on("line", (line) => {
+      if (!line.includes('"parley started"')) return
+      resolve(JSON.parse(line).port as number)
+      // Keep draining stdout (one log line per request) so the server never blocks on the pipe.
+      child.stdout!.resume()
+    })
+    child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code} before listening`)))
+  })
+  return {
+    port,
+    child,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve())
+        child.kill("SIGTERM")
+      }),
+  }
+}
+
+export interface LoadResult {
+  readonly requests: number
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  readonly non2xx: number
+}
+
+export async function load(url: string, opts: { connections: number; seconds: number }): Promise<LoadResult> {
+  const r = await autocannon({ url, connections: opts.connections, duration: opts.seconds, pipelining: 1 })
+  return { requests: r.requests.total, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx }
+}
+
+/** CPU time (user + system) a process has used so far, in microseconds (Linux /proc). */
+export function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  const ticks = Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14 and 15 of stat)
+  return (ticks * 1_000_000) / 100 // USER_HZ is 100 on Linux
+}
+
+export function machine(): string {
+  const cpu = cpus()
+  return `${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`
+}
+
+/** Replaces the section between `<!-- bench:NAME -->` markers in bench/RESULTS.md. */
+export function record(name: string, markdown: string): void {
+  const file = join(PROJECT_ROOT, "bench", "RESULTS.md")
+  const start = `<!-- bench:${name} -->`
+  const end = `<!-- /bench:${name} -->`
+  const section = `${start}\n${markdown.trim()}\n${end}`
+  let text = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nWritten by `npm run bench`; each section is replaced by its bench's latest run.\n"
+  const i = text.indexOf(start)
+  const j = text.indexOf(end)
+  text = i >= 0 && j > i ? text.slice(0, i) + section + text.slice(j + end.length) : `${text.trimEnd()}\n\n${section}\n`
+  writeFileSync(file, text)
+}

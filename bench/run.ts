@@ -1,0 +1,15 @@
+// npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
+import { benchHttp } from "./http.js"
+
+const benches: Record<string, () => Promise<void>> = { http: benchHttp }
+
+const names = process.argv.slice(2).filter((a) => a !== "--")
+for (const name of names.length > 0 ? names : Object.keys(benches)) {
+  const run = benches[name]
+  if (!run) {
+    process.stderr.write(`unknown bench ${name}; known: ${Object.keys(benches).join(", ")}\n`)
+    process.exit(2)
+  }
+  process.stdout.write(`# bench ${name}\n`)
+  await run()
+}
