@@ -14,8 +14,17 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
+// Servers must not outlive the bench that started them, however it ends.
+const children = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const c of children) c.kill("SIGKILL")
+})
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130))
+
 export async function startProcess(args: string[], env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "inherit"] })
+  children.add(child)
+  child.once("exit", () => children.delete(child))
   const port = await new Promise<number>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! })
     lines.on("line", (line) => {

@@ -91,6 +91,12 @@ export async function startTestServer(opts: { env?: Record<string, string>; extr
   }
 }
 
+// Spawned servers must not outlive the test worker, even when a test fails before stopping them.
+const spawned = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const c of spawned) c.kill("SIGKILL")
+})
+
 export interface SpawnedServer {
   readonly url: string | undefined
   readonly child: ChildProcess
@@ -118,6 +124,8 @@ export async function spawnServer(opts: {
     env: { PATH: process.env.PATH ?? "", ...baseEnv(), LOG_LEVEL: "info", ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   })
+  spawned.add(child)
+  child.once("exit", () => spawned.delete(child))
   const lines: Array<Record<string, unknown>> = []
   const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)))
   let stderr = ""
