@@ -1,0 +1,143 @@
+// The adapter for a real transactional-mail API (POST {base}/messages, bearer key, JSON in and
+// out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
+import { randomUUID } from "node:crypto"
+import { setTimeout as sleep } from "node:timers/promises"
+import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
+
+export interface HttpMailOptions {
+  /** The API root without a trailing slash, e.g. https://api.mail.example/v1. */
+  readonly baseUrl: string
+  readonly apiKey: string
+  /** The From header, e.g. "Parley <no-reply@parley.example>". */
+  readonly from: string
+  /** Limit for each attempt (connect, request and response body); default 5000 ms. */
+  readonly timeoutMs?: number
+  /** Replaces the global fetch (tests). */
+  readonly fetch?: typeof fetch
+}
+
+const MAX_ATTEMPTS = 3
+const BACKOFF_BASE_MS = 250
+/** A Retry-After longer than this is not worth holding the caller's request open for. */
+const MAX_RETRY_AFTER_MS = 5_000
+/** How much of a provider's error body goes into the error message. */
+const ERROR_DETAIL_CHARS = 200
+
+/** The outcome of one attempt: a result, or an error and whether another attempt may help. */
+type Attempt = { ok: true; id: string } | { ok: false; error: MailDeliveryError; retryAfterMs?: number }
+
+export function makeHttpMail(opts: HttpMailOptions): MailProvider {
+  const url = `${opts.baseUrl.replace(/\/+$/, "")}/messages`
+  const timeoutMs = opts.timeoutMs ?? 5_000
+  const doFetch = opts.fetch ?? fetch
+  // The key must never reach a log line or an error message, even if a provider echoes it back.
+  const scrub = (s: string): string => (opts.apiKey === "" ? s : s.split(opts.apiKey).join("***"))
+
+  async function attempt(body: string, idempotencyKey: string): Promise<Attempt> {
+    let res: Response
+    let text: string
+    try {
+      res = await doFetch(url, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${opts.apiKey}`,
+          "content-type": "application/json",
+          accept: "application/json",
+          // Lets the provider drop the duplicate when an attempt timed out after it had in fact
+          // accepted the message and we send it again.
+          "idempotency-key": idempotencyKey,
+        },
+        body,
+        signal: AbortSignal.timeout(timeoutMs),
+      })
+      text = await res.text()
+    } catch (e) {
+      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
+      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describe(e))
+      return { ok: false, error: new MailDeliveryError(`mail API unreachable: ${reason}`, true, { cause: e }) }
+    }
+    if (res.ok) {
+      const id = parseId(text)
+      if (id !== undefined) return { ok: true, id }
+      // Accepted but not understood (a wrong base URL answering 200, say): sending again would
+      // not help, and might deliver twice.
+      return {
+        ok: false,
+        error: new MailDeliveryError(`mail API answered ${res.status} without a message id`, false, { status: res.status }),
+      }
+    }
+    const detail = scrub(text.slice(0, ERROR_DETAIL_CHARS)).replace(/\s+/g, " ").trim()
+    const message = `mail API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
+    if (res.status === 429 || res.status >= 500) {
+      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
+      return {
+        ok: false,
+        error: new MailDeliveryError(message, true, { status: res.status }),
+        ...(retryAfterMs !== undefined && { retryAfterMs }),
+      }
+    }
+    // Any other 4xx is about this request (bad address, bad key, bad payload): it will fail the
+    // same way every time.
+    return { ok: false, error: new MailDeliveryError(message, false, { status: res.status }) }
+  }
+
+  return {
+    name: "http",
+    async send(mail: OutgoingMail): Promise<{ id: string }> {
+      const body = JSON.stringify({
+        from: opts.from,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        tags: [mail.kind],
+      })
+      const idempotencyKey = randomUUID()
+      let last: MailDeliveryError | undefined
+      for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+        const result = await attempt(body, idempotencyKey)
+        if (result.ok) return { id: result.id }
+        last = result.error
+        if (!result.error.retryable || n === MAX_ATTEMPTS) break
+        const backoff = BACKOFF_BASE_MS * 2 ** (n - 1)
+        await sleep(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
+      }
+      const error = last ?? new MailDeliveryError("mail API not attempted", true)
+      if (!error.retryable) throw error
+      throw new MailDeliveryError(`${error.message} (gave up after ${MAX_ATTEMPTS} attempts)`, true, {
+        cause: error,
+        ...(error.status !== undefined && { status: error.status }),
+      })
+    },
+  }
+}
+
+function parseId(text: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (typeof parsed === "object" && parsed !== null) {
+      const id = (parsed as Record<string, unknown>).id
+      if (typeof id === "string" && id !== "") return id
+      if (typeof id === "number") return String(id)
+    }
+  } catch {
+    // Not JSON: the caller reports it as a missing id.
+  }
+  return undefined
+}
+
+/** Retry-After as delta-seconds or an HTTP date, in ms from now. */
+function parseRetryAfter(value: string | null): number | undefined {
+  if (value === null) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const at = Date.parse(trimmed)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
+}
+
+/** A network error's message, with undici's underlying cause (ECONNREFUSED, …) when present. */
+function describe(e: unknown): string {
+  if (!(e instanceof Error)) return String(e)
+  const cause = e.cause instanceof Error ? `: ${e.cause.message}` : ""
+  return `${e.message}${cause}`
+}

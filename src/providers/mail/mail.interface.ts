@@ -1,0 +1,36 @@
+// The mail provider contract: one rendered message in, the provider's message id out. The outbox
+// simulator and the HTTP adapter for a real mail API implement the same interface.
+
+/** What the server asks a provider to deliver; rendering happens before this point. */
+export interface OutgoingMail {
+  to: string
+  subject: string
+  text: string
+  html: string
+  /** Every link the message carries (verification, reset), so tests and operators can find them. */
+  links: string[]
+  /** What the message is for, e.g. "verify_email" or "otp"; real providers receive it as a tag. */
+  kind: string
+}
+
+export interface MailProvider {
+  /** Short stable name ("outbox", "http") for status reports and logs. */
+  readonly name: string
+  /** Resolves once the provider has accepted the message; rejects with MailDeliveryError. */
+  send(mail: OutgoingMail): Promise<{ id: string }>
+}
+
+export class MailDeliveryError extends Error {
+  override readonly name = "MailDeliveryError"
+  /** The provider's HTTP status, when it answered at all. */
+  readonly status: number | undefined
+  constructor(
+    message: string,
+    /** true: the provider may accept the same message later (network, 429, 5xx); false: it never will. */
+    readonly retryable: boolean,
+    options?: { cause?: unknown; status?: number },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.status = options?.status
+  }
+}
