@@ -17,7 +17,7 @@ export function toHttpError(e: DomainError): HttpError {
     case "ValidationFailed": {
       const first = e.errors[0]
       return {
-        status: 422,
+        status: e.status ?? 422,
         body: {
           error: e.message,
           code: "VALIDATION_FAILED",
@@ -26,6 +26,19 @@ export function toHttpError(e: DomainError): HttpError {
         },
       }
     }
+    case "BadRequest":
+      return { status: 400, body: { error: e.message, code: e.code, ...(e.field !== undefined && { field: e.field }) } }
+    case "RateLimited":
+      return {
+        status: 429,
+        body: { error: e.message, code: "RATE_LIMITED", retry_after_seconds: e.retryAfterSeconds },
+        headers: { "Retry-After": String(e.retryAfterSeconds) },
+      }
+    case "InsufficientFunds":
+      return {
+        status: 402,
+        body: { error: e.message, code: "INSUFFICIENT_FUNDS", balance_minor: e.balanceMinor, required_minor: e.requiredMinor },
+      }
     case "BadRequestBody":
       return { status: 400, body: { error: e.message, code: e.code } }
     case "UnsupportedMediaType":
@@ -44,7 +57,7 @@ export function toHttpError(e: DomainError): HttpError {
         headers: { Allow: e.allow.join(", ") },
       }
     case "Unauthenticated":
-      return { status: 401, body: { error: e.message, code: "UNAUTHENTICATED" } }
+      return { status: 401, body: { error: e.message, code: e.code ?? "UNAUTHENTICATED" } }
     case "Forbidden":
       return { status: 403, body: { error: e.message, code: e.code ?? "FORBIDDEN" } }
     case "Conflict":

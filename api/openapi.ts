@@ -32,6 +32,13 @@ const errorResponse = (description: string, ref = "Error") => ({
   content: { "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } },
 })
 
+const SECURITY: Record<AnyRoute["auth"], unknown[]> = {
+  public: [],
+  jwt: [{ bearerJwt: [] }, { sessionCookie: [] }, { apiKey: [] }],
+  "jwt-only": [{ bearerJwt: [] }, { sessionCookie: [] }],
+  system: [{ systemKey: [] }],
+}
+
 function operation(r: AnyRoute): JsonSchema {
   const responses: Record<string, unknown> = {}
   for (const [status, doc] of Object.entries(r.responses ?? { 200: { description: "OK" } })) {
@@ -46,6 +53,10 @@ function operation(r: AnyRoute): JsonSchema {
   if (r.body && "json" in r.body && r.body.json) responses["400"] = errorResponse("Malformed JSON (BAD_JSON)")
   if (r.body) responses["413"] = errorResponse("Body too large")
   if (r.auth === "system") responses["401"] = errorResponse("Missing or wrong X-System-Key")
+  if (r.auth === "jwt" || r.auth === "jwt-only") {
+    responses["401"] = errorResponse("Not signed in, or the credential is invalid, expired or revoked")
+    responses["403"] = errorResponse(r.auth === "jwt-only" ? "API keys are not accepted (API_KEY_NOT_ALLOWED), or CSRF" : "Insufficient scope, inactive account, or CSRF")
+  }
   responses["default"] = errorResponse("Error")
 
   let requestBody: JsonSchema | undefined
@@ -63,7 +74,8 @@ function operation(r: AnyRoute): JsonSchema {
     operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
     summary: r.summary,
     tags: r.tags,
-    security: r.auth === "public" ? [] : [{ systemKey: [] }],
+    security: SECURITY[r.auth],
+    ...(r.auth === "jwt" && { "x-required-scope": r.scope ?? (r.method === "GET" ? "read" : "write") }),
     parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
     ...(requestBody && { requestBody }),
     responses,
@@ -87,6 +99,9 @@ export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
     components: {
       schemas: { Error: toSchema(ErrorBody), ValidationError: toSchema(ValidationErrorBody) },
       securitySchemes: {
+        bearerJwt: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The token from POST /auth/login (7 days)" },
+        sessionCookie: { type: "apiKey", in: "cookie", name: "svc_session", description: "Set by POST /auth/login; state changes need an allowed Origin" },
+        apiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_live_…", description: "An API key; scope read, write or admin" },
         systemKey: { type: "apiKey", in: "header", name: "X-System-Key" },
       },
     },

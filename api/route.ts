@@ -4,15 +4,18 @@ import type { Effect } from "effect"
 import type { z } from "zod"
 import type { DomainError } from "../src/errors.js"
 import type { AppServices } from "../src/app.layer.js"
+import type { Principal, Scope } from "../src/auth/principal.js"
 import type { Reply } from "./reply.js"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
 /**
- * Who may call a route. `public`: anyone. `system`: internal callers presenting the deployment's
- * SYSTEM_KEY in X-System-Key (routes are 404 while SYSTEM_KEY is unset).
+ * Who may call a route. `public`: anyone. `jwt`: a signed-in user (bearer JWT or session cookie)
+ * or an API key of the route's scope. `jwt-only`: a signed-in user; API keys get 403.
+ * `system`: internal callers presenting the deployment's SYSTEM_KEY in X-System-Key (routes are
+ * 404 while SYSTEM_KEY is unset).
  */
-export type AuthLevel = "public" | "system"
+export type AuthLevel = "public" | "jwt" | "jwt-only" | "system"
 
 /** How the request body is taken. Absent: the route takes no body (any sent is ignored). */
 export type BodySpec<B> =
@@ -48,6 +51,8 @@ export interface RequestContext<P, Q, B> {
   /** Header names lower-cased; repeated headers joined with ", ". */
   readonly headers: Readonly<Record<string, string>>
   readonly remoteAddress: string
+  /** The caller of a `jwt` or `jwt-only` route; undefined on public and system routes. */
+  readonly principal: Principal | undefined
   /** The X-Tenant-Id of a `system` request, when it sent one. */
   readonly systemTenantId: number | undefined
   /** Called once when the client goes away before the reply is complete. */
@@ -65,6 +70,13 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
   /** OpenAPI-style template: `/api/workflows/{id}`. */
   readonly path: string
   readonly auth: AuthLevel
+  /**
+   * The API-key scope a `jwt` route needs: by default read for GET, write otherwise; admin for
+   * the destructive actions of spec section 5 (which also keeps members out).
+   */
+  readonly scope?: Scope
+  /** Status for schema failures: 422, unless the spec names another (API-key create: 400). */
+  readonly validationStatus?: 400 | 422
   readonly summary: string
   readonly tags: ReadonlyArray<string>
   readonly params?: z.ZodType<P>

@@ -122,14 +122,14 @@ export function parseQuery(qs: string): Record<string, string | string[]> {
 }
 
 /** Validates one part of a request; failures become the contract's 422 body. */
-export function validate<T>(schema: z.ZodType<T>, input: unknown, where: "params" | "query" | "body"): T | ValidationFailed {
+export function validate<T>(schema: z.ZodType<T>, input: unknown, where: "params" | "query" | "body", status: 400 | 422 = 422): T | ValidationFailed {
   const r = schema.safeParse(input)
   if (r.success) return r.data
   const errors: FieldError[] = r.error.issues.map((issue) => ({
     field: issue.path.length > 0 ? issue.path.map(String).join(".") : where,
     message: issue.message,
   }))
-  return new ValidationFailed({ message: `invalid ${where === "body" ? "request body" : where}: ${summarise(errors)}`, errors })
+  return new ValidationFailed({ message: `invalid ${where === "body" ? "request body" : where}: ${summarise(errors)}`, errors, status })
 }
 
 function summarise(errors: FieldError[]): string {

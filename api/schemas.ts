@@ -19,6 +19,14 @@ export const QueryInt = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max))
 
+/** An email address, trimmed and lower-cased: accounts are found by it case-insensitively. */
+export const Email = z
+  .string()
+  .trim()
+  .max(254, "must be at most 254 characters")
+  .pipe(z.email("must be an email address"))
+  .transform((e) => e.toLowerCase())
+
 export const ErrorBody = z.object({
   error: z.string(),
   code: z.string().regex(/^[A-Z][A-Z0-9_]*$/),

@@ -2,7 +2,9 @@
 // runs the handler's Effect, maps errors in one place, writes the reply corked, logs one line
 // per request, and shuts down gracefully.
 import { randomUUID, timingSafeEqual, createHash } from "node:crypto"
-import { Cause, Exit, Option, type ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, Option, type ManagedRuntime } from "effect"
+import { Auth } from "../src/auth/Auth.js"
+import type { Principal, Scope } from "../src/auth/principal.js"
 import type { Logger } from "pino"
 import type { Config } from "../src/config.js"
 import {
@@ -124,7 +126,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   async function dispatch(ex: Exchange, inc: Incoming, route: AnyRoute, rawParams: Record<string, string>, raw: Buffer): Promise<void> {
     const ctx = prepare(inc, route, rawParams, raw, ex)
     if (!("requestId" in ctx)) return sendError(ex, inc, toHttpError(ctx))
-    const exit = await runtime.runPromiseExit(route.handler(ctx))
+    const program =
+      route.auth === "jwt" || route.auth === "jwt-only"
+        ? Effect.flatMap(authenticate(inc, route.auth, route.scope ?? (ctx.method === "GET" ? "read" : "write")), (principal) =>
+            route.handler({ ...ctx, principal }),
+          )
+        : route.handler(ctx)
+    const exit = await runtime.runPromiseExit(program)
     if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value)
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) return sendError(ex, inc, toHttpError(failure.value))
@@ -133,7 +141,16 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     sendError(ex, inc, INTERNAL_ERROR)
   }
 
-  /** Auth, content negotiation and validation, in that order; the first failure answers. */
+  function authenticate(inc: Incoming, level: "jwt" | "jwt-only", scope: Scope): Effect.Effect<Principal, DomainError, Auth> {
+    return Effect.flatMap(Auth, (auth) =>
+      Effect.flatMap(
+        Effect.promise(() => auth.authenticate(inc, { level, scope })),
+        (r) => (r instanceof Error ? Effect.fail(r) : Effect.succeed(r)),
+      ),
+    )
+  }
+
+  /** System auth, content negotiation and validation, in that order; the first failure answers. */
   function prepare(
     inc: Incoming,
     route: AnyRoute,
@@ -158,9 +175,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       }
     }
 
-    const params = route.params ? validate(route.params, rawParams, "params") : rawParams
+    const status = route.validationStatus ?? 422
+    const params = route.params ? validate(route.params, rawParams, "params", status) : rawParams
     if (params instanceof ValidationFailed) return params
-    const query = route.query ? validate(route.query, parseQuery(inc.query), "query") : undefined
+    const query = route.query ? validate(route.query, parseQuery(inc.query), "query", status) : undefined
     if (query instanceof ValidationFailed) return query
 
     let body: unknown
@@ -189,7 +207,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
             return new BadRequestBody({ code: "BAD_JSON", message: `request body is not valid JSON: ${(e as Error).message}` })
           }
         }
-        const valid = validate(spec.json, parsed, "body")
+        const valid = validate(spec.json, parsed, "body", status)
         if (valid instanceof ValidationFailed) return valid
         body = valid
       } else {
@@ -211,6 +229,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       rawBody: raw,
       headers: inc.headers,
       remoteAddress: inc.remoteAddress,
+      principal: undefined,
       systemTenantId,
       onAbort: (cb) => ex.onAbort(cb),
     }

@@ -1,5 +1,6 @@
 // Process configuration: the environment parsed once by zod. A malformed value stops start-up
 // with a message that names the variable; nothing else in the program reads process.env.
+import { join } from "node:path"
 import { z } from "zod"
 
 const port = z.coerce.number().int().min(0).max(65535)
@@ -36,6 +37,26 @@ const Env = z.object({
   PUBLIC_BASE_URL: optionalString.pipe(z.url().optional()),
   /** Enables /internal/* and /api/internal/* (header X-System-Key); unset → those routes are 404. */
   SYSTEM_KEY: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+  /** HS256 key for session JWTs; unset → a random key generated once and kept in the database. */
+  JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+  /** How often API keys' last_used_at/last_used_ip are written (batched, not per request). */
+  KEY_USAGE_FLUSH_MS: positiveInt.max(3_600_000).default(5_000),
+  /** Origins allowed to send cookie-authenticated state changes (CSRF), comma-separated. */
+  ALLOWED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter((o) => o !== ""))
+    .pipe(z.array(z.url({ protocol: /^https?$/, error: "must be a comma-separated list of http(s) origins" }))),
+  /** true → signup, OTP start and demo calls need a solved ALTCHA challenge in field `altcha`. */
+  ALTCHA_REQUIRED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  /** HMAC key for ALTCHA challenges; unset → derived from the deployment's generated secret. */
+  ALTCHA_HMAC_KEY: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+  /** Where the outbox mail simulator appends messages; default <DATA_DIR>/outbox.jsonl. */
+  OUTBOX_FILE: optionalString,
+  /** A real mail API (POST {MAIL_API_URL}/messages); unset → the outbox simulator. */
+  MAIL_API_URL: optionalString.pipe(z.url().optional()),
+  MAIL_API_KEY: optionalString,
+  MAIL_FROM: z.string().default("Parley <no-reply@parley.local>"),
 })
 
 export type Config = Readonly<{
@@ -52,6 +73,15 @@ export type Config = Readonly<{
   shutdownTimeoutMs: number
   publicBaseUrl: string | undefined
   systemKey: string | undefined
+  jwtSecret: string | undefined
+  keyUsageFlushMs: number
+  allowedOrigins: readonly string[]
+  altchaRequired: boolean
+  altchaHmacKey: string | undefined
+  outboxFile: string
+  mailApiUrl: string | undefined
+  mailApiKey: string | undefined
+  mailFrom: string
 }>
 
 export class ConfigError extends Error {
@@ -80,6 +110,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     systemKey: e.SYSTEM_KEY,
+    jwtSecret: e.JWT_SECRET,
+    keyUsageFlushMs: e.KEY_USAGE_FLUSH_MS,
+    allowedOrigins: e.ALLOWED_ORIGINS,
+    altchaRequired: e.ALTCHA_REQUIRED,
+    altchaHmacKey: e.ALTCHA_HMAC_KEY,
+    outboxFile: e.OUTBOX_FILE ?? join(e.DATA_DIR, "outbox.jsonl"),
+    mailApiUrl: e.MAIL_API_URL?.replace(/\/+$/, ""),
+    mailApiKey: e.MAIL_API_KEY,
+    mailFrom: e.MAIL_FROM,
   }
 }
 

@@ -11,6 +11,27 @@ export interface FieldError {
 export class ValidationFailed extends Data.TaggedError("ValidationFailed")<{
   readonly message: string
   readonly errors: ReadonlyArray<FieldError>
+  /** 422 unless the spec names another status for the route (API-key create: 400). */
+  readonly status?: 400 | 422
+}> {}
+
+/** A request the spec answers with 400 for a reason other than its schema. */
+export class BadRequest extends Data.TaggedError("BadRequest")<{
+  readonly message: string
+  readonly code: string
+  readonly field?: string
+}> {}
+
+export class RateLimited extends Data.TaggedError("RateLimited")<{
+  readonly message: string
+  readonly retryAfterSeconds: number
+}> {}
+
+/** The wallet cannot pay for what was asked (402). */
+export class InsufficientFunds extends Data.TaggedError("InsufficientFunds")<{
+  readonly message: string
+  readonly balanceMinor: number
+  readonly requiredMinor: number
 }> {}
 
 /** The body could not be read as the content type it declared (400 BAD_JSON and friends). */
@@ -38,11 +59,12 @@ export class MethodNotAllowed extends Data.TaggedError("MethodNotAllowed")<{
 
 export class Unauthenticated extends Data.TaggedError("Unauthenticated")<{
   readonly message: string
+  readonly code?: "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "KEY_REVOKED" | "KEY_EXPIRED"
 }> {}
 
 export class Forbidden extends Data.TaggedError("Forbidden")<{
   readonly message: string
-  readonly code?: "FORBIDDEN" | "API_KEY_NOT_ALLOWED" | "CSRF_REJECTED"
+  readonly code?: "FORBIDDEN" | "API_KEY_NOT_ALLOWED" | "CSRF_REJECTED" | "INSUFFICIENT_SCOPE" | "ACCOUNT_INACTIVE"
 }> {}
 
 export class Conflict extends Data.TaggedError("Conflict")<{
@@ -55,6 +77,9 @@ export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{}> {}
 
 export type DomainError =
   | ValidationFailed
+  | BadRequest
+  | RateLimited
+  | InsufficientFunds
   | BadRequestBody
   | UnsupportedMediaType
   | PayloadTooLarge

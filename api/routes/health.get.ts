@@ -2,6 +2,7 @@
 // and which provider implementations are configured. 503 when the database or bus is down.
 import { Effect } from "effect"
 import { providerStatus } from "../../src/providers/provider-status.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
 import { Bus } from "../../src/services/Bus.js"
 import { Db } from "../../src/services/Db.js"
 import { Instance } from "../../src/services/Instance.js"
@@ -35,6 +36,7 @@ export default route({
       const db = yield* Db
       const bus = yield* Bus
       const instance = yield* Instance
+      const config = yield* AppConfig
       const [database, runtime] = yield* Effect.all(
         [timed(() => db.ping()), timed(() => bus.request(RT_PING, {}, { timeoutMs: 1_000 }).then((m) => m.json<RuntimePong>()))],
         { concurrency: "unbounded" },
@@ -52,7 +54,7 @@ export default route({
           bus: { ok: busStatus.connected, kind: busStatus.kind, ...(busStatus.server && { server: busStatus.server }) },
           runtime: runtime.ok ? { ok: true, answered_by: runtime.value.instance_id } : { ok: false, error: runtime.error },
         },
-        providers: providerStatus(),
+        providers: providerStatus(config),
       }
       return json(body, healthy ? 200 : 503)
     }),

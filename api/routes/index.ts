@@ -1,6 +1,17 @@
 // The route table: every endpoint the api role serves, in one list. The router, the auth and
 // validation checks, and /openapi.json are all driven from it.
 import type { AnyRoute } from "../route.js"
+import apiKeysCreate from "./api-keys.create.js"
+import apiKeysDelete from "./api-keys.delete.js"
+import apiKeysList from "./api-keys.list.js"
+import apiKeysRevoke from "./api-keys.revoke.js"
+import authAltchaChallenge from "./auth.altcha-challenge.js"
+import authLogin from "./auth.login.js"
+import authLogout from "./auth.logout.js"
+import authMe from "./auth.me.js"
+import { otpResend, otpStart, otpVerify } from "./auth.otp.js"
+import authSignup from "./auth.signup.js"
+import authVerifyEmail from "./auth.verify-email.js"
 import health from "./health.get.js"
 import objectionsGet from "./objections.get.js"
 import objectionsList from "./objections.list.js"
@@ -11,7 +22,28 @@ import voicesSample from "./voices.sample.js"
 
 /** The product's routes; `extra` lets tests mount probes beside them in the same table. */
 export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
-  const table: AnyRoute[] = [health, pricing, voicesList, voicesSample, objectionsList, objectionsGet, ...extra]
+  const table: AnyRoute[] = [
+    health,
+    pricing,
+    voicesList,
+    voicesSample,
+    objectionsList,
+    objectionsGet,
+    authSignup,
+    authVerifyEmail,
+    authLogin,
+    authLogout,
+    authMe,
+    authAltchaChallenge,
+    otpStart,
+    otpResend,
+    otpVerify,
+    apiKeysList,
+    apiKeysCreate,
+    apiKeysRevoke,
+    apiKeysDelete,
+    ...extra,
+  ]
   table.push(openApiRoute(() => table))
   return table
 }

@@ -1,5 +1,7 @@
-// Which implementation backs each provider kind in this deployment, for /healthz. Every kind
-// starts on its built-in simulator; real adapters report "live" once configured.
+// Which implementation backs each provider kind in this deployment, for /healthz. Kinds whose
+// real adapters are not configured run on their built-in simulators.
+import type { Config } from "../config.js"
+
 export type ProviderKind = "telephony" | "llm" | "speech" | "payments" | "mail"
 
 export interface ProviderStatus {
@@ -8,12 +10,14 @@ export interface ProviderStatus {
   readonly configured: boolean
 }
 
-export function providerStatus(): Record<ProviderKind, ProviderStatus> {
+const simulator = (provider: string): ProviderStatus => ({ provider, mode: "simulator", configured: true })
+
+export function providerStatus(config: Pick<Config, "mailApiUrl" | "mailApiKey">): Record<ProviderKind, ProviderStatus> {
   return {
-    telephony: { provider: "sim", mode: "simulator", configured: true },
-    llm: { provider: "sim", mode: "simulator", configured: true },
-    speech: { provider: "sim", mode: "simulator", configured: true },
-    payments: { provider: "stub", mode: "simulator", configured: true },
-    mail: { provider: "outbox", mode: "simulator", configured: true },
+    telephony: simulator("sim"),
+    llm: simulator("sim"),
+    speech: simulator("sim"),
+    payments: simulator("stub"),
+    mail: config.mailApiUrl !== undefined && config.mailApiKey !== undefined ? { provider: "http", mode: "live", configured: true } : simulator("outbox"),
   }
 }

@@ -9,6 +9,8 @@ import { AppConfig } from "./AppConfig.js"
 import { Log } from "./Log.js"
 
 export type Sql = postgres.Sql<{ bigint: number }>
+/** A transaction's handle (inside `sql.begin`): functions that must run in one take this. */
+export type Tx = postgres.TransactionSql<{ bigint: number }>
 
 export interface Database {
   readonly sql: Sql

@@ -1,0 +1,29 @@
+// GET /auth/me: who the session belongs to. Called with an API key, it describes the key instead.
+import { Effect } from "effect"
+import { me } from "../../src/auth/auth.service.js"
+import { findTenant, tenantView } from "../../src/auth/auth.repo.js"
+import { Db } from "../../src/services/Db.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { callerOf } from "../session.js"
+
+export default route({
+  method: "GET",
+  path: "/auth/me",
+  auth: "jwt",
+  summary: "The signed-in user, their workspace and when the session expires",
+  tags: ["auth"],
+  handler: ({ principal }) =>
+    Effect.gen(function* () {
+      const caller = yield* callerOf(principal)
+      if (caller.kind === "user") return json(yield* me(caller))
+      const { sql } = yield* Db
+      const tenant = yield* Effect.promise(() => findTenant(sql, caller.tenantId))
+      return json({
+        user: null,
+        tenant: tenant && tenantView(tenant),
+        api_key: { id: caller.keyId, scope: caller.scope },
+        expires_at: caller.expiresAt?.toISOString() ?? null,
+      })
+    }),
+})

@@ -1,0 +1,43 @@
+// POST /auth/otp/start, /auth/otp/resend and /auth/otp/verify: sign-in by emailed code. Verify
+// answers like login and sets the session cookie.
+import { Effect } from "effect"
+import { z } from "zod"
+import { Challenge } from "../../src/auth/Challenge.js"
+import { sendCode, verifyCode } from "../../src/auth/otp.service.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { Email } from "../schemas.js"
+import { sessionCookie } from "../session.js"
+
+const OtpStartRequest = z.object({ email: Email, altcha: z.string().max(4096).optional() })
+
+const start = (path: string, summary: string, challenge: boolean) =>
+  route({
+    method: "POST",
+    path,
+    auth: "public",
+    summary,
+    tags: ["auth"],
+    body: { json: OtpStartRequest },
+    handler: ({ body }) =>
+      Effect.gen(function* () {
+        if (challenge) yield* Challenge.require(body!.altcha)
+        return json(yield* sendCode(body!.email))
+      }),
+  })
+
+export const otpStart = start("/auth/otp/start", "Email a 6-digit sign-in code (valid 10 minutes)", true)
+export const otpResend = start("/auth/otp/resend", "Email a new sign-in code; at most once per 30 s", false)
+
+export const otpVerify = route({
+  method: "POST",
+  path: "/auth/otp/verify",
+  auth: "public",
+  summary: "Sign in with an emailed code; answers like /auth/login",
+  tags: ["auth"],
+  body: { json: z.object({ email: Email, code: z.string().trim().regex(/^\d{6}$/, "must be the 6-digit code") }) },
+  handler: ({ body }) =>
+    Effect.map(verifyCode(body!.email, body!.code), (session) =>
+      json(session, 200, { "Set-Cookie": sessionCookie(session.token), "Cache-Control": "no-store" }),
+    ),
+})

@@ -1,0 +1,36 @@
+// POST /auth/signup: a workspace, its owner, the trial credit, and a verification email.
+import { Effect } from "effect"
+import { z } from "zod"
+import { COUNTRIES, signup } from "../../src/auth/auth.service.js"
+import { Challenge } from "../../src/auth/Challenge.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
+import { baseUrl } from "../base-url.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { Email } from "../schemas.js"
+
+export default route({
+  method: "POST",
+  path: "/auth/signup",
+  auth: "public",
+  summary: "Create a workspace and its owner; credits the trial and sends a verification email",
+  tags: ["auth"],
+  body: {
+    json: z.object({
+      email: Email,
+      password: z.string().min(10, "must be at least 10 characters").max(256, "must be at most 256 characters"),
+      full_name: z.string().trim().min(1).max(200).optional(),
+      country: z.enum(COUNTRIES, { error: `must be one of ${COUNTRIES.join(", ")}` }).default("US"),
+      altcha: z.string().max(4096).optional(),
+    }),
+  },
+  responses: { 201: { description: "Created: {tenant, user, verify_email_sent}" } },
+  handler: ({ body, headers }) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const b = body!
+      yield* Challenge.require(b.altcha)
+      const created = yield* signup({ email: b.email, password: b.password, fullName: b.full_name, country: b.country, baseUrl: baseUrl(config, headers) })
+      return json(created, 201)
+    }),
+})

@@ -1,0 +1,137 @@
+-- Identity and access: tenants (workspaces), users, email verification, revoked session tokens,
+-- API keys with their audit trail, OTP codes, login throttling, spent ALTCHA challenges, the
+-- deployment's generated secrets, and the wallet/ledger core that signup's trial credit uses.
+
+create table tenants (
+  id bigint generated always as identity primary key,
+  name text not null check (length(name) between 1 and 200),
+  status text not null default 'active' check (status in ('active', 'suspended', 'closed')),
+  plan_tier text not null default 'free' check (plan_tier in ('free', 'all_inclusive', 'byok')),
+  country text not null check (country in ('IN', 'US', 'GB', 'AU', 'CA', 'SG', 'AE')),
+  currency text not null check (currency in ('INR', 'USD')),
+  onboarding_mode text not null default 'bundled' check (onboarding_mode in ('bundled', 'byok')),
+  trial_expires_at timestamptz,
+  created_at timestamptz not null default now()
+);
+
+create table users (
+  id bigint generated always as identity primary key,
+  tenant_id bigint not null references tenants (id),
+  email text not null check (email = lower(email) and length(email) between 3 and 254),
+  full_name text check (length(full_name) <= 200),
+  role text not null default 'owner' check (role in ('owner', 'admin', 'member')),
+  -- null for accounts that sign in only through an identity provider (login answers 400).
+  password_hash text,
+  auth_provider text not null default 'password' check (auth_provider in ('password', 'oauth')),
+  status text not null default 'active' check (status in ('active', 'inactive')),
+  email_verified boolean not null default false,
+  email_verified_at timestamptz,
+  created_at timestamptz not null default now()
+);
+create unique index users_email_key on users (email);
+create index users_tenant_idx on users (tenant_id);
+
+create table email_verifications (
+  token_sha256 bytea primary key,
+  user_id bigint not null references users (id) on delete cascade,
+  expires_at timestamptz not null,
+  used_at timestamptz,
+  created_at timestamptz not null default now()
+);
+
+-- A logged-out JWT's id, kept until the token would have expired anyway.
+create table revoked_tokens (
+  jti text primary key,
+  user_id bigint not null references users (id) on delete cascade,
+  expires_at timestamptz not null,
+  revoked_at timestamptz not null default now()
+);
+create index revoked_tokens_expiry_idx on revoked_tokens (expires_at);
+
+create table api_keys (
+  id bigint generated always as identity primary key,
+  tenant_id bigint not null references tenants (id),
+  name text not null check (length(name) between 1 and 120),
+  prefix text not null,
+  secret_sha256 bytea not null unique,
+  scope text not null check (scope in ('read', 'write', 'admin')),
+  created_at timestamptz not null default now(),
+  created_by_user_id bigint references users (id),
+  expires_at timestamptz,
+  last_used_at timestamptz,
+  last_used_ip text,
+  revoked_at timestamptz,
+  revoked_reason text check (length(revoked_reason) <= 80),
+  revoked_by_user_id bigint references users (id)
+);
+create index api_keys_tenant_idx on api_keys (tenant_id);
+
+-- Who created, revoked or deleted each key, when and from where. key_id is not a foreign key:
+-- the trail outlives a deleted key.
+create table api_key_events (
+  id bigint generated always as identity primary key,
+  tenant_id bigint not null references tenants (id),
+  key_id bigint not null,
+  action text not null check (action in ('created', 'revoked', 'deleted')),
+  actor_user_id bigint references users (id),
+  ip text,
+  user_agent text,
+  at timestamptz not null default now()
+);
+create index api_key_events_key_idx on api_key_events (tenant_id, key_id);
+
+-- One live code per address. Rows exist for unknown addresses too, so start and resend behave
+-- (and rate-limit) the same whether or not an account exists.
+create table otp_codes (
+  email text primary key check (email = lower(email)),
+  code_sha256 bytea,
+  expires_at timestamptz,
+  attempts integer not null default 0,
+  last_sent_at timestamptz not null
+);
+
+-- Failed logins per account and per client address, for slowing down and then refusing guesses.
+create table login_failures (
+  key text primary key,
+  failures integer not null,
+  window_started_at timestamptz not null,
+  locked_until timestamptz
+);
+
+create table altcha_spent (
+  signature text primary key,
+  expires_at timestamptz not null
+);
+create index altcha_spent_expiry_idx on altcha_spent (expires_at);
+
+-- Secrets the deployment generates for itself when none is configured (JWT key, ALTCHA key),
+-- shared by every process through the database.
+create table system_secrets (
+  name text primary key,
+  value text not null,
+  created_at timestamptz not null default now()
+);
+
+-- The wallet and its append-only ledger: a balance change and its entry commit together.
+create table wallets (
+  tenant_id bigint primary key references tenants (id),
+  currency text not null check (currency in ('INR', 'USD')),
+  balance_minor bigint not null default 0 check (balance_minor >= 0),
+  updated_at timestamptz not null default now()
+);
+
+create table ledger_entries (
+  id bigint generated always as identity primary key,
+  tenant_id bigint not null references tenants (id),
+  currency text not null check (currency in ('INR', 'USD')),
+  amount_minor bigint not null check (amount_minor <> 0),
+  kind text not null check (kind ~ '^[a-z_]+$'),
+  reference text,
+  balance_after_minor bigint not null check (balance_after_minor >= 0),
+  idempotency_key text not null unique,
+  created_at timestamptz not null default now()
+);
+create index ledger_entries_tenant_idx on ledger_entries (tenant_id, id desc);
+
+create rule ledger_entries_no_update as on update to ledger_entries do instead nothing;
+create rule ledger_entries_no_delete as on delete to ledger_entries do instead nothing;

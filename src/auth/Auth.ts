@@ -1,0 +1,40 @@
+// The authenticator as a scoped service: its JWT key (configured, or generated once per
+// deployment), its subscription to invalidations from other processes, and the loop that
+// writes API-key usage in batches (flushed once more when the process stops).
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../services/AppConfig.js"
+import { Bus } from "../services/Bus.js"
+import { Clock } from "../services/Clock.js"
+import { Db } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { Authenticator } from "./authenticator.js"
+import { makeJwtKeys } from "./jwt.js"
+import { AUTH_INVALIDATE_SUBJECT, type Invalidation } from "./principal.js"
+import { systemSecret } from "./secrets.js"
+
+export class Auth extends Context.Tag("parley/Auth")<Auth, Authenticator>() {}
+
+export const AuthLive: Layer.Layer<Auth, never, AppConfig | Bus | Clock | Db | Log> = Layer.scoped(
+  Auth,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const { sql } = yield* Db
+    const bus = yield* Bus
+    const clock = yield* Clock
+    const log = yield* Log
+    const secret = config.jwtSecret ?? (yield* Effect.promise(() => systemSecret(sql, "jwt_hs256")))
+    const auth = new Authenticator({ sql, bus, jwt: makeJwtKeys(secret), clock, config, log })
+
+    yield* Effect.acquireRelease(
+      Effect.sync(() => bus.subscribe(AUTH_INVALIDATE_SUBJECT, (msg) => auth.apply(msg.json<Invalidation>()))),
+      (sub) => Effect.sync(() => sub.unsubscribe()),
+    )
+
+    const flush = Effect.tryPromise(() => auth.flushKeyUses()).pipe(
+      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e.error }, "could not record API key usage; will retry"))),
+    )
+    yield* flush.pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.keyUsageFlushMs))), Effect.forkScoped)
+    yield* Effect.addFinalizer(() => flush)
+    return auth
+  }),
+)

@@ -1,0 +1,125 @@
+// SQL for tenants, users, email verification and revoked sessions. Every query that reads a
+// tenant's rows names the tenant.
+import type { Currency } from "../billing/pricing.js"
+import type { Sql, Tx } from "../services/Db.js"
+
+export interface TenantRow {
+  readonly id: number
+  readonly name: string
+  readonly status: "active" | "suspended" | "closed"
+  readonly plan_tier: string
+  readonly country: string
+  readonly currency: Currency
+  readonly onboarding_mode: "bundled" | "byok"
+  readonly trial_expires_at: Date | null
+  readonly created_at: Date
+}
+
+export interface UserRow {
+  readonly id: number
+  readonly tenant_id: number
+  readonly email: string
+  readonly full_name: string | null
+  readonly role: "owner" | "admin" | "member"
+  readonly password_hash: string | null
+  readonly auth_provider: "password" | "oauth"
+  readonly status: "active" | "inactive"
+  readonly email_verified: boolean
+  readonly email_verified_at: Date | null
+  readonly created_at: Date
+}
+
+export const insertTenant = async (
+  tx: Tx,
+  t: { name: string; country: string; currency: Currency; trialExpiresAt: Date },
+): Promise<TenantRow> => {
+  const [row] = await tx<[TenantRow]>`
+    insert into tenants (name, country, currency, trial_expires_at)
+    values (${t.name}, ${t.country}, ${t.currency}, ${t.trialExpiresAt})
+    returning *`
+  return row
+}
+
+export const insertUser = async (
+  tx: Tx,
+  u: { tenantId: number; email: string; fullName: string | null; passwordHash: string },
+): Promise<UserRow> => {
+  const [row] = await tx<[UserRow]>`
+    insert into users (tenant_id, email, full_name, role, password_hash)
+    values (${u.tenantId}, ${u.email}, ${u.fullName}, 'owner', ${u.passwordHash})
+    returning *`
+  return row
+}
+
+export const findUserByEmail = async (sql: Sql, email: string): Promise<UserRow | undefined> => {
+  const [row] = await sql<[UserRow?]>`select * from users where email = ${email}`
+  return row
+}
+
+export const findUserAndTenant = async (sql: Sql, userId: number): Promise<{ user: UserRow; tenant: TenantRow } | undefined> => {
+  const [user] = await sql<[UserRow?]>`select * from users where id = ${userId}`
+  if (!user) return undefined
+  const tenant = await findTenant(sql, user.tenant_id)
+  return tenant && { user, tenant }
+}
+
+export const findTenant = async (sql: Sql, tenantId: number): Promise<TenantRow | undefined> => {
+  const [row] = await sql<[TenantRow?]>`select * from tenants where id = ${tenantId}`
+  return row
+}
+
+export const insertEmailVerification = async (tx: Tx, v: { tokenSha256: Buffer; userId: number; expiresAt: Date }): Promise<void> => {
+  await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId}, ${v.expiresAt})`
+}
+
+export type VerifyOutcome =
+  | { readonly kind: "verified"; readonly email: string; readonly verifiedAt: Date }
+  | { readonly kind: "expired" }
+  | { readonly kind: "unknown" }
+
+/**
+ * Marks the token used and the user verified, in one statement each way; a token already used
+ * answers with the verification it made (repeating verification is idempotent).
+ */
+export const consumeEmailVerification = async (sql: Sql, tokenSha256: Buffer, now: Date): Promise<VerifyOutcome> =>
+  sql.begin(async (tx) => {
+    const [v] = await tx<[{ user_id: number; expires_at: Date; used_at: Date | null }?]>`
+      select user_id, expires_at, used_at from email_verifications where token_sha256 = ${tokenSha256} for update`
+    if (!v) return { kind: "unknown" } as const
+    if (v.used_at === null && v.expires_at <= now) return { kind: "expired" } as const
+    if (v.used_at === null) await tx`update email_verifications set used_at = ${now} where token_sha256 = ${tokenSha256}`
+    const [u] = await tx<[{ email: string; email_verified_at: Date }]>`
+      update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now})
+      where id = ${v.user_id}
+      returning email, email_verified_at`
+    return { kind: "verified", email: u.email, verifiedAt: u.email_verified_at } as const
+  }) as Promise<VerifyOutcome>
+
+export const revokeSession = async (sql: Sql, s: { jti: string; userId: number; expiresAt: Date }): Promise<void> => {
+  await sql`insert into revoked_tokens (jti, user_id, expires_at) values (${s.jti}, ${s.userId}, ${s.expiresAt}) on conflict (jti) do nothing`
+  // Tokens past their expiry are refused anyway: keep the table to the live ones.
+  await sql`delete from revoked_tokens where expires_at < now() - interval '1 day'`
+}
+
+/** The public shape of a tenant in auth responses. */
+export const tenantView = (t: TenantRow) => ({
+  id: t.id,
+  name: t.name,
+  status: t.status,
+  plan_tier: t.plan_tier,
+  created_at: t.created_at.toISOString(),
+  onboarding_mode: t.onboarding_mode,
+  country: t.country,
+  currency: t.currency,
+})
+
+/** The public shape of a user: never the password hash. */
+export const userView = (u: UserRow) => ({
+  id: u.id,
+  tenant_id: u.tenant_id,
+  email: u.email,
+  full_name: u.full_name,
+  role: u.role,
+  email_verified: u.email_verified,
+  created_at: u.created_at.toISOString(),
+})

@@ -1,0 +1,171 @@
+// Signup, email verification, login, logout and the current session: the rules of identity.
+// Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures are throttled.
+import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import { openWallet, postEntry } from "../billing/ledger.js"
+import { TRIAL_CREDIT_MINOR, type Currency } from "../billing/pricing.js"
+import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../errors.js"
+import { Mail } from "../providers/Mail.js"
+import { Clock } from "../services/Clock.js"
+import { Db } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { Auth } from "./Auth.js"
+import * as repo from "./auth.repo.js"
+import { sha256 } from "./authenticator.js"
+import { SESSION_SECONDS } from "./jwt.js"
+import { burnPasswordCheck, hashPassword, verifyPassword } from "./passwords.js"
+import type { UserPrincipal } from "./principal.js"
+import * as throttle from "./throttle.js"
+
+export const COUNTRIES = ["IN", "US", "GB", "AU", "CA", "SG", "AE"] as const
+export type Country = (typeof COUNTRIES)[number]
+
+const TRIAL_DAYS = 14
+const VERIFY_EMAIL_HOURS = 24
+
+export const currencyFor = (country: Country): Currency => (country === "IN" ? "INR" : "USD")
+
+const isUniqueViolation = (e: unknown, constraint: string) =>
+  typeof e === "object" && e !== null && (e as { code?: string }).code === "23505" && (e as { constraint_name?: string }).constraint_name === constraint
+
+/** Sends the verification link; false (logged) when the mailer fails: signup still succeeds. */
+const sendVerification = (to: string, token: string, baseUrl: string) =>
+  Effect.gen(function* () {
+    const mail = yield* Mail
+    const log = yield* Log
+    const link = `${baseUrl}/auth/verify-email?token=${token}`
+    return yield* Effect.tryPromise(() =>
+      mail.send({
+        to,
+        kind: "verify_email",
+        subject: "Verify your email for Parley",
+        text: `Welcome to Parley. Confirm your email address by opening this link within ${VERIFY_EMAIL_HOURS} hours:\n\n${link}\n`,
+        html: `<p>Welcome to Parley.</p><p><a href="${link}">Confirm your email address</a> within ${VERIFY_EMAIL_HOURS} hours.</p>`,
+        links: [link],
+      }),
+    ).pipe(
+      Effect.as(true),
+      Effect.catchAll((e) => Effect.sync(() => (log.warn({ err: e.error, kind: "verify_email" }, "verification email not sent"), false))),
+    )
+  })
+
+export const signup = (input: { email: string; password: string; fullName: string | undefined; country: Country; baseUrl: string }) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const now = clock.now()
+    const currency = currencyFor(input.country)
+    const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
+    const token = randomBytes(32).toString("base64url")
+    const created = yield* Effect.tryPromise({
+      try: () =>
+        sql.begin(async (tx) => {
+          const tenant = await repo.insertTenant(tx, {
+            name: `${input.fullName ?? input.email.split("@")[0]}'s workspace`.slice(0, 200),
+            country: input.country,
+            currency,
+            trialExpiresAt: new Date(now.getTime() + TRIAL_DAYS * 86_400_000),
+          })
+          const user = await repo.insertUser(tx, { tenantId: tenant.id, email: input.email, fullName: input.fullName ?? null, passwordHash })
+          await openWallet(tx, tenant.id, currency)
+          await postEntry(tx, { tenantId: tenant.id, amountMinor: TRIAL_CREDIT_MINOR[currency], kind: "trial_credit", reference: "signup", idempotencyKey: `trial_credit:${tenant.id}` })
+          await repo.insertEmailVerification(tx, { tokenSha256: sha256(token), userId: user.id, expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000) })
+          return { tenant, user }
+        }) as Promise<{ tenant: repo.TenantRow; user: repo.UserRow }>,
+      catch: (e) => e,
+    }).pipe(
+      Effect.catchAll((e) =>
+        isUniqueViolation(e, "users_email_key")
+          ? Effect.fail(new Conflict({ code: "EMAIL_TAKEN", message: "an account with this email already exists" }))
+          : Effect.die(e),
+      ),
+    )
+    const sent = yield* sendVerification(input.email, token, input.baseUrl)
+    return { tenant: repo.tenantView(created.tenant), user: repo.userView(created.user), verify_email_sent: sent }
+  })
+
+export const verifyEmail = (token: string) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const outcome = yield* Effect.promise(() => repo.consumeEmailVerification(sql, sha256(token), clock.now()))
+    switch (outcome.kind) {
+      case "unknown":
+        return yield* Effect.fail(new BadRequest({ code: "INVALID_TOKEN", field: "token", message: "this verification link is not valid" }))
+      case "expired":
+        return yield* Effect.fail(new BadRequest({ code: "TOKEN_EXPIRED", field: "token", message: "this verification link has expired; sign in to get a new one" }))
+      case "verified":
+        return { ok: true, email: outcome.email, verified_at: outcome.verifiedAt.toISOString() }
+    }
+  })
+
+/** Issues a session for a user who has proven who they are (password or OTP). */
+export const issueSession = (user: repo.UserRow, tenant: repo.TenantRow) =>
+  Effect.gen(function* () {
+    const auth = yield* Auth
+    const clock = yield* Clock
+    const { token, claims } = yield* Effect.promise(() =>
+      auth.jwt.sign({ id: user.id, tenantId: tenant.id, role: user.role, email: user.email }, Math.floor(clock.nowMs() / 1000)),
+    )
+    return { token, expires_in: SESSION_SECONDS, expires_at: new Date(claims.exp * 1000).toISOString(), user: repo.userView(user), tenant: repo.tenantView(tenant) }
+  })
+
+/** Refuses sign-in for accounts that may not have a session. */
+export const assertCanSignIn = (user: repo.UserRow, tenant: repo.TenantRow) =>
+  user.status !== "active" || tenant.status !== "active"
+    ? Effect.fail(new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this account is not active" }))
+    : Effect.void
+
+export const login = (input: { email: string; password: string; ip: string }) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const now = clock.now()
+    const keys = [throttle.accountKey(input.email), throttle.addressKey(input.ip)]
+    const locked = yield* Effect.promise(() => throttle.lockedFor(sql, keys, now))
+    if (locked !== undefined)
+      return yield* Effect.fail(new RateLimited({ retryAfterSeconds: locked, message: "too many failed sign-ins; try again later" }))
+
+    const user = yield* Effect.promise(() => repo.findUserByEmail(sql, input.email))
+    if (user && user.password_hash === null)
+      return yield* Effect.fail(new BadRequest({ code: "OAUTH_ONLY_ACCOUNT", message: "this account signs in through its identity provider, not a password" }))
+    const ok = user?.password_hash ? yield* Effect.promise(() => verifyPassword(user.password_hash!, input.password)) : false
+    if (!user || !ok) {
+      if (!user) yield* Effect.promise(() => burnPasswordCheck(input.password))
+      const [account] = yield* Effect.promise(() =>
+        Promise.all([
+          throttle.recordFailure(sql, keys[0]!, throttle.DEFAULT_LIMITS.account, now),
+          throttle.recordFailure(sql, keys[1]!, throttle.DEFAULT_LIMITS.address, now),
+        ]),
+      )
+      yield* Effect.sleep(throttle.failureDelayMs(account))
+      return yield* Effect.fail(new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "wrong email or password" }))
+    }
+    const tenant = yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id))
+    if (!tenant) return yield* Effect.die(new Error(`user ${user.id} has no tenant`))
+    yield* assertCanSignIn(user, tenant)
+    yield* Effect.promise(() => throttle.clearFailures(sql, keys[0]!))
+    return yield* issueSession(user, tenant)
+  })
+
+/** Revokes the presented session (if it is a valid one); always succeeds. */
+export const logout = (token: string | undefined) =>
+  Effect.gen(function* () {
+    if (token === undefined) return
+    const auth = yield* Auth
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const verified = yield* Effect.promise(() => auth.jwt.verify(token, Math.floor(clock.nowMs() / 1000)))
+    if (!verified.ok) return
+    const c = verified.claims
+    yield* Effect.promise(() => repo.revokeSession(sql, { jti: c.jti, userId: Number(c.sub), expiresAt: new Date(c.exp * 1000) }))
+    yield* Effect.promise(() => auth.invalidate({ kind: "session", jti: c.jti }))
+  })
+
+export const me = (principal: UserPrincipal) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const found = yield* Effect.promise(() => repo.findUserAndTenant(sql, principal.userId))
+    if (!found) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
+    return { user: repo.userView(found.user), tenant: repo.tenantView(found.tenant), expires_at: new Date(principal.expiresAt * 1000).toISOString() }
+  })

@@ -1,0 +1,244 @@
+// Turns a request's credentials into a principal. Lookups are cached per process for a short
+// time; revocation, logout and deactivation publish an invalidation on the bus that every api
+// process applies at once (the TTL only bounds staleness if a bus message is ever lost).
+import { createHash } from "node:crypto"
+import type { Logger } from "pino"
+import type { BusClient } from "../bus/bus.js"
+import type { Config } from "../config.js"
+import { Forbidden, Unauthenticated, type DomainError } from "../errors.js"
+import type { Sql } from "../services/Db.js"
+import type { WallClock } from "../services/Clock.js"
+import type { JwtKeys } from "./jwt.js"
+import { AUTH_INVALIDATE_SUBJECT, SCOPE_RANK, type Invalidation, type KeyPrincipal, type Principal, type Scope, type UserPrincipal } from "./principal.js"
+
+export const SESSION_COOKIE = "svc_session"
+export const API_KEY_PREFIX = "svc_live_"
+
+const POSITIVE_TTL_MS = 30_000
+const NEGATIVE_TTL_MS = 5_000
+const CACHE_LIMIT = 50_000
+
+export interface AuthRequest {
+  readonly method: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly remoteAddress: string
+}
+
+export interface AuthRequirement {
+  /** `jwt`: a user or an API key of `scope`; `jwt-only`: a user (API keys get 403). */
+  readonly level: "jwt" | "jwt-only"
+  readonly scope: Scope
+}
+
+interface SessionRow {
+  readonly tenant_id: number
+  readonly role: UserPrincipal["role"]
+  readonly status: string
+  readonly tenant_status: string
+  readonly revoked: boolean
+}
+
+interface KeyRow {
+  readonly id: number
+  readonly tenant_id: number
+  readonly scope: Scope
+  readonly expires_at: Date | null
+  readonly revoked: boolean
+  readonly tenant_status: string
+}
+
+interface Cached<T> {
+  readonly at: number
+  readonly value: T
+}
+
+/** A Map that forgets its oldest entries past a size, so a flood of bogus tokens can't grow it. */
+class BoundedMap<K, V> extends Map<K, V> {
+  override set(key: K, value: V): this {
+    if (this.size >= CACHE_LIMIT && !this.has(key)) this.delete(this.keys().next().value as K)
+    return super.set(key, value)
+  }
+}
+
+export const sha256 = (s: string): Buffer => createHash("sha256").update(s).digest()
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (!header) return out
+  for (const part of header.split(";")) {
+    const i = part.indexOf("=")
+    if (i <= 0) continue
+    const name = part.slice(0, i).trim()
+    const raw = part.slice(i + 1).trim()
+    try {
+      out[name] = decodeURIComponent(raw)
+    } catch {
+      out[name] = raw
+    }
+  }
+  return out
+}
+
+export class Authenticator {
+  private readonly sessions = new BoundedMap<string, Cached<SessionRow | undefined>>()
+  private readonly keys = new BoundedMap<string, Cached<KeyRow | undefined>>()
+  private readonly keyUses = new Map<number, { at: Date; ip: string }>()
+
+  constructor(
+    private readonly deps: {
+      readonly sql: Sql
+      readonly bus: BusClient
+      readonly jwt: JwtKeys
+      readonly clock: WallClock
+      readonly config: Pick<Config, "allowedOrigins" | "publicBaseUrl">
+      readonly log: Logger
+    },
+  ) {}
+
+  get jwt(): JwtKeys {
+    return this.deps.jwt
+  }
+
+  async authenticate(req: AuthRequest, need: AuthRequirement): Promise<Principal | DomainError> {
+    const auth = req.headers["authorization"]
+    let principal: Principal | DomainError
+    if (auth !== undefined) {
+      const m = /^Bearer +(\S+)\s*$/i.exec(auth)
+      if (!m) return new Unauthenticated({ message: "Authorization must be 'Bearer <token>'" })
+      const token = m[1]!
+      principal = token.startsWith(API_KEY_PREFIX) ? await this.apiKey(token, req.remoteAddress) : await this.session(token, "bearer")
+    } else {
+      const cookie = parseCookies(req.headers["cookie"])[SESSION_COOKIE]
+      if (cookie === undefined || cookie === "") return new Unauthenticated({ message: "sign in, or send an API key as 'Authorization: Bearer svc_live_…'" })
+      principal = await this.session(cookie, "cookie")
+      if (!(principal instanceof Error) && !SAFE_METHODS.has(req.method)) {
+        const csrf = this.checkOrigin(req)
+        if (csrf) return csrf
+      }
+    }
+    if (principal instanceof Error) return principal
+    return this.authorize(principal, need)
+  }
+
+  private authorize(p: Principal, need: AuthRequirement): Principal | DomainError {
+    if (p.kind === "api_key") {
+      if (need.level === "jwt-only")
+        return new Forbidden({ code: "API_KEY_NOT_ALLOWED", message: "this endpoint needs a signed-in user; API keys are not accepted" })
+      if (SCOPE_RANK[p.scope] < SCOPE_RANK[need.scope])
+        return new Forbidden({ code: "INSUFFICIENT_SCOPE", message: `this API key has scope ${p.scope}; the endpoint needs ${need.scope}` })
+      return p
+    }
+    if (need.scope === "admin" && p.role === "member") return new Forbidden({ message: "only workspace owners and admins may do this" })
+    return p
+  }
+
+  /** Cookie-authenticated state changes must come from an allowed origin (CSRF). */
+  private checkOrigin(req: AuthRequest): DomainError | undefined {
+    const origin = req.headers["origin"] ?? originOf(req.headers["referer"])
+    const host = req.headers["host"]
+    const allowed = new Set(this.deps.config.allowedOrigins)
+    if (this.deps.config.publicBaseUrl) allowed.add(new URL(this.deps.config.publicBaseUrl).origin)
+    if (host) {
+      allowed.add(`http://${host}`)
+      allowed.add(`https://${host}`)
+    }
+    if (origin !== undefined && allowed.has(origin)) return undefined
+    return new Forbidden({
+      code: "CSRF_REJECTED",
+      message: origin === undefined ? "a cookie-authenticated change must send Origin or Referer" : `origin ${origin} may not make cookie-authenticated changes`,
+    })
+  }
+
+  private async session(token: string, via: UserPrincipal["via"]): Promise<UserPrincipal | DomainError> {
+    const now = this.deps.clock.nowMs()
+    const verified = await this.deps.jwt.verify(token, Math.floor(now / 1000))
+    if (!verified.ok)
+      return new Unauthenticated(
+        verified.reason === "expired" ? { code: "TOKEN_EXPIRED", message: "session expired; sign in again" } : { message: "invalid session token" },
+      )
+    const c = verified.claims
+    const userId = Number(c.sub)
+    let cached = this.sessions.get(c.jti)
+    if (!cached || now - cached.at > (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) {
+      const [row] = await this.deps.sql<[SessionRow?]>`
+        select u.tenant_id, u.role, u.status, t.status as tenant_status,
+               exists (select 1 from revoked_tokens r where r.jti = ${c.jti}) as revoked
+        from users u join tenants t on t.id = u.tenant_id
+        where u.id = ${userId}`
+      this.sessions.set(c.jti, (cached = { at: now, value: row }))
+    }
+    const row = cached.value
+    if (!row) return new Unauthenticated({ message: "invalid session token" })
+    if (row.revoked) return new Unauthenticated({ message: "this session was signed out" })
+    if (row.status !== "active" || row.tenant_status !== "active") return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this account is not active" })
+    if (row.tenant_id !== c.tid) return new Forbidden({ message: "the user is not a member of this workspace" })
+    return { kind: "user", userId, tenantId: row.tenant_id, role: row.role, email: c.email, jti: c.jti, expiresAt: c.exp, via }
+  }
+
+  private async apiKey(secret: string, ip: string): Promise<KeyPrincipal | DomainError> {
+    const now = this.deps.clock.nowMs()
+    const hash = sha256(secret)
+    const id = hash.toString("hex")
+    let cached = this.keys.get(id)
+    if (!cached || now - cached.at > (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) {
+      const [row] = await this.deps.sql<[KeyRow?]>`
+        select k.id, k.tenant_id, k.scope, k.expires_at, k.revoked_at is not null as revoked, t.status as tenant_status
+        from api_keys k join tenants t on t.id = k.tenant_id
+        where k.secret_sha256 = ${hash}`
+      this.keys.set(id, (cached = { at: now, value: row }))
+    }
+    const row = cached.value
+    if (!row) return new Unauthenticated({ message: "invalid API key" })
+    if (row.revoked) return new Unauthenticated({ code: "KEY_REVOKED", message: "this API key was revoked" })
+    if (row.expires_at !== null && row.expires_at.getTime() <= now) return new Unauthenticated({ code: "KEY_EXPIRED", message: "this API key has expired" })
+    if (row.tenant_status !== "active") return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is not active" })
+    this.keyUses.set(row.id, { at: new Date(now), ip })
+    return { kind: "api_key", keyId: row.id, tenantId: row.tenant_id, scope: row.scope, expiresAt: row.expires_at }
+  }
+
+  /** Forgets the credential here at once, and tells every other process; resolves once sent. */
+  async invalidate(inv: Invalidation): Promise<void> {
+    this.apply(inv)
+    this.deps.bus.publish(AUTH_INVALIDATE_SUBJECT, inv)
+    await this.deps.bus.flush()
+  }
+
+  /** Applies an invalidation received from the bus (or made here). */
+  apply(inv: Invalidation): void {
+    switch (inv.kind) {
+      case "session":
+        this.sessions.delete(inv.jti)
+        return
+      case "user":
+        // Sessions are keyed by jti, so drop them all: this is rare and they reload cheaply.
+        this.sessions.clear()
+        return
+      case "api_key":
+        for (const [hash, c] of this.keys) if (c.value?.id === inv.keyId) this.keys.delete(hash)
+        return
+    }
+  }
+
+  /** Writes the last use of each API key since the previous flush, in one statement. */
+  async flushKeyUses(): Promise<number> {
+    if (this.keyUses.size === 0) return 0
+    const uses = [...this.keyUses].map(([id, u]) => ({ id, at: u.at.toISOString(), ip: u.ip }))
+    this.keyUses.clear()
+    await this.deps.sql`
+      update api_keys k set last_used_at = v.at, last_used_ip = v.ip
+      from jsonb_to_recordset(${this.deps.sql.json(uses)}) as v(id bigint, at timestamptz, ip text)
+      where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`
+    return uses.length
+  }
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+
+function originOf(referer: string | undefined): string | undefined {
+  if (referer === undefined) return undefined
+  try {
+    return new URL(referer).origin
+  } catch {
+    return undefined
+  }
+}

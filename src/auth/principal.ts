@@ -1,0 +1,36 @@
+// Who is calling: a logged-in user (JWT by bearer or session cookie) or an API key, always
+// inside one tenant. Handlers scope every query by principal.tenantId.
+
+export type Scope = "read" | "write" | "admin"
+
+export const SCOPE_RANK: Readonly<Record<Scope, number>> = { read: 0, write: 1, admin: 2 }
+
+export interface UserPrincipal {
+  readonly kind: "user"
+  readonly userId: number
+  readonly tenantId: number
+  readonly role: "owner" | "admin" | "member"
+  readonly email: string
+  readonly jti: string
+  /** Unix seconds. */
+  readonly expiresAt: number
+  readonly via: "bearer" | "cookie"
+}
+
+export interface KeyPrincipal {
+  readonly kind: "api_key"
+  readonly keyId: number
+  readonly tenantId: number
+  readonly scope: Scope
+  readonly expiresAt: Date | null
+}
+
+export type Principal = UserPrincipal | KeyPrincipal
+
+/** Messages that make every api process forget what it cached about a credential. */
+export type Invalidation =
+  | { readonly kind: "session"; readonly jti: string }
+  | { readonly kind: "user"; readonly userId: number }
+  | { readonly kind: "api_key"; readonly keyId: number }
+
+export const AUTH_INVALIDATE_SUBJECT = "auth.invalidate"
