@@ -5,10 +5,9 @@ import { Effect } from "effect"
 import { openWallet, postEntry } from "../billing/ledger.js"
 import { TRIAL_CREDIT_MINOR, type Currency } from "../billing/pricing.js"
 import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../errors.js"
-import { Mail } from "../providers/Mail.js"
+import { sendBestEffort } from "../providers/Mail.js"
 import { Clock } from "../services/Clock.js"
 import { Db } from "../services/Db.js"
-import { Log } from "../services/Log.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
@@ -29,25 +28,17 @@ const isUniqueViolation = (e: unknown, constraint: string) =>
   typeof e === "object" && e !== null && (e as { code?: string }).code === "23505" && (e as { constraint_name?: string }).constraint_name === constraint
 
 /** Sends the verification link; false (logged) when the mailer fails: signup still succeeds. */
-const sendVerification = (to: string, token: string, baseUrl: string) =>
-  Effect.gen(function* () {
-    const mail = yield* Mail
-    const log = yield* Log
-    const link = `${baseUrl}/auth/verify-email?token=${token}`
-    return yield* Effect.tryPromise(() =>
-      mail.send({
-        to,
-        kind: "verify_email",
-        subject: "Verify your email for Parley",
-        text: `Welcome to Parley. Confirm your email address by opening this link within ${VERIFY_EMAIL_HOURS} hours:\n\n${link}\n`,
-        html: `<p>Welcome to Parley.</p><p><a href="${link}">Confirm your email address</a> within ${VERIFY_EMAIL_HOURS} hours.</p>`,
-        links: [link],
-      }),
-    ).pipe(
-      Effect.as(true),
-      Effect.catchAll((e) => Effect.sync(() => (log.warn({ err: e.error, kind: "verify_email" }, "verification email not sent"), false))),
-    )
+const sendVerification = (to: string, token: string, baseUrl: string) => {
+  const link = `${baseUrl}/auth/verify-email?token=${token}`
+  return sendBestEffort({
+    to,
+    kind: "verify_email",
+    subject: "Verify your email for Parley",
+    text: `Welcome to Parley. Confirm your email address by opening this link within ${VERIFY_EMAIL_HOURS} hours:\n\n${link}\n`,
+    html: `<p>Welcome to Parley.</p><p><a href="${link}">Confirm your email address</a> within ${VERIFY_EMAIL_HOURS} hours.</p>`,
+    links: [link],
   })
+}
 
 export const signup = (input: { email: string; password: string; fullName: string | undefined; country: Country; baseUrl: string }) =>
   Effect.gen(function* () {

@@ -4,10 +4,9 @@
 import { createHash, randomInt } from "node:crypto"
 import { Effect } from "effect"
 import { RateLimited, Unauthenticated } from "../errors.js"
-import { Mail } from "../providers/Mail.js"
+import { sendBestEffort } from "../providers/Mail.js"
 import { Clock } from "../services/Clock.js"
 import { Db } from "../services/Db.js"
-import { Log } from "../services/Log.js"
 import * as repo from "./auth.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
 
@@ -42,20 +41,15 @@ export const sendCode = (email: string) =>
       const wait = Math.max(1, Math.ceil((last.last_sent_at.getTime() + OTP_RESEND_SECONDS * 1000 - now.getTime()) / 1000))
       return yield* Effect.fail(new RateLimited({ retryAfterSeconds: wait, message: `a code was sent moments ago; ask again in ${wait} s` }))
     }
-    if (user && user.status === "active") {
-      const mail = yield* Mail
-      const log = yield* Log
-      yield* Effect.tryPromise(() =>
-        mail.send({
-          to: email,
-          kind: "otp",
-          subject: `${code} is your Parley sign-in code`,
-          text: `Your Parley sign-in code is ${code}. It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.`,
-          html: `<p>Your Parley sign-in code is <strong>${code}</strong>.</p><p>It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.</p>`,
-          links: [],
-        }),
-      ).pipe(Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e.error, kind: "otp" }, "sign-in code not sent"))))
-    }
+    if (user && user.status === "active")
+      yield* sendBestEffort({
+        to: email,
+        kind: "otp",
+        subject: `${code} is your Parley sign-in code`,
+        text: `Your Parley sign-in code is ${code}. It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.`,
+        html: `<p>Your Parley sign-in code is <strong>${code}</strong>.</p><p>It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.</p>`,
+        links: [],
+      })
     return { ok: true, message: "if an account exists for this address, a sign-in code is on its way", expires_in: OTP_TTL_SECONDS, resend_after: OTP_RESEND_SECONDS }
   })
 

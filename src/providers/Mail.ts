@@ -2,8 +2,9 @@
 // else the outbox simulator appending to OUTBOX_FILE.
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
+import { Log } from "../services/Log.js"
 import { makeHttpMail } from "./mail/http.mail.js"
-import type { MailProvider } from "./mail/mail.interface.js"
+import type { MailProvider, OutgoingMail } from "./mail/mail.interface.js"
 import { makeOutboxMail } from "./mail/outbox.mail.js"
 
 export class Mail extends Context.Tag("parley/Mail")<Mail, MailProvider>() {}
@@ -18,3 +19,21 @@ export const MailLive: Layer.Layer<Mail, never, AppConfig> = Layer.effect(
       : makeOutboxMail(config.outboxFile),
   ),
 )
+
+/** Longest a best-effort send may hold up the request that triggered it (the HTTP adapter retries within it). */
+const BEST_EFFORT_TIMEOUT = "20 seconds"
+
+/**
+ * Sends mail whose failure must not fail the request (verification links, sign-in codes):
+ * true when sent; false, logged, when the provider refused, failed or did not answer in time.
+ */
+export const sendBestEffort = (mail: OutgoingMail): Effect.Effect<boolean, never, Mail | Log> =>
+  Effect.gen(function* () {
+    const provider = yield* Mail
+    const log = yield* Log
+    return yield* Effect.tryPromise(() => provider.send(mail)).pipe(
+      Effect.timeout(BEST_EFFORT_TIMEOUT),
+      Effect.as(true),
+      Effect.catchAll((e) => Effect.sync(() => (log.warn({ err: "error" in e ? e.error : e, kind: mail.kind, provider: provider.name }, "mail not sent"), false))),
+    )
+  })
