@@ -124,14 +124,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   }
 
   async function dispatch(ex: Exchange, inc: Incoming, route: AnyRoute, rawParams: Record<string, string>, raw: Buffer): Promise<void> {
-    const ctx = prepare(inc, route, rawParams, raw, ex)
-    if (!("requestId" in ctx)) return sendError(ex, inc, toHttpError(ctx))
-    const program =
-      route.auth === "jwt" || route.auth === "jwt-only"
-        ? Effect.flatMap(authenticate(inc, route.auth, route.scope ?? (ctx.method === "GET" ? "read" : "write")), (principal) =>
-            route.handler({ ...ctx, principal }),
-          )
-        : route.handler(ctx)
+    // Who is calling comes before what they sent: an unauthenticated caller gets 401, not a
+    // lesson in the endpoint's schema.
+    const needsUser = route.auth === "jwt" || route.auth === "jwt-only"
+    const program = Effect.gen(function* () {
+      const principal = needsUser ? yield* authenticate(inc, route.auth as "jwt" | "jwt-only", route.scope ?? (inc.method === "GET" || inc.method === "HEAD" ? "read" : "write")) : undefined
+      const ctx = prepare(inc, route, rawParams, raw, ex)
+      if (!("requestId" in ctx)) return yield* Effect.fail(ctx)
+      return yield* route.handler({ ...ctx, principal })
+    })
     const exit = await runtime.runPromiseExit(program)
     if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value)
     const failure = Cause.failureOption(exit.cause)

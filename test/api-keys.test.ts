@@ -69,6 +69,9 @@ describe("create (none → active)", () => {
 
   it("needs a signed-in user: 401 without one, 403 for an API key", async () => {
     expect((await a.call("POST", "/api-keys", { body: { name: "x" } })).status).toBe(401)
+    // Without credentials the body is not even looked at.
+    expect((await a.call("POST", "/api-keys", { body: { scope: "root" } })).status).toBe(401)
+    expect((await a.call("POST", "/api-keys", { headers: { "content-type": "application/json" } })).status).toBe(401)
     const key = await a.createKey(s, { name: "admin" })
     expect(await errorOf(await a.call("POST", "/api-keys", { token: key.secret, body: { name: "x" } }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })
     expect(await errorOf(await a.call("GET", "/api-keys", { token: key.secret }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })

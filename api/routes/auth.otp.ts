@@ -11,7 +11,7 @@ import { sessionCookie } from "../session.js"
 
 const OtpStartRequest = z.object({ email: Email, altcha: z.string().max(4096).optional() })
 
-const start = (path: string, summary: string, challenge: boolean) =>
+const send = (path: string, summary: string, mode: "start" | "resend") =>
   route({
     method: "POST",
     path,
@@ -21,13 +21,13 @@ const start = (path: string, summary: string, challenge: boolean) =>
     body: { json: OtpStartRequest },
     handler: ({ body }) =>
       Effect.gen(function* () {
-        if (challenge) yield* Challenge.require(body!.altcha)
-        return json(yield* sendCode(body!.email))
+        if (mode === "start") yield* Challenge.require(body!.altcha)
+        return json(yield* sendCode(body!.email, mode))
       }),
   })
 
-export const otpStart = start("/auth/otp/start", "Email a 6-digit sign-in code (valid 10 minutes)", true)
-export const otpResend = start("/auth/otp/resend", "Email a new sign-in code; at most once per 30 s", false)
+export const otpStart = send("/auth/otp/start", "Email a 6-digit sign-in code (valid 10 minutes)", "start")
+export const otpResend = send("/auth/otp/resend", "Email a new sign-in code after a start; at most once per 30 s", "resend")
 
 export const otpVerify = route({
   method: "POST",

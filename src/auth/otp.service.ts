@@ -17,12 +17,22 @@ export const OTP_MAX_ATTEMPTS = 5
 // Bound to the address so one code's hash says nothing about another's.
 const codeHash = (email: string, code: string) => createHash("sha256").update(`${email}\n${code}`).digest()
 
-/** Issues a new code (replacing any earlier one) and mails it when the address has an account. */
-export const sendCode = (email: string) =>
+const ACCEPTED = { ok: true, message: "if an account exists for this address, a sign-in code is on its way", expires_in: OTP_TTL_SECONDS, resend_after: OTP_RESEND_SECONDS } as const
+
+/**
+ * Issues a new code (replacing any earlier one) and mails it when the address has an account.
+ * `resend` only acts after a start: start is where the ALTCHA challenge is asked, so resend must
+ * not be a way around it. Either way the answer is the same.
+ */
+export const sendCode = (email: string, mode: "start" | "resend") =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
+    if (mode === "resend") {
+      const [started] = yield* Effect.promise(() => sql`select 1 from otp_codes where email = ${email}`)
+      if (!started) return ACCEPTED
+    }
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
     const code = String(randomInt(1_000_000)).padStart(6, "0")
     const resendBefore = new Date(now.getTime() - OTP_RESEND_SECONDS * 1000)
@@ -50,7 +60,7 @@ export const sendCode = (email: string) =>
         html: `<p>Your Parley sign-in code is <strong>${code}</strong>.</p><p>It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.</p>`,
         links: [],
       })
-    return { ok: true, message: "if an account exists for this address, a sign-in code is on its way", expires_in: OTP_TTL_SECONDS, resend_after: OTP_RESEND_SECONDS }
+    return ACCEPTED
   })
 
 /** Checks a code; on success it is spent and the user gets a session like a password login. */
