@@ -143,12 +143,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   }
 
   function authenticate(inc: Incoming, level: "jwt" | "jwt-only", scope: Scope): Effect.Effect<Principal, DomainError, Auth> {
-    return Effect.flatMap(Auth, (auth) =>
-      Effect.flatMap(
-        Effect.promise(() => auth.authenticate(inc, { level, scope })),
-        (r) => (r instanceof Error ? Effect.fail(r) : Effect.succeed(r)),
-      ),
-    )
+    const settle = (r: Principal | DomainError) => (r instanceof Error ? Effect.fail(r) : Effect.succeed(r))
+    return Effect.flatMap(Auth, (auth) => {
+      const r = auth.authenticate(inc, { level, scope })
+      return r instanceof Promise ? Effect.flatMap(Effect.promise(() => r), settle) : settle(r)
+    })
   }
 
   /** System auth, content negotiation and validation, in that order; the first failure answers. */

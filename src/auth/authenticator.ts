@@ -82,7 +82,7 @@ export function parseCookies(header: string | undefined): Record<string, string>
 export class Authenticator {
   private readonly sessions = new BoundedMap<string, Cached<SessionRow | undefined>>()
   private readonly keys = new BoundedMap<string, Cached<KeyRow | undefined>>()
-  private readonly keyUses = new Map<number, { at: Date; ip: string }>()
+  private readonly keyUses = new Map<number, { at: number; ip: string }>()
 
   constructor(
     private readonly deps: {
@@ -99,28 +99,35 @@ export class Authenticator {
     return this.deps.jwt
   }
 
-  async authenticate(req: AuthRequest, need: AuthRequirement): Promise<Principal | DomainError> {
+  /**
+   * Answers synchronously when the credential's lookup is cached (the common case for API keys),
+   * so a hot request never waits on a promise; otherwise a promise.
+   */
+  authenticate(req: AuthRequest, need: AuthRequirement): Principal | DomainError | Promise<Principal | DomainError> {
     const auth = req.headers["authorization"]
-    let principal: Principal | DomainError
     if (auth !== undefined) {
       const m = /^Bearer +(\S+)\s*$/i.exec(auth)
       if (!m) return new Unauthenticated({ message: "Authorization must be 'Bearer <token>'" })
       const token = m[1]!
-      principal = token.startsWith(API_KEY_PREFIX) ? await this.apiKey(token, req.remoteAddress) : await this.session(token, "bearer")
-    } else {
-      const cookie = parseCookies(req.headers["cookie"])[SESSION_COOKIE]
-      if (cookie === undefined || cookie === "") return new Unauthenticated({ message: "sign in, or send an API key as 'Authorization: Bearer svc_live_…'" })
-      principal = await this.session(cookie, "cookie")
-      if (!(principal instanceof Error) && !SAFE_METHODS.has(req.method)) {
+      if (token.startsWith(API_KEY_PREFIX)) {
+        const found = this.apiKey(token, req.remoteAddress)
+        return found instanceof Promise ? found.then((p) => this.authorize(p, need)) : this.authorize(found, need)
+      }
+      return this.session(token, "bearer").then((p) => this.authorize(p, need))
+    }
+    const cookie = parseCookies(req.headers["cookie"])[SESSION_COOKIE]
+    if (cookie === undefined || cookie === "") return new Unauthenticated({ message: "sign in, or send an API key as 'Authorization: Bearer svc_live_…'" })
+    return this.session(cookie, "cookie").then((p) => {
+      if (!(p instanceof Error) && !SAFE_METHODS.has(req.method)) {
         const csrf = this.checkOrigin(req)
         if (csrf) return csrf
       }
-    }
-    if (principal instanceof Error) return principal
-    return this.authorize(principal, need)
+      return this.authorize(p, need)
+    })
   }
 
-  private authorize(p: Principal, need: AuthRequirement): Principal | DomainError {
+  private authorize(p: Principal | DomainError, need: AuthRequirement): Principal | DomainError {
+    if (p instanceof Error) return p
     if (p.kind === "api_key") {
       if (need.level === "jwt-only")
         return new Forbidden({ code: "API_KEY_NOT_ALLOWED", message: "this endpoint needs a signed-in user; API keys are not accepted" })
@@ -175,24 +182,27 @@ export class Authenticator {
     return { kind: "user", userId, tenantId: row.tenant_id, role: row.role, email: c.email, jti: c.jti, expiresAt: c.exp, via }
   }
 
-  private async apiKey(secret: string, ip: string): Promise<KeyPrincipal | DomainError> {
+  private apiKey(secret: string, ip: string): KeyPrincipal | DomainError | Promise<KeyPrincipal | DomainError> {
     const now = this.deps.clock.nowMs()
     const hash = sha256(secret)
     const id = hash.toString("hex")
-    let cached = this.keys.get(id)
-    if (!cached || now - cached.at > (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) {
-      const [row] = await this.deps.sql<[KeyRow?]>`
+    const cached = this.keys.get(id)
+    if (cached && now - cached.at <= (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) return this.keyPrincipal(cached.value, now, ip)
+    return this.deps.sql<[KeyRow?]>`
         select k.id, k.tenant_id, k.scope, k.expires_at, k.revoked_at is not null as revoked, t.status as tenant_status
         from api_keys k join tenants t on t.id = k.tenant_id
-        where k.secret_sha256 = ${hash}`
-      this.keys.set(id, (cached = { at: now, value: row }))
-    }
-    const row = cached.value
+        where k.secret_sha256 = ${hash}`.then(([row]) => {
+      this.keys.set(id, { at: now, value: row })
+      return this.keyPrincipal(row, now, ip)
+    })
+  }
+
+  private keyPrincipal(row: KeyRow | undefined, now: number, ip: string): KeyPrincipal | DomainError {
     if (!row) return new Unauthenticated({ message: "invalid API key" })
     if (row.revoked) return new Unauthenticated({ code: "KEY_REVOKED", message: "this API key was revoked" })
     if (row.expires_at !== null && row.expires_at.getTime() <= now) return new Unauthenticated({ code: "KEY_EXPIRED", message: "this API key has expired" })
     if (row.tenant_status !== "active") return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is not active" })
-    this.keyUses.set(row.id, { at: new Date(now), ip })
+    this.keyUses.set(row.id, { at: now, ip })
     return { kind: "api_key", keyId: row.id, tenantId: row.tenant_id, scope: row.scope, expiresAt: row.expires_at }
   }
 
@@ -222,7 +232,7 @@ export class Authenticator {
   /** Writes the last use of each API key since the previous flush, in one statement. */
   async flushKeyUses(): Promise<number> {
     if (this.keyUses.size === 0) return 0
-    const uses = [...this.keyUses].map(([id, u]) => ({ id, at: u.at.toISOString(), ip: u.ip }))
+    const uses = [...this.keyUses].map(([id, u]) => ({ id, at: new Date(u.at).toISOString(), ip: u.ip }))
     this.keyUses.clear()
     await this.deps.sql`
       update api_keys k set last_used_at = v.at, last_used_ip = v.ip
