@@ -57,6 +57,17 @@ const Env = z.object({
   MAIL_API_URL: optionalString.pipe(z.url().optional()),
   MAIL_API_KEY: optionalString,
   MAIL_FROM: z.string().default("Parley <no-reply@parley.local>"),
+  /** Card gateway (USD checkouts): API base, secret key, webhook signing secret. */
+  GW_CARD_API_URL: optionalString.pipe(z.url().optional()),
+  GW_CARD_SECRET_KEY: optionalString,
+  GW_CARD_WEBHOOK_SECRET: optionalString,
+  /** UPI gateway (INR orders): API base, key id and secret, webhook signing secret. */
+  GW_UPI_API_URL: optionalString.pipe(z.url().optional()),
+  GW_UPI_KEY_ID: optionalString,
+  GW_UPI_KEY_SECRET: optionalString,
+  GW_UPI_WEBHOOK_SECRET: optionalString,
+  /** Signing secret of the generic payment webhook (X-SVC-Signature). */
+  PAYMENT_WEBHOOK_SECRET: optionalString,
 })
 
 export type Config = Readonly<{
@@ -82,6 +93,11 @@ export type Config = Readonly<{
   mailApiUrl: string | undefined
   mailApiKey: string | undefined
   mailFrom: string
+  gwCard: { apiUrl: string; secretKey: string } | undefined
+  gwCardWebhookSecret: string | undefined
+  gwUpi: { apiUrl: string; keyId: string; keySecret: string } | undefined
+  gwUpiWebhookSecret: string | undefined
+  paymentWebhookSecret: string | undefined
 }>
 
 export class ConfigError extends Error {
@@ -119,6 +135,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mailApiUrl: e.MAIL_API_URL?.replace(/\/+$/, ""),
     mailApiKey: e.MAIL_API_KEY,
     mailFrom: e.MAIL_FROM,
+    // A gateway is live only with everything it needs; otherwise top-ups use the stub gateway.
+    gwCard: e.GW_CARD_API_URL && e.GW_CARD_SECRET_KEY ? { apiUrl: e.GW_CARD_API_URL.replace(/\/+$/, ""), secretKey: e.GW_CARD_SECRET_KEY } : undefined,
+    gwCardWebhookSecret: e.GW_CARD_WEBHOOK_SECRET,
+    gwUpi:
+      e.GW_UPI_API_URL && e.GW_UPI_KEY_ID && e.GW_UPI_KEY_SECRET
+        ? { apiUrl: e.GW_UPI_API_URL.replace(/\/+$/, ""), keyId: e.GW_UPI_KEY_ID, keySecret: e.GW_UPI_KEY_SECRET }
+        : undefined,
+    gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
+    paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
   }
 }
 
