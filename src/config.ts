@@ -66,6 +66,8 @@ const Env = z.object({
   GW_UPI_KEY_ID: optionalString,
   GW_UPI_KEY_SECRET: optionalString,
   GW_UPI_WEBHOOK_SECRET: optionalString,
+  /** The UPI gateway's browser checkout script, loaded by /billing/gw_upi/checkout. */
+  GW_UPI_CHECKOUT_SCRIPT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** Signing secret of the generic payment webhook (X-SVC-Signature). */
   PAYMENT_WEBHOOK_SECRET: optionalString,
 })
@@ -97,6 +99,7 @@ export type Config = Readonly<{
   gwCardWebhookSecret: string | undefined
   gwUpi: { apiUrl: string; keyId: string; keySecret: string } | undefined
   gwUpiWebhookSecret: string | undefined
+  gwUpiCheckoutScript: string | undefined
   paymentWebhookSecret: string | undefined
 }>
 
@@ -143,6 +146,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? { apiUrl: e.GW_UPI_API_URL.replace(/\/+$/, ""), keyId: e.GW_UPI_KEY_ID, keySecret: e.GW_UPI_KEY_SECRET }
         : undefined,
     gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
+    gwUpiCheckoutScript: e.GW_UPI_CHECKOUT_SCRIPT,
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
   }
 }

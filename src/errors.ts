@@ -59,7 +59,7 @@ export class MethodNotAllowed extends Data.TaggedError("MethodNotAllowed")<{
 
 export class Unauthenticated extends Data.TaggedError("Unauthenticated")<{
   readonly message: string
-  readonly code?: "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "KEY_REVOKED" | "KEY_EXPIRED"
+  readonly code?: "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "KEY_REVOKED" | "KEY_EXPIRED" | "INVALID_SIGNATURE"
 }> {}
 
 export class Forbidden extends Data.TaggedError("Forbidden")<{
@@ -71,6 +71,11 @@ export class Conflict extends Data.TaggedError("Conflict")<{
   readonly message: string
   readonly code?: string
   readonly details?: Readonly<Record<string, unknown>>
+}> {}
+
+/** A payment or other provider could not be reached or refused us (502): worth a retry. */
+export class GatewayUnavailable extends Data.TaggedError("GatewayUnavailable")<{
+  readonly message: string
 }> {}
 
 export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{}> {}
@@ -89,6 +94,7 @@ export type DomainError =
   | Forbidden
   | Conflict
   | ShuttingDown
+  | GatewayUnavailable
 
 /** Start-up cannot go on (a service unreachable, a role without what it needs); not an HTTP error. */
 export class StartupError extends Error {

@@ -12,6 +12,10 @@ import authMe from "./auth.me.js"
 import { otpResend, otpStart, otpVerify } from "./auth.otp.js"
 import authSignup from "./auth.signup.js"
 import authVerifyEmail from "./auth.verify-email.js"
+import { billingReturn, gwUpiCheckout } from "./billing.pages.js"
+import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
+import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
+import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import health from "./health.get.js"
 import objectionsGet from "./objections.get.js"
 import objectionsList from "./objections.list.js"
@@ -42,6 +46,18 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     apiKeysCreate,
     apiKeysRevoke,
     apiKeysDelete,
+    billingBalance,
+    billingPrecheck,
+    billingHistory,
+    billingTopup,
+    billingAutochargePut,
+    billingAutochargePost,
+    gwUpiCheckout,
+    billingReturn,
+    stubWebhook,
+    gwCardWebhook,
+    gwUpiWebhook,
+    paymentWebhook,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

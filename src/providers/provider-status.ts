@@ -12,12 +12,13 @@ export interface ProviderStatus {
 
 const simulator = (provider: string): ProviderStatus => ({ provider, mode: "simulator", configured: true })
 
-export function providerStatus(config: Pick<Config, "mailApiUrl" | "mailApiKey">): Record<ProviderKind, ProviderStatus> {
+export function providerStatus(config: Pick<Config, "mailApiUrl" | "mailApiKey" | "gwCard" | "gwUpi">): Record<ProviderKind, ProviderStatus> {
+  const gateways = [config.gwCard && "gw_card", config.gwUpi && "gw_upi"].filter(Boolean).join("+")
   return {
     telephony: simulator("sim"),
     llm: simulator("sim"),
     speech: simulator("sim"),
-    payments: simulator("stub"),
+    payments: gateways === "" ? simulator("stub") : { provider: gateways, mode: "live", configured: true },
     mail: config.mailApiUrl !== undefined && config.mailApiKey !== undefined ? { provider: "http", mode: "live", configured: true } : simulator("outbox"),
   }
 }

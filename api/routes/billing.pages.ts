@@ -1,0 +1,74 @@
+// GET /billing/gw_upi/checkout and GET /billing/return: the pages around a payment. The checkout
+// page opens the UPI gateway's payment modal for an order and returns to /billing/return either
+// way; the return page says the wallet is credited once the gateway's webhook confirms.
+import { Effect } from "effect"
+import { z } from "zod"
+import { formatMinor } from "../../src/billing/pricing.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
+import { esc, page, scriptJson } from "../html.js"
+import { route } from "../route.js"
+import { QueryInt } from "../schemas.js"
+
+const Token = z.string().regex(/^[A-Za-z0-9_:-]{1,100}$/, "must be a gateway identifier")
+
+export const gwUpiCheckout = route({
+  method: "GET",
+  path: "/billing/gw_upi/checkout",
+  auth: "public",
+  summary: "Hosted page that opens the UPI gateway's payment modal for an order",
+  tags: ["billing"],
+  query: z.object({ order_id: Token, key_id: Token, amount: QueryInt(1, 10_000_000).optional(), currency: z.enum(["INR"]).default("INR") }),
+  responses: { 200: { description: "HTML", contentType: "text/html" } },
+  handler: ({ query }) =>
+    Effect.map(AppConfig, (config) => {
+    const back = (status: string) => `/billing/return?status=${status}&order_id=${encodeURIComponent(query.order_id)}`
+    const options = { key: query.key_id, order_id: query.order_id, amount: query.amount ?? null, currency: query.currency, name: "Parley", description: "Wallet top-up" }
+    const amount = query.amount === undefined ? "" : `<p>Amount: <strong>${esc(formatMinor(query.amount, "INR"))}</strong></p>`
+    const script = config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
+    return page(
+        "Pay with UPI",
+        `<h1>Parley wallet top-up</h1>${amount}<p class="muted">Order ${esc(query.order_id)}</p>
+<p id="status">Opening the payment window…</p>
+<p><a href="${esc(back("cancelled"))}">Cancel and go back</a></p>
+${script}
+<script>
+(function () {
+  var options = ${scriptJson(options)};
+  function go(status) { location.href = ${scriptJson(back("__S__"))}.replace("__S__", status); }
+  // The gateway's checkout script exposes a modal constructor; without it, say so instead of hanging.
+  var Modal = window.GwUpiCheckout;
+  if (typeof Modal !== "function") { document.getElementById("status").textContent = "The payment window could not be loaded. Check your connection and reload."; return; }
+  options.handler = function () { go("success"); };
+  options.modal = { ondismiss: function () { go("dismissed"); } };
+  new Modal(options).open();
+})();
+</script>`,
+      )
+    }),
+})
+
+const RETURN_TEXT: Record<string, string> = {
+  success: "Thank you. Your payment went through; the wallet is credited as soon as the payment gateway confirms it, usually within a minute.",
+  pending: "Your payment is being processed; the wallet is credited once the gateway confirms it.",
+  dismissed: "The payment window was closed before paying. Nothing was charged.",
+  cancelled: "The payment was cancelled. Nothing was charged.",
+}
+
+export const billingReturn = route({
+  method: "GET",
+  path: "/billing/return",
+  auth: "public",
+  summary: "Where the customer lands after a checkout; the wallet is credited later by webhook",
+  tags: ["billing"],
+  query: z.object({ status: z.string().max(40).default(""), order_id: z.string().max(200).default("") }),
+  responses: { 200: { description: "HTML", contentType: "text/html" } },
+  handler: ({ query }) =>
+    Effect.succeed(
+      page(
+        "Payment",
+        `<h1>Wallet top-up</h1><p>${esc(RETURN_TEXT[query.status] ?? "Your payment is being processed; the wallet is credited once the gateway confirms it.")}</p>
+${query.order_id ? `<p class="muted">Reference ${esc(query.order_id)}</p>` : ""}
+<p class="muted">Check your balance in the dashboard or with GET /billing/balance.</p>`,
+      ),
+    ),
+})

@@ -1,0 +1,55 @@
+// POST /billing/topup and PUT|POST /billing/autocharge: adding money, now or automatically.
+import { Effect } from "effect"
+import { z } from "zod"
+import { setAutocharge, topup } from "../../src/billing/billing.service.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
+import { baseUrl } from "../base-url.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { callerOf } from "../session.js"
+
+const MAX_TOPUP_MINOR = 10_000_000
+const Amount = z.number().int("must be a whole number of minor units").min(1).max(MAX_TOPUP_MINOR)
+
+export const billingTopup = route({
+  method: "POST",
+  path: "/billing/topup",
+  auth: "jwt",
+  summary: "Start a top-up: a pending intent and a checkout URL; the wallet is credited by the gateway's webhook",
+  tags: ["billing"],
+  body: { json: z.object({ amount_minor: Amount, return_url: z.url({ protocol: /^https?$/ }).max(2000).optional() }) },
+  responses: { 201: { description: "{intent_id, amount_minor, currency, status: pending, external_id, checkout_url}" } },
+  handler: ({ principal, body, headers }) =>
+    Effect.gen(function* () {
+      const c = yield* callerOf(principal)
+      const config = yield* AppConfig
+      return json(yield* topup(c.tenantId, body!.amount_minor, { returnUrl: body!.return_url, baseUrl: baseUrl(config, headers) }), 201)
+    }),
+})
+
+const AutochargeBody = z
+  .object({ enabled: z.boolean(), threshold_minor: Amount.nullable().optional(), amount_minor: Amount.nullable().optional() })
+  .refine((b) => !b.enabled || (b.threshold_minor != null && b.amount_minor != null), {
+    message: "enabling autocharge needs threshold_minor and amount_minor",
+    path: ["threshold_minor"],
+  })
+
+const autocharge = (method: "PUT" | "POST") =>
+  route({
+    method,
+    path: "/billing/autocharge",
+    auth: "jwt",
+    summary: "Top up automatically when a debit takes the balance under a threshold",
+    tags: ["billing"],
+    body: { json: AutochargeBody },
+    handler: ({ principal, body }) =>
+      Effect.gen(function* () {
+        const c = yield* callerOf(principal)
+        const b = body!
+        const settings = yield* setAutocharge(c.tenantId, { enabled: b.enabled, thresholdMinor: b.threshold_minor ?? null, amountMinor: b.amount_minor ?? null })
+        return json({ autocharge: settings })
+      }),
+  })
+
+export const billingAutochargePut = autocharge("PUT")
+export const billingAutochargePost = autocharge("POST")

@@ -1,0 +1,147 @@
+// POST /billing/webhooks/{gw_card,gw_upi,payment,stub}: gateways telling us how a payment went.
+// Signatures are checked over the exact raw bytes; a bad one is 401 and changes nothing; each
+// event id is applied once; a valid event about an intent we don't know is acknowledged.
+import { Effect } from "effect"
+import { z } from "zod"
+import { applyGatewayEvent, type GatewayEvent } from "../../src/billing/billing.service.js"
+import { BadRequestBody, Unauthenticated } from "../../src/errors.js"
+import { verifyGenericSignature, verifyGwCardSignature, verifyGwUpiSignature } from "../../src/providers/payments/signatures.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
+import { Clock } from "../../src/services/Clock.js"
+import { json } from "../reply.js"
+import { route, type Route } from "../route.js"
+
+const badSignature = () => Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))
+
+function parse<T>(raw: Buffer, schema: z.ZodType<T>): Effect.Effect<T, BadRequestBody> {
+  let value: unknown
+  try {
+    value = JSON.parse(raw.toString("utf8"))
+  } catch {
+    return Effect.fail(new BadRequestBody({ code: "BAD_JSON", message: "webhook body is not valid JSON" }))
+  }
+  const r = schema.safeParse(value)
+  return r.success ? Effect.succeed(r.data) : Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: `unexpected webhook body: ${r.error.issues[0]?.message ?? "invalid"}` }))
+}
+
+const ack = (ev: GatewayEvent) => Effect.map(applyGatewayEvent(ev), (r) => json({ received: true, outcome: r.outcome }))
+
+const webhook = (path: string, summary: string, handler: Route["handler"]) =>
+  route({ method: "POST", path, auth: "public", summary, tags: ["billing", "webhooks"], body: { raw: true }, handler })
+
+const GwCardEvent = z.object({
+  id: z.string().min(1),
+  type: z.string().min(1),
+  data: z.object({ object: z.record(z.string(), z.unknown()) }),
+})
+
+export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway events (gw_card-Signature)", ({ rawBody, headers }) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const clock = yield* Clock
+    const secret = config.gwCardWebhookSecret
+    if (secret === undefined || !verifyGwCardSignature(rawBody, headers["gw_card-signature"], secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
+    const ev = yield* parse(rawBody, GwCardEvent)
+    const obj = ev.data.object
+    const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
+    const num = (v: unknown) => (typeof v === "number" && Number.isInteger(v) ? v : undefined)
+    let externalId: string | undefined
+    let outcome: GatewayEvent["outcome"] = "ignore"
+    let amount: number | undefined
+    if (ev.type.startsWith("checkout.session.")) {
+      externalId = str(obj["id"])
+      amount = num(obj["amount_total"])
+      if (ev.type === "checkout.session.completed" || ev.type === "checkout.session.async_payment_succeeded")
+        outcome = obj["payment_status"] === "unpaid" ? "ignore" : "succeeded"
+      else if (ev.type === "checkout.session.async_payment_failed" || ev.type === "checkout.session.expired") outcome = "failed"
+    } else if (ev.type.startsWith("payment_intent.")) {
+      externalId = str(obj["payment_intent"])
+      amount = num(obj["amount_received"]) ?? num(obj["amount"])
+      if (ev.type === "payment_intent.succeeded") outcome = "succeeded"
+      else if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled") outcome = "failed"
+    }
+    return yield* ack({
+      source: "gw_card",
+      eventId: ev.id,
+      type: ev.type,
+      intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId },
+      outcome,
+      amountMinor: amount,
+      payload: ev,
+    })
+  }),
+)
+
+const GwUpiEvent = z.object({
+  event: z.string().min(1),
+  payload: z
+    .object({
+      payment: z.object({ entity: z.object({ id: z.string().min(1), order_id: z.string().optional(), amount: z.number().int().optional(), currency: z.string().optional() }) }).optional(),
+    })
+    .optional(),
+})
+
+export const gwUpiWebhook = webhook("/billing/webhooks/gw_upi", "UPI gateway events (X-gw_upi-Signature)", ({ rawBody, headers }) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const secret = config.gwUpiWebhookSecret
+    if (secret === undefined || !verifyGwUpiSignature(rawBody, headers["x-gw_upi-signature"], secret)) return yield* badSignature()
+    const ev = yield* parse(rawBody, GwUpiEvent)
+    const payment = ev.payload?.payment?.entity
+    const eventId = headers["x-gw_upi-event-id"] || payment?.id
+    if (eventId === undefined) return yield* Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: "the event has no id (X-gw_upi-Event-Id or payment id)" }))
+    const outcome: GatewayEvent["outcome"] = ev.event === "payment.captured" ? "succeeded" : ev.event === "payment.failed" ? "failed" : "ignore"
+    return yield* ack({
+      source: "gw_upi",
+      eventId,
+      type: ev.event,
+      intent: payment?.order_id ? { gateway: "gw_upi", externalId: payment.order_id } : undefined,
+      outcome,
+      amountMinor: payment?.amount,
+      payload: ev,
+    })
+  }),
+)
+
+const GenericEvent = z.object({
+  id: z.string().min(1),
+  external_id: z.string().min(1),
+  status: z.enum(["succeeded", "failed"]),
+  amount_minor: z.number().int().optional(),
+})
+
+export const paymentWebhook = webhook("/billing/webhooks/payment", "Generic payment events (X-SVC-Signature)", ({ rawBody, headers }) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const clock = yield* Clock
+    const secret = config.paymentWebhookSecret
+    if (secret === undefined || !verifyGenericSignature(rawBody, headers["x-svc-signature"], secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
+    const ev = yield* parse(rawBody, GenericEvent)
+    return yield* ack({
+      source: "payment",
+      eventId: ev.id,
+      type: `payment.${ev.status}`,
+      intent: { gateway: "any", externalId: ev.external_id },
+      outcome: ev.status,
+      amountMinor: ev.amount_minor,
+      payload: ev,
+    })
+  }),
+)
+
+const StubEvent = z.object({ external_id: z.string().min(1).max(200), status: z.enum(["succeeded", "failed"]), amount_minor: z.number().int().optional() })
+
+export const stubWebhook = webhook("/billing/webhooks/stub", "Settle a stub-gateway intent (no signature; idempotent on external_id and status)", ({ rawBody }) =>
+  Effect.gen(function* () {
+    const ev = yield* parse(rawBody, StubEvent)
+    return yield* ack({
+      source: "stub",
+      eventId: `${ev.external_id}:${ev.status}`,
+      type: `stub.${ev.status}`,
+      intent: { gateway: "stub", externalId: ev.external_id },
+      outcome: ev.status,
+      amountMinor: ev.amount_minor,
+      payload: ev,
+    })
+  }),
+)
