@@ -4,12 +4,20 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { applyGatewayEvent, type GatewayEvent } from "../../src/billing/billing.service.js"
-import { BadRequestBody, Unauthenticated } from "../../src/errors.js"
+import { BadRequestBody, NotFound, Unauthenticated } from "../../src/errors.js"
+import { Payments } from "../../src/providers/Payments.js"
 import { verifyGenericSignature, verifyGwCardSignature, verifyGwUpiSignature } from "../../src/providers/payments/signatures.js"
 import { AppConfig } from "../../src/services/AppConfig.js"
 import { Clock } from "../../src/services/Clock.js"
 import { json } from "../reply.js"
 import { route, type Route } from "../route.js"
+
+/**
+ * A header the spec names with an underscore, or its hyphenated form. The HTTP engine we can run
+ * here (uWS v20.30) drops any request whose header names contain "_" before we see it (fixed
+ * upstream in builds that need a newer glibc), so a proxy in front renames them; see the README.
+ */
+const specHeader = (headers: Readonly<Record<string, string>>, name: string): string | undefined => headers[name] ?? headers[name.replace(/_/g, "-")]
 
 const badSignature = () => Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))
 
@@ -40,7 +48,7 @@ export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway 
     const config = yield* AppConfig
     const clock = yield* Clock
     const secret = config.gwCardWebhookSecret
-    if (secret === undefined || !verifyGwCardSignature(rawBody, headers["gw_card-signature"], secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
+    if (secret === undefined || !verifyGwCardSignature(rawBody, specHeader(headers, "gw_card-signature"), secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
     const ev = yield* parse(rawBody, GwCardEvent)
     const obj = ev.data.object
     const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
@@ -85,10 +93,10 @@ export const gwUpiWebhook = webhook("/billing/webhooks/gw_upi", "UPI gateway eve
   Effect.gen(function* () {
     const config = yield* AppConfig
     const secret = config.gwUpiWebhookSecret
-    if (secret === undefined || !verifyGwUpiSignature(rawBody, headers["x-gw_upi-signature"], secret)) return yield* badSignature()
+    if (secret === undefined || !verifyGwUpiSignature(rawBody, specHeader(headers, "x-gw_upi-signature"), secret)) return yield* badSignature()
     const ev = yield* parse(rawBody, GwUpiEvent)
     const payment = ev.payload?.payment?.entity
-    const eventId = headers["x-gw_upi-event-id"] || payment?.id
+    const eventId = specHeader(headers, "x-gw_upi-event-id") || payment?.id
     if (eventId === undefined) return yield* Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: "the event has no id (X-gw_upi-Event-Id or payment id)" }))
     const outcome: GatewayEvent["outcome"] = ev.event === "payment.captured" ? "succeeded" : ev.event === "payment.failed" ? "failed" : "ignore"
     return yield* ack({
@@ -133,6 +141,9 @@ const StubEvent = z.object({ external_id: z.string().min(1).max(200), status: z.
 
 export const stubWebhook = webhook("/billing/webhooks/stub", "Settle a stub-gateway intent (no signature; idempotent on external_id and status)", ({ rawBody }) =>
   Effect.gen(function* () {
+    // Unsigned, so it exists only in deployments with no real gateway (tests, demos, development).
+    const payments = yield* Payments
+    if (payments.live.gw_card || payments.live.gw_upi) return yield* Effect.fail(new NotFound({ message: "the stub gateway is off: this deployment has real payment gateways" }))
     const ev = yield* parse(rawBody, StubEvent)
     return yield* ack({
       source: "stub",

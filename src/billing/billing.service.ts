@@ -115,6 +115,9 @@ export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: 
     const payments = yield* Payments
     const wallet = yield* loadWallet(sql, tenantId)
     const gateway = opts.gateway === "stub" ? payments.stub : payments.forCurrency(wallet.currency)
+    // The stub settles on an unsigned webhook: it stands in only where no gateway is configured.
+    if (gateway.name === "stub" && opts.gateway !== "stub" && (payments.live.gw_card || payments.live.gw_upi))
+      return yield* Effect.fail(new GatewayUnavailable({ message: `no payment gateway is configured for ${wallet.currency} top-ups` }))
     const returnUrl = opts.returnUrl ?? `${opts.baseUrl}/billing/return`
     const [intent] = yield* Effect.promise(
       () => sql<[{ id: number }]>`
