@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Effect } from "effect"
 import type { AppServices } from "../src/app.layer.js"
 import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
-import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
+import { BYOK_FEE_MINOR, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
+import { addMonth, renewDueSubscriptions } from "../src/billing/subscription.service.js"
 import { signGeneric } from "../src/providers/payments/signatures.js"
 import { api, type Session } from "./clients.js"
 import { startFakeGwCard, startFakeGwUpi, type FakeGwCard, type FakeGwUpi } from "./fake-gateways.js"
@@ -230,6 +231,74 @@ describe("on the stub gateway", () => {
       expect(intents).toEqual([{ status: "succeeded", amount_minor: 1000 }])
       await ledgerAgrees(srv, s.tenantId)
     })
+  })
+})
+
+describe("the byok subscription", () => {
+  let srv: TestServer
+  let a: ReturnType<typeof api>
+  beforeAll(async () => {
+    srv = await startTestServer()
+    a = api(srv)
+  })
+  afterAll(async () => srv?.stop())
+
+  const entries = async (tenantId: number) =>
+    srv.sql<Array<{ kind: string; amount_minor: number }>>`select kind, amount_minor from ledger_entries where tenant_id = ${tenantId} and kind in ('mandate_payment', 'platform_fee') order by id`
+
+  it("is authorised through its mandate link, charged at once and then monthly, until cancelled", async () => {
+    const s = await a.signup({ country: "IN" })
+    const before = await balanceOf(srv, s.tenantId)
+    expect(((await (await a.call("GET", "/billing/subscription", { token: s.token })).json()) as any)).toMatchObject({ subscription: null, fee_minor: BYOK_FEE_MINOR.INR, currency: "INR" })
+
+    const created = await a.call("POST", "/billing/subscription", { token: s.token })
+    expect(created.status).toBe(201)
+    const sub = (await created.json()) as any
+    expect(sub).toMatchObject({ status: "pending_authorisation", plan: "byok", amount_minor: BYOK_FEE_MINOR.INR, currency: "INR", current_period_end: null })
+    expect(sub.short_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/billing\/return\?status=mandate_pending&order_id=sub_/)
+    const again = await a.call("POST", "/billing/subscription", { token: s.token })
+    expect(again.status).toBe(200)
+    expect(((await again.json()) as any).id).toBe(sub.id)
+    expect(await entries(s.tenantId)).toEqual([])
+
+    const externalId = new URL(sub.short_url).searchParams.get("order_id")!
+    const auth = await a.call("POST", "/billing/webhooks/stub", { body: { external_id: externalId, status: "succeeded" } })
+    expect(await auth.json()).toEqual({ received: true, outcome: "subscription_activated" })
+    const active = (await (await a.call("GET", "/billing/subscription", { token: s.token })).json()) as any
+    expect(active.subscription.status).toBe("active")
+    expect(active.plan_tier).toBe("byok")
+    const start = new Date(active.subscription.current_period_start)
+    expect(new Date(active.subscription.current_period_end).getTime()).toBe(addMonth(start).getTime())
+    expect(await entries(s.tenantId)).toEqual([
+      { kind: "mandate_payment", amount_minor: BYOK_FEE_MINOR.INR },
+      { kind: "platform_fee", amount_minor: -BYOK_FEE_MINOR.INR },
+    ])
+    expect(await balanceOf(srv, s.tenantId)).toBe(before)
+    expect((await a.call("POST", "/billing/subscription", { token: s.token })).status).toBe(409)
+
+    // A month later, renewal charges the next period exactly once, however often it runs.
+    await srv.sql`update subscriptions set current_period_end = now() - interval '1 minute' where id = ${sub.id}`
+    expect(await run(srv, renewDueSubscriptions)).toBeGreaterThanOrEqual(1)
+    await run(srv, renewDueSubscriptions)
+    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from subscription_charges where subscription_id = ${sub.id}`
+    expect(n).toBe(2)
+    expect((await entries(s.tenantId)).filter((e) => e.kind === "platform_fee")).toHaveLength(2)
+    await ledgerAgrees(srv, s.tenantId)
+
+    const cancelled = await a.call("POST", "/billing/subscription/cancel", { token: s.token })
+    expect(((await cancelled.json()) as any).status).toBe("cancelled")
+    await srv.sql`update subscriptions set current_period_end = now() - interval '1 minute' where id = ${sub.id}`
+    await run(srv, renewDueSubscriptions)
+    const [{ m }] = await srv.sql<[{ m: number }]>`select count(*)::int as m from subscription_charges where subscription_id = ${sub.id}`
+    expect(m).toBe(2)
+    expect((await a.call("POST", "/billing/subscription/cancel", { token: s.token })).status).toBe(404)
+    expect(((await (await a.call("GET", "/billing/subscription", { token: s.token })).json()) as any)).toMatchObject({ subscription: null, plan_tier: "free" })
+  })
+
+  it("counts months by the calendar", () => {
+    expect(addMonth(new Date("2027-01-31T10:00:00Z")).toISOString()).toBe("2027-02-28T10:00:00.000Z")
+    expect(addMonth(new Date("2028-01-31T10:00:00Z")).toISOString()).toBe("2028-02-29T10:00:00.000Z")
+    expect(addMonth(new Date("2027-12-15T00:00:00Z")).toISOString()).toBe("2028-01-15T00:00:00.000Z")
   })
 })
 

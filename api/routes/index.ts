@@ -13,6 +13,7 @@ import { otpResend, otpStart, otpVerify } from "./auth.otp.js"
 import authSignup from "./auth.signup.js"
 import authVerifyEmail from "./auth.verify-email.js"
 import { billingReturn, gwUpiCheckout } from "./billing.pages.js"
+import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billing.subscription.js"
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
@@ -54,6 +55,9 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     billingAutochargePost,
     gwUpiCheckout,
     billingReturn,
+    subscriptionGet,
+    subscriptionCreate,
+    subscriptionCancel,
     stubWebhook,
     gwCardWebhook,
     gwUpiWebhook,

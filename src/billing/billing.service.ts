@@ -12,6 +12,7 @@ import { Clock } from "../services/Clock.js"
 import { Db, type Sql, type Tx } from "../services/Db.js"
 import { Log } from "../services/Log.js"
 import { postEntry, type LedgerEntry } from "./ledger.js"
+import { authoriseSubscription } from "./subscription.service.js"
 import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, type Currency } from "./pricing.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180
@@ -138,7 +139,7 @@ export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: 
     return intentView(row)
   })
 
-export type SettleOutcome = "credited" | "failed" | "duplicate" | "unknown_intent" | "already_settled" | "amount_mismatch" | "ignored"
+export type SettleOutcome = "credited" | "failed" | "duplicate" | "unknown_intent" | "already_settled" | "amount_mismatch" | "ignored" | "subscription_activated"
 
 export interface GatewayEvent {
   readonly source: "gw_card" | "gw_upi" | "stub" | "payment"
@@ -184,7 +185,12 @@ async function settle(tx: Tx, ev: GatewayEvent): Promise<{ outcome: SettleOutcom
     select id, tenant_id, amount_minor, status, purpose from payment_intents
     where external_id = ${ev.intent.externalId} ${ev.intent.gateway === "any" ? tx`` : tx`and gateway = ${ev.intent.gateway}`}
     for update`
-  if (!intent) return { outcome: "unknown_intent", tenantId: undefined }
+  if (!intent) {
+    // Not a payment of ours: perhaps the authorisation of a subscription's mandate.
+    if (ev.source !== "stub" || ev.outcome !== "succeeded") return { outcome: "unknown_intent", tenantId: undefined }
+    const authorised = await authoriseSubscription(tx, ev.intent.externalId, new Date())
+    return { outcome: authorised === "activated" ? "subscription_activated" : authorised === "unknown" ? "unknown_intent" : "already_settled", tenantId: undefined }
+  }
   const base = { intentId: intent.id, tenantId: intent.tenant_id }
   if (intent.status !== "pending") return { outcome: "already_settled", ...base }
   if (ev.outcome === "failed") {

@@ -1,0 +1,159 @@
+// The byok plan's monthly platform fee: a subscription the customer authorises through a mandate
+// link, charged on authorisation and then every month until cancelled. Each charge is recorded
+// once per period (so several runtime processes renewing at once cannot charge twice) and lands
+// in the ledger as the mandate payment received and the fee taken, which leaves the balance as it was.
+import { randomBytes } from "node:crypto"
+import { Effect, Schedule } from "effect"
+import { Conflict, NotFound } from "../errors.js"
+import { Clock } from "../services/Clock.js"
+import { Db, type Sql, type Tx } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { postEntry } from "./ledger.js"
+import { BYOK_FEE_MINOR, type Currency } from "./pricing.js"
+
+interface SubscriptionRow {
+  readonly id: number
+  readonly tenant_id: number
+  readonly plan: string
+  readonly status: "pending_authorisation" | "active" | "cancelled"
+  readonly amount_minor: number
+  readonly currency: Currency
+  readonly external_id: string
+  readonly short_url: string
+  readonly current_period_start: Date | null
+  readonly current_period_end: Date | null
+  readonly created_at: Date
+  readonly cancelled_at: Date | null
+}
+
+const iso = (d: Date | null) => d?.toISOString() ?? null
+
+export const subscriptionView = (s: SubscriptionRow) => ({
+  id: s.id,
+  plan: s.plan,
+  status: s.status,
+  amount_minor: s.amount_minor,
+  currency: s.currency,
+  short_url: s.short_url,
+  current_period_start: iso(s.current_period_start),
+  current_period_end: iso(s.current_period_end),
+  created_at: s.created_at.toISOString(),
+  cancelled_at: iso(s.cancelled_at),
+})
+
+/** One calendar month after `d` (the 31st becomes the month's last day). */
+export function addMonth(d: Date): Date {
+  const next = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()))
+  const lastDay = new Date(Date.UTC(next.getUTCFullYear(), next.getUTCMonth() + 1, 0)).getUTCDate()
+  next.setUTCDate(Math.min(d.getUTCDate(), lastDay))
+  return next
+}
+
+const openSubscription = (sql: Sql | Tx, tenantId: number) =>
+  sql<[SubscriptionRow?]>`select * from subscriptions where tenant_id = ${tenantId} and status <> 'cancelled'`
+
+export const getSubscription = (tenantId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const [open] = yield* Effect.promise(() => openSubscription(sql, tenantId))
+    const [t] = yield* Effect.promise(() => sql<[{ currency: Currency; plan_tier: string }]>`select currency, plan_tier from tenants where id = ${tenantId}`)
+    return { subscription: open ? subscriptionView(open) : null, plan_tier: t.plan_tier, fee_minor: BYOK_FEE_MINOR[t.currency], currency: t.currency }
+  })
+
+/** Starts a subscription waiting for the customer to authorise the mandate at `short_url`. */
+export const createSubscription = (tenantId: number, baseUrl: string) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const [existing] = yield* Effect.promise(() => openSubscription(sql, tenantId))
+    if (existing?.status === "active") return yield* Effect.fail(new Conflict({ code: "SUBSCRIPTION_EXISTS", message: "the workspace already has an active subscription" }))
+    if (existing) return { created: false, subscription: subscriptionView(existing) }
+    const [t] = yield* Effect.promise(() => sql<[{ currency: Currency }]>`select currency from tenants where id = ${tenantId}`)
+    // The mandate is authorised through the stub gateway's link until a gateway adapter supports
+    // recurring mandates; the stub webhook with this external id authorises it.
+    const externalId = `sub_${randomBytes(12).toString("hex")}`
+    const shortUrl = `${baseUrl}/billing/return?status=mandate_pending&order_id=${externalId}`
+    const created = yield* Effect.tryPromise({
+      try: () =>
+        sql<[SubscriptionRow]>`
+          insert into subscriptions (tenant_id, status, amount_minor, currency, external_id, short_url)
+          values (${tenantId}, 'pending_authorisation', ${BYOK_FEE_MINOR[t.currency]}, ${t.currency}, ${externalId}, ${shortUrl})
+          returning *`,
+      catch: (e) => e,
+    }).pipe(
+      // A concurrent create won the one-open-subscription index: answer with theirs.
+      Effect.catchAll(() => Effect.promise(() => openSubscription(sql, tenantId))),
+    )
+    return { created: true, subscription: subscriptionView(created[0]!) }
+  })
+
+export const cancelSubscription = (tenantId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const [row] = yield* Effect.promise(
+      () => sql<[SubscriptionRow?]>`
+        update subscriptions set status = 'cancelled', cancelled_at = now()
+        where tenant_id = ${tenantId} and status <> 'cancelled'
+        returning *`,
+    )
+    if (!row) return yield* Effect.fail(new NotFound({ message: "the workspace has no subscription to cancel" }))
+    yield* Effect.promise(() => sql`update tenants set plan_tier = 'free' where id = ${tenantId} and plan_tier = 'byok'`)
+    return subscriptionView(row)
+  })
+
+/** Records one period's charge once; false when that period was already charged. */
+async function chargePeriod(tx: Tx, s: SubscriptionRow, start: Date, end: Date): Promise<boolean> {
+  const [charge] = await tx<[{ id: number }?]>`
+    insert into subscription_charges (subscription_id, period_start, period_end, amount_minor)
+    values (${s.id}, ${start}, ${end}, ${s.amount_minor})
+    on conflict (subscription_id, period_start) do nothing
+    returning id`
+  if (!charge) return false
+  const key = `subscription:${s.id}:${start.toISOString()}`
+  await postEntry(tx, { tenantId: s.tenant_id, amountMinor: s.amount_minor, kind: "mandate_payment", reference: s.external_id, idempotencyKey: `${key}:in` })
+  await postEntry(tx, { tenantId: s.tenant_id, amountMinor: -s.amount_minor, kind: "platform_fee", reference: s.external_id, idempotencyKey: `${key}:fee` })
+  await tx`update subscriptions set current_period_start = ${start}, current_period_end = ${end} where id = ${s.id}`
+  return true
+}
+
+/** The mandate was authorised: activate and charge the first period. Idempotent. */
+export async function authoriseSubscription(tx: Tx, externalId: string, now: Date): Promise<"activated" | "already_active" | "unknown" | "cancelled"> {
+  const [s] = await tx<[SubscriptionRow?]>`select * from subscriptions where external_id = ${externalId} for update`
+  if (!s) return "unknown"
+  if (s.status === "cancelled") return "cancelled"
+  if (s.status === "active") return "already_active"
+  await tx`update subscriptions set status = 'active' where id = ${s.id}`
+  await tx`update tenants set plan_tier = 'byok' where id = ${s.tenant_id}`
+  await chargePeriod(tx, s, now, addMonth(now))
+  return "activated"
+}
+
+/** Charges every active subscription whose period has ended; returns how many were charged. */
+export const renewDueSubscriptions = Effect.gen(function* () {
+  const { sql } = yield* Db
+  const clock = yield* Clock
+  const now = clock.now()
+  return yield* Effect.promise(
+    () =>
+      sql.begin(async (tx) => {
+        // skip locked: another runtime process renewing at the same time takes the rest.
+        const due = await tx<SubscriptionRow[]>`
+          select * from subscriptions
+          where status = 'active' and current_period_end <= ${now}
+          order by current_period_end limit 100
+          for update skip locked`
+        let charged = 0
+        for (const s of due) if (await chargePeriod(tx, s, s.current_period_end!, addMonth(s.current_period_end!))) charged++
+        return charged
+      }) as Promise<number>,
+  )
+})
+
+/** The renewal loop the runtime role runs; a failed tick is logged and the next one retries. */
+export const renewalLoop = Effect.gen(function* () {
+  const log = yield* Log
+  const tick = renewDueSubscriptions.pipe(
+    Effect.tap((n) => (n > 0 ? Effect.sync(() => log.info({ charged: n }, "subscriptions renewed")) : Effect.void)),
+    Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "subscription renewal failed"))),
+  )
+  yield* tick.pipe(Effect.repeat(Schedule.spaced("1 minute")))
+})
