@@ -25,9 +25,6 @@ create table payment_intents (
   unique (gateway, external_id)
 );
 create index payment_intents_tenant_idx on payment_intents (tenant_id, id desc);
--- Never two autocharges in flight for one wallet.
-create unique index payment_intents_one_autocharge on payment_intents (tenant_id)
-  where purpose = 'autocharge' and status = 'pending';
 
 -- One row per gateway event id: a second delivery of the same event finds its row and does nothing.
 create table payment_events (

@@ -5,7 +5,6 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { GatewayUnavailable, InsufficientFunds, NotFound } from "../errors.js"
-import { AppConfig } from "../services/AppConfig.js"
 import { Payments } from "../providers/Payments.js"
 import type { GatewayName } from "../providers/payments/payments.interface.js"
 import { Clock } from "../services/Clock.js"
@@ -110,20 +109,20 @@ const intentView = (i: { id: number; amount_minor: number; currency: Currency; s
 })
 
 /** Opens a pending intent with the gateway for the workspace's currency; nothing is credited yet. */
-export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: string | undefined; baseUrl: string; purpose?: "topup" | "autocharge"; gateway?: "stub" }) =>
+export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: string | undefined; baseUrl: string }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const payments = yield* Payments
     const wallet = yield* loadWallet(sql, tenantId)
-    const gateway = opts.gateway === "stub" ? payments.stub : payments.forCurrency(wallet.currency)
+    const gateway = payments.forCurrency(wallet.currency)
     // The stub settles on an unsigned webhook: it stands in only where no gateway is configured.
-    if (gateway.name === "stub" && opts.gateway !== "stub" && (payments.live.gw_card || payments.live.gw_upi))
+    if (gateway.name === "stub" && (payments.live.gw_card || payments.live.gw_upi))
       return yield* Effect.fail(new GatewayUnavailable({ message: `no payment gateway is configured for ${wallet.currency} top-ups` }))
     const returnUrl = opts.returnUrl ?? `${opts.baseUrl}/billing/return`
     const [intent] = yield* Effect.promise(
       () => sql<[{ id: number }]>`
         insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose, return_url)
-        values (${tenantId}, ${gateway.name}, ${`unassigned:${randomUUID()}`}, ${amountMinor}, ${wallet.currency}, ${opts.purpose ?? "topup"}, ${returnUrl})
+        values (${tenantId}, ${gateway.name}, ${`unassigned:${randomUUID()}`}, ${amountMinor}, ${wallet.currency}, 'topup', ${returnUrl})
         returning id`,
     )
     const session = yield* Effect.tryPromise({
@@ -216,38 +215,36 @@ export const setAutocharge = (tenantId: number, s: { enabled: boolean; threshold
   })
 
 /**
- * After a debit: if the balance fell under the autocharge threshold, start one top-up against the
- * saved payment method. The partial unique index on pending autocharges makes a second,
- * concurrent attempt fail harmlessly, so there is never more than one in flight per wallet.
+ * After a debit: if the balance fell under the autocharge threshold, charge the saved payment
+ * method once. The decision and the credit happen in one transaction holding the wallet's row
+ * lock, so concurrent debits see each other's autocharge and never start a second one.
+ *
+ * Off-session charges of a saved card or UPI mandate are simulated by the stub gateway, which
+ * settles at once; the real gateways' adapters only create customer checkouts so far.
  */
 export const maybeAutocharge = (tenantId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const log = yield* Log
-    const baseUrl = (yield* AppConfig).publicBaseUrl ?? ""
-    const w = yield* loadWallet(sql, tenantId)
-    if (!w.autocharge_enabled || w.autocharge_threshold_minor === null || w.autocharge_amount_minor === null) return undefined
-    if (w.balance_minor >= w.autocharge_threshold_minor) return undefined
-    // Off-session charges of a saved card or UPI mandate are simulated by the stub gateway, which
-    // settles them at once; the real gateways' adapters only create customer checkouts so far.
-    const intent = yield* topup(tenantId, w.autocharge_amount_minor, { returnUrl: undefined, baseUrl, purpose: "autocharge", gateway: "stub" }).pipe(
-      Effect.catchAllDefect((e) => (isUniqueViolation(e) ? Effect.succeed(undefined) : Effect.die(e))),
-      Effect.catchAll((e) => Effect.sync(() => (log.warn({ err: e, tenant_id: tenantId }, "autocharge could not start"), undefined))),
+    const intentId = yield* Effect.promise(
+      () =>
+        sql.begin(async (tx) => {
+          const [w] = await tx<[WalletRow]>`
+            select tenant_id, currency, balance_minor, autocharge_enabled, autocharge_threshold_minor, autocharge_amount_minor
+            from wallets where tenant_id = ${tenantId} for update`
+          if (!w.autocharge_enabled || w.autocharge_threshold_minor === null || w.autocharge_amount_minor === null) return undefined
+          if (w.balance_minor >= w.autocharge_threshold_minor) return undefined
+          const [intent] = await tx<[{ id: number }]>`
+            insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose, status, settled_at)
+            values (${tenantId}, 'stub', ${`stub_autocharge_${randomUUID()}`}, ${w.autocharge_amount_minor}, ${w.currency}, 'autocharge', 'succeeded', now())
+            returning id`
+          await postEntry(tx, { tenantId, amountMinor: w.autocharge_amount_minor, kind: "autocharge", reference: `intent:${intent.id}`, idempotencyKey: `intent:${intent.id}` })
+          return intent.id
+        }) as Promise<number | undefined>,
     )
-    if (!intent) return undefined
-    yield* applyGatewayEvent({
-      source: "stub",
-      eventId: `autocharge:${intent.intent_id}`,
-      type: "autocharge.succeeded",
-      intent: { gateway: "stub", externalId: intent.external_id },
-      outcome: "succeeded",
-      amountMinor: intent.amount_minor,
-      payload: { intent_id: intent.intent_id, saved_method: "stub" },
-    })
-    return intent.intent_id
+    if (intentId !== undefined) log.info({ tenant_id: tenantId, intent_id: intentId }, "autocharge")
+    return intentId
   })
-
-const isUniqueViolation = (e: unknown) => typeof e === "object" && e !== null && (e as { code?: string }).code === "23505"
 
 // --- usage API for the call runtime -------------------------------------------------------
 
