@@ -133,5 +133,13 @@ create table ledger_entries (
 );
 create index ledger_entries_tenant_idx on ledger_entries (tenant_id, id desc);
 
-create rule ledger_entries_no_update as on update to ledger_entries do instead nothing;
-create rule ledger_entries_no_delete as on delete to ledger_entries do instead nothing;
+-- Append-only, loudly: a change to a written entry is an error (42501), not a silent no-op.
+create function ledger_entries_append_only() returns trigger language plpgsql as $$
+begin
+  raise exception 'ledger_entries is append-only: % refused', tg_op using errcode = '42501';
+end
+$$;
+create trigger ledger_entries_no_change before update or delete on ledger_entries
+  for each row execute function ledger_entries_append_only();
+create trigger ledger_entries_no_truncate before truncate on ledger_entries
+  for each statement execute function ledger_entries_append_only();

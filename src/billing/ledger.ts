@@ -49,6 +49,8 @@ export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
     return { ok: true, entry: existing, replayed: true }
   }
   const balance = wallet.balance_minor + p.amountMinor
+  // Past 2^53 a JS number would round the balance; no real wallet gets there, but refuse to guess.
+  if (!Number.isSafeInteger(balance)) throw new RangeError(`balance of tenant ${p.tenantId} would leave the exact integer range`)
   if (balance < 0) return { ok: false, reason: "insufficient_funds", balanceMinor: wallet.balance_minor }
   await tx`update wallets set balance_minor = ${balance}, updated_at = now() where tenant_id = ${p.tenantId}`
   const [entry] = await tx<[LedgerEntry]>`
