@@ -143,3 +143,41 @@ create trigger ledger_entries_no_change before update or delete on ledger_entrie
   for each row execute function ledger_entries_append_only();
 create trigger ledger_entries_no_truncate before truncate on ledger_entries
   for each statement execute function ledger_entries_append_only();
+
+-- One ledger post in one round trip: lock the wallet, return an earlier entry with the same key,
+-- refuse an overdraft or a balance past exact JSON integers, else move the balance and append.
+-- Each statement sees rows committed while it waited for the lock (READ COMMITTED), which is what
+-- makes a replay that raced the first post find it.
+create function ledger_post(p_tenant bigint, p_amount bigint, p_kind text, p_reference text, p_key text)
+returns jsonb language plpgsql as $$
+declare
+  w wallets%rowtype;
+  e ledger_entries%rowtype;
+  next_balance bigint;
+begin
+  select * into w from wallets where tenant_id = p_tenant for update;
+  if not found then
+    raise exception 'tenant % has no wallet', p_tenant using errcode = 'P0002';
+  end if;
+  select * into e from ledger_entries where idempotency_key = p_key;
+  if found then
+    if e.tenant_id <> p_tenant or e.amount_minor <> p_amount then
+      raise exception 'idempotency key % was used for a different entry', p_key using errcode = 'P0001';
+    end if;
+    return jsonb_build_object('outcome', 'replayed', 'entry', to_jsonb(e));
+  end if;
+  next_balance := w.balance_minor + p_amount;
+  if next_balance > 9007199254740991 then
+    raise exception 'balance of tenant % would leave the exact integer range', p_tenant using errcode = '22003';
+  end if;
+  if next_balance < 0 then
+    return jsonb_build_object('outcome', 'insufficient_funds', 'balance_minor', w.balance_minor);
+  end if;
+  update wallets set balance_minor = next_balance, updated_at = now() where tenant_id = p_tenant;
+  insert into ledger_entries (tenant_id, currency, amount_minor, kind, reference, balance_after_minor, idempotency_key)
+  values (p_tenant, w.currency, p_amount, p_kind, p_reference, next_balance, p_key)
+  returning * into e;
+  return jsonb_build_object('outcome', 'posted', 'entry', to_jsonb(e));
+end
+$$;
+

@@ -34,28 +34,32 @@ export async function openWallet(tx: Tx, tenantId: number, currency: Currency): 
 }
 
 /**
- * Posts one entry. Must run inside a transaction (`sql.begin`): the wallet row is locked first,
- * so concurrent posts to one wallet, and concurrent replays of one key, are serialised there.
+ * Posts one entry. Must run inside a transaction (`sql.begin`) so it commits with whatever the
+ * caller changes alongside it. The work is one call of the SQL function `ledger_post`
+ * (migrations/0002): the wallet row is locked first, so concurrent posts to one wallet, and
+ * concurrent replays of one key, are serialised there, and the lock is held for one round trip.
  */
 export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
   if (!Number.isSafeInteger(p.amountMinor) || p.amountMinor === 0) throw new RangeError(`amount_minor must be a non-zero integer, got ${p.amountMinor}`)
-  const [wallet] = await tx<[{ currency: Currency; balance_minor: number }?]>`
-    select currency, balance_minor from wallets where tenant_id = ${p.tenantId} for update`
-  if (!wallet) throw new Error(`tenant ${p.tenantId} has no wallet`)
-  const [existing] = await tx<[LedgerEntry?]>`select * from ledger_entries where idempotency_key = ${p.idempotencyKey}`
-  if (existing) {
-    if (existing.tenant_id !== p.tenantId || existing.amount_minor !== p.amountMinor)
-      throw new Error(`idempotency key ${p.idempotencyKey} was used for a different entry`)
-    return { ok: true, entry: existing, replayed: true }
+  let result: { outcome: "posted" | "replayed"; entry: RawEntry } | { outcome: "insufficient_funds"; balance_minor: number }
+  try {
+    const [row] = await tx<[{ r: typeof result }]>`
+      select ledger_post(${p.tenantId}, ${p.amountMinor}, ${p.kind}, ${p.reference ?? null}, ${p.idempotencyKey}) as r`
+    result = row.r
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    if (code === "22003") throw new RangeError((e as Error).message)
+    if (code === "P0001" || code === "P0002") throw new Error((e as Error).message)
+    throw e
   }
-  const balance = wallet.balance_minor + p.amountMinor
-  // Past 2^53 a JS number would round the balance; no real wallet gets there, but refuse to guess.
-  if (!Number.isSafeInteger(balance)) throw new RangeError(`balance of tenant ${p.tenantId} would leave the exact integer range`)
-  if (balance < 0) return { ok: false, reason: "insufficient_funds", balanceMinor: wallet.balance_minor }
-  await tx`update wallets set balance_minor = ${balance}, updated_at = now() where tenant_id = ${p.tenantId}`
-  const [entry] = await tx<[LedgerEntry]>`
-    insert into ledger_entries (tenant_id, currency, amount_minor, kind, reference, balance_after_minor, idempotency_key)
-    values (${p.tenantId}, ${wallet.currency}, ${p.amountMinor}, ${p.kind}, ${p.reference ?? null}, ${balance}, ${p.idempotencyKey})
-    returning *`
-  return { ok: true, entry, replayed: false }
+  if (result.outcome === "insufficient_funds") return { ok: false, reason: "insufficient_funds", balanceMinor: Number(result.balance_minor) }
+  return { ok: true, entry: fromJson(result.entry), replayed: result.outcome === "replayed" }
 }
+
+interface RawEntry extends Omit<LedgerEntry, "created_at"> {
+  readonly created_at: string
+}
+
+// jsonb carries bigints as JSON numbers (exact below 2^53, which ledger_post guarantees) and
+// timestamps as strings.
+const fromJson = (e: RawEntry): LedgerEntry => ({ ...e, created_at: new Date(e.created_at) })
