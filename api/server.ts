@@ -62,6 +62,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   let idle: (() => void) | undefined
 
   const systemKeyDigest = config.systemKey === undefined ? undefined : sha256(config.systemKey)
+  // Resolved once: per request it is a plain call, and a cached credential answers synchronously.
+  const auth = runtime.runSync(Auth)
 
   app.any("/*", (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
@@ -142,12 +144,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     sendError(ex, inc, INTERNAL_ERROR)
   }
 
-  function authenticate(inc: Incoming, level: "jwt" | "jwt-only", scope: Scope): Effect.Effect<Principal, DomainError, Auth> {
+  function authenticate(inc: Incoming, level: "jwt" | "jwt-only", scope: Scope): Effect.Effect<Principal, DomainError> {
     const settle = (r: Principal | DomainError) => (r instanceof Error ? Effect.fail(r) : Effect.succeed(r))
-    return Effect.flatMap(Auth, (auth) => {
-      const r = auth.authenticate(inc, { level, scope })
-      return r instanceof Promise ? Effect.flatMap(Effect.promise(() => r), settle) : settle(r)
-    })
+    const r = auth.authenticate(inc, { level, scope })
+    return r instanceof Promise ? Effect.flatMap(Effect.promise(() => r), settle) : settle(r)
   }
 
   /** System auth, content negotiation and validation, in that order; the first failure answers. */

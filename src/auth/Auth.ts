@@ -26,7 +26,13 @@ export const AuthLive: Layer.Layer<Auth, never, AppConfig | Bus | Clock | Db | L
     const auth = new Authenticator({ sql, bus, jwt: makeJwtKeys(secret), clock, config, log })
 
     yield* Effect.acquireRelease(
-      Effect.sync(() => bus.subscribe(AUTH_INVALIDATE_SUBJECT, (msg) => auth.apply(msg.json<Invalidation>()))),
+      Effect.sync(() =>
+        bus.subscribe(AUTH_INVALIDATE_SUBJECT, (msg) => {
+          auth.apply(msg.json<Invalidation>())
+          // Acknowledge only after applying: the revoking process waits for these.
+          msg.respond({ applied: true })
+        }),
+      ),
       (sub) => Effect.sync(() => sub.unsubscribe()),
     )
 

@@ -1,7 +1,7 @@
 // Turns a request's credentials into a principal. Lookups are cached per process for a short
 // time; revocation, logout and deactivation publish an invalidation on the bus that every api
 // process applies at once (the TTL only bounds staleness if a bus message is ever lost).
-import { createHash } from "node:crypto"
+import { createHash, hash } from "node:crypto"
 import type { Logger } from "pino"
 import type { BusClient } from "../bus/bus.js"
 import type { Config } from "../config.js"
@@ -15,6 +15,8 @@ export const SESSION_COOKIE = "svc_session"
 export const API_KEY_PREFIX = "svc_live_"
 
 const POSITIVE_TTL_MS = 30_000
+/** How long after the last acknowledgement an invalidation waits for more (other api processes). */
+const INVALIDATION_STALL_MS = 50
 const NEGATIVE_TTL_MS = 5_000
 const CACHE_LIMIT = 50_000
 
@@ -184,14 +186,14 @@ export class Authenticator {
 
   private apiKey(secret: string, ip: string): KeyPrincipal | DomainError | Promise<KeyPrincipal | DomainError> {
     const now = this.deps.clock.nowMs()
-    const hash = sha256(secret)
-    const id = hash.toString("hex")
+    // One-shot hash straight to a string: this runs on every API-key request.
+    const id = hash("sha256", secret, "base64")
     const cached = this.keys.get(id)
     if (cached && now - cached.at <= (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) return this.keyPrincipal(cached.value, now, ip)
     return this.deps.sql<[KeyRow?]>`
         select k.id, k.tenant_id, k.scope, k.expires_at, k.revoked_at is not null as revoked, t.status as tenant_status
         from api_keys k join tenants t on t.id = k.tenant_id
-        where k.secret_sha256 = ${hash}`.then(([row]) => {
+        where k.secret_sha256 = ${Buffer.from(id, "base64")}`.then(([row]) => {
       this.keys.set(id, { at: now, value: row })
       return this.keyPrincipal(row, now, ip)
     })
@@ -206,11 +208,16 @@ export class Authenticator {
     return { kind: "api_key", keyId: row.id, tenantId: row.tenant_id, scope: row.scope, expiresAt: row.expires_at }
   }
 
-  /** Forgets the credential here at once, and tells every other process; resolves once sent. */
+  /**
+   * Forgets the credential here, then in every other process, and resolves once each process that
+   * answers has applied it (they acknowledge after applying). So when a revoke's response reaches
+   * the caller, no api process that is reachable on the bus still accepts the credential; one
+   * that is cut off forgets it when its cache entry expires (30 s).
+   */
   async invalidate(inv: Invalidation): Promise<void> {
     this.apply(inv)
-    this.deps.bus.publish(AUTH_INVALIDATE_SUBJECT, inv)
-    await this.deps.bus.flush()
+    const acks = await this.deps.bus.gather(AUTH_INVALIDATE_SUBJECT, inv, { stallMs: INVALIDATION_STALL_MS, maxWaitMs: 2_000 })
+    if (acks.length === 0) this.deps.log.warn({ kind: inv.kind }, "auth invalidation: no process acknowledged (not even this one)")
   }
 
   /** Applies an invalidation received from the bus (or made here). */

@@ -40,6 +40,13 @@ export interface RequestOptions extends PublishOptions {
   readonly timeoutMs?: number
 }
 
+export interface GatherOptions extends PublishOptions {
+  /** Stop once no further reply has come for this long (default 50 ms). */
+  readonly stallMs?: number
+  /** Stop at the latest after this long, replies or not (default 1000 ms). */
+  readonly maxWaitMs?: number
+}
+
 export type BusErrorCode = "NO_RESPONDERS" | "TIMEOUT" | "BAD_SUBJECT" | "MAX_PAYLOAD" | "CLOSED"
 
 export class BusError extends Error {
@@ -70,6 +77,12 @@ export interface BusClient {
   subscribe(subject: string, handler: (msg: BusMsg) => void | Promise<void>, opts?: SubscribeOptions): BusSubscription
   /** Rejects with BusError NO_RESPONDERS at once when nobody listens, TIMEOUT after timeoutMs. */
   request(subject: string, payload?: Payload, opts?: RequestOptions): Promise<BusMsg>
+  /**
+   * Publishes a request and collects every reply, from every subscriber, until replies stall:
+   * scatter-gather, for "tell every process and wait until each has done it". Resolves [] when
+   * nobody listens.
+   */
+  gather(subject: string, payload?: Payload, opts?: GatherOptions): Promise<BusMsg[]>
   /** Resolves once everything published so far has reached the server (memory: the subscribers' queues). */
   flush(): Promise<void>
   status(): BusStatus

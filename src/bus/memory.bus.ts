@@ -10,12 +10,15 @@ import {
   type BusSubscription,
   type Payload,
   type PublishOptions,
+  type GatherOptions,
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"
 import { assertQueue, assertSubject, decodeJson, decodeString, encodePayload, Mailbox } from "./bus.shared.js"
 
 const DEFAULT_TIMEOUT_MS = 5000
+const DEFAULT_STALL_MS = 50
+const DEFAULT_GATHER_MS = 1000
 const MATCH_CACHE_LIMIT = 10_000
 
 export interface MemoryBusOptions {
@@ -212,6 +215,36 @@ export function makeMemoryBus(opts: MemoryBusOptions = {}): BusClient {
     })
   }
 
+  const gather = (subject: string, payload?: Payload, opts?: GatherOptions): Promise<BusMsg[]> => {
+    ensureOpen(false)
+    assertSubject(subject, false)
+    const data = encodePayload(payload, maxPayload)
+    const r = route(subject)
+    if (r.plain.length === 0 && r.groups.length === 0) return Promise.resolve([])
+    const inbox = `${inboxPrefix}${(inboxSeq++).toString(36)}`
+    const stallMs = opts?.stallMs ?? DEFAULT_STALL_MS
+    return new Promise<BusMsg[]>((resolve) => {
+      const replies: BusMsg[] = []
+      let stall: NodeJS.Timeout | undefined
+      const finish = (): void => {
+        clearTimeout(maxWait)
+        clearTimeout(stall)
+        pending.delete(inbox)
+        resolve(replies)
+      }
+      const maxWait = setTimeout(finish, opts?.maxWaitMs ?? DEFAULT_GATHER_MS)
+      pending.set(inbox, {
+        resolve: (msg) => {
+          replies.push(msg)
+          clearTimeout(stall)
+          stall = setTimeout(finish, stallMs)
+        },
+        reject: finish,
+      })
+      publishMsg(subject, data, opts?.headers, inbox)
+    })
+  }
+
   const drain = (): Promise<void> => {
     drained ??= (async () => {
       // Handlers may still publish and respond while their subscriptions drain; only new
@@ -229,6 +262,7 @@ export function makeMemoryBus(opts: MemoryBusOptions = {}): BusClient {
     publish,
     subscribe,
     request,
+    gather,
     flush: async () => ensureOpen(true),
     status: () => ({ kind: "memory", connected: state !== "closed" }),
     drain,

@@ -18,6 +18,7 @@ export function namespaced(bus: BusClient, namespace: string): BusClient {
       return { subject, unsubscribe: () => sub.unsubscribe(), drain: () => sub.drain() }
     },
     request: async (subject, payload, opts) => strip(await bus.request(pre + subject, payload, opts)),
+    gather: async (subject, payload, opts) => (await bus.gather(pre + subject, payload, opts)).map(strip),
     flush: () => bus.flush(),
     status: () => bus.status(),
     drain: () => bus.drain(),

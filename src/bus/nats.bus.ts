@@ -23,6 +23,7 @@ import {
   type BusSubscription,
   type Payload,
   type PublishOptions,
+  type GatherOptions,
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"
@@ -139,6 +140,30 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
     }
   }
 
+  const gather = async (subject: string, payload?: Payload, gopts?: GatherOptions): Promise<BusMsg[]> => {
+    ensureOpen(false)
+    assertSubject(subject, false)
+    const data = encodePayload(payload, maxPayload())
+    const replies: BusMsg[] = []
+    try {
+      const it = await nc.requestMany(subject, data, {
+        strategy: "stall",
+        stall: gopts?.stallMs ?? 50,
+        maxWait: gopts?.maxWaitMs ?? 1000,
+        headers: toNatsHeaders(gopts?.headers),
+      })
+      for await (const m of it) {
+        // A 503 status message is the server saying nobody listens.
+        if (m.data.length === 0 && m.headers?.code === 503) break
+        replies.push(new NatsMsg(m, publish))
+      }
+    } catch (err) {
+      const e = toBusError(err)
+      if (!(e instanceof BusError && (e.code === "NO_RESPONDERS" || e.code === "TIMEOUT"))) throw e
+    }
+    return replies
+  }
+
   const drain = (): Promise<void> => {
     drained ??= (async () => {
       closing = true
@@ -153,6 +178,7 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
     publish,
     subscribe,
     request,
+    gather,
     flush: async () => {
       ensureOpen(true)
       await nc.flush().catch((err: unknown) => {

@@ -192,6 +192,34 @@ describe.each(impls)("bus contract: $name", ({ name, make }) => {
     expect(seen?.headers).toEqual({ "x-tenant": "t1" })
   })
 
+  it("gathers a reply from every subscriber (one per queue group) until replies stall", async () => {
+    const b = await bus()
+    const p = prefix()
+    for (const who of ["a", "b"]) b.subscribe(`${p}.all`, (m) => void m.respond({ who, got: m.json() }))
+    for (const who of ["q1", "q2"]) b.subscribe(`${p}.all`, (m) => void m.respond({ who }), { queue: "workers" })
+    // A late replier, well past the stall window, is not waited for.
+    const late: NodeJS.Timeout[] = []
+    b.subscribe(`${p}.all`, (m) => void late.push(setTimeout(() => m.respond({ who: "late" }), 400)))
+    await b.flush()
+    const started = Date.now()
+    const replies = await b.gather(`${p}.all`, { n: 1 }, { stallMs: 60, maxWaitMs: 2000 })
+    const who = replies.map((r) => r.json<{ who: string }>().who).sort()
+    expect(who.filter((w) => w === "a" || w === "b")).toEqual(["a", "b"])
+    expect(who.filter((w) => w.startsWith("q"))).toHaveLength(1)
+    expect(who).not.toContain("late")
+    expect(Date.now() - started).toBeLessThan(390)
+    const plain = replies.map((r) => r.json<{ who: string; got?: { n: number } }>()).filter((r) => r.who === "a" || r.who === "b")
+    expect(plain.map((r) => r.got)).toEqual([{ n: 1 }, { n: 1 }])
+    for (const t of late) clearTimeout(t)
+  })
+
+  it("gathers nothing, quickly, when nobody listens", async () => {
+    const b = await bus()
+    const started = Date.now()
+    expect(await b.gather(`${prefix()}.nobody`, {}, { stallMs: 50, maxWaitMs: 1500 })).toEqual([])
+    expect(Date.now() - started).toBeLessThan(1000)
+  })
+
   it("rejects a request nobody listens to with NO_RESPONDERS at once", async () => {
     const b = await bus()
     const started = Date.now()
