@@ -1,7 +1,9 @@
 // npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
+import { benchAuth } from "./auth.js"
 import { benchHttp } from "./http.js"
+import { benchLedger } from "./ledger.js"
 
-const benches: Record<string, () => Promise<void>> = { http: benchHttp }
+const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")
 for (const name of names.length > 0 ? names : Object.keys(benches)) {
