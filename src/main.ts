@@ -3,7 +3,7 @@
 // environment once, runs the command, and turns SIGTERM/SIGINT into a graceful stop.
 import { Cause, Effect, Exit, Layer } from "effect"
 import { loadConfig, ConfigError, type Config } from "./config.js"
-import { makeLogger } from "./services/Log.js"
+import { flushLogs, makeLogger, releaseStdout } from "./services/Log.js"
 import { AppConfig } from "./services/AppConfig.js"
 import { Log } from "./services/Log.js"
 import { Db, DbLive } from "./services/Db.js"
@@ -16,7 +16,13 @@ const USAGE = `usage: parley serve [--role all|api|runtime]
 
 function fail(message: string): never {
   process.stderr.write(`parley: ${message}\n`)
-  process.exit(1)
+  exit(1)
+}
+
+/** Exits without waiting on a stdout reader that stopped reading (see releaseStdout). */
+function exit(code: number): never {
+  releaseStdout()
+  process.exit(code)
 }
 
 function parseArgs(argv: string[]): { command: "serve"; role: Role } | { command: "migrate" } {
@@ -65,7 +71,7 @@ async function main(): Promise<void> {
   } catch (e) {
     const cause = e instanceof Error ? e : Cause.isCause(e) ? Cause.squash(e) : e
     logger.fatal({ err: cause }, "start-up failed")
-    logger.flush()
+    await flushLogs(logger)
     fail(`start-up failed: ${cause instanceof Error ? cause.message : String(cause)}`)
   }
   logger.info({ role: args.role, port: running.port, instance: running.instance.id }, "parley started")
@@ -75,14 +81,18 @@ async function main(): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     if (++signals > 1) {
       logger.warn({ signal }, "second signal: exiting now")
-      process.exit(1)
+      exit(1)
     }
     logger.info({ signal }, "shutting down")
     running.stop().then(
-      () => process.exit(0),
-      (e: unknown) => {
+      async () => {
+        await flushLogs(logger)
+        exit(0)
+      },
+      async (e: unknown) => {
         logger.error({ err: e }, "shutdown failed")
-        process.exit(1)
+        await flushLogs(logger)
+        exit(1)
       },
     )
   }

@@ -1,6 +1,10 @@
 // The process as an operator meets it: configuration errors stop start-up naming the variable,
 // roles that need shared services say so, SIGTERM drains in-flight work and exits 0.
+import { spawn } from "node:child_process"
+import { createServer, type AddressInfo } from "node:net"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PROJECT_ROOT } from "../src/paths.js"
 import { loadConfig, ConfigError } from "../src/config.js"
 import { freshDatabase, spawnServer, startTestServer, type TestServer } from "./harness.js"
 import { newProbeState, probeRoutes } from "./probes.js"
@@ -73,6 +77,39 @@ describe("the parley process", () => {
       await db.drop()
     }
   })
+})
+
+describe("a server whose log reader stopped reading", () => {
+  it("still exits promptly on SIGTERM", async () => {
+    const db = await freshDatabase()
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const p = (probe.address() as AddressInfo).port
+        probe.close(() => resolve(p))
+      })
+    })
+    // stdout is a pipe nobody reads: once its buffer is full, every log write would block.
+    const child = spawn(process.execPath, ["--import", "tsx", join(PROJECT_ROOT, "src/main.ts"), "serve"], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? "", ...db.env, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "info", BUS_NAMESPACE: `t${Date.now()}` },
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+    child.stdout!.pause()
+    const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)))
+    try {
+      await expect.poll(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0), { timeout: 30_000, interval: 200 }).toBe(200)
+      // Each request logs a line: far more than a pipe buffer holds.
+      for (let i = 0; i < 40; i++) await Promise.all(Array.from({ length: 50 }, () => fetch(`http://127.0.0.1:${port}/pricing`).then((r) => r.arrayBuffer())))
+      const t0 = Date.now()
+      child.kill("SIGTERM")
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 20_000))])
+      expect(code).not.toBe("still running")
+      expect(Date.now() - t0).toBeLessThan(15_000)
+    } finally {
+      child.kill("SIGKILL")
+      await db.drop()
+    }
+  }, 60_000)
 })
 
 describe("graceful shutdown", () => {
