@@ -1,5 +1,6 @@
 // The adapter for a real transactional-mail API (POST {base}/messages, bearer key, JSON in and
 // out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
+import { describeNetworkError, parseRetryAfter } from "../http.util.js"
 import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
@@ -53,7 +54,7 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
       text = await res.text()
     } catch (e) {
       const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describe(e))
+      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
       return { ok: false, error: new MailDeliveryError(`mail API unreachable: ${reason}`, true, { cause: e }) }
     }
     if (res.ok) {
@@ -126,18 +127,3 @@ function parseId(text: string): string | undefined {
   return undefined
 }
 
-/** Retry-After as delta-seconds or an HTTP date, in ms from now. */
-function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
-}
-
-/** A network error's message, with undici's underlying cause (ECONNREFUSED, …) when present. */
-function describe(e: unknown): string {
-  if (!(e instanceof Error)) return String(e)
-  const cause = e.cause instanceof Error ? `: ${e.cause.message}` : ""
-  return `${e.message}${cause}`
-}

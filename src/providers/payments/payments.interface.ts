@@ -1,5 +1,6 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
+import { describeNetworkError, parseRetryAfter } from "../http.util.js"
 import { setTimeout as sleep } from "node:timers/promises"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
@@ -98,7 +99,7 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
       text = await res.text()
     } catch (e) {
       const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${call.timeoutMs} ms` : scrub(describe(e))
+      const reason = timedOut ? `no answer within ${call.timeoutMs} ms` : scrub(describeNetworkError(e))
       // The cause may carry the request (and so the credentials): keep it only when it cannot.
       return { ok: false, error: new PaymentGatewayError(`${call.gateway} API unreachable: ${reason}`, true) }
     }
@@ -164,21 +165,6 @@ function errorDetail(text: string): string {
   return text
 }
 
-/** Retry-After as delta-seconds or an HTTP date, in ms from now. */
-function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
-}
-
-/** A network error's message, with undici's underlying cause (ECONNREFUSED, …) when present. */
-function describe(e: unknown): string {
-  if (!(e instanceof Error)) return String(e)
-  const cause = e.cause instanceof Error ? `: ${e.cause.message}` : ""
-  return `${e.message}${cause}`
-}
 
 /** `url` with `query` appended (before any fragment); values are used verbatim, already encoded. */
 export function appendQuery(url: string, query: string): string {
