@@ -126,9 +126,9 @@ describe("revoke and delete", () => {
   })
 
   it("expired → revoked, and an expired key is refused", async () => {
-    const key = await a.createKey(s, { name: "short", expires_at: new Date(Date.now() + 1500).toISOString() })
+    const key = await a.createKey(s, { name: "short", expires_at: new Date(Date.now() + 3000).toISOString() })
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
-    await new Promise((r) => setTimeout(r, 1600))
+    await new Promise((r) => setTimeout(r, 3100))
     expect(await errorOf(await a.call("GET", "/auth/me", { token: key.secret }))).toMatchObject({ status: 401, code: "KEY_EXPIRED" })
     const listed = (await (await a.call("GET", "/api-keys", { token: s.token })).json()) as { keys: any[] }
     expect(listed.keys.find((k) => k.id === key.id).status).toBe("expired")
