@@ -3,9 +3,10 @@
 // gateways that send signed webhooks back; signature failures; exactly-once credit under 50
 // concurrent deliveries; top-up bounds; autocharge; and the usage API the call runtime uses.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type { AppServices } from "../src/app.layer.js"
-import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
+import { precheck, releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
+import { Auth } from "../src/auth/Auth.js"
 import { BYOK_FEE_MINOR, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
 import { addMonth, renewDueSubscriptions } from "../src/billing/subscription.service.js"
 import { signGeneric } from "../src/providers/payments/signatures.js"
@@ -159,14 +160,12 @@ describe("on the stub gateway", () => {
     // A workspace that has paid keeps spending after the trial ends.
     await stub(((await (await topup(s, 500)).json()) as any).external_id, "succeeded")
     expect((await check()).status).toBe("ok")
+    // A suspended workspace: the runtime's precheck before dialing says so ...
     await srv.sql`update tenants set status = 'suspended' where id = ${s.tenantId}`
-    const key = await srv.sql`select 1`
-    expect(key).toHaveLength(1)
-    const u = await a.signup()
-    await srv.sql`update tenants set status = 'suspended' where id = ${u.tenantId}`
-    // Suspension also ends the session (cached up to 30 s); precheck answers it for API-key callers too.
-    const res = await a.call("GET", "/billing/precheck", { token: u.token })
-    expect([200, 403]).toContain(res.status)
+    expect(await run(srv, precheck(s.tenantId, 180))).toMatchObject({ status: "account_suspended" })
+    // ... and over HTTP its credentials are refused outright once the auth cache hears of it.
+    await run(srv, Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))))
+    expect(await errorOf(await a.call("GET", "/billing/precheck", { token: s.token }))).toMatchObject({ status: 403, code: "ACCOUNT_INACTIVE" })
   })
 
   describe("usage API", () => {
