@@ -150,6 +150,3 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
   }
 }
-
-/** The variables the README documents, with defaults; kept beside the schema so they agree. */
-export const CONFIG_VARIABLES = Object.keys(Env.shape) as ReadonlyArray<keyof typeof Env.shape>

@@ -176,13 +176,3 @@ export const deleteKey = (actor: Actor, keyId: number) =>
     if (!existing) return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
     return yield* Effect.fail(new Conflict({ code: "KEY_NOT_REVOKED", message: "revoke the key before deleting it" }))
   })
-
-export const keyEvents = (tenantId: number, keyId: number) =>
-  Effect.flatMap(Db, ({ sql }) =>
-    Effect.promise(
-      () =>
-        sql<Array<{ action: string; actor_user_id: number | null; ip: string | null; user_agent: string | null; at: Date }>>`
-          select action, actor_user_id, ip, user_agent, at from api_key_events
-          where tenant_id = ${tenantId} and key_id = ${keyId} order by id`,
-    ),
-  )
