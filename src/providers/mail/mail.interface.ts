@@ -1,6 +1,8 @@
 // The mail provider contract: one rendered message in, the provider's message id out. The outbox
 // simulator and the HTTP adapter for a real mail API implement the same interface.
 
+import { ProviderCallError } from "../http.util.js"
+
 /** What the server asks a provider to deliver; rendering happens before this point. */
 export interface OutgoingMail {
   to: string
@@ -20,17 +22,6 @@ export interface MailProvider {
   send(mail: OutgoingMail): Promise<{ id: string }>
 }
 
-export class MailDeliveryError extends Error {
+export class MailDeliveryError extends ProviderCallError {
   override readonly name = "MailDeliveryError"
-  /** The provider's HTTP status, when it answered at all. */
-  readonly status: number | undefined
-  constructor(
-    message: string,
-    /** true: the provider may accept the same message later (network, 429, 5xx); false: it never will. */
-    readonly retryable: boolean,
-    options?: { cause?: unknown; status?: number },
-  ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
-    this.status = options?.status
-  }
 }

@@ -1,6 +1,6 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { describeNetworkError, parseRetryAfter } from "../http.util.js"
+import { describeNetworkError, parseRetryAfter, ProviderCallError } from "../http.util.js"
 import { setTimeout as sleep } from "node:timers/promises"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
@@ -33,19 +33,8 @@ export interface PaymentGateway {
   createCheckout(req: CheckoutRequest): Promise<CheckoutSession>
 }
 
-export class PaymentGatewayError extends Error {
+export class PaymentGatewayError extends ProviderCallError {
   override readonly name = "PaymentGatewayError"
-  /** The gateway's HTTP status, when it answered at all. */
-  readonly status: number | undefined
-  constructor(
-    message: string,
-    /** true: the same request may succeed later (network, timeout, 429, 5xx); false: it never will. */
-    readonly retryable: boolean,
-    options?: { cause?: unknown; status?: number },
-  ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
-    this.status = options?.status
-  }
 }
 
 /** Refuses, before any network call, an amount no gateway could charge. */
