@@ -2,6 +2,8 @@
 // with, reading Retry-After, and describing a network failure with its underlying cause.
 
 /** A provider call that failed; `retryable` says whether the same call may succeed later. */
+import { setTimeout as sleep } from "node:timers/promises"
+
 export class ProviderCallError extends Error {
   /** The provider's HTTP status, when it answered at all. */
   readonly status: number | undefined
@@ -14,6 +16,36 @@ export class ProviderCallError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.status = options?.status
   }
+}
+
+export const MAX_ATTEMPTS = 3
+const BACKOFF_BASE_MS = 250
+/** A Retry-After longer than this is not worth holding the caller's request open for. */
+const MAX_RETRY_AFTER_MS = 5_000
+
+/** One try at a provider call: its value, or why it failed and when the provider asked us to return. */
+export type Attempt<T, E extends ProviderCallError> = { ok: true; value: T } | { ok: false; error: E; retryAfterMs?: number }
+
+/**
+ * Runs `attempt` up to MAX_ATTEMPTS times while its failures are retryable, backing off 250 ms,
+ * 500 ms (or the provider's Retry-After, up to 5 s). The last failure is rethrown; a retryable one
+ * is wrapped by `wrap` to say the call gave up.
+ */
+export async function withRetries<T, E extends ProviderCallError>(
+  attempt: () => Promise<Attempt<T, E>>,
+  wrap: (message: string, cause: E) => E,
+): Promise<T> {
+  let last: E | undefined
+  for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+    const result = await attempt()
+    if (result.ok) return result.value
+    last = result.error
+    if (!result.error.retryable || n === MAX_ATTEMPTS) break
+    const backoff = BACKOFF_BASE_MS * 2 ** (n - 1)
+    await sleep(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
+  }
+  if (!last!.retryable) throw last
+  throw wrap(`${last!.message} (gave up after ${MAX_ATTEMPTS} attempts)`, last!)
 }
 
 /** Retry-After as delta-seconds or an HTTP date, in ms from now. */

@@ -1,8 +1,7 @@
 // The adapter for a real transactional-mail API (POST {base}/messages, bearer key, JSON in and
 // out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
-import { describeNetworkError, parseRetryAfter } from "../http.util.js"
+import { describeNetworkError, parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
 import { randomUUID } from "node:crypto"
-import { setTimeout as sleep } from "node:timers/promises"
 import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
 
 export interface HttpMailOptions {
@@ -17,15 +16,11 @@ export interface HttpMailOptions {
   readonly fetch?: typeof fetch
 }
 
-const MAX_ATTEMPTS = 3
-const BACKOFF_BASE_MS = 250
-/** A Retry-After longer than this is not worth holding the caller's request open for. */
-const MAX_RETRY_AFTER_MS = 5_000
 /** How much of a provider's error body goes into the error message. */
 const ERROR_DETAIL_CHARS = 200
 
 /** The outcome of one attempt: a result, or an error and whether another attempt may help. */
-type Attempt = { ok: true; id: string } | { ok: false; error: MailDeliveryError; retryAfterMs?: number }
+type MailAttempt = Attempt<string, MailDeliveryError>
 
 export function makeHttpMail(opts: HttpMailOptions): MailProvider {
   const url = `${opts.baseUrl.replace(/\/+$/, "")}/messages`
@@ -34,7 +29,7 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
   // The key must never reach a log line or an error message, even if a provider echoes it back.
   const scrub = (s: string): string => (opts.apiKey === "" ? s : s.split(opts.apiKey).join("***"))
 
-  async function attempt(body: string, idempotencyKey: string): Promise<Attempt> {
+  async function attempt(body: string, idempotencyKey: string): Promise<MailAttempt> {
     let res: Response
     let text: string
     try {
@@ -59,7 +54,7 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
     }
     if (res.ok) {
       const id = parseId(text)
-      if (id !== undefined) return { ok: true, id }
+      if (id !== undefined) return { ok: true, value: id }
       // Accepted but not understood (a wrong base URL answering 200, say): sending again would
       // not help, and might deliver twice.
       return {
@@ -94,21 +89,11 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
         tags: [mail.kind],
       })
       const idempotencyKey = randomUUID()
-      let last: MailDeliveryError | undefined
-      for (let n = 1; n <= MAX_ATTEMPTS; n++) {
-        const result = await attempt(body, idempotencyKey)
-        if (result.ok) return { id: result.id }
-        last = result.error
-        if (!result.error.retryable || n === MAX_ATTEMPTS) break
-        const backoff = BACKOFF_BASE_MS * 2 ** (n - 1)
-        await sleep(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
-      }
-      const error = last ?? new MailDeliveryError("mail API not attempted", true)
-      if (!error.retryable) throw error
-      throw new MailDeliveryError(`${error.message} (gave up after ${MAX_ATTEMPTS} attempts)`, true, {
-        cause: error,
-        ...(error.status !== undefined && { status: error.status }),
-      })
+      const id = await withRetries(
+        () => attempt(body, idempotencyKey),
+        (message, cause) => new MailDeliveryError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+      )
+      return { id }
     },
   }
 }

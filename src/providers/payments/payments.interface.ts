@@ -1,7 +1,6 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { describeNetworkError, parseRetryAfter, ProviderCallError } from "../http.util.js"
-import { setTimeout as sleep } from "node:timers/promises"
+import { describeNetworkError, parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
 
@@ -61,21 +60,17 @@ export interface GatewayPost {
   readonly alsoRetry?: readonly number[]
 }
 
-export const MAX_ATTEMPTS = 3
-const BACKOFF_BASE_MS = 250
-/** A Retry-After longer than this is not worth holding the payer's request open for. */
-const MAX_RETRY_AFTER_MS = 5_000
 /** How much of a gateway's error body goes into the error message. */
 const ERROR_DETAIL_CHARS = 200
 
-type Attempt = { ok: true; body: Record<string, unknown> } | { ok: false; error: PaymentGatewayError; retryAfterMs?: number }
+type GatewayAttempt = Attempt<Record<string, unknown>, PaymentGatewayError>
 
 /** POSTs up to MAX_ATTEMPTS times; resolves with the parsed JSON object of the first 2xx answer. */
 export async function postToGateway(call: GatewayPost): Promise<Record<string, unknown>> {
   const secrets = call.secrets.filter((s) => s !== "")
   const scrub = (s: string): string => secrets.reduce((acc, secret) => acc.split(secret).join("***"), s)
 
-  async function attempt(): Promise<Attempt> {
+  async function attempt(): Promise<GatewayAttempt> {
     let res: Response
     let text: string
     try {
@@ -94,7 +89,7 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
     }
     if (res.ok) {
       const body = parseObject(text)
-      if (body !== undefined) return { ok: true, body }
+      if (body !== undefined) return { ok: true, value: body }
       // Accepted but not understood (a wrong base URL answering 200, say): another attempt would
       // not help and might create a second checkout.
       return { ok: false, error: new PaymentGatewayError(`${call.gateway} API answered ${res.status} without a JSON object`, false, { status: res.status }) }
@@ -109,21 +104,7 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
     return { ok: false, error: new PaymentGatewayError(message, false, { status: res.status }) }
   }
 
-  let last: PaymentGatewayError | undefined
-  for (let n = 1; n <= MAX_ATTEMPTS; n++) {
-    const result = await attempt()
-    if (result.ok) return result.body
-    last = result.error
-    if (!result.error.retryable || n === MAX_ATTEMPTS) break
-    const backoff = BACKOFF_BASE_MS * 2 ** (n - 1)
-    await sleep(Math.min(Math.max(backoff, result.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
-  }
-  const error = last ?? new PaymentGatewayError(`${call.gateway} API not attempted`, true)
-  if (!error.retryable) throw error
-  throw new PaymentGatewayError(`${error.message} (gave up after ${MAX_ATTEMPTS} attempts)`, true, {
-    cause: error,
-    ...(error.status !== undefined && { status: error.status }),
-  })
+  return withRetries(attempt, (message, cause) => new PaymentGatewayError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }))
 }
 
 /** A non-empty string field of a gateway answer, or undefined. */
