@@ -294,6 +294,16 @@ describe("the byok subscription", () => {
     expect(((await (await a.call("GET", "/billing/subscription", { token: s.token })).json()) as any)).toMatchObject({ subscription: null, plan_tier: "free" })
   })
 
+  it("creates one subscription when several requests race", async () => {
+    const s = await a.signup()
+    const responses = await Promise.all(Array.from({ length: 6 }, () => a.call("POST", "/billing/subscription", { token: s.token })))
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201])
+    const ids = new Set(await Promise.all(responses.map(async (r) => ((await r.json()) as { id: number }).id)))
+    expect(ids.size).toBe(1)
+    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from subscriptions where tenant_id = ${s.tenantId}`
+    expect(n).toBe(1)
+  })
+
   it("counts months by the calendar", () => {
     expect(addMonth(new Date("2027-01-31T10:00:00Z")).toISOString()).toBe("2027-02-28T10:00:00.000Z")
     expect(addMonth(new Date("2028-01-31T10:00:00Z")).toISOString()).toBe("2028-02-29T10:00:00.000Z")

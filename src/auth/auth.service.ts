@@ -7,7 +7,7 @@ import { TRIAL_CREDIT_MINOR, type Currency } from "../billing/pricing.js"
 import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../errors.js"
 import { sendBestEffort } from "../providers/Mail.js"
 import { Clock } from "../services/Clock.js"
-import { Db } from "../services/Db.js"
+import { Db, isUniqueViolation } from "../services/Db.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
@@ -23,9 +23,6 @@ const TRIAL_DAYS = 14
 const VERIFY_EMAIL_HOURS = 24
 
 export const currencyFor = (country: Country): Currency => (country === "IN" ? "INR" : "USD")
-
-const isUniqueViolation = (e: unknown, constraint: string) =>
-  typeof e === "object" && e !== null && (e as { code?: string }).code === "23505" && (e as { constraint_name?: string }).constraint_name === constraint
 
 /** Sends the verification link; false (logged) when the mailer fails: signup still succeeds. */
 const sendVerification = (to: string, token: string, baseUrl: string) => {

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto"
 import { Effect, Schedule } from "effect"
 import { Conflict, NotFound } from "../errors.js"
 import { Clock } from "../services/Clock.js"
-import { Db, type Sql, type Tx } from "../services/Db.js"
+import { Db, isUniqueViolation, type Sql, type Tx } from "../services/Db.js"
 import { Log } from "../services/Log.js"
 import { postEntry } from "./ledger.js"
 import { BYOK_FEE_MINOR, type Currency } from "./pricing.js"
@@ -72,7 +72,7 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
     // recurring mandates; the stub webhook with this external id authorises it.
     const externalId = `sub_${randomBytes(12).toString("hex")}`
     const shortUrl = `${baseUrl}/billing/return?status=mandate_pending&order_id=${externalId}`
-    const created = yield* Effect.tryPromise({
+    return yield* Effect.tryPromise({
       try: () =>
         sql<[SubscriptionRow]>`
           insert into subscriptions (tenant_id, status, amount_minor, currency, external_id, short_url)
@@ -80,10 +80,15 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
           returning *`,
       catch: (e) => e,
     }).pipe(
-      // A concurrent create won the one-open-subscription index: answer with theirs.
-      Effect.catchAll(() => Effect.promise(() => openSubscription(sql, tenantId))),
+      Effect.map(([row]) => ({ created: true, subscription: subscriptionView(row) })),
+      // A concurrent create won the one-open-subscription index: answer with theirs. Anything
+      // else is a database failure, not a race.
+      Effect.catchAll((e) =>
+        isUniqueViolation(e, "subscriptions_one_open")
+          ? Effect.promise(async () => ({ created: false, subscription: subscriptionView((await openSubscription(sql, tenantId))[0]!) }))
+          : Effect.die(e),
+      ),
     )
-    return { created: true, subscription: subscriptionView(created[0]!) }
   })
 
 export const cancelSubscription = (tenantId: number) =>

@@ -21,6 +21,13 @@ export interface Database {
 
 export class Db extends Context.Tag("parley/Db")<Db, Database>() {}
 
+/** A unique-constraint violation (SQLSTATE 23505), optionally of one named constraint. */
+export const isUniqueViolation = (e: unknown, constraint?: string): boolean =>
+  typeof e === "object" &&
+  e !== null &&
+  (e as { code?: string }).code === "23505" &&
+  (constraint === undefined || (e as { constraint_name?: string }).constraint_name === constraint)
+
 /** Runs a query; a database failure is a defect (500), not a domain error. */
 export const query = <A>(f: (sql: Sql) => PromiseLike<A>): Effect.Effect<A, never, Db> =>
   Effect.flatMap(Db, (db) => Effect.promise(() => f(db.sql)))
