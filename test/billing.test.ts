@@ -104,6 +104,16 @@ describe("on the stub gateway", () => {
     expect(ev).toEqual({ outcome: "unknown_intent", intent_id: null })
   })
 
+  it("renders the return page with query values escaped", async () => {
+    const res = await fetch(`${srv.url}/billing/return?status=success&order_id=${encodeURIComponent('<script>alert("x")</script>')}`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+    const html = await res.text()
+    expect(html).toContain("Your payment went through")
+    expect(html).not.toContain("<script>alert")
+    expect(html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;")
+  })
+
   it("answers malformed webhooks with 400 and changes nothing", async () => {
     expect((await a.call("POST", "/billing/webhooks/stub", { body: { external_id: "x", status: "maybe" } })).status).toBe(400)
     expect((await fetch(srv.url + "/billing/webhooks/stub", { method: "POST", body: "{nope" })).status).toBe(400)
