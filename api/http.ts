@@ -115,7 +115,7 @@ export function openStream(
   contentType: string,
   headers: Headers | undefined,
   common: Headers,
-): StreamWriter & { readonly done: Promise<void> } {
+): StreamWriter {
   ex.started = true
   ex.status = status
   const res = ex.res
@@ -125,8 +125,6 @@ export function openStream(
   // chunked bodies (getWriteOffset stays 0), so this upper bound stands in for it.
   let backlog = 0
   let waiting: ((ok: boolean) => void) | undefined
-  let markDone!: () => void
-  const done = new Promise<void>((r) => (markDone = r))
 
   const close = () => {
     if (closed) return
@@ -135,7 +133,6 @@ export function openStream(
     waiting = undefined
     w?.(false)
     for (const h of closeHandlers.splice(0)) h()
-    markDone()
   }
 
   ex.onAbort(close)
@@ -147,8 +144,7 @@ export function openStream(
     return true
   })
 
-  const writer: StreamWriter & { readonly done: Promise<void> } = {
-    done,
+  const writer: StreamWriter = {
     get closed() {
       return closed
     },
