@@ -1,5 +1,6 @@
 // What one entry of the route table declares: method, path, auth level, zod schemas for params,
 // query and body, and the handler. The router enforces the declarations before the handler runs.
+import type { Readable } from "node:stream"
 import type { Effect } from "effect"
 import type { z } from "zod"
 import type { DomainError } from "../src/errors.js"
@@ -25,6 +26,12 @@ export type BodySpec<B> =
   | { readonly json: z.ZodType<B>; readonly multipart: true }
   /** multipart/form-data only. */
   | { readonly json?: undefined; readonly multipart: true }
+  /**
+   * application/json validated by the schema, or multipart/form-data streamed to the handler as
+   * `upload` (large files: the caller is authenticated before the first byte is read, and the
+   * body is read only as fast as the handler consumes it).
+   */
+  | { readonly json: z.ZodType<B>; readonly multipart: "stream" }
   /** Any content type, as exact bytes (webhooks verify signatures over them). */
   | { readonly raw: true }
 
@@ -33,6 +40,28 @@ export interface Part {
   readonly data: Buffer
   readonly filename: string | undefined
   readonly type: string | undefined
+}
+
+/** A file part of a streamed multipart upload. */
+export interface UploadedFile {
+  /** The form field the file came in. */
+  readonly field: string
+  readonly filename: string | undefined
+  readonly type: string | undefined
+  /**
+   * The file's bytes as they arrive. It fails with a DomainError (PayloadTooLarge past the upload
+   * limit, BadRequestBody for a malformed form) or with ClientGone when the client goes away.
+   */
+  readonly stream: Readable
+}
+
+/** A multipart/form-data body that is still arriving. */
+export interface Upload {
+  /**
+   * The form's first file part; undefined once the form has ended without one. Other parts are
+   * read and discarded. Call it once.
+   */
+  file(): Promise<UploadedFile | undefined>
 }
 
 export interface RequestContext<P, Q, B> {
@@ -44,6 +73,8 @@ export interface RequestContext<P, Q, B> {
   readonly query: Q
   /** The validated JSON body; undefined when the route takes none or a multipart body came. */
   readonly body: B | undefined
+  /** The streamed multipart body, on `multipart: "stream"` routes when the request sent one. */
+  readonly upload: Upload | undefined
   /** multipart/form-data parts, when the route accepts them and the request sent them. */
   readonly parts: ReadonlyArray<Part> | undefined
   /** The exact request body bytes. */

@@ -24,6 +24,7 @@ import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole } f
 import type { Reply, StreamWriter } from "./reply.js"
 import type { AnyRoute, Method, Part, RequestContext } from "./route.js"
 import { Router, parseQuery, validate } from "./router.js"
+import { streamMultipart, type StreamedBody } from "./upload.js"
 import { loadUws, type HttpRequest, type HttpResponse, type us_listen_socket } from "./uws.js"
 
 export interface ApiServerOptions {
@@ -101,13 +102,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     if (draining) return Promise.resolve(sendError(ex, inc, toHttpError(new ShuttingDown()), true))
     const match = router.match(inc.method, inc.url)
     const route = match.kind === "found" ? match.route : undefined
-    const limit = route?.body && "multipart" in route.body && route.body.multipart ? config.uploadLimitBytes : config.bodyLimitBytes
+    const multipart = route?.body && "multipart" in route.body ? route.body.multipart : undefined
+    const limit = multipart ? config.uploadLimitBytes : config.bodyLimitBytes
     const hasBody = inc.headers["transfer-encoding"] !== undefined || Number(inc.headers["content-length"] ?? "0") > 0
 
     const declared = Number(inc.headers["content-length"] ?? "0")
     if (declared > limit) {
       // Refuse without reading: the connection is closed so the unread bytes go with it.
       return Promise.resolve(sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true))
+    }
+    const contentType = inc.headers["content-type"] ?? ""
+    if (match.kind === "found" && multipart === "stream" && hasBody && contentType.toLowerCase().startsWith("multipart/form-data")) {
+      // Read as the handler consumes it, after the caller is authenticated.
+      return dispatch(ex, inc, match.route, match.params, EMPTY, streamMultipart(ex, contentType, limit))
     }
     const body = hasBody ? readBody(ex, limit) : Promise.resolve(EMPTY)
 
@@ -125,20 +132,29 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     )
   }
 
-  async function dispatch(ex: Exchange, inc: Incoming, route: AnyRoute, rawParams: Record<string, string>, raw: Buffer): Promise<void> {
+  async function dispatch(
+    ex: Exchange,
+    inc: Incoming,
+    route: AnyRoute,
+    rawParams: Record<string, string>,
+    raw: Buffer,
+    upload?: StreamedBody,
+  ): Promise<void> {
     // Who is calling comes before what they sent: an unauthenticated caller gets 401, not a
     // lesson in the endpoint's schema.
     const needsUser = route.auth === "jwt" || route.auth === "jwt-only"
     const program = Effect.gen(function* () {
       const principal = needsUser ? yield* authenticate(inc, route.auth as "jwt" | "jwt-only", route.scope ?? (inc.method === "GET" || inc.method === "HEAD" ? "read" : "write")) : undefined
-      const ctx = prepare(inc, route, rawParams, raw, ex)
+      const ctx = prepare(inc, route, rawParams, raw, ex, upload)
       if (!("requestId" in ctx)) return yield* Effect.fail(ctx)
       return yield* route.handler({ ...ctx, principal })
     })
     const exit = await runtime.runPromiseExit(program)
-    if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value)
+    // A streamed body the handler left unread goes with the connection.
+    const unread = upload !== undefined && !upload.complete
+    if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value, unread)
     const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return sendError(ex, inc, toHttpError(failure.value))
+    if (Option.isSome(failure)) return sendError(ex, inc, toHttpError(failure.value), unread)
     if (Cause.isInterruptedOnly(exit.cause) && ex.aborted) return
     log.error({ req_id: inc.requestId, cause: Cause.pretty(exit.cause) }, "handler defect")
     sendError(ex, inc, INTERNAL_ERROR)
@@ -157,6 +173,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     rawParams: Record<string, string>,
     raw: Buffer,
     ex: Exchange,
+    upload: StreamedBody | undefined,
   ): RequestContext<unknown, unknown, unknown> | DomainError {
     let systemTenantId: number | undefined
     if (route.auth === "system") {
@@ -188,7 +205,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       const type = (inc.headers["content-type"] ?? "").toLowerCase()
       const isJson = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/.test(type)
       const isMultipart = type.startsWith("multipart/form-data")
-      if (spec.multipart && isMultipart) {
+      if (spec.multipart === "stream" && upload !== undefined) {
+        // Handed over as it arrives (see handle); nothing to parse here.
+      } else if (spec.multipart === true && isMultipart) {
         const fields = loadUws().getParts(raw, inc.headers["content-type"]!)
         if (fields === undefined)
           return new BadRequestBody({ code: "BAD_MULTIPART", message: "multipart body could not be parsed (check the boundary)" })
@@ -226,6 +245,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       query,
       body,
       parts,
+      upload,
       rawBody: raw,
       headers: inc.headers,
       remoteAddress: inc.remoteAddress,
@@ -246,18 +266,18 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     })
   }
 
-  async function sendReply(ex: Exchange, inc: Incoming, reply: Reply): Promise<void> {
+  async function sendReply(ex: Exchange, inc: Incoming, reply: Reply, closeConnection = false): Promise<void> {
     const head = inc.method === "HEAD"
     switch (reply.kind) {
       case "json":
         return sendWhole(ex, reply.status, JSON_TYPE, JSON.stringify(reply.body), reply.headers, commonHeaders(inc), {
           head,
-          closeConnection: draining,
+          closeConnection: closeConnection || draining,
         })
       case "bytes":
         return sendWhole(ex, reply.status, reply.contentType, reply.body, reply.headers, commonHeaders(inc), {
           head,
-          closeConnection: draining,
+          closeConnection: closeConnection || draining,
         })
       case "stream": {
         if (!ex.writable) return

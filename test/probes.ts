@@ -6,6 +6,7 @@ import { z } from "zod"
 import { json, stream } from "../api/reply.js"
 import { route, type AnyRoute } from "../api/route.js"
 import { Id, QueryBool, QueryInt } from "../api/schemas.js"
+import { readingUpload } from "../api/upload.js"
 
 export interface ProbeState {
   aborted: number
@@ -52,6 +53,32 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
             parts: parts?.map((p) => ({ name: p.name, filename: p.filename ?? null, type: p.type ?? null, bytes: p.data.length, text: p.data.toString("utf8").slice(0, 40) })) ?? null,
           }),
         ),
+    }),
+    route({
+      method: "POST",
+      path: "/test/upload-stream",
+      auth: "jwt",
+      summary: "json or streamed multipart: counts the first file's bytes and lines as they arrive",
+      tags: ["test"],
+      body: { json: z.object({ rows: z.array(z.object({ phone: z.string() })) }), multipart: "stream" },
+      handler: ({ body, upload }) =>
+        Effect.gen(function* () {
+          if (upload === undefined) return json({ json_rows: body?.rows.length ?? null })
+          const counted = yield* readingUpload(async () => {
+            const file = await upload.file()
+            if (file === undefined) return null
+            let bytes = 0
+            let lines = 0
+            let chunks = 0
+            for await (const chunk of file.stream as AsyncIterable<Buffer>) {
+              chunks++
+              bytes += chunk.length
+              for (const b of chunk) if (b === 10) lines++
+            }
+            return { field: file.field, filename: file.filename ?? null, bytes, lines, chunks }
+          })
+          return json({ file: counted })
+        }),
     }),
     route({
       method: "POST",

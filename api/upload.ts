@@ -1,0 +1,117 @@
+// Streamed multipart uploads: busboy parses the form as uWS hands over the body, pausing the
+// socket while the handler is behind, and a route sees the first file part as a Readable.
+import { PassThrough } from "node:stream"
+import busboy from "busboy"
+import { Effect } from "effect"
+import { BadRequestBody, PayloadTooLarge, type DomainError } from "../src/errors.js"
+import { ClientGone, type Exchange } from "./http.js"
+import type { Upload, UploadedFile } from "./route.js"
+
+/** The tags of the errors a streamed body can fail with; they answer like any handler failure. */
+const STREAM_ERROR_TAGS = new Set(["PayloadTooLarge", "BadRequestBody"])
+
+const isStreamError = (e: unknown): e is PayloadTooLarge | BadRequestBody =>
+  typeof e === "object" && e !== null && STREAM_ERROR_TAGS.has((e as { _tag?: string })._tag ?? "")
+
+/**
+ * Runs work that reads an upload: a body failure (too large, malformed) becomes its domain
+ * error, a client that went away interrupts, and anything else is a defect.
+ */
+export const readingUpload = <A>(work: () => Promise<A>): Effect.Effect<A, DomainError> =>
+  Effect.tryPromise({ try: work, catch: (e) => e }).pipe(
+    Effect.catchAll((e) => (isStreamError(e) ? Effect.fail(e) : e instanceof ClientGone ? Effect.interrupt : Effect.die(e))),
+  )
+
+/** What the server needs to know about a streamed body once the handler is done with it. */
+export interface StreamedBody extends Upload {
+  /** true once the whole body has been read: the connection may then be kept alive. */
+  readonly complete: boolean
+}
+
+/**
+ * Starts reading a multipart body from the exchange (call it synchronously in the uWS handler).
+ * At most `limit` bytes are accepted; past that every file stream fails with PayloadTooLarge.
+ */
+export function streamMultipart(ex: Exchange, contentType: string, limit: number): StreamedBody {
+  let complete = false
+  let size = 0
+  let failure: unknown
+  let parser: busboy.Busboy
+  try {
+    parser = busboy({ headers: { "content-type": contentType }, limits: { fieldSize: 64 * 1024, fields: 100, parts: 200 } })
+  } catch (e) {
+    // A content type busboy cannot read (no boundary): fail on first use, read nothing.
+    failure = new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${(e as Error).message}` })
+    return { get complete() { return false }, file: () => Promise.reject(failure) }
+  }
+
+  let current: PassThrough | undefined
+  let firstFile: ((f: UploadedFile | undefined) => void) | undefined
+  let firstFailed: ((e: unknown) => void) | undefined
+  let handedOver = false
+  let paused = false
+  const pending = new Promise<UploadedFile | undefined>((resolve, reject) => {
+    firstFile = resolve
+    firstFailed = reject
+  })
+  pending.catch(() => {}) // observed when file() is called; an unasked-for failure is not unhandled
+
+  const malformed = (e: Error) => new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${e.message}` })
+
+  const fail = (e: unknown): void => {
+    if (failure !== undefined) return
+    failure = e
+    firstFailed?.(e)
+    current?.destroy(e as Error)
+    parser.destroy()
+    // Let uWS go on reading (and discarding) so the reply and the close are not held up.
+    if (paused && ex.writable) ex.res.resume()
+  }
+
+  parser.on("file", (field, stream, info) => {
+    if (handedOver || failure !== undefined) {
+      stream.on("error", () => {}).resume() // only the first file is wanted: drain the rest
+      return
+    }
+    handedOver = true
+    // The handler reads this copy, so every failure reaches it as one of our errors.
+    const out = new PassThrough()
+    // Its failure reaches the handler through its reads; one that comes first must not be unhandled.
+    out.on("error", () => {})
+    current = out
+    stream.on("error", (e: Error) => fail(malformed(e)))
+    stream.pipe(out)
+    out.once("end", () => (current = undefined))
+    firstFile?.({ field, filename: info.filename, type: info.mimeType, stream: out })
+  })
+  parser.on("error", (e: Error) => fail(malformed(e)))
+  parser.on("close", () => {
+    complete = failure === undefined
+    if (!handedOver) firstFile?.(undefined)
+  })
+
+  ex.onAbort(() => fail(new ClientGone()))
+  ex.res.onData((chunk, isLast) => {
+    if (failure !== undefined) return
+    size += chunk.byteLength
+    if (size > limit) return fail(new PayloadTooLarge({ limitBytes: limit }))
+    // uWS reuses the chunk's memory once this callback returns: copy it.
+    const ok = parser.write(Buffer.from(chunk.slice(0)))
+    if (isLast) parser.end()
+    else if (!ok && ex.writable && !paused) {
+      paused = true
+      ex.res.pause()
+      parser.once("drain", () => {
+        paused = false
+        if (ex.writable) ex.res.resume()
+      })
+    }
+  })
+
+  return {
+    get complete() {
+      return complete
+    },
+    file: () => pending,
+  }
+}
