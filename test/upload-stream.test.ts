@@ -18,7 +18,7 @@ afterAll(async () => srv?.stop())
 
 const csv = (rows: number) => "phone,name\n" + Array.from({ length: rows }, (_, i) => `+1415555${String(i).padStart(4, "0")},Person ${i}`).join("\n") + "\n"
 
-const post = (body: BodyInit, headers: Record<string, string> = {}) =>
+const post = (body: FormData | string, headers: Record<string, string> = {}) =>
   fetch(srv.url + "/test/upload-stream", { method: "POST", body, headers: { authorization: `Bearer ${user.token}`, ...headers } })
 
 describe("streamed multipart uploads", () => {
