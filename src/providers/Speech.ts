@@ -1,9 +1,17 @@
 // The speech-synthesis provider as a service. Only the offline simulator exists so far; real
 // vendor adapters plug in here behind the same interface.
-import { Context, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { SpeechProvider } from "./speech/speech.interface.js"
 import { makeSimSpeech } from "./speech/sim.speech.js"
 
 export class Speech extends Context.Tag("parley/Speech")<Speech, SpeechProvider>() {
-  static readonly sim: Layer.Layer<Speech> = Layer.sync(Speech, makeSimSpeech)
+  /** The simulator, whose worker threads stop with the layer's scope. */
+  static readonly sim: Layer.Layer<Speech> = Layer.scoped(
+    Speech,
+    Effect.gen(function* () {
+      const speech = makeSimSpeech()
+      yield* Effect.addFinalizer(() => Effect.promise(() => speech.close()))
+      return speech
+    }),
+  )
 }

@@ -1,281 +1,190 @@
-// The offline speech simulator: eSpeak (mespeak, compiled to JS) renders 22.05 kHz PCM and
-// @breezystack/lamejs encodes it to mono MP3, so previews and samples work with no vendor account.
-import { createRequire } from "node:module"
-import { Mp3Encoder } from "@breezystack/lamejs"
+// The offline speech simulator as a SpeechProvider: requests are checked here and rendered by a
+// small pool of worker threads (sim.worker.ts), since one eSpeak run blocks its thread 200–400 ms.
+import { availableParallelism } from "node:os"
+import { Worker, type WorkerOptions } from "node:worker_threads"
+import { prepareSpeech, type PreparedSpeech } from "./sim.engine.js"
+import type { WorkerJob, WorkerResult } from "./sim.worker.js"
 import {
-  MAX_SPEECH_TEXT_CHARS,
   SpeechSynthesisError,
+  type SpeechErrorCode,
   type SpeechProvider,
   type SpeechRequest,
-  type SpeechVoice,
   type SynthesizedAudio,
 } from "./speech.interface.js"
 
-const MP3_KBPS = 48
+export interface SimSpeechOptions {
+  /** Worker threads; default min(2, cores − 1), at least 1: synthesis must not starve the API. */
+  readonly workers?: number
+  /** Requests that may wait for a busy worker; beyond it synthesize() rejects with BUSY. Default 64. */
+  readonly maxQueue?: number
+  /** A job running longer than this stops its worker and rejects with ENGINE_FAILURE. Default 30 s. */
+  readonly jobTimeoutMs?: number
+}
+
+export const DEFAULT_MAX_QUEUE = 64
+const DEFAULT_JOB_TIMEOUT_MS = 30_000
+
+const defaultWorkers = (): number => Math.max(1, Math.min(2, availableParallelism() - 1))
+
+const CODES: ReadonlySet<SpeechErrorCode> = new Set(["TEXT_TOO_LONG", "EMPTY_TEXT", "UNSUPPORTED_VOICE", "ENGINE_FAILURE", "BUSY"])
 
 /*
- * mespeak's eSpeak build has a bump allocator whose free() does nothing, and every run
- * re-initialises the engine, so each call leaks ~600 kB of its fixed 50 MB heap whatever the text
- * length. Around the 80th call the heap overflows, the dictionary reads back as garbage and the
- * following call aborts V8 itself (an uncatchable fatal error that kills the process). mespeak's
- * own recovery hook for this is never wired up, so we replace the engine well before that point.
+ * The worker entry sits beside this module: sim.worker.js in the build, sim.worker.ts when this
+ * module runs from source (tsx, vitest). Node 20 applies neither `--import tsx` in a worker's
+ * execArgv nor the parent's loader hooks to a worker's entry module, so from source the worker
+ * starts as a small script that registers tsx's ESM hooks in its own thread and then imports the
+ * .ts entry. tsx is a devDependency: only this source path needs it.
  */
-const RUNS_PER_ENGINE = 40
-
-/*
- * mespeak ships British (en, en-rp, en-n, en-sc, en-wm) and American (en-us) English only.
- * Indian and Australian English have no voice of their own, so each gets the nearest one:
- * Scottish English shares Indian English's tapped, rhotic r and its monophthong vowels in
- * "face" and "goat"; West Midlands English has the wide, shifted diphthongs of broad Australian.
- *
- * There is no Hindi voice in mespeak at all. Hindi text (written romanised) is read by the
- * Scottish English voice with English spelling rules: it keeps r tapped and vowels pure, which is
- * nearer Hindi than the other voices, but it is an English voice reading Hindi words, audibly
- * foreign to a Hindi speaker. Real Hindi needs a real provider.
- */
-const VOICE_FILE_BY_LANGUAGE: Readonly<Record<string, string>> = {
-  en: "en/en",
-  "en-gb": "en/en-rp",
-  "en-us": "en/en-us",
-  "en-in": "en/en-sc",
-  "en-au": "en/en-wm",
-  "en-nz": "en/en-wm",
-  "en-scotland": "en/en-sc",
-  hi: "en/en-sc",
-  "hi-in": "en/en-sc",
-}
-
-/** en/en first: it carries the en_dict dictionary the other English voice files only point at. */
-const VOICE_FILES = ["en/en", "en/en-us", "en/en-rp", "en/en-sc", "en/en-n", "en/en-wm"] as const
-
-/** eSpeak's built-in timbre variants, the pool that SpeechVoice.variant indexes into. */
-const VARIANTS = {
-  female: ["f1", "f2", "f3", "f4", "f5"],
-  male: ["m1", "m2", "m3", "m4", "m5", "m6", "m7"],
-} as const
-
-const DEFAULT_WPM = 175
-
-interface MeSpeakArgs {
-  readonly rawdata: "array"
-  readonly voice: string
-  readonly variant: string
-  /** 0–99, 50 neutral. */
-  readonly pitch: number
-  /** Words per minute, 80–450. */
-  readonly speed: number
-}
-
-/** The part of mespeak's CommonJS API used here; it ships no types. */
-interface MeSpeak {
-  loadConfig(data: unknown): void
-  loadVoice(data: unknown): void
-  /** With rawdata "array": the WAV file as unsigned byte values, or null when not ready. */
-  speak(text: string, args: MeSpeakArgs): number[] | null
-}
-
-interface Engine {
-  readonly lib: MeSpeak
-  runs: number
-}
-
-const requireCjs = createRequire(import.meta.url)
-
-let engineData: { config: unknown; voices: unknown[] } | undefined
-let engine: Engine | undefined
-
-/*
- * mespeak writes diagnostics with console.* (including a warning on every load in Node), and its
- * eSpeak build captures console.warn once, at construction, as its stdout/stderr printer. While
- * the engine runs, console is pointed at this one stable function, which collects into the
- * current call's list: the product's output stays clean and engine complaints become signals.
- */
-let engineMessages: string[] | undefined
-const engineConsole = (...args: unknown[]): void => {
-  engineMessages?.push(args.map(String).join(" "))
-}
-
-function quietly<T>(run: () => T): { value: T; messages: string[] } {
-  const saved = { log: console.log, info: console.info, warn: console.warn, error: console.error }
-  const messages: string[] = []
-  engineMessages = messages
-  Object.assign(console, { log: engineConsole, info: engineConsole, warn: engineConsole, error: engineConsole })
+function workerEntry(): { readonly target: string | URL; readonly options: WorkerOptions } {
+  const here = import.meta.url
+  if (!here.endsWith(".ts")) return { target: new URL("./sim.worker.js", here), options: {} }
+  const entry = new URL("./sim.worker.ts", here)
+  let tsxApi: string
   try {
-    return { value: run(), messages }
-  } finally {
-    Object.assign(console, saved)
-    engineMessages = undefined
+    tsxApi = import.meta.resolve("tsx/esm/api")
+  } catch {
+    // Let the worker fail to load: its job rejects with ENGINE_FAILURE naming the file.
+    return { target: entry, options: {} }
   }
+  const code = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}) })`
+  return { target: code, options: { eval: true } }
 }
 
-function loadEngineData(): { config: unknown; voices: unknown[] } {
-  engineData ??= {
-    config: requireCjs("mespeak/src/mespeak_config.json"),
-    voices: VOICE_FILES.map((file) => requireCjs(`mespeak/voices/${file}.json`)),
-  }
-  return engineData
+interface Job {
+  readonly id: number
+  readonly prepared: PreparedSpeech
+  readonly resolve: (clip: SynthesizedAudio) => void
+  readonly reject: (err: SpeechSynthesisError) => void
 }
 
-function newEngine(): Engine {
-  const data = loadEngineData()
-  // mespeak holds its one eSpeak instance in module scope: a fresh module is a fresh engine.
-  const entry = requireCjs.resolve("mespeak")
-  delete requireCjs.cache[entry]
-  const { value: lib } = quietly(() => {
-    const lib = requireCjs(entry) as MeSpeak
-    lib.loadConfig(data.config)
-    for (const voice of data.voices) lib.loadVoice(voice)
-    return lib
-  })
-  return { lib, runs: 0 }
-}
-
-interface Pcm {
-  readonly samples: Int16Array
-  readonly sampleRate: number
-}
-
-/** Reads eSpeak's WAV output; undefined when it is not the 16-bit mono PCM eSpeak writes. */
-function parseWav(bytes: Uint8Array): Pcm | undefined {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const tag = (at: number): string => String.fromCharCode(...bytes.subarray(at, at + 4))
-  if (bytes.length < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") return undefined
-  let sampleRate = 0
-  let at = 12
-  while (at + 8 <= bytes.length) {
-    const id = tag(at)
-    const size = view.getUint32(at + 4, true)
-    const body = at + 8
-    if (id === "fmt ") {
-      if (size < 16 || body + 16 > bytes.length) return undefined
-      const format = view.getUint16(body, true)
-      const channels = view.getUint16(body + 2, true)
-      const bits = view.getUint16(body + 14, true)
-      if (format !== 1 || channels !== 1 || bits !== 16) return undefined
-      sampleRate = view.getUint32(body + 4, true)
-    } else if (id === "data") {
-      if (sampleRate === 0) return undefined
-      // eSpeak streams the file, so trust the bytes present over the declared size.
-      const count = Math.floor(Math.min(size, bytes.length - body) / 2)
-      const samples = new Int16Array(count)
-      for (let i = 0; i < count; i++) samples[i] = view.getInt16(body + i * 2, true)
-      return { samples, sampleRate }
-    }
-    at = body + size + (size % 2)
-  }
-  return undefined
-}
-
-function encodeMp3(pcm: Pcm): Uint8Array {
-  const encoder = new Mp3Encoder(1, pcm.sampleRate, MP3_KBPS)
-  const parts: Uint8Array[] = []
-  // lamejs hands back Int8Array views despite its typings; copy them out as unsigned bytes.
-  const keep = (chunk: ArrayBufferView): void => {
-    if (chunk.byteLength > 0) parts.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength).slice())
-  }
-  const block = 1152
-  for (let i = 0; i < pcm.samples.length; i += block) keep(encoder.encodeBuffer(pcm.samples.subarray(i, i + block)))
-  keep(encoder.flush())
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
-
-function voiceFileFor(language: string): string | undefined {
-  const tag = language.trim().toLowerCase().replace(/_/g, "-")
-  return VOICE_FILE_BY_LANGUAGE[tag] ?? VOICE_FILE_BY_LANGUAGE[tag.split("-")[0] ?? ""]
-}
-
-function engineArgs(voice: SpeechVoice): MeSpeakArgs {
-  const file = voiceFileFor(voice.language)
-  if (file === undefined) {
-    throw new SpeechSynthesisError("UNSUPPORTED_VOICE", `the simulator has no voice for language "${voice.language}"`)
-  }
-  if (!Number.isFinite(voice.pitch) || voice.pitch < -1 || voice.pitch > 1) {
-    throw new SpeechSynthesisError("UNSUPPORTED_VOICE", `pitch must be between -1 and 1, got ${voice.pitch}`)
-  }
-  if (!Number.isFinite(voice.speed) || voice.speed < 0.5 || voice.speed > 2) {
-    throw new SpeechSynthesisError("UNSUPPORTED_VOICE", `speed must be between 0.5 and 2, got ${voice.speed}`)
-  }
-  const pool = VARIANTS[voice.gender]
-  const slot = Math.abs(Math.trunc(voice.variant ?? 0)) % pool.length
-  return {
-    rawdata: "array",
-    voice: file,
-    variant: pool[slot] ?? pool[0],
-    pitch: Math.round(50 + voice.pitch * 40),
-    speed: Math.round(DEFAULT_WPM * voice.speed),
-  }
-}
-
-/** What eSpeak should read: one line of printable text that cannot be taken for an option. */
-function speakableText(text: string): string {
-  const flat = text
-    .normalize("NFC")
-    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu, " ")
-    .replace(/\s+/g, " ")
-    .trim()
-  // The text reaches eSpeak as its last command-line argument.
-  return flat.startsWith("-") ? ` ${flat}` : flat
+interface Slot {
+  readonly worker: Worker
+  job: Job | undefined
+  timer: NodeJS.Timeout | undefined
+  timedOut: boolean
+  /** The worker's uncaught error, reported with the job it took down. */
+  error: unknown
 }
 
 /**
- * One eSpeak run. A healthy run prints nothing; any complaint (e.g. "Bad data" from an exhausted
- * heap) means the engine's state is suspect and its next run could abort the process, so the
- * engine is dropped. Output from a suspect run is discarded unless the engine was fresh.
+ * Runs prepared requests on up to `size` workers, one job per worker at a time. Workers start on
+ * demand and stay (their engine warm) while idle, unreferenced so they never keep the process
+ * alive. A worker that dies or overruns is dropped, its job rejected, and replaced when needed.
  */
-function render(text: string, args: MeSpeakArgs): Pcm | undefined {
-  if (engine !== undefined && engine.runs >= RUNS_PER_ENGINE) engine = undefined
-  if (engine === undefined) {
-    try {
-      engine = newEngine()
-    } catch (err) {
-      throw new SpeechSynthesisError("ENGINE_FAILURE", "could not load the mespeak engine", { cause: err })
+class WorkerPool {
+  private readonly slots: Slot[] = []
+  private readonly queue: Job[] = []
+  private nextId = 1
+  private closed = false
+  private readonly entry = workerEntry()
+
+  constructor(
+    private readonly size: number,
+    private readonly maxQueue: number,
+    private readonly jobTimeoutMs: number,
+  ) {}
+
+  run(prepared: PreparedSpeech): Promise<SynthesizedAudio> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
+      const job: Job = { id: this.nextId++, prepared, resolve, reject }
+      const slot = this.slots.find((s) => s.job === undefined) ?? (this.slots.length < this.size ? this.spawn() : undefined)
+      if (slot !== undefined) return this.dispatch(slot, job)
+      if (this.queue.length >= this.maxQueue) {
+        return reject(new SpeechSynthesisError("BUSY", `${this.queue.length} syntheses are already waiting; retry shortly`))
+      }
+      this.queue.push(job)
+    })
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    for (const job of this.queue.splice(0)) job.reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
+    // Each exit handler rejects the job its worker was running.
+    await Promise.all(this.slots.map((s) => s.worker.terminate()))
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.entry.target, { ...this.entry.options, name: "parley-speech" })
+    worker.unref()
+    const slot: Slot = { worker, job: undefined, timer: undefined, timedOut: false, error: undefined }
+    worker.on("message", (msg: WorkerResult) => this.settle(slot, msg))
+    worker.on("error", (err) => {
+      slot.error = err
+    })
+    worker.on("messageerror", (err) => {
+      slot.error = err
+      void worker.terminate()
+    })
+    worker.once("exit", (code) => this.exited(slot, code))
+    this.slots.push(slot)
+    return slot
+  }
+
+  private dispatch(slot: Slot, job: Job): void {
+    slot.job = job
+    // A running job holds the process open, as any pending I/O would; an idle worker does not.
+    slot.worker.ref()
+    slot.timer = setTimeout(() => {
+      slot.timedOut = true
+      void slot.worker.terminate()
+    }, this.jobTimeoutMs)
+    slot.timer.unref()
+    const message: WorkerJob = { id: job.id, job: job.prepared }
+    slot.worker.postMessage(message)
+  }
+
+  private settle(slot: Slot, msg: WorkerResult): void {
+    const job = slot.job
+    if (job === undefined || msg.id !== job.id) return
+    clearTimeout(slot.timer)
+    slot.job = undefined
+    slot.worker.unref()
+    if (msg.ok) {
+      job.resolve({ audio: msg.audio, mime: "audio/mpeg", duration_ms: msg.duration_ms, sample_rate: msg.sample_rate })
+    } else {
+      job.reject(new SpeechSynthesisError(CODES.has(msg.code) ? msg.code : "ENGINE_FAILURE", msg.message))
+    }
+    const next = this.queue.shift()
+    if (next !== undefined) this.dispatch(slot, next)
+  }
+
+  private exited(slot: Slot, code: number): void {
+    const at = this.slots.indexOf(slot)
+    if (at >= 0) this.slots.splice(at, 1)
+    clearTimeout(slot.timer)
+    const job = slot.job
+    slot.job = undefined
+    if (job !== undefined) {
+      const why = this.closed
+        ? "the speech provider is closed"
+        : slot.timedOut
+          ? `synthesis took longer than ${this.jobTimeoutMs} ms; its worker was stopped`
+          : `the speech worker exited (code ${code})${slot.error instanceof Error ? `: ${slot.error.message}` : ""}`
+      job.reject(new SpeechSynthesisError("ENGINE_FAILURE", why, { cause: slot.error }))
+    }
+    // Jobs waiting for this worker get a replacement rather than waiting for another to free up.
+    if (!this.closed) {
+      const next = this.queue.shift()
+      if (next !== undefined) this.dispatch(this.spawn(), next)
     }
   }
-  const current = engine
-  current.runs++
-  let run: { value: number[] | null; messages: string[] } | undefined
-  try {
-    run = quietly(() => current.lib.speak(text, args))
-  } catch {
-    run = undefined
-  }
-  const pcm = run?.value ? parseWav(Uint8Array.from(run.value)) : undefined
-  if (pcm === undefined || run === undefined || run.messages.length > 0) {
-    engine = undefined
-    return pcm !== undefined && current.runs === 1 ? pcm : undefined
-  }
-  return pcm
 }
 
-export function makeSimSpeech(): SpeechProvider {
+export function makeSimSpeech(opts: SimSpeechOptions = {}): SpeechProvider & { close(): Promise<void> } {
+  const workers = opts.workers ?? defaultWorkers()
+  const maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE
+  const jobTimeoutMs = opts.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
+  if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError(`workers must be a positive integer, got ${workers}`)
+  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0) throw new RangeError(`maxQueue must be a non-negative integer, got ${maxQueue}`)
+  if (!(jobTimeoutMs > 0)) throw new RangeError(`jobTimeoutMs must be positive, got ${jobTimeoutMs}`)
+  const pool = new WorkerPool(workers, maxQueue, jobTimeoutMs)
   return {
     name: "sim",
     async synthesize(req: SpeechRequest): Promise<SynthesizedAudio> {
-      if (req.text.length > MAX_SPEECH_TEXT_CHARS) {
-        throw new SpeechSynthesisError(
-          "TEXT_TOO_LONG",
-          `text is ${req.text.length} characters; the limit is ${MAX_SPEECH_TEXT_CHARS}`,
-        )
-      }
-      const text = speakableText(req.text)
-      if (text === "") throw new SpeechSynthesisError("EMPTY_TEXT", "text has nothing to speak")
-      const args = engineArgs(req.voice)
-      // A suspect run is retried once, on a fresh engine since render() dropped the old one.
-      const pcm = render(text, args) ?? render(text, args)
-      if (pcm === undefined) throw new SpeechSynthesisError("ENGINE_FAILURE", "eSpeak produced no usable audio")
-      if (pcm.samples.length === 0) throw new SpeechSynthesisError("EMPTY_TEXT", "text has nothing to speak")
-      return {
-        audio: encodeMp3(pcm),
-        mime: "audio/mpeg",
-        duration_ms: Math.round((pcm.samples.length * 1000) / pcm.sampleRate),
-        sample_rate: pcm.sampleRate,
-      }
+      // Bad input is refused here, at once, without taking a worker or a queue place.
+      return pool.run(prepareSpeech(req))
     },
+    close: () => pool.close(),
   }
 }

@@ -47,6 +47,8 @@ export interface SpeechProvider {
   readonly name: string
   /** Rejects with SpeechSynthesisError; never resolves with empty audio. */
   synthesize(req: SpeechRequest): Promise<SynthesizedAudio>
+  /** Releases what the provider holds (worker threads, sockets); later calls reject. */
+  close?(): Promise<void>
 }
 
 export type SpeechErrorCode =
@@ -58,6 +60,8 @@ export type SpeechErrorCode =
   | "UNSUPPORTED_VOICE"
   /** The engine or vendor failed; retrying may help. */
   | "ENGINE_FAILURE"
+  /** Too many syntheses already waiting; retry after a short pause. */
+  | "BUSY"
 
 export class SpeechSynthesisError extends Error {
   override readonly name = "SpeechSynthesisError"

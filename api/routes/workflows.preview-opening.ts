@@ -1,0 +1,67 @@
+// POST /api/workflows/preview-opening: a persona speaks an opening line (synthesised once, stored
+// by content hash); GET /api/workflows/preview-opening/{clip_id}: that clip's MP3, immutable.
+import { Effect } from "effect"
+import { z } from "zod"
+import { CLIP_ID, MAX_PREVIEW_TEXT_CHARS, previewAudio, previewOpening } from "../../src/previews/previews.service.js"
+import { AppConfig } from "../../src/services/AppConfig.js"
+import { VOICES } from "../../src/voices/voices.catalog.js"
+import { baseUrl } from "../base-url.js"
+import { bytes, json } from "../reply.js"
+import { route } from "../route.js"
+
+const PERSONAS = VOICES.map((v) => v.id)
+
+const PreviewRequest = z.object({
+  text: z
+    .string()
+    .trim()
+    .min(1, "must not be empty")
+    .max(MAX_PREVIEW_TEXT_CHARS, `must be at most ${MAX_PREVIEW_TEXT_CHARS} characters`)
+    // Punctuation alone renders as silence: ask for words instead of serving an empty clip.
+    .refine((t) => /[\p{L}\p{N}]/u.test(t), "must contain something to speak"),
+  persona: z.enum(PERSONAS, { error: `must be one of ${PERSONAS.join(", ")}` }),
+})
+
+export const previewOpeningCreate = route({
+  method: "POST",
+  path: "/api/workflows/preview-opening",
+  auth: "public",
+  summary: "Hear a persona speak an opening line: {mp3_url, duration_ms, persona, clip_id}",
+  tags: ["workflows"],
+  body: { json: PreviewRequest },
+  responses: {
+    200: {
+      description: "The clip, stored and ready to fetch",
+      schema: z.object({ mp3_url: z.string(), duration_ms: z.number().int(), persona: z.string(), clip_id: z.string() }),
+    },
+  },
+  handler: ({ body, headers }) =>
+    Effect.gen(function* () {
+      const clip = yield* previewOpening(body!)
+      const base = baseUrl(yield* AppConfig, headers)
+      return json({
+        mp3_url: `${base}/api/workflows/preview-opening/${clip.clip_id}`,
+        duration_ms: clip.duration_ms,
+        persona: clip.persona,
+        clip_id: clip.clip_id,
+      })
+    }),
+})
+
+export const previewOpeningAudio = route({
+  method: "GET",
+  path: "/api/workflows/preview-opening/{clip_id}",
+  auth: "public",
+  summary: "A preview clip's MP3 (audio/mpeg); the clip never changes",
+  tags: ["workflows"],
+  params: z.object({ clip_id: z.string().regex(CLIP_ID, "must be a preview clip id") }),
+  responses: { 200: { description: "MP3 audio", contentType: "audio/mpeg" } },
+  handler: ({ params }) =>
+    Effect.map(previewAudio(params.clip_id), (clip) =>
+      bytes("audio/mpeg", clip.audio, 200, {
+        // The id is a hash of everything the audio is made from: a URL's bytes never change.
+        "Cache-Control": "public, max-age=31536000, immutable",
+        "X-Duration-Ms": String(clip.duration_ms),
+      }),
+    ),
+})
