@@ -5,6 +5,7 @@ import type { Logger } from "pino"
 import { Auth, AuthLive } from "./auth/Auth.js"
 import { Challenge, ChallengeLive } from "./auth/Challenge.js"
 import type { Config } from "./config.js"
+import { Llm, LlmLive } from "./providers/Llm.js"
 import { Mail, MailLive } from "./providers/Mail.js"
 import { Payments, PaymentsLive } from "./providers/Payments.js"
 import { Speech } from "./providers/Speech.js"
@@ -17,7 +18,7 @@ import { Log } from "./services/Log.js"
 import { migrate } from "./services/Migrator.js"
 import { VoiceSamples, VoiceSamplesLive } from "./voices/VoiceSamples.js"
 
-export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments
+export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -32,7 +33,7 @@ const Migrated = Layer.effectDiscard(
 export function appLayer(deps: { config: Config; logger: Logger; instance: ProcessInstance }): Layer.Layer<AppServices> {
   const base = Layer.mergeAll(AppConfig.layer(deps.config), Log.layer(deps.logger), Clock.live, Instance.layer(deps.instance))
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
-  const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive)
+  const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive)
   const infra = Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
   return Layer.mergeAll(AuthLive, ChallengeLive).pipe(Layer.provideMerge(infra))
 }

@@ -70,6 +70,13 @@ const Env = z.object({
   GW_UPI_CHECKOUT_SCRIPT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** Signing secret of the generic payment webhook (X-SVC-Signature). */
   PAYMENT_WEBHOOK_SECRET: optionalString,
+  /** An OpenAI-compatible API root including its version (…/v1); unset → the language-model simulator. */
+  LLM_BASE_URL: optionalString.pipe(z.url().optional()),
+  /** Bearer key for LLM_BASE_URL; optional, since local model servers often need none. */
+  LLM_API_KEY: optionalString,
+  LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
+  /** Limit for each attempt at a language-model call (the adapter retries within its own budget). */
+  LLM_TIMEOUT_MS: positiveInt.default(20_000),
 })
 
 export type Config = Readonly<{
@@ -101,6 +108,10 @@ export type Config = Readonly<{
   gwUpiWebhookSecret: string | undefined
   gwUpiCheckoutScript: string | undefined
   paymentWebhookSecret: string | undefined
+  llmBaseUrl: string | undefined
+  llmApiKey: string | undefined
+  llmModel: string
+  llmTimeoutMs: number
 }>
 
 export class ConfigError extends Error {
@@ -148,5 +159,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
     gwUpiCheckoutScript: e.GW_UPI_CHECKOUT_SCRIPT,
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
+    llmBaseUrl: e.LLM_BASE_URL?.replace(/\/+$/, ""),
+    llmApiKey: e.LLM_API_KEY,
+    llmModel: e.LLM_MODEL,
+    llmTimeoutMs: e.LLM_TIMEOUT_MS,
   }
 }

@@ -20,6 +20,21 @@ export const TOPUP_PRESETS_MINOR: PerCurrency<readonly number[]> = {
 }
 
 /**
+ * Largest concession (discount, waiver) a rule book may let the agent offer on one call, in minor
+ * units: ₹5,000 or $100. Every concession still goes to a human approval; this bounds what can be
+ * asked for.
+ */
+export const MAX_CONCESSION_MINOR: PerCurrency<number> = { INR: 500_000, USD: 10_000 }
+
+/**
+ * The concession ceiling for a tenant. Every plan tier shares one ceiling today; the tier is a
+ * parameter so a plan-specific ceiling changes this function and no caller.
+ */
+export function maxConcessionMinor(currency: Currency, _planTier: string): number {
+  return MAX_CONCESSION_MINOR[currency]
+}
+
+/**
  * The utilisation example: one agent line dialing through business hours, 8 hours a day on
  * 22 working days, at the bundled rate.
  */
