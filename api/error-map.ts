@@ -60,6 +60,13 @@ export function toHttpError(e: DomainError): HttpError {
       return { status: 401, body: { error: e.message, code: e.code ?? "UNAUTHENTICATED" } }
     case "Forbidden":
       return { status: 403, body: { error: e.message, code: e.code ?? "FORBIDDEN" } }
+    case "RuleBookInvalid": {
+      const first = e.errors[0]
+      return {
+        status: 422,
+        body: { error: e.message, code: "RULE_BOOK_INVALID", ...(first && { field: first.field }), errors: e.errors.map((x) => ({ field: x.field, message: x.message })) },
+      }
+    }
     case "Conflict":
       return { status: 409, body: { error: e.message, code: e.code ?? "CONFLICT", ...e.details } }
     case "GatewayUnavailable":

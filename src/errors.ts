@@ -15,6 +15,12 @@ export class ValidationFailed extends Data.TaggedError("ValidationFailed")<{
   readonly status?: 400 | 422
 }> {}
 
+/** A rule book (generated or edited) failed the schema or the semantic checks (422 RULE_BOOK_INVALID). */
+export class RuleBookInvalid extends Data.TaggedError("RuleBookInvalid")<{
+  readonly message: string
+  readonly errors: ReadonlyArray<FieldError>
+}> {}
+
 /** A request the spec answers with 400 for a reason other than its schema. */
 export class BadRequest extends Data.TaggedError("BadRequest")<{
   readonly message: string
@@ -82,6 +88,7 @@ export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{}> {}
 
 export type DomainError =
   | ValidationFailed
+  | RuleBookInvalid
   | BadRequest
   | RateLimited
   | InsufficientFunds

@@ -24,6 +24,15 @@ import { openApiRoute } from "./openapi.get.js"
 import pricing from "./pricing.get.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
+import workflowsCompliance from "./workflows.compliance.js"
+import workflowsCreate from "./workflows.create.js"
+import workflowsGet from "./workflows.get.js"
+import workflowsList from "./workflows.list.js"
+import { previewOpeningAudio, previewOpeningCreate } from "./workflows.preview-opening.js"
+import workflowsRegenerate from "./workflows.regenerate.js"
+import { workflowDelete, workflowRetire } from "./workflows.retire.js"
+import workflowsRuns from "./workflows.runs.js"
+import workflowsUpdate from "./workflows.update.js"
 
 /** The product's routes; `extra` lets tests mount probes beside them in the same table. */
 export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
@@ -32,6 +41,17 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     pricing,
     voicesList,
     voicesSample,
+    previewOpeningCreate,
+    previewOpeningAudio,
+    workflowsList,
+    workflowsCreate,
+    workflowsGet,
+    workflowsUpdate,
+    workflowsRegenerate,
+    workflowsCompliance,
+    workflowRetire,
+    workflowDelete,
+    workflowsRuns,
     objectionsList,
     objectionsGet,
     authSignup,

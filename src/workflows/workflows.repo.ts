@@ -1,0 +1,165 @@
+// SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
+// tenant; functions that must share a transaction take its handle.
+import type { Sql, Tx } from "../services/Db.js"
+import type { RuleBook } from "./rulebook.schema.js"
+import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
+
+export interface WorkflowRow {
+  readonly id: number
+  readonly tenant_id: number
+  readonly name: string
+  readonly status: WorkflowStatus
+  readonly persona: string
+  readonly schedule_kind: ScheduleKind
+  readonly schedule: Schedule
+  readonly rule_book_id: number | null
+  readonly nl_prompt: string
+  readonly is_test: boolean
+  readonly author_user_id: string | null
+  readonly created_by_user_id: number | null
+  readonly compliance: Record<string, unknown>
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly retired_at: Date | null
+  readonly archived_at: Date | null
+}
+
+export interface WorkflowDetailRow extends WorkflowRow {
+  readonly rule_book: RuleBook | null
+  readonly rule_book_version: number | null
+  readonly audience_count: number
+  readonly runs_count: number
+  readonly running_run_id: number | null
+}
+
+export interface TenantContext {
+  readonly id: number
+  readonly country: string
+  readonly currency: "INR" | "USD"
+  readonly plan_tier: string
+}
+
+export const findTenantContext = async (sql: Sql, tenantId: number): Promise<TenantContext | undefined> => {
+  const [row] = await sql<TenantContext[]>`select id, country, currency, plan_tier from tenants where id = ${tenantId}`
+  return row
+}
+
+export const insertWorkflow = async (
+  tx: Tx,
+  w: {
+    tenantId: number
+    name: string
+    persona: string
+    nlPrompt: string
+    isTest: boolean
+    authorUserId: string | null
+    createdByUserId: number | null
+  },
+): Promise<number> => {
+  const [row] = await tx<[{ id: number }]>`
+    insert into workflows (tenant_id, name, persona, nl_prompt, is_test, author_user_id, created_by_user_id)
+    values (${w.tenantId}, ${w.name}, ${w.persona}, ${w.nlPrompt}, ${w.isTest}, ${w.authorUserId}, ${w.createdByUserId})
+    returning id`
+  return row.id
+}
+
+/** Stores a new version of a workflow's rule book and makes it the current one. */
+export const insertRuleBookVersion = async (
+  tx: Tx,
+  v: {
+    tenantId: number
+    workflowId: number
+    body: RuleBook
+    source: "generated" | "edited"
+    nlPrompt: string | null
+    model: string | null
+    userId: number | null
+  },
+): Promise<{ id: number; version: number }> => {
+  const [row] = await tx<[{ id: number; version: number }]>`
+    insert into rule_books (tenant_id, workflow_id, version, body, source, nl_prompt, model, created_by_user_id)
+    values (
+      ${v.tenantId}, ${v.workflowId},
+      (select coalesce(max(version), 0) + 1 from rule_books where workflow_id = ${v.workflowId}),
+      ${tx.json(v.body as never)}, ${v.source}, ${v.nlPrompt}, ${v.model}, ${v.userId})
+    returning id, version`
+  await tx`update workflows set rule_book_id = ${row.id}, updated_at = now() where id = ${v.workflowId}`
+  return row
+}
+
+const detailColumns = (sql: Sql | Tx) => sql`
+  w.*,
+  rb.body as rule_book,
+  rb.version as rule_book_version,
+  (select count(*) from audience_targets a where a.workflow_id = w.id)::int as audience_count,
+  (select count(*) from runs r where r.workflow_id = w.id)::int as runs_count,
+  (select r.id from runs r where r.workflow_id = w.id and r.status = 'running' limit 1) as running_run_id`
+
+export const findWorkflowDetail = async (sql: Sql | Tx, tenantId: number, id: number): Promise<WorkflowDetailRow | undefined> => {
+  const [row] = await sql<WorkflowDetailRow[]>`
+    select ${detailColumns(sql)}
+    from workflows w left join rule_books rb on rb.id = w.rule_book_id
+    where w.id = ${id} and w.tenant_id = ${tenantId}`
+  return row
+}
+
+/** The workflow row, locked until the transaction ends: status changes are decided under it. */
+export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promise<WorkflowDetailRow | undefined> => {
+  const [locked] = await tx<[{ id: number }?]>`select id from workflows where id = ${id} and tenant_id = ${tenantId} for update`
+  return locked === undefined ? undefined : findWorkflowDetail(tx, tenantId, id)
+}
+
+export const listWorkflows = (sql: Sql, tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }) =>
+  sql<Pick<WorkflowRow, "id" | "name" | "status" | "persona" | "schedule_kind" | "rule_book_id" | "updated_at" | "created_at" | "archived_at">[]>`
+    select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
+    from workflows
+    where tenant_id = ${tenantId}
+      ${opts.status === undefined ? sql`` : sql`and status = ${opts.status}`}
+      ${opts.includeArchived ? sql`` : sql`and archived_at is null`}
+    order by id desc`
+
+export const updateWorkflowSettings = async (
+  tx: Tx,
+  id: number,
+  s: { name: string; persona: string; scheduleKind: ScheduleKind; schedule: Schedule; nlPrompt: string },
+): Promise<void> => {
+  await tx`
+    update workflows
+    set name = ${s.name}, persona = ${s.persona}, schedule_kind = ${s.scheduleKind},
+        schedule = ${tx.json(s.schedule as never)}, nl_prompt = ${s.nlPrompt}, updated_at = now()
+    where id = ${id}`
+}
+
+export const setCompliance = async (tx: Tx, id: number, compliance: Record<string, unknown>): Promise<void> => {
+  await tx`update workflows set compliance = ${tx.json(compliance as never)}, updated_at = now() where id = ${id}`
+}
+
+export const retireWorkflow = async (tx: Tx, id: number, archive: boolean): Promise<void> => {
+  await tx`
+    update workflows
+    set status = 'retired',
+        retired_at = coalesce(retired_at, now()),
+        archived_at = ${archive ? tx`coalesce(archived_at, now())` : tx`archived_at`},
+        updated_at = now()
+    where id = ${id}`
+}
+
+export interface RunRow {
+  readonly id: number
+  readonly workflow_id: number
+  readonly status: string
+  readonly started_at: Date
+  readonly ended_at: Date | null
+  readonly targets_total: number
+  readonly targets_dialed: number
+  readonly targets_connected: number
+  readonly approvals_pending: number
+  readonly concessions_decided: number
+}
+
+export const listRuns = (sql: Sql, workflowId: number) =>
+  sql<RunRow[]>`
+    select id, workflow_id, status, started_at, ended_at, targets_total, targets_dialed, targets_connected,
+           approvals_pending, concessions_decided
+    from runs where workflow_id = ${workflowId}
+    order by id desc`

@@ -1,0 +1,302 @@
+// Workflows (campaigns): creation from a plain-language prompt through the language model, the
+// rule book's validated versions, settings, consent attestation, and retiring. Status changes are
+// decided under the workflow's row lock, so they hold against a run starting at the same moment.
+import { Cause, Effect } from "effect"
+import type { Principal } from "../auth/principal.js"
+import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../errors.js"
+import { listObjections } from "../objections/objections.repo.js"
+import { Llm } from "../providers/Llm.js"
+import { LlmCallError } from "../providers/llm/llm.interface.js"
+import { Db, type Tx } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { findVoice } from "../voices/voices.catalog.js"
+import { mergeRuleBook, validateRuleBook, type RuleBook } from "./rulebook.schema.js"
+import { RULE_BOOK_FIELDS, effectiveSchedule, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
+import * as repo from "./workflows.repo.js"
+import type { TenantContext, WorkflowDetailRow } from "./workflows.repo.js"
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString())
+
+/** The workflow as every endpoint shows it. */
+export const workflowView = (w: WorkflowDetailRow) => ({
+  id: w.id,
+  tenant_id: w.tenant_id,
+  name: w.name,
+  status: w.status,
+  persona: w.persona,
+  schedule_kind: w.schedule_kind,
+  schedule: effectiveSchedule(w.schedule),
+  rule_book_id: w.rule_book_id,
+  rule_book_version: w.rule_book_version,
+  rule_book: w.rule_book,
+  audience_count: w.audience_count,
+  runs_count: w.runs_count,
+  compliance: complianceView(w.compliance),
+  nl_prompt: w.nl_prompt,
+  is_test: w.is_test,
+  author_user_id: w.author_user_id,
+  created_at: iso(w.created_at),
+  updated_at: iso(w.updated_at),
+  retired_at: iso(w.retired_at),
+  archived_at: iso(w.archived_at),
+})
+export type WorkflowView = ReturnType<typeof workflowView>
+
+const complianceView = (c: Record<string, unknown>) => ({
+  attested: typeof c["consent_attested_at"] === "string",
+  consent_attestation_text: c["consent_attestation_text"] ?? null,
+  tcpa_sender_id: c["tcpa_sender_id"] ?? null,
+  dpdp_consent_method: c["dpdp_consent_method"] ?? null,
+  consent_attested_by_user_id: c["consent_attested_by_user_id"] ?? null,
+  consent_attested_at: c["consent_attested_at"] ?? null,
+})
+
+const notFound = (id: number) => new NotFound({ message: `workflow ${id} not found` })
+
+const tenantContext = (tenantId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const tenant = yield* Effect.promise(() => repo.findTenantContext(sql, tenantId))
+    if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
+    return tenant
+  })
+
+/**
+ * Asks the model for a rule book and validates it for this tenant. A persona the caller chose
+ * wins over the model's, and the book's language follows that persona.
+ */
+const generate = (tenant: TenantContext, prompt: string, persona: string | undefined) =>
+  Effect.gen(function* () {
+    const llm = yield* Llm
+    const log = yield* Log
+    const objections = yield* listObjections(undefined)
+    const raw = yield* Effect.tryPromise({
+      try: () => llm.generateRuleBook({ prompt, persona, currency: tenant.currency, country: tenant.country, planTier: tenant.plan_tier, objections }),
+      catch: (e) => e,
+    }).pipe(
+      Effect.catchAll((e) => {
+        if (!(e instanceof LlmCallError)) return Effect.die(e)
+        log.warn({ err: e, provider: llm.name }, "rule-book generation failed")
+        return Effect.fail(new GatewayUnavailable({ message: `the language model could not write a rule book: ${e.message}` }))
+      }),
+    )
+    const book = persona !== undefined && isObject(raw) ? { ...raw, persona, language: findVoice(persona)?.language ?? raw["language"] } : raw
+    return { book: yield* validated(book, tenant), model: llm.model }
+  })
+
+const validated = (book: unknown, tenant: TenantContext) => {
+  const result = validateRuleBook(book, { currency: tenant.currency, planTier: tenant.plan_tier })
+  return result.ok
+    ? Effect.succeed(result.value)
+    : Effect.fail(new RuleBookInvalid({ message: "the rule book failed validation", errors: result.errors }))
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** Runs `work` in a transaction holding the workflow's row lock; NotFound for another tenant's. */
+const underLock = <A, E>(tenantId: number, id: number, work: (tx: Tx, w: WorkflowDetailRow) => Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    // postgres.js transactions are promise-scoped: the Effect runs inside, its failure rolls back.
+    const outcome = yield* Effect.promise(() =>
+      sql
+        .begin(async (tx) => {
+          const w = await repo.lockWorkflow(tx, tenantId, id)
+          if (w === undefined) throw new Abort(Cause.fail(notFound(id)))
+          const exit = await Effect.runPromiseExit(work(tx, w))
+          if (exit._tag === "Failure") throw new Abort(exit.cause)
+          return exit.value
+        })
+        .then(
+          (value) => ({ ok: true as const, value: value as A }),
+          (e: unknown) => {
+            if (e instanceof Abort) return { ok: false as const, cause: e.cause as Cause.Cause<E | NotFound> }
+            throw e
+          },
+        ),
+    )
+    if (outcome.ok) return outcome.value
+    return yield* Effect.failCause(outcome.cause)
+  })
+
+/** Carries a failure out of a postgres.js transaction so it rolls back. */
+class Abort {
+  constructor(readonly cause: Cause.Cause<unknown>) {}
+}
+
+const refuseIf = (w: WorkflowDetailRow, statuses: ReadonlyArray<WorkflowStatus>, action: string) => {
+  if (!statuses.includes(w.status)) return Effect.void
+  return Effect.fail(
+    w.status === "live"
+      ? new Conflict({ code: "WORKFLOW_LIVE", message: `workflow ${w.id} is live: pause it before you ${action}` })
+      : new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${w.id} is retired and cannot change` }),
+  )
+}
+
+const reload = (tx: Tx, tenantId: number, id: number) =>
+  Effect.promise(async () => workflowView((await repo.findWorkflowDetail(tx, tenantId, id))!))
+
+export interface CreateInput {
+  readonly nl_prompt: string
+  readonly persona_override?: string | undefined
+  readonly is_test?: boolean | undefined
+  readonly author_user_id?: string | undefined
+}
+
+const userIdOf = (p: Principal): number | null => (p.kind === "user" ? p.userId : null)
+
+export const createWorkflow = (caller: Principal, input: CreateInput) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const tenant = yield* tenantContext(caller.tenantId)
+    const { book, model } = yield* generate(tenant, input.nl_prompt, input.persona_override)
+    const id = yield* Effect.promise(() =>
+      sql.begin(async (tx) => {
+        const id = await repo.insertWorkflow(tx, {
+          tenantId: tenant.id,
+          name: book.name,
+          persona: book.persona,
+          nlPrompt: input.nl_prompt,
+          isTest: input.is_test ?? false,
+          authorUserId: input.author_user_id ?? null,
+          createdByUserId: userIdOf(caller),
+        })
+        await repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "generated", nlPrompt: input.nl_prompt, model, userId: userIdOf(caller) })
+        return id
+      }),
+    )
+    return yield* getWorkflow(tenant.id, id)
+  })
+
+export const getWorkflow = (tenantId: number, id: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
+    if (w === undefined) return yield* Effect.fail(notFound(id))
+    return workflowView(w)
+  })
+
+export const listWorkflows = (tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const rows = yield* Effect.promise(() => repo.listWorkflows(sql, tenantId, opts))
+    return rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at), archived_at: iso(r.archived_at) }))
+  })
+
+/** Rule-book changes a PUT asks for: `rule_book` and the top-level rule-book keys, merged. */
+const ruleBookPatch = (u: WorkflowUpdate): Record<string, unknown> | undefined => {
+  const patch: Record<string, unknown> = { ...(u.rule_book ?? {}) }
+  for (const k of RULE_BOOK_FIELDS) if (u[k] !== undefined) patch[k] = u[k]
+  if (u.persona !== undefined) {
+    patch["persona"] = u.persona
+    // A new persona speaks its own language unless the same PUT says otherwise.
+    if (patch["language"] === undefined) patch["language"] = findVoice(u.persona)?.language
+  }
+  return Object.keys(patch).length === 0 ? undefined : patch
+}
+
+export const updateWorkflow = (caller: Principal, id: number, u: WorkflowUpdate) =>
+  Effect.gen(function* () {
+    const tenant = yield* tenantContext(caller.tenantId)
+    return yield* underLock(tenant.id, id, (tx, w) =>
+      Effect.gen(function* () {
+        yield* refuseIf(w, ["live", "retired"], "change it")
+        const patch = ruleBookPatch(u)
+        let persona = w.persona
+        if (patch !== undefined) {
+          if (w.rule_book === null) return yield* Effect.dieMessage(`workflow ${id} has no rule book`)
+          const book = yield* validated(mergeRuleBook(w.rule_book, patch), tenant)
+          persona = book.persona
+          yield* Effect.promise(() =>
+            repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "edited", nlPrompt: null, model: null, userId: userIdOf(caller) }),
+          )
+        }
+        const schedule = u.schedule ?? w.schedule
+        const scheduleKind = u.schedule_kind ?? w.schedule_kind
+        if (scheduleKind === "once" && schedule.start_at === undefined)
+          return yield* Effect.fail(
+            new ValidationFailed({
+              message: "schedule_kind once needs schedule.start_at",
+              errors: [{ field: "schedule.start_at", message: "is required when schedule_kind is once" }],
+            }),
+          )
+        yield* Effect.promise(() => repo.updateWorkflowSettings(tx, id, { name: u.name ?? w.name, persona, scheduleKind, schedule, nlPrompt: w.nl_prompt }))
+        return yield* reload(tx, tenant.id, id)
+      }),
+    )
+  })
+
+export const regenerateRuleBook = (caller: Principal, id: number, nlPrompt: string | undefined) =>
+  Effect.gen(function* () {
+    const tenant = yield* tenantContext(caller.tenantId)
+    const { sql } = yield* Db
+    // The model is asked outside the lock (it can take seconds); the status is checked again under it.
+    const before = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenant.id, id))
+    if (before === undefined) return yield* Effect.fail(notFound(id))
+    yield* refuseIf(before, ["live", "retired"], "regenerate its rule book")
+    const prompt = nlPrompt ?? before.nl_prompt
+    const { book, model } = yield* generate(tenant, prompt, before.persona)
+    return yield* underLock(tenant.id, id, (tx, w) =>
+      Effect.gen(function* () {
+        yield* refuseIf(w, ["live", "retired"], "regenerate its rule book")
+        yield* Effect.promise(() =>
+          repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "generated", nlPrompt: prompt, model, userId: userIdOf(caller) }),
+        )
+        yield* Effect.promise(() =>
+          repo.updateWorkflowSettings(tx, id, { name: w.name, persona: book.persona, scheduleKind: w.schedule_kind, schedule: w.schedule, nlPrompt: prompt }),
+        )
+        return yield* reload(tx, tenant.id, id)
+      }),
+    )
+  })
+
+export interface ComplianceInput {
+  readonly consent_attestation_text: string
+  readonly tcpa_sender_id?: string | undefined
+  readonly dpdp_consent_method?: string | undefined
+}
+
+export const attestCompliance = (user: { tenantId: number; userId: number }, id: number, input: ComplianceInput) =>
+  underLock(user.tenantId, id, (tx, w) =>
+    Effect.gen(function* () {
+      yield* refuseIf(w, ["retired"], "attest consent")
+      yield* Effect.promise(() =>
+        repo.setCompliance(tx, id, {
+          consent_attestation_text: input.consent_attestation_text,
+          tcpa_sender_id: input.tcpa_sender_id ?? null,
+          dpdp_consent_method: input.dpdp_consent_method ?? null,
+          consent_attested_by_user_id: user.userId,
+          consent_attested_at: new Date().toISOString(),
+        }),
+      )
+      return yield* reload(tx, user.tenantId, id)
+    }),
+  )
+
+/** Retires (and with `archive`, soft-deletes) a workflow; refused while one of its runs is running. */
+export const retire = (tenantId: number, id: number, opts: { archive: boolean }) =>
+  underLock(tenantId, id, (tx, w) =>
+    Effect.gen(function* () {
+      if (w.running_run_id !== null)
+        return yield* Effect.fail(
+          new Conflict({
+            code: "RUN_IN_PROGRESS",
+            message: `workflow ${id} has run ${w.running_run_id} running: pause or finish it first`,
+            details: { run_id: w.running_run_id },
+          }),
+        )
+      yield* Effect.promise(() => repo.retireWorkflow(tx, id, opts.archive))
+      return yield* reload(tx, tenantId, id)
+    }),
+  )
+
+export const listRuns = (tenantId: number, id: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
+    if (w === undefined) return yield* Effect.fail(notFound(id))
+    const rows = yield* Effect.promise(() => repo.listRuns(sql, id))
+    return rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) }))
+  })
+
+export type { RuleBook }
