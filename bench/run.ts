@@ -1,9 +1,10 @@
 // npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
+import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
 import { benchHttp } from "./http.js"
 import { benchLedger } from "./ledger.js"
 
-const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger }
+const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger, audience: benchAudience }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")
 for (const name of names.length > 0 ? names : Object.keys(benches)) {

@@ -88,6 +88,8 @@ create table audience_uploads (
   created_at timestamptz not null default now(),
   finished_at timestamptz
 );
+-- Uploads of a process that died mid-upload are found by this and swept (audience.service).
+create index audience_uploads_receiving_idx on audience_uploads (created_at) where status = 'receiving';
 
 -- Valid, normalised rows of an upload in progress, merged into audience_targets in one statement
 -- once the whole file has arrived; an upload that fails leaves only these rows, which are deleted.

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// The parley command: `parley serve [--role all|api|runtime]` and `parley migrate`. Parses the
-// environment once, runs the command, and turns SIGTERM/SIGINT into a graceful stop.
+// The parley command: `parley serve [--role all|api|runtime]`, `parley migrate` and `parley ncpr
+// import <file|-> [--replace]`. Parses the environment once, runs the command, and turns
+// SIGTERM/SIGINT into a graceful stop.
+import { createReadStream } from "node:fs"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { loadConfig, ConfigError, type Config } from "./config.js"
 import { flushLogs, makeLogger, releaseStdout } from "./services/Log.js"
@@ -8,11 +10,13 @@ import { AppConfig } from "./services/AppConfig.js"
 import { Log } from "./services/Log.js"
 import { Db, DbLive } from "./services/Db.js"
 import { migrate } from "./services/Migrator.js"
+import { importNcpr } from "./ncpr/ncpr.import.js"
 import { serve } from "./serve.js"
 import type { Role } from "./services/Instance.js"
 
 const USAGE = `usage: parley serve [--role all|api|runtime]
-       parley migrate`
+       parley migrate
+       parley ncpr import <file|-> [--replace]`
 
 function fail(message: string): never {
   process.stderr.write(`parley: ${message}\n`)
@@ -25,9 +29,17 @@ function exit(code: number): never {
   process.exit(code)
 }
 
-function parseArgs(argv: string[]): { command: "serve"; role: Role } | { command: "migrate" } {
+type Command = { command: "serve"; role: Role } | { command: "migrate" } | { command: "ncpr-import"; file: string; replace: boolean }
+
+function parseArgs(argv: string[]): Command {
   const [command = "serve", ...rest] = argv
   if (command === "migrate" && rest.length === 0) return { command }
+  if (command === "ncpr") {
+    const [sub, ...opts] = rest
+    const files = opts.filter((o) => o !== "--replace")
+    if (sub !== "import" || files.length !== 1 || (files[0]!.startsWith("--") && files[0] !== "-")) fail(`usage: parley ncpr import <file|-> [--replace]`)
+    return { command: "ncpr-import", file: files[0]!, replace: opts.includes("--replace") }
+  }
   if (command !== "serve") fail(`unknown command ${JSON.stringify(command)}\n${USAGE}`)
   let role: Role = "all"
   for (let i = 0; i < rest.length; i++) {
@@ -52,6 +64,24 @@ async function runMigrate(config: Config): Promise<void> {
   logger.flush()
 }
 
+/** Imports the national registry file (or stdin for "-") and prints {imported, deleted, skipped}. */
+async function runNcprImport(config: Config, file: string, replace: boolean): Promise<void> {
+  const logger = makeLogger(config)
+  const program = Effect.gen(function* () {
+    const db = yield* Db
+    yield* Effect.promise(() => migrate(db.sql))
+    const input = file === "-" ? process.stdin : createReadStream(file)
+    return yield* Effect.promise(() => importNcpr(db.sql, input, { replace }))
+  }).pipe(Effect.provide(DbLive.pipe(Layer.provide(Layer.merge(AppConfig.layer(config), Log.layer(logger))))))
+  const exit = await Effect.runPromiseExit(Effect.scoped(program))
+  if (Exit.isFailure(exit)) {
+    const cause = Cause.squash(exit.cause)
+    fail(`ncpr import failed: ${cause instanceof Error ? cause.message : Cause.pretty(exit.cause)}`)
+  }
+  logger.flush()
+  process.stdout.write(`${JSON.stringify(exit.value)}\n`)
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2))
   let config: Config
@@ -62,6 +92,7 @@ async function main(): Promise<void> {
     throw e
   }
   if (args.command === "migrate") return runMigrate(config)
+  if (args.command === "ncpr-import") return runNcprImport(config, args.file, args.replace)
 
   const logger = makeLogger(config, { role: args.role }, { buffered: true })
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"))

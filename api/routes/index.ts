@@ -12,6 +12,11 @@ import authMe from "./auth.me.js"
 import { otpResend, otpStart, otpVerify } from "./auth.otp.js"
 import authSignup from "./auth.signup.js"
 import authVerifyEmail from "./auth.verify-email.js"
+import dncAdd from "./dnc.add.js"
+import dncCheck from "./dnc.check.js"
+import dncDelete from "./dnc.delete.js"
+import dncImport from "./dnc.import.js"
+import dncList from "./dnc.list.js"
 import { billingReturn, gwUpiCheckout } from "./billing.pages.js"
 import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billing.subscription.js"
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
@@ -24,6 +29,7 @@ import { openApiRoute } from "./openapi.get.js"
 import pricing from "./pricing.get.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
+import workflowsAudience from "./workflows.audience.js"
 import workflowsCompliance from "./workflows.compliance.js"
 import workflowsCreate from "./workflows.create.js"
 import workflowsGet from "./workflows.get.js"
@@ -52,6 +58,12 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowRetire,
     workflowDelete,
     workflowsRuns,
+    workflowsAudience,
+    dncList,
+    dncAdd,
+    dncCheck,
+    dncImport,
+    dncDelete,
     objectionsList,
     objectionsGet,
     authSignup,
