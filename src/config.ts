@@ -77,6 +77,27 @@ const Env = z.object({
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   /** Limit for each attempt at a language-model call (the adapter retries within its own budget). */
   LLM_TIMEOUT_MS: positiveInt.default(20_000),
+  /** Multiplies the telephony simulator's ring and talk times and the dialer's retry backoff (tests: 0.01). */
+  SIM_TIME_SCALE: optionalString.pipe(z.coerce.number<string>().min(0, "must be a non-negative number").optional()),
+  /** "any" lifts every workflow's calling window (test harnesses); unset → the windows apply. */
+  CALLING_HOURS: optionalString.pipe(z.enum(["any"], { error: 'must be "any" or unset' }).optional()),
+  /** How long a runtime process owns a run without renewing; a dead owner's runs move after this. */
+  RUN_LEASE_MS: positiveInt.min(500).max(300_000).default(15_000),
+  /** How often runtime processes look for runs that need an owner. */
+  RUN_CLAIM_INTERVAL_MS: positiveInt.max(60_000).default(1_000),
+  /** Calls started per second, per carrier account and per workspace (carriers allow 1–3). */
+  DIALER_CPS_PER_CARRIER: z.coerce.number().positive().default(3),
+  DIALER_CPS_PER_TENANT: z.coerce.number().positive().default(3),
+  /** Calls in flight at once, per workflow and per workspace. */
+  DIALER_MAX_CONCURRENT_PER_WORKFLOW: positiveInt.default(20),
+  DIALER_MAX_CONCURRENT_PER_TENANT: positiveInt.default(50),
+  /** Attempts per target for busy / no answer / carrier failure, and the first retry's backoff. */
+  DIALER_MAX_ATTEMPTS: positiveInt.max(10).default(3),
+  DIALER_RETRY_BACKOFF_MS: positiveInt.default(30 * 60_000),
+  /** How long a call waits for a human's decision before the agent moves on (scaled by SIM_TIME_SCALE). */
+  APPROVAL_HOLD_MS: positiveInt.default(30_000),
+  /** How long a proposal stays decidable (not scaled). */
+  APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
 })
 
 export type Config = Readonly<{
@@ -112,6 +133,20 @@ export type Config = Readonly<{
   llmApiKey: string | undefined
   llmModel: string
   llmTimeoutMs: number
+  simTimeScale: number
+  callingHoursAny: boolean
+  runLeaseMs: number
+  runClaimIntervalMs: number
+  dialer: {
+    cpsPerCarrier: number
+    cpsPerTenant: number
+    maxConcurrentPerWorkflow: number
+    maxConcurrentPerTenant: number
+    maxAttempts: number
+    retryBackoffMs: number
+  }
+  approvalHoldMs: number
+  approvalTtlMs: number
 }>
 
 export class ConfigError extends Error {
@@ -163,5 +198,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmApiKey: e.LLM_API_KEY,
     llmModel: e.LLM_MODEL,
     llmTimeoutMs: e.LLM_TIMEOUT_MS,
+    simTimeScale: e.SIM_TIME_SCALE ?? 1,
+    callingHoursAny: e.CALLING_HOURS === "any",
+    runLeaseMs: e.RUN_LEASE_MS,
+    runClaimIntervalMs: e.RUN_CLAIM_INTERVAL_MS,
+    dialer: {
+      cpsPerCarrier: e.DIALER_CPS_PER_CARRIER,
+      cpsPerTenant: e.DIALER_CPS_PER_TENANT,
+      maxConcurrentPerWorkflow: e.DIALER_MAX_CONCURRENT_PER_WORKFLOW,
+      maxConcurrentPerTenant: e.DIALER_MAX_CONCURRENT_PER_TENANT,
+      maxAttempts: e.DIALER_MAX_ATTEMPTS,
+      retryBackoffMs: e.DIALER_RETRY_BACKOFF_MS,
+    },
+    approvalHoldMs: e.APPROVAL_HOLD_MS,
+    approvalTtlMs: e.APPROVAL_TTL_MS,
   }
 }

@@ -1,13 +1,14 @@
 // The language-model providers: the simulator's rule books (deterministic, valid for INR and USD
 // workspaces, the INVALID_RULEBOOK path, persona choice) and the OpenAI-compatible adapter against
-// a local fake API (request shape, strict schema, retries, Retry-After, refusals, timeouts).
+// a local fake API (request shape, strict schema, retries, Retry-After, refusals, timeouts, and
+// agent replies: the schema built from the rule book, decisions, malformed answers).
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../src/config.js"
 import { Llm, LlmLive, makeLlm } from "../src/providers/Llm.js"
-import { LlmCallError, type LibraryObjection, type RuleBookRequest } from "../src/providers/llm/llm.interface.js"
+import { LlmCallError, type LibraryObjection, type ReplyRequest, type RuleBookRequest } from "../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm, toStrictJsonSchema } from "../src/providers/llm/openai.llm.js"
 import { makeSimLlm, simulateRuleBook } from "../src/providers/llm/sim.llm.js"
 import { providerStatus } from "../src/providers/provider-status.js"
@@ -458,5 +459,137 @@ describe("Llm service", () => {
     const model = makeLlm({ llmBaseUrl: "http://llm.test/v1", llmApiKey: undefined, llmModel: "m", llmTimeoutMs: 1000 }, { fetch: fakeFetch })
     expect(await model.generateRuleBook(request())).toEqual({ ok: 1 })
     expect(seen).toEqual(["http://llm.test/v1/chat/completions"])
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Answering turns through the OpenAI-compatible adapter.
+
+describe("OpenAI-compatible adapter: replies", () => {
+  let fake: FakeOpenAi
+  beforeAll(async () => {
+    fake = await startFakeOpenAi()
+  })
+  afterEach(() => fake.reset())
+  afterAll(async () => {
+    await fake.close()
+  })
+
+  const validated = (req: RuleBookRequest): RuleBook => {
+    const v = validateRuleBook(simulateRuleBook(req), { currency: req.currency, planTier: req.planTier })
+    if (!v.ok) throw new Error(JSON.stringify(v.errors))
+    return v.value
+  }
+  const BOOK = validated(request())
+  const replyRequest = (over: Partial<ReplyRequest> = {}): ReplyRequest => ({
+    ruleBook: BOOK,
+    history: [
+      { speaker: "agent", text: "Hello Asha, this is Priya from Acme. Do you have a minute?" },
+      { speaker: "callee", text: "It's a bit pricey. Can you give me a discount?" },
+    ],
+    callee: { name: "Asha" },
+    agentName: "Priya",
+    company: "Acme",
+    ...over,
+  })
+  const answer = (reply: Record<string, unknown>): Scripted => ({ status: 200, body: completion(JSON.stringify(reply)) })
+  const llm = () => makeOpenAiLlm({ baseUrl: fake.url, apiKey: "sk-test", model: "gpt-4o-mini", timeoutMs: 2_000 })
+  type Schema = Record<string, unknown> & { properties: Record<string, Record<string, unknown>> }
+  const sentSchema = (i = 0) =>
+    (fake.requests[i]!.body.response_format as { json_schema: { name: string; strict: boolean; schema: Schema } }).json_schema
+
+  it("asks for a strict agent_reply built from the rule book and reads the answer", async () => {
+    fake.script(
+      answer({
+        text: "Let me check what I can do on the price; one moment.",
+        propose: { action: "concession", value_minor: 40_000, rationale: "asked for a discount" },
+        end: null,
+      }),
+    )
+    const reply = await llm().reply(replyRequest())
+    expect(reply).toEqual({
+      text: "Let me check what I can do on the price; one moment.",
+      propose: { action: "concession", value_minor: 40_000, rationale: "asked for a discount" },
+    })
+
+    expect(fake.requests).toHaveLength(1)
+    const body = fake.requests[0]!.body
+    expect(body.temperature).toBe(0)
+    const format = sentSchema()
+    expect(format.name).toBe("agent_reply")
+    expect(format.strict).toBe(true)
+    for (const { path, node } of objectNodes(format.schema)) {
+      expect(node.additionalProperties, path).toBe(false)
+      expect([...(node.required as string[])].sort(), path).toEqual(Object.keys(node.properties as object).sort())
+    }
+    const propose = format.schema.properties.propose as { anyOf: Array<{ properties?: { action: { enum: string[] } } }> }
+    expect(propose.anyOf[0]!.properties!.action.enum).toEqual(["concession", "callback", "escalate"])
+    const end = format.schema.properties.end as { anyOf: Array<{ properties?: { outcome: { enum: string[] } } }> }
+    expect(end.anyOf[0]!.properties!.outcome.enum).toContain("agreed_with_concession")
+
+    const messages = body.messages as Array<{ role: string; content: string }>
+    expect(messages.map((m) => m.role)).toEqual(["system", "assistant", "user"])
+    const system = messages[0]!.content
+    // The book's system prompt with its placeholders filled, the disclosures, handlers and policies.
+    expect(system).toContain("You are Priya, a voice agent calling Asha on behalf of Acme.")
+    expect(system).not.toMatch(/\{(name|agent_name|company)\}/)
+    expect(system).toContain("This call is from Acme and may be recorded for quality.")
+    expect(system).toContain('"It\'s too expensive."')
+    expect(system).toContain("value_minor at most 80000")
+    expect(messages[2]!.content).toBe("It's a bit pricey. Can you give me a discount?")
+  })
+
+  it("offers only the proposals the rule book allows", async () => {
+    const book: RuleBook = {
+      ...BOOK,
+      concession_policy: { ...BOOK.concession_policy, allowed: false, cap_minor: 0 },
+      escalation_policy: { ...BOOK.escalation_policy, allowed: false, triggers: [] },
+    }
+    fake.script(answer({ text: "Shall we go ahead?", propose: null, end: null }))
+    expect(await llm().reply(replyRequest({ ruleBook: book }))).toEqual({ text: "Shall we go ahead?" })
+    const propose = sentSchema().schema.properties.propose as { anyOf: Array<{ properties?: { action: { enum: string[] } } }> }
+    expect(propose.anyOf[0]!.properties!.action.enum).toEqual(["callback"])
+    expect((fake.requests[0]!.body.messages as Array<{ content: string }>)[0]!.content).toContain("never offer a discount")
+
+    const none: RuleBook = { ...book, callback_policy: { ...book.callback_policy, allowed: false } }
+    fake.script(answer({ text: "Thanks, goodbye.", propose: null, end: { outcome: "declined" } }))
+    expect(await llm().reply(replyRequest({ ruleBook: none }))).toEqual({ text: "Thanks, goodbye.", end: { outcome: "declined" } })
+    expect(sentSchema(1).schema.properties.propose).toEqual({ type: "null" })
+  })
+
+  it("tells the model the human's decision", async () => {
+    fake.script(answer({ text: "Good news: I can take ₹400.00 off. Shall we go ahead?", propose: null, end: null }))
+    const history = [...replyRequest().history, { speaker: "agent" as const, text: "Let me check; one moment." }]
+    await llm().reply(replyRequest({ history, decision: { action: "concession", status: "approved" } }))
+    const messages = fake.requests[0]!.body.messages as Array<{ role: string; content: string }>
+    expect(messages.map((m) => m.role)).toEqual(["system", "assistant", "user", "assistant", "system"])
+    expect(messages.at(-1)!.content).toMatch(/just decided on your concession proposal: approved/)
+
+    fake.script(answer({ text: "I'll confirm by message. Goodbye.", propose: null, end: { outcome: "pending_approval" } }))
+    await llm().reply(replyRequest({ history, decision: { action: "callback", status: "timeout" } }))
+    const second = fake.requests[1]!.body.messages as Array<{ content: string }>
+    expect(second.at(-1)!.content).toMatch(/outcome pending_approval/)
+  })
+
+  it("rejects malformed replies without retrying", async () => {
+    fake.script(
+      answer({ text: "  ", propose: null, end: null }),
+      answer({ text: "Bye.", propose: null, end: { outcome: "sold" } }),
+      answer({ text: "Hold on.", propose: { action: "refund", value_minor: 5, rationale: "" }, end: null }),
+      answer({ text: "Hold on.", propose: { action: "concession", value_minor: -5, rationale: "" }, end: null }),
+    )
+    for (let i = 0; i < 4; i++) {
+      const e = await caught(llm().reply(replyRequest()))
+      expect(e.retryable).toBe(false)
+      expect(e.message).toMatch(/malformed reply/)
+    }
+    expect(fake.requests).toHaveLength(4)
+  })
+
+  it("shares the retry path with rule-book generation", async () => {
+    fake.script({ status: 503, body: { error: { message: "overloaded" } } }, answer({ text: "Sure.", propose: null, end: null }))
+    expect(await llm().reply(replyRequest())).toEqual({ text: "Sure." })
+    expect(fake.requests).toHaveLength(2)
+    expect(fake.requests[1]!.body).toEqual(fake.requests[0]!.body)
   })
 })

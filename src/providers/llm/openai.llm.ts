@@ -1,10 +1,21 @@
-// The adapter for an OpenAI-compatible chat-completions API: the rule book is asked for as strict
-// structured output (json_schema), with per-attempt timeouts, bounded retries and typed errors.
+// The adapter for an OpenAI-compatible chat-completions API: the rule book and each agent reply are
+// asked for as strict structured output (json_schema), with per-attempt timeouts, bounded retries
+// and typed errors.
 import { formatMinor, maxConcessionMinor } from "../../billing/pricing.js"
 import { VOICES } from "../../voices/voices.catalog.js"
 import { ruleBookJsonSchema } from "../../workflows/rulebook.schema.js"
 import { describeNetworkError, parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
-import { LlmCallError, type LanguageModel, type RuleBookRequest } from "./llm.interface.js"
+import type { RuleBook } from "../../workflows/rulebook.schema.js"
+import {
+  AGENT_OUTCOMES,
+  fillPlaceholders,
+  LlmCallError,
+  type AgentReply,
+  type LanguageModel,
+  type ProposalAction,
+  type ReplyRequest,
+  type RuleBookRequest,
+} from "./llm.interface.js"
 
 export interface OpenAiLlmOptions {
   /** The API root including its version, e.g. https://api.openai.com/v1 or http://localhost:11434/v1. */
@@ -25,6 +36,11 @@ const MAX_LISTED_OBJECTIONS = 100
 const LISTED_REBUTTAL_CHARS = 240
 
 type LlmAttempt = Attempt<Record<string, unknown>, LlmCallError>
+
+interface ChatMessage {
+  readonly role: "system" | "user" | "assistant"
+  readonly content: string
+}
 
 export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   const url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`
@@ -68,23 +84,39 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     return { ok: false, error: new LlmCallError(message, false, { status: res.status }) }
   }
 
+  /**
+   * One chat completion whose answer must match `format.schema` (strict structured output),
+   * retried within withRetries' budget; resolves with the parsed JSON object.
+   */
+  function chat(messages: ReadonlyArray<ChatMessage>, format: { name: string; schema: Record<string, unknown> }): Promise<Record<string, unknown>> {
+    const body = JSON.stringify({
+      model: opts.model,
+      temperature: 0,
+      messages,
+      response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
+    })
+    return withRetries(
+      () => attempt(body),
+      (message, cause) => new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+    )
+  }
+
   return {
     name: "openai",
     model: opts.model,
-    async generateRuleBook(req: RuleBookRequest): Promise<unknown> {
-      const body = JSON.stringify({
-        model: opts.model,
-        temperature: 0,
-        messages: [
+    generateRuleBook(req: RuleBookRequest): Promise<unknown> {
+      return chat(
+        [
           { role: "system", content: systemMessage(req) },
           { role: "user", content: req.prompt },
         ],
-        response_format: { type: "json_schema", json_schema: { name: "rule_book", strict: true, schema } },
-      })
-      return withRetries(
-        () => attempt(body),
-        (message, cause) => new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+        { name: "rule_book", schema },
       )
+    },
+    async reply(req: ReplyRequest): Promise<AgentReply> {
+      const actions = allowedActions(req.ruleBook)
+      const answer = await chat(replyMessages(req), { name: "agent_reply", schema: replySchema(actions) })
+      return readReply(answer, actions)
     },
   }
 }
@@ -138,6 +170,127 @@ function systemMessage(req: RuleBookRequest): string {
     "",
     library === "" ? "Objection library: (empty)" : `Objection library (#id [category] trigger -> rebuttal template):\n${library}`,
   ].join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answering turns
+
+const ACTIONS: readonly ProposalAction[] = ["concession", "callback", "escalate"]
+const REPLY_TEXT_MAX = 1000
+
+/** The proposals the rule book allows at all; the reply schema offers only these. */
+function allowedActions(book: RuleBook): ProposalAction[] {
+  return ACTIONS.filter((a) =>
+    a === "concession" ? book.concession_policy.allowed && book.concession_policy.cap_minor > 0 : a === "callback" ? book.callback_policy.allowed : book.escalation_policy.allowed,
+  )
+}
+
+/** `{text, propose, end}` in strict mode; `propose` can only be null when the book allows nothing. */
+function replySchema(actions: readonly ProposalAction[]): Record<string, unknown> {
+  const propose =
+    actions.length === 0
+      ? { type: "null" }
+      : {
+          anyOf: [
+            {
+              type: "object",
+              properties: {
+                action: { type: "string", enum: [...actions] },
+                value_minor: { type: ["integer", "null"], description: "the concession in minor units of the rule book's currency; null for callback and escalate" },
+                rationale: { type: "string", description: "why, for the human who approves it" },
+              },
+              required: ["action", "value_minor", "rationale"],
+              additionalProperties: false,
+            },
+            { type: "null" },
+          ],
+        }
+  return {
+    type: "object",
+    properties: {
+      text: { type: "string", description: `your next spoken line; 1 to ${REPLY_TEXT_MAX} characters` },
+      propose,
+      end: {
+        anyOf: [
+          { type: "object", properties: { outcome: { type: "string", enum: [...AGENT_OUTCOMES] } }, required: ["outcome"], additionalProperties: false },
+          { type: "null" },
+        ],
+      },
+    },
+    required: ["text", "propose", "end"],
+    additionalProperties: false,
+  }
+}
+
+/** The rule book as instructions, the transcript as turns, and the human's latest decision. */
+function replyMessages(req: ReplyRequest): ChatMessage[] {
+  const book = req.ruleBook
+  const fill = (t: string): string => fillPlaceholders(t, { name: req.callee.name ?? "the callee", agentName: req.agentName, company: req.company })
+  const c = book.concession_policy
+  const approval = (required: boolean): string => (required ? "a human approves it first: propose it, tell the callee you are checking, and promise nothing until you hear the decision" : "no approval is needed, but still propose it")
+  const system = [
+    fill(book.system_prompt),
+    "",
+    `You are on a live phone call as ${req.agentName} from ${req.company}${req.callee.name === null ? "" : `, speaking with ${req.callee.name}`}. The disclosure lines were spoken at the start of the call:`,
+    ...book.disclosure_lines.map((l) => `- ${fill(l)}`),
+    "",
+    "Objection handlers (when the callee says something like the trigger, answer in the spirit of the response):",
+    ...book.objection_handlers.map((h) => `- "${h.trigger}" -> ${fill(h.response)}`),
+    "",
+    "Policies:",
+    c.allowed && c.cap_minor > 0
+      ? `- Concession: at most ${formatMinor(c.cap_minor, c.currency)} (value_minor at most ${c.cap_minor}, minor units of ${c.currency}); ${approval(c.requires_approval)}.`
+      : "- Concession: none; never offer a discount, waiver or credit.",
+    book.callback_policy.allowed ? `- Callback: within ${book.callback_policy.max_days_ahead} days; ${approval(book.callback_policy.requires_approval)}.` : "- Callback: not offered.",
+    book.escalation_policy.allowed
+      ? `- Escalation to a human colleague when: ${book.escalation_policy.triggers.join("; ")}; ${approval(book.escalation_policy.requires_approval)}.`
+      : "- Escalation: not available.",
+    "",
+    "Answer with one JSON object: text is your next spoken line (short, plain speech, never empty); propose is the proposal needing a decision, else null; end is set when the call should end after this line, else null.",
+    "Outcomes: agreed (the callee accepts), agreed_with_concession (accepts with an approved concession), declined (refuses twice), callback_scheduled (an approved callback), escalated (an approved transfer), pending_approval (the decision did not come in time: say you will confirm by message), do_not_call (asks never to be called again), no_decision (the call goes nowhere).",
+  ].join("\n")
+  const messages: ChatMessage[] = [{ role: "system", content: system }]
+  for (const turn of req.history) messages.push({ role: turn.speaker === "agent" ? "assistant" : "user", content: turn.text })
+  const d = req.decision
+  if (d !== undefined) {
+    const fresh = req.history.at(-1)?.speaker === "agent"
+    const what =
+      d.status === "approved"
+        ? "approved: you may now promise it"
+        : d.status === "denied"
+          ? "denied: say politely that you cannot offer it, and carry on"
+          : "not decided in time: say you will confirm by message, and end with outcome pending_approval"
+    messages.push({ role: "system", content: `${fresh ? "The human has just decided" : "Earlier, the human decided"} on your ${d.action} proposal: ${what}.` })
+  }
+  return messages
+}
+
+/** The structured answer checked beyond what strict mode guarantees; a bad one is not retried here. */
+function readReply(answer: Record<string, unknown>, actions: readonly ProposalAction[]): AgentReply {
+  const fail = (why: string): never => {
+    throw new LlmCallError(`language model answered with a malformed reply: ${why}`, false)
+  }
+  const text = typeof answer.text === "string" ? answer.text.replace(/\s+/g, " ").trim().slice(0, REPLY_TEXT_MAX) : ""
+  if (text === "") fail("no text")
+  const out: AgentReply = { text }
+  const p = answer.propose
+  if (isObject(p)) {
+    const action = p.action
+    if (typeof action !== "string" || !(actions as readonly string[]).includes(action)) fail(`proposes ${String(action)}, which the rule book does not allow`)
+    const value = p.value_minor
+    if (value !== null && value !== undefined && !(typeof value === "number" && Number.isInteger(value) && value >= 0)) fail("value_minor is not a whole number of minor units")
+    out.propose = {
+      action: action as ProposalAction,
+      value_minor: action === "concession" && typeof value === "number" ? value : null,
+      rationale: typeof p.rationale === "string" ? p.rationale.trim().slice(0, REPLY_TEXT_MAX) : "",
+    }
+  } else if (p !== null && p !== undefined) fail("propose is neither an object nor null")
+  const e = answer.end
+  if (isObject(e)) {
+    if (typeof e.outcome !== "string" || !(AGENT_OUTCOMES as readonly string[]).includes(e.outcome)) fail(`unknown outcome ${String(e.outcome)}`)
+    out.end = { outcome: e.outcome as string }
+  } else if (e !== null && e !== undefined) fail("end is neither an object nor null")
+  return out
 }
 
 // ---------------------------------------------------------------------------------------------

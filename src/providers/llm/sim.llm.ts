@@ -1,9 +1,18 @@
-// The offline language-model simulator: turns a campaign prompt into a rule book by plain text
-// rules, deterministically (same request, same book), so workflows work with no model account.
+// The offline language-model simulator: turns a campaign prompt into a rule book and answers a
+// call's turns from that book, by plain text rules, deterministically, with no model account.
 import { formatMinor, maxConcessionMinor, type Currency } from "../../billing/pricing.js"
 import { findVoice, VOICES, type Voice } from "../../voices/voices.catalog.js"
-import { RULE_BOOK_PLACEHOLDERS } from "../../workflows/rulebook.schema.js"
-import type { LanguageModel, LibraryObjection, RuleBookRequest } from "./llm.interface.js"
+import { RULE_BOOK_PLACEHOLDERS, type RuleBook } from "../../workflows/rulebook.schema.js"
+import {
+  fillPlaceholders,
+  type AgentOutcome,
+  type AgentReply,
+  type LanguageModel,
+  type LibraryObjection,
+  type ProposalAction,
+  type ReplyRequest,
+  type RuleBookRequest,
+} from "./llm.interface.js"
 
 /** The word that makes the simulator return a book failing validation (the API's 422 path). */
 export const INVALID_RULEBOOK_MARKER = "INVALID_RULEBOOK"
@@ -86,6 +95,9 @@ export function makeSimLlm(): LanguageModel {
     model: "sim-1",
     async generateRuleBook(req: RuleBookRequest): Promise<unknown> {
       return simulateRuleBook(req)
+    },
+    async reply(req: ReplyRequest): Promise<AgentReply> {
+      return simulateReply(req)
     },
   }
 }
@@ -399,4 +411,142 @@ function fillTemplate(template: string, callbackDays: number): string {
         return inner.replace(/_/g, " ")
     }
   })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answering turns
+//
+// The simulator keeps no state between turns: everything it needs is in the request (the
+// transcript, the latest human decision), so any runtime process can answer any call's next turn.
+
+/** The simulator ends a call without a decision when its answer would be this many turns in. */
+export const SIM_TURN_CAP = 16
+
+const DO_NOT_CALL_ASK = /\b(?:(?:don't|do not|never) (?:ever )?call (?:me|this number)|stop calling|remove (?:me|my number)|take me off)\b/
+const HUMAN_ASK = /\b(?:human|real person|a person|manager|supervisor|representative|operator)\b/
+const CALLBACK_ASK = /\b(?:call (?:me )?back|callback|call me later|another time|tomorrow)\b/
+const DECLINE = /\b(?:not interested|no thanks|no,? thank you|not for me|i'll pass|(?:don't|do not) (?:\w+ ){0,3}need)\b/
+const DISCOUNT_ASK = /\b(?:discount|better price|lower price|cheaper|better deal|reduce the price|any offers?)\b/
+const AGREE = /\b(?:yes|yeah|yep|sure|sounds good|okay|ok|go ahead|that works|i'm in|let's do it|deal)\b/
+
+/**
+ * The concession the simulator asks a human to approve: half the rule book's cap (at least one
+ * minor unit), so the approver sees a request with headroom below the ceiling and the callee hears
+ * a round amount (cap ₹800 → ₹400).
+ */
+export function simConcessionMinor(book: RuleBook): number {
+  return Math.max(1, Math.floor(book.concession_policy.cap_minor / 2))
+}
+
+/** The simulator's next agent line: a pure function of the request. */
+export function simulateReply(req: ReplyRequest): AgentReply {
+  const book = req.ruleBook
+  const fill = (text: string): string => {
+    const filled = fillPlaceholders(text, { name: req.callee.name, agentName: req.agentName, company: req.company }).trim()
+    return filled === "" ? "I see." : filled
+  }
+  const say = (text: string): AgentReply => ({ text: fill(text) })
+  const end = (text: string, outcome: AgentOutcome): AgentReply => ({ text: fill(text), end: { outcome } })
+  const amount = formatMinor(simConcessionMinor(book), book.concession_policy.currency)
+  const decided = req.decision
+  const last = req.history.at(-1)
+
+  // Right after a decision, the transcript still ends with the agent's "one moment" line.
+  if (decided !== undefined && last?.speaker === "agent") {
+    const { action, status } = decided
+    if (status === "timeout") {
+      const what = action === "concession" ? "confirm that discount" : action === "callback" ? "confirm a callback time" : "reach a colleague"
+      return end(`I couldn't ${what} just now, {name}; I'll confirm by message shortly. Thank you for your time, goodbye.`, "pending_approval")
+    }
+    if (action === "concession") {
+      return status === "approved"
+        ? say(`Good news, {name}: I can take ${amount} off for you. Shall we go ahead?`)
+        : say("I'm sorry, {name}, I can't offer a discount on this one. Would you still like to go ahead at the regular price?")
+    }
+    if (action === "callback") {
+      return status === "approved"
+        ? end("All set, {name}: someone from {company} will call you back tomorrow. Thank you for your time, goodbye.", "callback_scheduled")
+        : say("I'm sorry, {name}, I can't book a callback right now. Do you have two minutes now instead?")
+    }
+    return status === "approved"
+      ? end("Thank you for holding, {name}. I'm connecting you to a colleague now.", "escalated")
+      : say("I'm sorry, {name}, no colleague is free right now, so I can't transfer you. Can I help you myself?")
+  }
+
+  if (req.history.length >= SIM_TURN_CAP - 1) return end("I'll let you go now, {name}. Thank you for your time, and goodbye.", "no_decision")
+  if (last?.speaker !== "callee") return say("Are you still there, {name}?")
+
+  const heard = last.text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
+  const quoted = `"${clip(last.text.replace(/\s+/g, " ").trim(), 200)}"`
+  const agentTurns = req.history.filter((h) => h.speaker === "agent").length
+  const pending = (action: ProposalAction): boolean => decided?.action !== action
+  const propose = (text: string, action: ProposalAction, value_minor: number | null, rationale: string): AgentReply => ({
+    text: fill(text),
+    propose: { action, value_minor, rationale },
+  })
+
+  if (DO_NOT_CALL_ASK.test(heard)) {
+    const handler = book.objection_handlers.find((h) => h.category === ALWAYS_CATEGORY)
+    return end(handler?.response ?? "Understood. You won't hear from {company} again. Goodbye.", "do_not_call")
+  }
+  if (HUMAN_ASK.test(heard)) {
+    if (book.escalation_policy.allowed && pending("escalate")) {
+      return propose("Of course, {name}. Let me see whether a colleague can take over; one moment, please.", "escalate", null, `The callee asked for a human: ${quoted}.`)
+    }
+    return say("I'm sorry, {name}, no colleague is free to take this call, but I'm happy to help myself. What would you like to know?")
+  }
+  if (CALLBACK_ASK.test(heard)) {
+    if (book.callback_policy.allowed && pending("callback")) {
+      return propose("Of course, {name}. Let me check that we can call you back tomorrow; one moment, please.", "callback", null, `The callee asked to be called back: ${quoted}.`)
+    }
+    return say("I'm sorry, {name}, I can't book a callback right now. Do you have two minutes now instead?")
+  }
+  if (DECLINE.test(heard)) {
+    const declines = req.history.filter((h) => h.speaker === "callee" && DECLINE.test(h.text.toLowerCase().replace(/[\u2018\u2019]/g, "'"))).length
+    if (declines >= 2) return end("I understand, {name}. Thank you for your time, and have a good day.", "declined")
+    return say(bestHandler(book, heard)?.response ?? "I understand, {name}. Before you decide, may I take thirty seconds to explain how this could help you?")
+  }
+  if (DISCOUNT_ASK.test(heard)) {
+    const policy = book.concession_policy
+    if (policy.allowed && policy.cap_minor > 0 && pending("concession")) {
+      return propose(
+        "I understand, {name}. Let me check with my team what I can do on the price; one moment, please.",
+        "concession",
+        simConcessionMinor(book),
+        `The callee asked for a discount: ${quoted}. Proposing half of the ${formatMinor(policy.cap_minor, policy.currency)} cap.`,
+      )
+    }
+    if (decided?.action === "concession" && decided.status === "approved") return say(`As I said, {name}, I can take ${amount} off for you. Shall we go ahead?`)
+    return say("I'm sorry, {name}, I can't offer a discount on this. Would you still like to go ahead?")
+  }
+  if (AGREE.test(heard)) {
+    if (decided?.action === "concession" && decided.status === "approved") {
+      return end("Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details shortly. Thank you, goodbye.", "agreed_with_concession")
+    }
+    // The first "yes" answers "do you have a minute?": it earns the pitch, not a sale.
+    if (agentTurns >= 2) return end("Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for your time, goodbye.", "agreed")
+    return say(pitch(book))
+  }
+  const handler = bestHandler(book, heard)
+  if (handler !== undefined) return say(handler.response)
+  return say(agentTurns <= 1 ? pitch(book) : "I see. Would you like to go ahead, {name}?")
+}
+
+/** The offer in a sentence, from the opening line's "about …" when it has one. */
+function pitch(book: RuleBook): string {
+  const topic = /\babout ([^.?!]{3,120})[.?!]/.exec(book.opening_line)?.[1]?.trim()
+  const offer = "takes just a minute to set up, and I can do it for you right now. Shall we go ahead?"
+  return topic === undefined ? `Thank you, {name}. It ${offer}` : `Thank you, {name}. I'm calling about ${topic}: it ${offer}`
+}
+
+/** The handler whose trigger shares the most words with what the callee said (first on a tie). */
+function bestHandler(book: RuleBook, heard: string): RuleBook["objection_handlers"][number] | undefined {
+  const said = wordsOf(heard)
+  let best: { h: RuleBook["objection_handlers"][number]; overlap: number } | undefined
+  for (const h of book.objection_handlers) {
+    let overlap = 0
+    for (const w of wordsOf(h.trigger)) if (said.has(w)) overlap++
+    if (overlap > 0 && (best === undefined || overlap > best.overlap)) best = { h, overlap }
+  }
+  return best?.h
 }

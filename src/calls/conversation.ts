@@ -1,0 +1,215 @@
+// The agent loop of one connected call: speak the disclosure and opening, then listen, ask the
+// language model, speak, and hold for a human's decision when the model proposes something.
+//
+// The loop owns the leg from the first word to the hang-up: it always hangs up before resolving.
+import {
+  AGENT_OUTCOMES,
+  fillPlaceholders,
+  type AgentReply,
+  type DecisionStatus,
+  type LanguageModel,
+  type Proposal,
+  type ProposalAction,
+  type TranscriptLine,
+} from "../providers/llm/llm.interface.js"
+import type { CallLeg } from "../providers/telephony/telephony.interface.js"
+import type { RuleBook } from "../workflows/rulebook.schema.js"
+
+export interface ConversationTurn {
+  speaker: "agent" | "callee"
+  text: string
+  /** Epoch ms: when the agent started speaking / when the callee's utterance began. */
+  at: number
+  /** 0, 1, 2, … within this call. */
+  turnIndex: number
+}
+
+export interface ConversationOptions {
+  leg: CallLeg
+  llm: LanguageModel
+  ruleBook: RuleBook
+  callee: { name: string | null }
+  agentName: string
+  company: string
+  /** Each turn as it happens; an agent turn is reported before it is spoken. */
+  onTurn(turn: ConversationTurn): void
+  /**
+   * Called when the agent proposes; resolves with the human decision or "timeout" (the runtime
+   * decides how long to hold). Not called when the rule book's policy for the action needs no
+   * approval (→ approved) or does not allow it (→ denied). A rejection counts as "timeout".
+   */
+  requestApproval(p: Proposal): Promise<DecisionStatus>
+  /** Aborted = max duration reached or shutdown: the loop stops at once, with outcome "aborted". */
+  signal: AbortSignal
+  /** Hard cap on turns in this call (default 32); reached → outcome "no_decision". */
+  maxTurns?: number
+  /**
+   * Who answered, from the carrier's ANSWERED event (default human). For a machine the rule book's
+   * `voicemail` setting applies: leave the disclosure and opening line after the greeting
+   * ("voicemail_left"), or hang up at once ("voicemail").
+   */
+  answeredBy?: "human" | "machine"
+  /** Clock for agent turn times (epoch ms); default Date.now. */
+  now?: () => number
+}
+
+export interface ConversationResult {
+  outcome: string
+  turns: number
+  calleeHungUp: boolean
+}
+
+/** Outcomes the loop itself produces, beside the model's AGENT_OUTCOMES. */
+export const LOOP_OUTCOMES = ["callee_hung_up", "agent_error", "aborted", "voicemail_left", "voicemail"] as const
+export const CONVERSATION_OUTCOMES = [...AGENT_OUTCOMES, ...LOOP_OUTCOMES] as const
+export type ConversationOutcome = (typeof CONVERSATION_OUTCOMES)[number]
+
+/**
+ * Outcomes after which the target may be dialed again later. "aborted" is not here: after a
+ * shutdown the call may be retried, after its max duration it may not, and only the runtime
+ * knows which it was. Everything else is final (a callback_scheduled target is dialed again at
+ * the agreed time, which is not a retry).
+ */
+export const RETRYABLE_OUTCOMES: ReadonlySet<string> = new Set<ConversationOutcome>(["callee_hung_up", "agent_error", "voicemail", "voicemail_left"])
+
+export const DEFAULT_MAX_TURNS = 32
+
+const APOLOGY = "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."
+
+/** `f()` as a promise, a synchronous throw included. */
+const settled = <T>(f: () => Promise<T>): Promise<T> => new Promise<T>((resolve) => resolve(f()))
+
+const ABORTED = Symbol("aborted")
+type Aborted = typeof ABORTED
+
+/** Drives one connected call to its outcome; never rejects for provider failures. */
+export async function converse(o: ConversationOptions): Promise<ConversationResult> {
+  const book = o.ruleBook
+  const now = o.now ?? (() => Date.now())
+  const maxTurns = o.maxTurns ?? DEFAULT_MAX_TURNS
+  const fill = (text: string): string => fillPlaceholders(text, { name: o.callee.name, agentName: o.agentName, company: o.company })
+  const history: TranscriptLine[] = []
+  let calleeHungUp = false
+  /** An outcome reached before the last line was spoken survives the callee hanging up on it. */
+  let reached: string | undefined
+
+  // The loop waits on one thing at a time, so one slot says what an abort interrupts: nothing
+  // piles up on a long-lived promise over a long call (10,000 calls share a process).
+  let interrupt: ((v: Aborted) => void) | undefined
+  const onAbort = (): void => interrupt?.(ABORTED)
+  o.signal.addEventListener("abort", onAbort, { once: true })
+  const race = <T>(p: Promise<T>): Promise<T | Aborted> =>
+    new Promise<T | Aborted>((resolve, reject) => {
+      if (o.signal.aborted) return resolve(ABORTED)
+      interrupt = resolve
+      p.then(resolve, reject)
+    })
+
+  const turn = (speaker: "agent" | "callee", text: string, at: number): void => {
+    history.push({ speaker, text })
+    o.onTurn({ speaker, text, at, turnIndex: history.length - 1 })
+  }
+
+  /** Speaks one agent turn: "ok", or why the call cannot go on. */
+  const speak = async (text: string): Promise<"ok" | "gone" | Aborted> => {
+    turn("agent", text, now())
+    const spoken = await race(o.leg.say(text).then(() => "ok" as const, () => "gone" as const))
+    if (spoken === "gone") calleeHungUp = true
+    return spoken
+  }
+
+  /** The model's next line, one retry on failure; "error" after the second. */
+  const ask = async (decision: { action: ProposalAction; status: DecisionStatus } | undefined): Promise<AgentReply | "error" | Aborted> => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const request = { ruleBook: book, history: history.slice(), callee: o.callee, agentName: o.agentName, company: o.company, ...(decision !== undefined && { decision }) }
+      const answer = await race(
+        settled(() => o.llm.reply(request)).then(
+          (r) => (typeof r?.text === "string" && r.text.trim() !== "" ? r : undefined),
+          () => undefined,
+        ),
+      )
+      if (answer !== undefined) return answer
+    }
+    return "error"
+  }
+
+  const decisions = new Map<ProposalAction, DecisionStatus>()
+  const decide = async (p: Proposal): Promise<DecisionStatus | Aborted> => {
+    const policy = p.action === "concession" ? book.concession_policy : p.action === "callback" ? book.callback_policy : book.escalation_policy
+    // A repeated proposal gets the answer the human already gave in this call.
+    const earlier = decisions.get(p.action)
+    let status: DecisionStatus | Aborted
+    if (earlier !== undefined) status = earlier
+    else if (!policy.allowed || (p.action === "concession" && book.concession_policy.cap_minor <= 0)) status = "denied"
+    else if (!policy.requires_approval) status = "approved"
+    else {
+      const value = p.action === "concession" && p.value_minor !== null ? Math.min(Math.max(0, Math.round(p.value_minor)), book.concession_policy.cap_minor) : null
+      status = await race(settled(() => o.requestApproval({ action: p.action, value_minor: value, rationale: p.rationale })).catch((): DecisionStatus => "timeout"))
+      if (status !== ABORTED && status !== "approved" && status !== "denied") status = "timeout"
+    }
+    if (status !== ABORTED) decisions.set(p.action, status)
+    return status
+  }
+
+  const result = (outcome: string): ConversationResult => ({ outcome, turns: history.length, calleeHungUp })
+  /** Where the call stands when the leg is gone or the signal fired. */
+  const stopped = (why: "gone" | Aborted): ConversationResult => result(why === ABORTED ? (reached ?? "aborted") : (reached ?? "callee_hung_up"))
+
+  try {
+    if (o.signal.aborted) return result("aborted")
+
+    if (o.answeredBy === "machine") {
+      if (book.voicemail === "hang_up") return result("voicemail")
+      const greeting = await race(o.leg.listen())
+      if (greeting === ABORTED) return stopped(ABORTED)
+      if (greeting === null) return result("voicemail")
+      turn("callee", greeting.text, greeting.at)
+      reached = "voicemail_left"
+      const spoken = await speak([...book.disclosure_lines, book.opening_line].map(fill).join(" "))
+      // The machine hanging up mid-message still took most of it: the message counts as left.
+      return spoken === ABORTED ? stopped(ABORTED) : result("voicemail_left")
+    }
+
+    const opened = await speak([...book.disclosure_lines, book.opening_line].map(fill).join(" "))
+    if (opened !== "ok") return stopped(opened)
+
+    let decision: { action: ProposalAction; status: DecisionStatus } | undefined
+    for (;;) {
+      if (history.length >= maxTurns) return result("no_decision")
+      const heard = await race(o.leg.listen())
+      if (heard === ABORTED) return stopped(ABORTED)
+      if (heard === null) {
+        calleeHungUp = true
+        return result("callee_hung_up")
+      }
+      turn("callee", heard.text, heard.at)
+
+      // One callee line may take several agent lines: a proposal, then its decision.
+      for (;;) {
+        if (history.length >= maxTurns) return result("no_decision")
+        const reply = await ask(decision)
+        if (reply === ABORTED) return stopped(ABORTED)
+        if (reply === "error") {
+          reached = "agent_error"
+          const spoken = await speak(fill(APOLOGY))
+          return spoken === "ok" ? result("agent_error") : stopped(spoken)
+        }
+        if (reply.end !== undefined && reply.propose === undefined) reached = reply.end.outcome
+        const spoken = await speak(reply.text)
+        if (spoken !== "ok") return stopped(spoken)
+        if (reply.propose !== undefined) {
+          const status = await decide(reply.propose)
+          if (status === ABORTED) return stopped(ABORTED)
+          decision = { action: reply.propose.action, status }
+          continue
+        }
+        if (reply.end !== undefined) return result(reply.end.outcome)
+        break
+      }
+    }
+  } finally {
+    o.signal.removeEventListener("abort", onAbort)
+    interrupt = undefined
+    await o.leg.hangup().catch(() => undefined)
+  }
+}
