@@ -1,31 +1,169 @@
-// The runtime role's process host: joins the runtime queue group on the bus and answers for this
-// process. Run, call and approval actors are hosted here as they land.
+// The runtime role's process host: claims runs that need an owner (a lease row in Postgres,
+// renewed while it lives), drives each with a RunDriver, listens for the api's commands on the
+// bus, sweeps expired approvals, and answers rt.ping. Nothing here is the only copy of anything:
+// another runtime process can take any run over from Postgres.
 import { Effect, Fiber } from "effect"
+import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
+import { AppConfig } from "../src/services/AppConfig.js"
+import { Bus } from "../src/services/Bus.js"
 import { Clock } from "../src/services/Clock.js"
 import { Db } from "../src/services/Db.js"
-import { Bus } from "../src/services/Bus.js"
 import { Instance } from "../src/services/Instance.js"
 import { Log } from "../src/services/Log.js"
-import { RT_PING, RUNTIME_QUEUE, type RuntimePong } from "./subjects.js"
+import { Llm } from "../src/providers/Llm.js"
+import { Telephony } from "../src/providers/Telephony.js"
+import { Pacer, SlotCounter } from "./pacing.js"
+import { RunDriver, type DialerSettings } from "./run-driver.js"
+import * as repo from "./runtime.repo.js"
+import {
+  RT_APPROVAL_DECIDED,
+  RT_PING,
+  RT_RUN_CONTROL,
+  RT_RUN_WAKE,
+  RUNTIME_QUEUE,
+  type ApprovalDecided,
+  type RunControl,
+  type RuntimePong,
+} from "./subjects.js"
+import { TurnSink } from "./turns.js"
 
 export interface RuntimeHost {
+  /** Runs this process owns right now. */
+  readonly ownedRuns: () => number[]
   stop(): Promise<void>
 }
 
-export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance | Log | Db | Clock> = Effect.gen(function* () {
+const APPROVAL_SWEEP_MS = 5_000
+
+export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony> = Effect.gen(function* () {
   const bus = yield* Bus
   const instance = yield* Instance
   const log = yield* Log
+  const config = yield* AppConfig
+  const { sql } = yield* Db
+  const llm = yield* Llm
+  const telephony = yield* Telephony
+  const context = yield* Effect.context<Db | Clock | Log | Bus | AppConfig>()
+  const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) => Effect.runPromise(Effect.either(Effect.provide(eff, context)))
+
+  const me = instance.id
+  const settings: DialerSettings = {
+    timeScale: config.simTimeScale,
+    callingHoursAny: config.callingHoursAny,
+    leaseMs: config.runLeaseMs,
+    perWorkflowConcurrency: config.dialer.maxConcurrentPerWorkflow,
+    perTenantConcurrency: config.dialer.maxConcurrentPerTenant,
+    maxAttempts: config.dialer.maxAttempts,
+    retryBackoffMs: config.dialer.retryBackoffMs,
+    ringTimeoutMs: 45_000,
+    approvalHoldMs: config.approvalHoldMs,
+    approvalTtlMs: config.approvalTtlMs,
+  }
+  const pacer = new Pacer({ ratePerSecond: config.dialer.cpsPerTenant, burst: Math.max(1, Math.ceil(config.dialer.cpsPerTenant)) })
+  pacer.configure(`carrier:${telephony.name}`, config.dialer.cpsPerCarrier, Math.max(1, Math.ceil(config.dialer.cpsPerCarrier)))
+  const turns = new TurnSink(sql, bus, log)
+  const drivers = new Map<number, RunDriver>()
+  let stopping = false
+
+  const money = {
+    reserve: async (tenantId: number, callRef: string, seconds: number) => {
+      const r = await runEffect(reserveCall(tenantId, callRef, seconds))
+      if (r._tag === "Left") {
+        log.info({ call_ref: callRef, reason: r.left.message }, "call not funded")
+        return { ok: false as const }
+      }
+      return { ok: true as const, reservedMinor: r.right.reserved_minor }
+    },
+    settle: async (callRef: string, seconds: number) => {
+      const r = await runEffect(seconds > 0 ? settleCall(callRef, seconds) : releaseCall(callRef))
+      if (r._tag === "Left") return undefined
+      return r.right === undefined ? undefined : { chargedMinor: r.right.settled_minor ?? 0 }
+    },
+  }
+
+  const deps = { sql, bus, log, llm, telephony, me, pacer, slots: new SlotCounter(), turns, settings, money }
+
+  /** Claims runs that need an owner (one given run, or any) and starts a driver for each. */
+  let claiming: Promise<void> | undefined
+  const claim = (onlyRunId?: number): Promise<void> => {
+    if (claiming !== undefined) return claiming.then(() => (onlyRunId === undefined ? undefined : claim(onlyRunId)))
+    claiming = (async () => {
+      try {
+        while (!stopping) {
+          const claimed = await repo.claimRun(sql, me, settings.leaseMs, onlyRunId)
+          if (claimed === undefined) break
+          const setup = await repo.loadRunSetup(sql, claimed.id)
+          if (setup === undefined) {
+            await repo.releaseRun(sql, me, claimed.id)
+            break
+          }
+          const driver = new RunDriver(deps, claimed, setup)
+          drivers.set(claimed.id, driver)
+          void driver.done.then(() => {
+            if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)
+            turns.forget(claimed.id)
+          })
+          await driver.start(claimed)
+          log.info({ run_id: claimed.id, status: claimed.status, previous_owner: claimed.previous_owner }, "run claimed")
+          if (onlyRunId !== undefined) break
+        }
+      } catch (err) {
+        log.error({ err }, "claiming runs failed")
+      } finally {
+        claiming = undefined
+      }
+    })()
+    return claiming
+  }
+
+  const renew = async (): Promise<void> => {
+    const ids = [...drivers.keys()]
+    if (ids.length === 0) return
+    try {
+      const kept = await repo.renewLeases(sql, me, ids, settings.leaseMs)
+      for (const id of ids) if (!kept.has(id)) drivers.get(id)?.loseLease()
+    } catch (err) {
+      log.error({ err }, "renewing run leases failed")
+    }
+  }
+
   const pong: RuntimePong = { instance_id: instance.id, host: instance.host, started_at: instance.startedAt.toISOString() }
-  const ping = bus.subscribe(RT_PING, (msg) => void msg.respond(pong), { queue: RUNTIME_QUEUE })
+  const subscriptions = [
+    bus.subscribe(RT_PING, (msg) => void msg.respond(pong), { queue: RUNTIME_QUEUE }),
+    // Any one runtime process claims a started or resumed run; the lease row decides, not the message.
+    bus.subscribe(RT_RUN_WAKE, (msg) => claim(msg.json<RunControl>().run_id), { queue: RUNTIME_QUEUE }),
+    bus.subscribe(RT_RUN_CONTROL, (msg) => {
+      const c = msg.json<RunControl>()
+      if (c.command === "pause" || c.command === "resume" || c.command === "cancel") drivers.get(c.run_id)?.control(c.command)
+    }),
+    bus.subscribe(RT_APPROVAL_DECIDED, (msg) => {
+      const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()
+      if (d.run_id !== null) drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
+    }),
+  ]
+
+  const timers = [
+    setInterval(() => void claim(), config.runClaimIntervalMs),
+    setInterval(() => void renew(), Math.max(100, Math.floor(settings.leaseMs / 3))),
+    setInterval(() => void repo.expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed")), APPROVAL_SWEEP_MS),
+  ]
+  void claim()
+
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.
   const renewals = yield* Effect.forkDaemon(renewalLoop)
-  log.info({ instance: instance.id }, "runtime host started")
+  log.info({ instance: me }, "runtime host started")
   return {
+    ownedRuns: () => [...drivers.keys()],
     stop: async () => {
+      stopping = true
+      for (const t of timers) clearInterval(t)
       await Effect.runPromise(Fiber.interrupt(renewals))
-      await ping.drain()
+      await claiming?.catch(() => {})
+      // Calls in flight finish (up to the shutdown budget); then the runs are handed back.
+      await Promise.all([...drivers.values()].map((d) => d.shutdown(config.shutdownTimeoutMs)))
+      await turns.flush()
+      await Promise.all(subscriptions.map((s) => s.drain()))
       log.info("runtime host stopped")
     },
   }

@@ -9,6 +9,7 @@ import { Llm, LlmLive } from "./providers/Llm.js"
 import { Mail, MailLive } from "./providers/Mail.js"
 import { Payments, PaymentsLive } from "./providers/Payments.js"
 import { Speech } from "./providers/Speech.js"
+import { Telephony, TelephonyLive } from "./providers/Telephony.js"
 import { AppConfig } from "./services/AppConfig.js"
 import { Bus, BusLive } from "./services/Bus.js"
 import { Clock } from "./services/Clock.js"
@@ -18,7 +19,7 @@ import { Log } from "./services/Log.js"
 import { migrate } from "./services/Migrator.js"
 import { VoiceSamples, VoiceSamplesLive } from "./voices/VoiceSamples.js"
 
-export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm
+export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -33,7 +34,7 @@ const Migrated = Layer.effectDiscard(
 export function appLayer(deps: { config: Config; logger: Logger; instance: ProcessInstance }): Layer.Layer<AppServices> {
   const base = Layer.mergeAll(AppConfig.layer(deps.config), Log.layer(deps.logger), Clock.live, Instance.layer(deps.instance))
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
-  const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive)
+  const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive, TelephonyLive)
   const infra = Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
   return Layer.mergeAll(AuthLive, ChallengeLive).pipe(Layer.provideMerge(infra))
 }

@@ -37,6 +37,7 @@ import workflowsList from "./workflows.list.js"
 import { previewOpeningAudio, previewOpeningCreate } from "./workflows.preview-opening.js"
 import workflowsRegenerate from "./workflows.regenerate.js"
 import { workflowDelete, workflowRetire } from "./workflows.retire.js"
+import { workflowPause, workflowRun } from "./workflows.run.js"
 import workflowsRuns from "./workflows.runs.js"
 import workflowsUpdate from "./workflows.update.js"
 
@@ -58,6 +59,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowRetire,
     workflowDelete,
     workflowsRuns,
+    workflowRun,
+    workflowPause,
     workflowsAudience,
     dncList,
     dncAdd,

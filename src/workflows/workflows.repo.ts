@@ -148,6 +148,9 @@ export interface RunRow {
   readonly id: number
   readonly workflow_id: number
   readonly status: string
+  readonly pause_reason: string | null
+  readonly end_reason: string | null
+  readonly targets_queued: number
   readonly started_at: Date
   readonly ended_at: Date | null
   readonly targets_total: number
@@ -157,9 +160,14 @@ export interface RunRow {
   readonly concessions_decided: number
 }
 
+/** Runs with live counters, read from the attempts themselves so they are right after a takeover. */
 export const listRuns = (sql: Sql, workflowId: number) =>
   sql<RunRow[]>`
-    select id, workflow_id, status, started_at, ended_at, targets_total, targets_dialed, targets_connected,
-           approvals_pending, concessions_decided
-    from runs where workflow_id = ${workflowId}
-    order by id desc`
+    select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
+           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int as targets_queued,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.answered_at is not null)::int as targets_connected,
+           (select count(*) from approvals a where a.run_id = r.id and a.status = 'pending' and a.expires_at > now())::int as approvals_pending,
+           (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession' and a.status in ('approved', 'denied'))::int as concessions_decided
+    from runs r where r.workflow_id = ${workflowId}
+    order by r.id desc`

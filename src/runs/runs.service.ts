@@ -1,0 +1,112 @@
+// Starting, resuming and pausing runs, as api processes decide them: readiness and the wallet are
+// checked, the change is made in Postgres under the workflow's row lock, and then the runtime
+// processes are told over the bus (they also find the change on their own if the message is lost).
+import { Effect } from "effect"
+import { precheck, DEFAULT_PRECHECK_SECONDS } from "../billing/billing.service.js"
+import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../errors.js"
+import { Bus } from "../services/Bus.js"
+import { Db } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../../runtime/subjects.js"
+import * as repo from "./runs.repo.js"
+
+export type ReadinessGap = "rule_book" | "audience" | "compliance"
+
+const readinessGaps = (g: repo.RunGate): ReadinessGap[] => [
+  ...(g.rule_book_id === null ? (["rule_book"] as const) : []),
+  ...(g.audience_count === 0 ? (["audience"] as const) : []),
+  ...(g.attested ? [] : (["compliance"] as const)),
+]
+
+class Refused {
+  constructor(readonly error: Conflict | NotFound) {}
+}
+
+const notify = (subject: string, payload: RunControl) =>
+  Effect.gen(function* () {
+    const bus = yield* Bus
+    const log = yield* Log
+    // Best effort: runtime processes also poll Postgres, so a lost message only delays the change.
+    yield* Effect.try(() => bus.publish(subject, payload)).pipe(Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e, subject }, "runtime notification not sent"))))
+  })
+
+/**
+ * POST /api/workflows/{id}/run. A ready draft or paused workflow goes live: a paused run resumes
+ * with its run_id, otherwise a new run is created over the whole audience.
+ */
+export const startRun = (tenantId: number, workflowId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const wallet = yield* precheck(tenantId, DEFAULT_PRECHECK_SECONDS)
+    const outcome = yield* Effect.promise(() =>
+      sql
+        .begin(async (tx) => {
+          const gate = await repo.lockRunGate(tx, tenantId, workflowId)
+          if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
+          if (gate.status === "retired") throw new Refused(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired` }))
+          if (gate.running_run_id !== null)
+            throw new Refused(
+              new Conflict({ code: "RUN_IN_PROGRESS", message: `run ${gate.running_run_id} is already running`, details: { run_id: gate.running_run_id } }),
+            )
+          const missing = readinessGaps(gate)
+          if (missing.length > 0)
+            throw new Refused(
+              new Conflict({ code: "WORKFLOW_NOT_READY", message: `workflow ${workflowId} is not ready to run: missing ${missing.join(", ")}`, details: { missing } }),
+            )
+          if (wallet.status !== "ok") return { wallet: wallet.status }
+          const run =
+            gate.status === "paused" && gate.paused_run_id !== null
+              ? { ...(await repo.resumeRun(tx, gate.paused_run_id)), resumed: true }
+              : { ...(await repo.insertRun(tx, tenantId, workflowId, gate.rule_book_id!)), resumed: false }
+          await repo.setWorkflowStatus(tx, workflowId, "live")
+          return { run }
+        })
+        .catch((e: unknown) => {
+          if (e instanceof Refused) return { refused: e.error }
+          throw e
+        }),
+    )
+    if ("refused" in outcome) return yield* Effect.fail(outcome.refused)
+    if ("wallet" in outcome) {
+      if (outcome.wallet === "account_suspended") return yield* Effect.fail(new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is suspended" }))
+      return yield* Effect.fail(
+        new InsufficientFunds({
+          message:
+            outcome.wallet === "trial_expired"
+              ? "the free trial has ended: top up the wallet to start a run"
+              : `the wallet cannot pay for one ${DEFAULT_PRECHECK_SECONDS}-second call: top up to start a run`,
+          balanceMinor: wallet.balance_minor,
+          requiredMinor: wallet.required_minor,
+        }),
+      )
+    }
+    const { run } = outcome
+    yield* notify(RT_RUN_WAKE, { run_id: run.id, tenant_id: tenantId, command: run.resumed ? "resume" : "start" })
+    return { run_id: run.id, status: "running" as const, targets_queued: run.queued, resumed: run.resumed, workflow_id: workflowId }
+  })
+
+/** POST /api/workflows/{id}/pause: queued targets stop at once; calls in flight finish. */
+export const pauseRun = (tenantId: number, workflowId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const outcome = yield* Effect.promise(() =>
+      sql
+        .begin(async (tx) => {
+          const gate = await repo.lockRunGate(tx, tenantId, workflowId)
+          if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
+          if (gate.status === "paused") return { runId: gate.paused_run_id, changed: false }
+          if (gate.status !== "live")
+            throw new Refused(new Conflict({ code: "WORKFLOW_NOT_LIVE", message: `workflow ${workflowId} is ${gate.status}, not live` }))
+          const runId = await repo.pauseRunningRun(tx, workflowId, "user")
+          await repo.setWorkflowStatus(tx, workflowId, "paused")
+          return { runId: runId ?? null, changed: true }
+        })
+        .catch((e: unknown) => {
+          if (e instanceof Refused) return { refused: e.error }
+          throw e
+        }),
+    )
+    if ("refused" in outcome) return yield* Effect.fail(outcome.refused)
+    if (outcome.changed && outcome.runId !== null) yield* notify(RT_RUN_CONTROL, { run_id: outcome.runId, tenant_id: tenantId, command: "pause" })
+    return { workflow_id: workflowId, status: "paused" as const, run_id: outcome.runId, run_status: outcome.runId === null ? null : "paused" }
+  })
