@@ -37,6 +37,8 @@ import { SnapshotWriter } from "./snapshots.js"
 import type { TurnSink } from "./turns.js"
 
 const COOLDOWN_MS = 7 * 86_400_000
+/** Targets considered at once by one run's dialer. */
+const DIAL_PARALLELISM = 8
 
 /** What the dialer needs from the process that hosts it. */
 export interface DriverDeps {
@@ -259,11 +261,18 @@ export class RunDriver {
         await this.syncStatus()
         continue
       }
-      for (const t of due) {
-        if (!this.dialing) break
-        const outcome = await this.consider(t)
-        if (outcome === "wait") break
+      // A few targets at a time: each attempt is a database round trip or two, and the pacer and
+      // slot counters decide synchronously, so parallel workers cannot overshoot them.
+      const queue = [...due]
+      let waitMs: number | undefined
+      const worker = async (): Promise<void> => {
+        while (queue.length > 0 && waitMs === undefined && this.dialing) {
+          const wait = await this.consider(queue.shift()!)
+          if (wait !== undefined) waitMs = Math.max(waitMs ?? 0, wait)
+        }
       }
+      await Promise.all(Array.from({ length: Math.min(DIAL_PARALLELISM, queue.length) }, worker))
+      if (waitMs !== undefined) await this.sleep(waitMs)
     }
   }
 
@@ -287,45 +296,40 @@ export class RunDriver {
     this.poke()
   }
 
-  /** One due target: skipped, held, paced, or dialed. "wait" stops this batch. */
-  private async consider(t: repo.DueTarget): Promise<"next" | "wait"> {
+  /** One due target: skipped, held, paced, or dialed. A number: stop this batch and wait that long. */
+  private async consider(t: repo.DueTarget): Promise<number | undefined> {
     const { sql, settings, pacer, slots } = this.deps
     const now = Date.now()
     if (t.on_dnc) {
       await repo.skipTarget(sql, this.tenantId, this.runId, t.id, Decision.skip(t.target_id, now, "dnc_listed"))
-      return "next"
+      return undefined
     }
     if (t.ncpr_preference !== null && t.phone_e164.startsWith("+91") && ncprBlocks(t.ncpr_preference, this.ruleBook.ncpr_category)) {
       await repo.skipTarget(sql, this.tenantId, this.runId, t.id, Decision.skip(t.target_id, now, "ncpr_registered", { preference: t.ncpr_preference }))
-      return "next"
+      return undefined
     }
     // The cool-down protects people from other campaigns; this run's own retries are its business.
     if (t.attempts === 0 && t.last_contacted_at !== null && now - t.last_contacted_at.getTime() < COOLDOWN_MS) {
       await repo.skipTarget(sql, this.tenantId, this.runId, t.id, Decision.skip(t.target_id, now, "cooldown", { last_contacted_at: t.last_contacted_at.toISOString() }))
-      return "next"
+      return undefined
     }
     const window = callingWindowCheck({ phoneE164: t.phone_e164, schedule: this.schedule, scheduleKind: this.scheduleKind, now, any: settings.callingHoursAny })
     if (!window.ok) {
       const decision = Decision.fromWindow(t.target_id, now, window)
       if (window.nextOpenAt === null) await repo.skipTarget(sql, this.tenantId, this.runId, t.id, decision)
       else await repo.holdTarget(sql, this.tenantId, this.runId, t.id, new Date(window.nextOpenAt), decision)
-      return "next"
+      return undefined
     }
     const carrierKey = `carrier:${this.deps.telephony.name}`
     const tenantKey = `tenant:${this.tenantId}`
     const workflowKey = `workflow:${this.workflowId}`
     const paced = pacer.tryAcquire([carrierKey, tenantKey], now)
-    if (!paced.ok) {
-      await this.sleep(paced.waitMs)
-      return "wait"
-    }
-    if (!slots.tryEnter([tenantKey, workflowKey], { [tenantKey]: settings.perTenantConcurrency, [workflowKey]: settings.perWorkflowConcurrency })) {
-      await this.sleep(1000)
-      return "wait"
-    }
+    if (!paced.ok) return paced.waitMs
+    // Full: a call ending pokes the loop awake sooner than this.
+    if (!slots.tryEnter([tenantKey, workflowKey], { [tenantKey]: settings.perTenantConcurrency, [workflowKey]: settings.perWorkflowConcurrency })) return 1000
     if (!this.run.getSnapshot().can({ type: "CALL_STARTED" })) {
       slots.leave([tenantKey, workflowKey])
-      return "wait"
+      return 0
     }
     const expected = this.ruleBook.max_call_seconds
     const attempt = await repo
@@ -347,12 +351,11 @@ export class RunDriver {
     if (typeof attempt === "string") {
       slots.leave([tenantKey, workflowKey])
       if (attempt === "not_owner") await this.syncStatus()
-      if (attempt === "tenant_cap") await this.sleep(1000)
-      return attempt === "not_due" ? "next" : "wait"
+      return attempt === "not_due" ? undefined : attempt === "tenant_cap" ? 1000 : 0
     }
     this.run.send({ type: "CALL_STARTED" })
     this.startCall(t, attempt)
-    return "next"
+    return undefined
   }
 
   // ---- calls ---------------------------------------------------------------------------------
