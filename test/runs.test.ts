@@ -237,3 +237,44 @@ describe("money per call", () => {
     expect(twice).toHaveLength(0)
   })
 })
+
+describe("calling hours", () => {
+  it("holds targets outside the callee's local window, with the reason and the next opening in the log", async () => {
+    const strict = await startTestServer({ env: { ...FAST, CALLING_HOURS: "" } })
+    try {
+      const b = api(strict)
+      const s = await b.signup({ country: "US" })
+      const intent = (await (await b.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 100_000 } })).json()) as Json
+      await b.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
+      const req = async (method: string, path: string, body?: unknown) => (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
+      const w = await req("POST", "/api/workflows", { nl_prompt: "Invite customers to our spring sale." })
+      await req("POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550103" }] }) // Washington, DC: Eastern time
+      await req("PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+      // A one-hour window twelve hours away in New York is closed now.
+      const nyHour = Number(new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", hour: "2-digit", hourCycle: "h23" }).format(new Date()))
+      const start = (nyHour + 12) % 24
+      const pad = (h: number) => `${String(h).padStart(2, "0")}:00`
+      const window = start === 23 ? { start: "22:00", end: "23:00" } : { start: pad(start), end: pad(start + 1) }
+      expect((await b.call("PUT", `/api/workflows/${w.id}`, { token: s.token, body: { schedule: { calling_hours: window } } })).status).toBe(200)
+      const run = await req("POST", `/api/workflows/${w.id}/run`)
+      expect(run.status).toBe("running")
+      const held = await (async () => {
+        for (let i = 0; i < 100; i++) {
+          const rows = await strict.sql<{ reason: string; detail: Json }[]>`select reason, detail from dial_decisions where run_id = ${run.run_id} and decision = 'hold'`
+          if (rows.length > 0) return rows[0]!
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        throw new Error("no hold decision")
+      })()
+      expect(held.reason).toBe("outside_calling_hours")
+      expect(held.detail.zones).toEqual(["America/New_York"])
+      const [target] = await strict.sql<[{ status: string; next_attempt_at: Date }]>`select status, next_attempt_at from run_targets where run_id = ${run.run_id}`
+      expect(target.status).toBe("waiting")
+      expect(target.next_attempt_at.getTime()).toBeGreaterThan(Date.now() + 60 * 60_000)
+      const calls = await strict.sql`select 1 from calls where run_id = ${run.run_id}`
+      expect(calls).toHaveLength(0)
+    } finally {
+      await strict.stop()
+    }
+  })
+})
