@@ -1,9 +1,12 @@
-// Transcript turns leave a runtime process here: each gets its run-wide `seq`, goes out at once on
-// the bus (turns.<tenant>.<run>.<target>) and into Postgres in batches. Seqs come from blocks
-// reserved in the run's row, so a process that takes a run over never reuses one already sent.
+// Transcript turns leave a runtime process here: each gets its run-wide `seq`, is stored in
+// Postgres in small batches and then published on the bus (turns.<tenant>.<run>.<target>). Stored
+// before published: a watcher that subscribes and then reads history cannot miss a turn between
+// the two. Seqs come from blocks reserved in the run's row, so a process that takes a run over
+// never reuses one already sent.
 import type { Logger } from "pino"
 import type { BusClient } from "../src/bus/bus.js"
 import type { Sql } from "../src/services/Db.js"
+import { turnSubject, type TurnMessage } from "../src/turns/turn.message.js"
 import { reserveTurnSeqs, insertTurns, type TurnRow } from "./runtime.repo.js"
 
 export interface TurnIn {
@@ -18,22 +21,9 @@ export interface TurnIn {
   readonly at: number
 }
 
-/** The bus message of one turn (and the shape SSE clients receive). */
-export interface TurnMessage {
-  readonly seq: number
-  readonly run_id: number
-  readonly target_id: number
-  readonly call_id: number
-  readonly turn_index: number
-  readonly speaker: TurnIn["speaker"]
-  readonly text: string
-  readonly at: string
-}
-
-export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") => `turns.${tenantId}.${runId}.${targetId}`
-
 const SEQ_BLOCK = 256
-const FLUSH_MS = 100
+/** The longest a turn waits for its batch: the latency a watcher sees on top of the bus. */
+const FLUSH_MS = 20
 const FLUSH_ROWS = 500
 
 interface RunSeqs {
@@ -88,18 +78,12 @@ export class TurnSink {
 
   private emit(t: TurnIn, seq: number): void {
     const at = new Date(t.at)
-    const msg: TurnMessage = { seq, run_id: t.runId, target_id: t.targetId, call_id: t.callId, turn_index: t.turnIndex, speaker: t.speaker, text: t.text, at: at.toISOString() }
-    try {
-      this.bus.publish(turnSubject(t.tenantId, t.runId, t.targetId), msg)
-    } catch (err) {
-      this.log.warn({ err, run_id: t.runId }, "could not publish a turn")
-    }
     this.rows.push({ tenant_id: t.tenantId, run_id: t.runId, target_id: t.targetId, call_id: t.callId, seq, turn_index: t.turnIndex, speaker: t.speaker, text: t.text, at })
     if (this.rows.length >= FLUSH_ROWS) void this.flush()
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS)
   }
 
-  /** Writes the turns emitted so far; resolves when they are stored. */
+  /** Stores the turns emitted so far, then publishes them in order; resolves when that is done. */
   flush(): Promise<void> {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = undefined
@@ -110,7 +94,16 @@ export class TurnSink {
       try {
         await insertTurns(this.sql, rows)
       } catch (err) {
+        // Watchers still get them live; only a later history read will lack them.
         this.log.error({ err, turns: rows.length }, "could not store turns")
+      }
+      for (const r of rows) {
+        const msg: TurnMessage = { seq: r.seq, run_id: r.run_id, target_id: r.target_id, call_id: r.call_id, turn_index: r.turn_index, speaker: r.speaker, text: r.text, at: r.at.toISOString() }
+        try {
+          this.bus.publish(turnSubject(r.tenant_id, r.run_id, r.target_id), msg)
+        } catch (err) {
+          this.log.warn({ err, run_id: r.run_id }, "could not publish a turn")
+        }
       }
     })
     return this.writing

@@ -10,6 +10,7 @@ import { Mail, MailLive } from "./providers/Mail.js"
 import { Payments, PaymentsLive } from "./providers/Payments.js"
 import { Speech } from "./providers/Speech.js"
 import { Telephony, TelephonyLive } from "./providers/Telephony.js"
+import { TurnStreams, TurnStreamsLive } from "./turns/TurnStreams.js"
 import { AppConfig } from "./services/AppConfig.js"
 import { Bus, BusLive } from "./services/Bus.js"
 import { Clock } from "./services/Clock.js"
@@ -19,7 +20,7 @@ import { Log } from "./services/Log.js"
 import { migrate } from "./services/Migrator.js"
 import { VoiceSamples, VoiceSamplesLive } from "./voices/VoiceSamples.js"
 
-export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony
+export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony | TurnStreams
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -36,5 +37,5 @@ export function appLayer(deps: { config: Config; logger: Logger; instance: Proce
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
   const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive, TelephonyLive)
   const infra = Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
-  return Layer.mergeAll(AuthLive, ChallengeLive).pipe(Layer.provideMerge(infra))
+  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive).pipe(Layer.provideMerge(infra))
 }

@@ -98,6 +98,11 @@ const Env = z.object({
   APPROVAL_HOLD_MS: positiveInt.default(30_000),
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
+  /** Turn streams: a comment this often when nothing else was sent, closed after this long without a turn. */
+  SSE_KEEPALIVE_MS: positiveInt.default(15_000),
+  SSE_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60_000),
+  /** A turn-stream client with more than this unsent is dropped (it stopped reading). */
+  SSE_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
 })
 
 export type Config = Readonly<{
@@ -147,6 +152,7 @@ export type Config = Readonly<{
   }
   approvalHoldMs: number
   approvalTtlMs: number
+  sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
 }>
 
 export class ConfigError extends Error {
@@ -212,5 +218,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     approvalHoldMs: e.APPROVAL_HOLD_MS,
     approvalTtlMs: e.APPROVAL_TTL_MS,
+    sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },
   }
 }

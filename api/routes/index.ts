@@ -23,10 +23,13 @@ import { billingAutochargePost, billingAutochargePut, billingTopup } from "./bil
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import health from "./health.get.js"
+import internalTurns from "./internal.turns.js"
 import objectionsGet from "./objections.get.js"
 import objectionsList from "./objections.list.js"
 import { openApiRoute } from "./openapi.get.js"
 import pricing from "./pricing.get.js"
+import runsLive from "./runs.live.js"
+import runsTurnsStream from "./runs.turns-stream.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
 import workflowsAudience from "./workflows.audience.js"
@@ -61,6 +64,9 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowsRuns,
     workflowRun,
     workflowPause,
+    runsLive,
+    runsTurnsStream,
+    internalTurns,
     workflowsAudience,
     dncList,
     dncAdd,

@@ -1,0 +1,24 @@
+// GET /api/runs/live: the workspace's calls in flight, across every runtime process (at most 20),
+// each with the run and target ids its turn stream needs.
+import { Effect } from "effect"
+import { z } from "zod"
+import { listLiveCalls } from "../../src/turns/turns.service.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { Id } from "../schemas.js"
+import { callerOf } from "../session.js"
+
+export default route({
+  method: "GET",
+  path: "/api/runs/live",
+  auth: "jwt",
+  summary: "Calls in flight (at most 20, newest first)",
+  tags: ["runs"],
+  query: z.object({ run_id: Id.optional() }),
+  handler: ({ principal, query }) =>
+    Effect.gen(function* () {
+      const c = yield* callerOf(principal)
+      const calls = yield* listLiveCalls(c.tenantId, query.run_id)
+      return json({ count: calls.length, calls })
+    }),
+})

@@ -1,0 +1,21 @@
+// One transcript turn as it travels: the bus message on turns.<tenant>.<run>.<target>, and the
+// data of each SSE event a watcher receives.
+
+/** The bus message of one turn (and the shape SSE clients receive). */
+export interface TurnMessage {
+  readonly seq: number
+  readonly run_id: number
+  readonly target_id: number
+  /** The call it belongs to; null for turns ingested from an external orchestrator without one. */
+  readonly call_id: number | null
+  /** Its position within its call. */
+  readonly turn_index: number
+  readonly speaker: "agent" | "callee" | "system"
+  readonly text: string
+  readonly at: string
+  /** The external orchestrator's outcome id, for turns ingested through POST /internal/turns. */
+  readonly outcome_id?: string | null
+}
+
+export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") => `turns.${tenantId}.${runId}.${targetId}`
+
