@@ -21,6 +21,7 @@ import {
   type SettleInput,
 } from "../machines/index.js"
 import type { Logger } from "pino"
+import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
 import { converse } from "../src/calls/conversation.js"
 import type { BusClient } from "../src/bus/bus.js"
 import type { DecisionStatus, LanguageModel, Proposal } from "../src/providers/llm/llm.interface.js"
@@ -39,6 +40,8 @@ import type { TurnSink } from "./turns.js"
 const COOLDOWN_MS = 7 * 86_400_000
 /** Targets considered at once by one run's dialer. */
 const DIAL_PARALLELISM = 8
+/** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
+const TRANSCRIPT_EXCERPT_LINES = 6
 
 /** What the dialer needs from the process that hosts it. */
 export interface DriverDeps {
@@ -83,6 +86,8 @@ interface LiveCall {
   reservedMinor: number | null
   chargedMinor: number | null
   turns: number
+  /** The last few lines said, for an approval's context. */
+  recent: string[]
   pendingDecision: ((d: DecisionStatus) => void) | undefined
 }
 
@@ -374,6 +379,7 @@ export class RunDriver {
       reservedMinor: null,
       chargedMinor: null,
       turns: 0,
+      recent: [],
       pendingDecision: undefined,
     }
     const machine = callMachine.provide({
@@ -476,6 +482,8 @@ export class RunDriver {
       signal,
       onTurn: (turn) => {
         live.turns++
+        live.recent.push(`${turn.speaker}: ${turn.text}`)
+        if (live.recent.length > TRANSCRIPT_EXCERPT_LINES) live.recent.shift()
         this.deps.turns.push({ tenantId: this.tenantId, runId: this.runId, targetId: input.targetId, callId: input.callId, turnIndex: turn.turnIndex, speaker: turn.speaker, text: turn.text, at: turn.at })
         sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
       },
@@ -505,7 +513,7 @@ export class RunDriver {
         valueMinor: req.proposal.valueMinor,
         currency: this.currency,
         rationale: req.proposal.rationale,
-        context: { attempt: live.attempt, target_id: live.targetId, turns: live.turns },
+        context: { attempt: live.attempt, target_id: live.targetId, turns: live.turns, transcript: [...live.recent] },
         ttlMs: settings.approvalTtlMs,
       })
       this.approvalActor(undefined, {
@@ -564,9 +572,17 @@ export class RunDriver {
       next = { kind: "requeue", outcome }
       decision = Decision.hold(live.targetId, now, "insufficient_funds", { call_id: callId })
     } else {
-      const r = retryDecision({ outcome, attempt: live.attempt, maxAttempts: settings.maxAttempts, baseBackoffMs: settings.retryBackoffMs, timeScale: settings.timeScale, now, seed: live.targetId })
-      next = r.retry ? { kind: "retry", at: r.at, outcome } : { kind: "done", outcome }
-      decision = Decision.fromRetry(live.targetId, now, r, { call_id: callId, outcome, connected_seconds: out.connectedSeconds, turns: out.turns }, live.chargedMinor)
+      const detail = { call_id: callId, outcome, connected_seconds: out.connectedSeconds, turns: out.turns }
+      if (outcome === "callback_scheduled" && live.attempt < settings.maxAttempts) {
+        // The callee agreed to a later call: a new attempt at that time, which is not a retry.
+        const at = now + CALLBACK_DELAY_MS * settings.timeScale
+        next = { kind: "retry", at, outcome }
+        decision = Decision.retry(live.targetId, now, "callback_scheduled", { ...detail, retry_at: at }, live.chargedMinor)
+      } else {
+        const r = retryDecision({ outcome, attempt: live.attempt, maxAttempts: settings.maxAttempts, baseBackoffMs: settings.retryBackoffMs, timeScale: settings.timeScale, now, seed: live.targetId })
+        next = r.retry ? { kind: "retry", at: r.at, outcome } : { kind: "done", outcome }
+        decision = Decision.fromRetry(live.targetId, now, r, detail, live.chargedMinor)
+      }
     }
     try {
       const seconds = live.answeredAtMs === null ? 0 : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, this.ruleBook.max_call_seconds)

@@ -5,6 +5,8 @@ import apiKeysCreate from "./api-keys.create.js"
 import apiKeysDelete from "./api-keys.delete.js"
 import apiKeysList from "./api-keys.list.js"
 import apiKeysRevoke from "./api-keys.revoke.js"
+import approvalsDecide from "./approvals.decide.js"
+import approvalsList from "./approvals.list.js"
 import authAltchaChallenge from "./auth.altcha-challenge.js"
 import authLogin from "./auth.login.js"
 import authLogout from "./auth.logout.js"
@@ -66,6 +68,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowPause,
     runsLive,
     runsTurnsStream,
+    approvalsList,
+    approvalsDecide,
     internalTurns,
     workflowsAudience,
     dncList,

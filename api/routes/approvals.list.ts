@@ -1,0 +1,40 @@
+// GET /api/approvals: the workspace's approvals, newest first; filters make it the polling form of
+// approval.requested (status=pending, created_after) and approval.resolved (decided_after).
+import { Effect } from "effect"
+import { z } from "zod"
+import { listApprovals } from "../../src/approvals/approvals.service.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { Id, QueryInt } from "../schemas.js"
+import { callerOf } from "../session.js"
+
+const Timestamp = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).transform((s) => new Date(s))
+
+export default route({
+  method: "GET",
+  path: "/api/approvals",
+  auth: "jwt",
+  summary: "List approvals (pending, approved, denied; a pending one past expires_at reads as expired)",
+  tags: ["approvals"],
+  query: z.object({
+    workflow_id: Id.optional(),
+    status: z.enum(["pending", "approved", "denied", "expired"], { error: "must be pending, approved, denied or expired" }).optional(),
+    decided_after: Timestamp.optional(),
+    created_after: Timestamp.optional(),
+    before_id: Id.optional(),
+    limit: QueryInt(1, 500).optional(),
+  }),
+  handler: ({ principal, query }) =>
+    Effect.gen(function* () {
+      const c = yield* callerOf(principal)
+      const approvals = yield* listApprovals(c.tenantId, {
+        workflowId: query.workflow_id,
+        status: query.status,
+        decidedAfter: query.decided_after,
+        createdAfter: query.created_after,
+        beforeId: query.before_id,
+        limit: query.limit ?? 100,
+      })
+      return json({ approvals })
+    }),
+})

@@ -1,0 +1,97 @@
+// SQL for approvals as the api sees them: listing with the polling filters, and the decision,
+// made atomically in Postgres (only a pending, unexpired approval of the workspace changes).
+import type { Sql, Tx } from "../services/Db.js"
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired"
+
+export interface ApprovalRow {
+  readonly id: number
+  readonly workflow_id: number
+  readonly run_id: number | null
+  readonly call_id: number | null
+  readonly target_phone: string | null
+  readonly proposed_action: "concession" | "callback" | "escalate"
+  readonly proposed_value_minor: number | null
+  readonly currency: "INR" | "USD"
+  readonly rationale: string | null
+  readonly context: Record<string, unknown>
+  /** A pending approval past its expiry reads as expired, whether or not the sweep has run. */
+  readonly status: ApprovalStatus
+  readonly created_at: Date
+  readonly expires_at: Date
+  readonly decided_at: Date | null
+  readonly decided_by: number | null
+  readonly decided_by_api_key_id: number | null
+  readonly note: string | null
+}
+
+const columns = (sql: Sql | Tx) => sql`
+  id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context,
+  case when status = 'pending' and expires_at <= now() then 'expired' else status end as status,
+  created_at, expires_at, decided_at, decided_by, decided_by_api_key_id, note`
+
+export interface ListFilter {
+  readonly workflowId?: number | undefined
+  readonly status?: ApprovalStatus | undefined
+  readonly decidedAfter?: Date | undefined
+  readonly createdAfter?: Date | undefined
+  readonly beforeId?: number | undefined
+  readonly limit: number
+}
+
+export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
+  sql<ApprovalRow[]>`
+    select ${columns(sql)} from approvals
+    where tenant_id = ${tenantId}
+      ${f.workflowId === undefined ? sql`` : sql`and workflow_id = ${f.workflowId}`}
+      ${f.status === undefined ? sql`` : f.status === "pending" ? sql`and status = 'pending' and expires_at > now()` : f.status === "expired" ? sql`and (status = 'expired' or (status = 'pending' and expires_at <= now()))` : sql`and status = ${f.status}`}
+      ${f.decidedAfter === undefined ? sql`` : sql`and decided_at > ${f.decidedAfter}`}
+      ${f.createdAfter === undefined ? sql`` : sql`and created_at > ${f.createdAfter}`}
+      ${f.beforeId === undefined ? sql`` : sql`and id < ${f.beforeId}`}
+    order by ${f.decidedAfter === undefined ? sql`id desc` : sql`decided_at desc, id desc`}
+    limit ${f.limit}`
+
+export type DecideOutcome =
+  | { readonly kind: "decided"; readonly row: ApprovalRow; readonly callEnded: boolean; readonly runTargetId: number | null }
+  | { readonly kind: "not_found" }
+  | { readonly kind: "conflict"; readonly status: ApprovalStatus }
+
+/** Decides a pending approval: exactly one of any number of concurrent decisions wins. */
+export const decide = async (
+  sql: Sql,
+  d: { tenantId: number; approvalId: number; status: "approved" | "denied"; userId: number | null; apiKeyId: number | null; note: string | null },
+): Promise<DecideOutcome> =>
+  (await sql.begin(async (tx) => {
+    const [row] = await tx<[ApprovalRow?]>`
+      update approvals
+      set status = ${d.status}, decided_at = now(), decided_by = ${d.userId}, decided_by_api_key_id = ${d.apiKeyId}, note = ${d.note}
+      where id = ${d.approvalId} and tenant_id = ${d.tenantId} and status = 'pending' and expires_at > now()
+      returning ${columns(tx)}`
+    if (!row) {
+      const [existing] = await tx<[{ status: ApprovalStatus }?]>`
+        select case when status = 'pending' and expires_at <= now() then 'expired' else status end as status
+        from approvals where id = ${d.approvalId} and tenant_id = ${d.tenantId}`
+      return existing === undefined ? { kind: "not_found" } : { kind: "conflict", status: existing.status }
+    }
+    const [call] = await tx<[{ status: string; run_target_id: number }?]>`select status, run_target_id from calls where id = ${row.call_id}`
+    return { kind: "decided", row, callEnded: call === undefined || call.status === "ended", runTargetId: call?.run_target_id ?? null }
+  })) as DecideOutcome
+
+/**
+ * A callback approved after its call ended becomes a new attempt at `at`; a finished run opens
+ * again to dial it. Only a target that is done (not already queued again) is rescheduled.
+ */
+export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
+  (await sql.begin(async (tx) => {
+    const [t] = await tx<[{ id: number }?]>`
+      update run_targets set status = 'waiting', next_attempt_at = ${at}, outcome = 'callback_scheduled', updated_at = now()
+      where id = ${runTargetId} and run_id = ${runId} and status = 'done'
+      returning id`
+    if (!t) return false
+    await tx`
+      update runs r set status = 'running', ended_at = null, end_reason = null, updated_at = now()
+      where r.id = ${runId} and r.status = 'completed'
+        and exists (select 1 from workflows w where w.id = r.workflow_id and w.status = 'live')
+        and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
+    return true
+  })) as boolean

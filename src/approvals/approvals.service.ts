@@ -1,0 +1,84 @@
+// Approvals: listing them (the polling equivalents of approval.requested / approval.resolved) and
+// deciding them. The decision is made in Postgres first; then the runtime process holding the
+// call hears of it on the bus and the conversation resumes. A callback approved after its call
+// ended is scheduled as a new attempt; a concession approved late is recorded for follow-up.
+import { Effect } from "effect"
+import type { Principal } from "../auth/principal.js"
+import { Conflict, NotFound } from "../errors.js"
+import { AppConfig } from "../services/AppConfig.js"
+import { Bus } from "../services/Bus.js"
+import { Db } from "../services/Db.js"
+import { Log } from "../services/Log.js"
+import { RT_APPROVAL_DECIDED, type ApprovalDecided } from "../../runtime/subjects.js"
+import * as repo from "./approvals.repo.js"
+
+/** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
+export const CALLBACK_DELAY_MS = 2 * 3_600_000
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString())
+
+export const approvalView = (r: repo.ApprovalRow) => ({
+  id: r.id,
+  workflow_id: r.workflow_id,
+  run_id: r.run_id,
+  call_id: r.call_id,
+  target_phone: r.target_phone,
+  proposed_action: r.proposed_action,
+  proposed_value_minor: r.proposed_value_minor,
+  currency: r.currency,
+  rationale: r.rationale,
+  context: r.context,
+  status: r.status,
+  created_at: iso(r.created_at),
+  expires_at: iso(r.expires_at),
+  decided_at: iso(r.decided_at),
+  decided_by: r.decided_by,
+  decided_by_api_key_id: r.decided_by_api_key_id,
+  note: r.note,
+})
+
+export const listApprovals = (tenantId: number, f: repo.ListFilter) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const rows = yield* Effect.promise(() => repo.listApprovals(sql, tenantId, f))
+    return rows.map(approvalView)
+  })
+
+export const decideApproval = (caller: Principal, approvalId: number, decision: "approve" | "deny", note: string | null) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const bus = yield* Bus
+    const log = yield* Log
+    const config = yield* AppConfig
+    const status = decision === "approve" ? "approved" : "denied"
+    const outcome = yield* Effect.promise(() =>
+      repo.decide(sql, {
+        tenantId: caller.tenantId,
+        approvalId,
+        status,
+        userId: caller.kind === "user" ? caller.userId : null,
+        apiKeyId: caller.kind === "api_key" ? caller.keyId : null,
+        note,
+      }),
+    )
+    if (outcome.kind === "not_found") return yield* Effect.fail(new NotFound({ message: `approval ${approvalId} not found` }))
+    if (outcome.kind === "conflict")
+      return yield* Effect.fail(
+        new Conflict({
+          code: outcome.status === "expired" ? "APPROVAL_EXPIRED" : "APPROVAL_ALREADY_DECIDED",
+          message: outcome.status === "expired" ? `approval ${approvalId} has expired` : `approval ${approvalId} was already ${outcome.status}`,
+          details: { status: outcome.status },
+        }),
+      )
+    const row = outcome.row
+    // The call, if still live somewhere, resumes as soon as its runtime process hears this.
+    const message: ApprovalDecided & { decided_by: number | null } = { approval_id: row.id, call_id: row.call_id, run_id: row.run_id, status, decided_by: row.decided_by }
+    yield* Effect.try(() => bus.publish(RT_APPROVAL_DECIDED, message)).pipe(
+      Effect.catchAll((err) => Effect.sync(() => log.warn({ err, approval_id: row.id }, "could not announce an approval decision"))),
+    )
+    if (outcome.callEnded && status === "approved" && row.proposed_action === "callback" && row.run_id !== null && outcome.runTargetId !== null) {
+      const at = new Date(Date.now() + CALLBACK_DELAY_MS * config.simTimeScale)
+      yield* Effect.promise(() => repo.scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
+    }
+    return { id: row.id, status, decided_at: iso(row.decided_at), decided_by: row.decided_by, note: row.note }
+  })
