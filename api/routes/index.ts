@@ -31,7 +31,9 @@ import objectionsList from "./objections.list.js"
 import { openApiRoute } from "./openapi.get.js"
 import pricing from "./pricing.get.js"
 import runsLive from "./runs.live.js"
+import reportsWeekly from "./reports.weekly.js"
 import runsTurnsStream from "./runs.turns-stream.js"
+import timelineGet from "./timeline.get.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
 import workflowsAudience from "./workflows.audience.js"
@@ -68,6 +70,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowPause,
     runsLive,
     runsTurnsStream,
+    timelineGet,
+    reportsWeekly,
     approvalsList,
     approvalsDecide,
     internalTurns,

@@ -1,0 +1,37 @@
+// The weekly report (GET /api/reports/weekly): checks the period, reads the workspace's figures for
+// it, and hands them to the PDF writer. The figures are read before the first byte is sent, so a
+// failure is still an HTTP error and not a truncated document.
+import { Effect } from "effect"
+import { ValidationFailed } from "../errors.js"
+import { Clock } from "../services/Clock.js"
+import { Db } from "../services/Db.js"
+import * as repo from "./reports.repo.js"
+import { parsePeriod, weeklyFigures, type Period, type WeeklyFigures } from "./weekly.figures.js"
+
+/** from/to as sent → the period, or 422 naming the faulty field. */
+export function periodOf(from: string, to: string): Effect.Effect<Period, ValidationFailed> {
+  const p = parsePeriod(from, to)
+  if (!("errors" in p)) return Effect.succeed(p)
+  const first = p.errors[0]!
+  return Effect.fail(new ValidationFailed({ message: `invalid query: ${first.field}: ${first.message}`, errors: p.errors }))
+}
+
+export const weeklyReport = (tenantId: number, period: Period): Effect.Effect<WeeklyFigures, never, Db | Clock> =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const now = (yield* Clock).now()
+    const r = period.range
+    const [tenant, totals, outcomes, perDay, approvals] = yield* Effect.promise(() =>
+      Promise.all([
+        repo.findTenant(sql, tenantId),
+        repo.callTotals(sql, tenantId, r),
+        repo.outcomeCounts(sql, tenantId, r),
+        repo.callsPerDay(sql, tenantId, r),
+        repo.approvalCounts(sql, tenantId, r, now),
+      ]),
+    )
+    if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
+    return weeklyFigures({ workspace: tenant.name, currency: tenant.currency, period, totals, outcomes, perDay, approvals, generatedAt: now })
+  })
+
+export const reportFilename = (p: { from: string; to: string }) => `parley-report-${p.from}-to-${p.to}.pdf`
