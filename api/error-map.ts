@@ -71,6 +71,8 @@ export function toHttpError(e: DomainError): HttpError {
       return { status: 409, body: { error: e.message, code: e.code ?? "CONFLICT", ...e.details } }
     case "GatewayUnavailable":
       return { status: 502, body: { error: e.message, code: "GATEWAY_UNAVAILABLE" }, headers: { "Retry-After": "5" } }
+    case "EncryptionUnavailable":
+      return { status: 503, body: { error: e.message, code: "ENCRYPTION_UNAVAILABLE" } }
     case "ShuttingDown":
       return { status: 503, body: { error: "server is shutting down; retry", code: "SHUTTING_DOWN" }, headers: { "Retry-After": "1" } }
     default:

@@ -5,6 +5,7 @@
 import { Effect, Fiber } from "effect"
 import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
+import { numberRentalLoop } from "../src/numbers/numbers.service.js"
 import { AppConfig } from "../src/services/AppConfig.js"
 import { Bus } from "../src/services/Bus.js"
 import { Clock } from "../src/services/Clock.js"
@@ -152,13 +153,14 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.
   const renewals = yield* Effect.forkDaemon(renewalLoop)
+  const rentals = yield* Effect.forkDaemon(numberRentalLoop)
   log.info({ instance: me }, "runtime host started")
   return {
     ownedRuns: () => [...drivers.keys()],
     stop: async () => {
       stopping = true
       for (const t of timers) clearInterval(t)
-      await Effect.runPromise(Fiber.interrupt(renewals))
+      await Effect.runPromise(Effect.all([Fiber.interrupt(renewals), Fiber.interrupt(rentals)]))
       await claiming?.catch(() => {})
       // Calls in flight finish (up to the shutdown budget); then the runs are handed back.
       await Promise.all([...drivers.values()].map((d) => d.shutdown(config.shutdownTimeoutMs)))

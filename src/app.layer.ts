@@ -9,6 +9,8 @@ import { Llm, LlmLive } from "./providers/Llm.js"
 import { Mail, MailLive } from "./providers/Mail.js"
 import { Payments, PaymentsLive } from "./providers/Payments.js"
 import { Speech } from "./providers/Speech.js"
+import { NumberAccounts } from "./numbers/numbers.service.js"
+import { Credentials, CredentialsLive } from "./onboarding/Credentials.js"
 import { Telephony, TelephonyLive } from "./providers/Telephony.js"
 import { TurnStreams, TurnStreamsLive } from "./turns/TurnStreams.js"
 import { AppConfig } from "./services/AppConfig.js"
@@ -20,7 +22,7 @@ import { Log } from "./services/Log.js"
 import { migrate } from "./services/Migrator.js"
 import { VoiceSamples, VoiceSamplesLive } from "./voices/VoiceSamples.js"
 
-export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony | TurnStreams
+export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony | TurnStreams | Credentials
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -37,5 +39,8 @@ export function appLayer(deps: { config: Config; logger: Logger; instance: Proce
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
   const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive, TelephonyLive)
   const infra = Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
-  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive).pipe(Layer.provideMerge(infra))
+  // byok workspaces' numbers live on their own telco_a account, from their stored credential.
+  const numberAccounts = Layer.effect(NumberAccounts, Effect.map(Credentials, (c) => ({ byokTelcoA: c.telcoAAccount })))
+  const credentials = numberAccounts.pipe(Layer.provideMerge(CredentialsLive))
+  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials).pipe(Layer.provideMerge(infra))
 }

@@ -2,6 +2,7 @@
 // with a message that names the variable; nothing else in the program reads process.env.
 import { join } from "node:path"
 import { z } from "zod"
+import { isMasterKey } from "./onboarding/credentials.crypto.js"
 
 const port = z.coerce.number().int().min(0).max(65535)
 const positiveInt = z.coerce.number().int().positive()
@@ -39,6 +40,8 @@ const Env = z.object({
   SYSTEM_KEY: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
   /** HS256 key for session JWTs; unset → a random key generated once and kept in the database. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+  /** AES-256-GCM key (32 bytes, base64) for tenants' provider secrets; unset → credential saves answer 503. */
+  CREDENTIALS_MASTER_KEY: optionalString.pipe(z.string().refine(isMasterKey, "must be 32 bytes encoded in base64").optional()),
   /** How often API keys' last_used_at/last_used_ip are written (batched, not per request). */
   KEY_USAGE_FLUSH_MS: positiveInt.max(3_600_000).default(5_000),
   /** Origins allowed to send cookie-authenticated state changes (CSRF), comma-separated. */
@@ -70,6 +73,13 @@ const Env = z.object({
   GW_UPI_CHECKOUT_SCRIPT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** Signing secret of the generic payment webhook (X-SVC-Signature). */
   PAYMENT_WEBHOOK_SECRET: optionalString,
+  /**
+   * The platform's telco_a account (numbers and calls of bundled workspaces): API root, account
+   * sid, auth token. Unset (any of the three) → the simulator's number inventory.
+   */
+  TELCO_A_API_URL: optionalString.pipe(z.url().optional()),
+  TELCO_A_ACCOUNT_SID: optionalString,
+  TELCO_A_AUTH_TOKEN: optionalString,
   /** An OpenAI-compatible API root including its version (…/v1); unset → the language-model simulator. */
   LLM_BASE_URL: optionalString.pipe(z.url().optional()),
   /** Bearer key for LLM_BASE_URL; optional, since local model servers often need none. */
@@ -120,6 +130,7 @@ export type Config = Readonly<{
   publicBaseUrl: string | undefined
   systemKey: string | undefined
   jwtSecret: string | undefined
+  credentialsMasterKey: string | undefined
   keyUsageFlushMs: number
   allowedOrigins: readonly string[]
   altchaRequired: boolean
@@ -134,6 +145,7 @@ export type Config = Readonly<{
   gwUpiWebhookSecret: string | undefined
   gwUpiCheckoutScript: string | undefined
   paymentWebhookSecret: string | undefined
+  telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined
   llmBaseUrl: string | undefined
   llmApiKey: string | undefined
   llmModel: string
@@ -182,6 +194,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     systemKey: e.SYSTEM_KEY,
     jwtSecret: e.JWT_SECRET,
+    credentialsMasterKey: e.CREDENTIALS_MASTER_KEY,
     keyUsageFlushMs: e.KEY_USAGE_FLUSH_MS,
     allowedOrigins: e.ALLOWED_ORIGINS,
     altchaRequired: e.ALTCHA_REQUIRED,
@@ -200,6 +213,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
     gwUpiCheckoutScript: e.GW_UPI_CHECKOUT_SCRIPT,
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
+    telcoA:
+      e.TELCO_A_API_URL && e.TELCO_A_ACCOUNT_SID && e.TELCO_A_AUTH_TOKEN
+        ? { apiUrl: e.TELCO_A_API_URL.replace(/\/+$/, ""), accountSid: e.TELCO_A_ACCOUNT_SID, authToken: e.TELCO_A_AUTH_TOKEN }
+        : undefined,
     llmBaseUrl: e.LLM_BASE_URL?.replace(/\/+$/, ""),
     llmApiKey: e.LLM_API_KEY,
     llmModel: e.LLM_MODEL,

@@ -86,6 +86,11 @@ export class GatewayUnavailable extends Data.TaggedError("GatewayUnavailable")<{
 
 export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{}> {}
 
+/** Provider secrets cannot be stored: CREDENTIALS_MASTER_KEY is not configured (503). */
+export class EncryptionUnavailable extends Data.TaggedError("EncryptionUnavailable")<{
+  readonly message: string
+}> {}
+
 export type DomainError =
   | ValidationFailed
   | RuleBookInvalid
@@ -102,6 +107,7 @@ export type DomainError =
   | Conflict
   | ShuttingDown
   | GatewayUnavailable
+  | EncryptionUnavailable
 
 /** Start-up cannot go on (a service unreachable, a role without what it needs); not an HTTP error. */
 export class StartupError extends Error {

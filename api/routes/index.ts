@@ -26,8 +26,18 @@ import { billingBalance, billingHistory, billingPrecheck } from "./billing.walle
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import health from "./health.get.js"
 import internalTurns from "./internal.turns.js"
+import numbersImport from "./numbers.import.js"
+import numbersList from "./numbers.list.js"
+import numbersProvision from "./numbers.provision.js"
+import { numbersDelete, numbersRelease } from "./numbers.release.js"
+import numbersSearch from "./numbers.search.js"
 import objectionsGet from "./objections.get.js"
 import objectionsList from "./objections.list.js"
+import onboardingComplete from "./onboarding.complete.js"
+import { credentialsDelete, credentialsPut } from "./onboarding.credentials.js"
+import onboardingMode from "./onboarding.mode.js"
+import onboardingProviders from "./onboarding.providers.js"
+import onboardingStatus from "./onboarding.status.js"
 import { openApiRoute } from "./openapi.get.js"
 import pricing from "./pricing.get.js"
 import runsLive from "./runs.live.js"
@@ -111,6 +121,18 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     gwCardWebhook,
     gwUpiWebhook,
     paymentWebhook,
+    numbersList,
+    numbersSearch,
+    numbersProvision,
+    numbersImport,
+    numbersDelete,
+    numbersRelease,
+    onboardingProviders,
+    onboardingStatus,
+    onboardingMode,
+    credentialsPut,
+    credentialsDelete,
+    onboardingComplete,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

@@ -9,6 +9,13 @@ export type PerCurrency<T> = Readonly<Record<Currency, T>>
 export const RATE_PER_MINUTE_MINOR: PerCurrency<number> = { INR: 700, USD: 10 }
 /** Monthly platform fee of the byok plan. */
 export const BYOK_FEE_MINOR: PerCurrency<number> = { INR: 249_900, USD: 2_900 }
+/**
+ * Monthly rental of a phone number bought under the platform's account (bundled workspaces):
+ * the first month is charged from the wallet when the number is provisioned, then each month
+ * until it is released (no refund of a part month). byok workspaces' numbers live on their own
+ * provider account, which bills them; Parley charges nothing for those.
+ */
+export const NUMBER_MONTHLY_MINOR: PerCurrency<number> = { INR: 50_000, USD: 115 }
 /** Credited at signup as a ledger entry. */
 export const TRIAL_CREDIT_MINOR: PerCurrency<number> = { INR: 20_000, USD: 300 }
 /** Smallest top-up the checkout pages offer; the API accepts 1 to 10,000,000 minor units. */
@@ -69,6 +76,11 @@ export function priceCatalogue() {
         fee_minor: BYOK_FEE_MINOR,
         fee_display: display(BYOK_FEE_MINOR),
       },
+    },
+    numbers: {
+      billing: "monthly per number on the platform's account, from the wallet; first month at provisioning, none after release",
+      monthly_minor: NUMBER_MONTHLY_MINOR,
+      monthly_display: display(NUMBER_MONTHLY_MINOR),
     },
     trial_credit_minor: TRIAL_CREDIT_MINOR,
     trial_credit_display: display(TRIAL_CREDIT_MINOR),

@@ -1,0 +1,126 @@
+// Live validation of a provider credential: one authenticated GET to the provider's account
+// endpoint (per-attempt timeout, one retry when the provider may recover), or, with no base URL
+// to call (the simulators), the format check the catalogue already made.
+import { setTimeout as sleep } from "node:timers/promises"
+import { describeNetworkError, parseRetryAfter, ProviderCallError, type Attempt } from "../providers/http.util.js"
+import type { CheckedCredential, ProviderId } from "./providers.catalogue.js"
+
+export type ValidationOutcome =
+  /** The provider accepted the credential (or, with no endpoint to call, its format is right). */
+  | { readonly result: "valid"; readonly method: "live" | "format" }
+  /** The provider refused it (401/403): stored as failed. */
+  | { readonly result: "rejected"; readonly message: string }
+  /** The provider could not say (network, timeout, any other status): stored as unvalidated. */
+  | { readonly result: "unavailable"; readonly message: string }
+
+/** The platform's own API roots, used when the credential names none. */
+export interface PlatformUrls {
+  readonly llmBaseUrl?: string | undefined
+  readonly telcoAApiUrl?: string | undefined
+}
+
+export interface ValidatorOptions {
+  readonly platform: PlatformUrls
+  /** Limit for each attempt; default 5000 ms. */
+  readonly timeoutMs?: number
+  /** Replaces the global fetch (tests). */
+  readonly fetch?: typeof fetch
+}
+
+/** Attempts per validation: the first and one retry. */
+const ATTEMPTS = 2
+const RETRY_BACKOFF_MS = 250
+const MAX_RETRY_AFTER_MS = 2_000
+
+interface Probe {
+  readonly url: string
+  readonly authorization: string
+}
+
+const LABEL: Readonly<Record<ProviderId, string>> = {
+  llm: "the language model API",
+  telco_a: "telco_a",
+  telco_b: "telco_b",
+  tts: "the speech synthesis API",
+  stt: "the speech recognition API",
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined)
+const trimSlash = (u: string): string => u.replace(/\/+$/, "")
+
+/** The account-endpoint request for a credential, or undefined when there is no endpoint to call. */
+export function probeFor(provider: ProviderId, cred: CheckedCredential, platform: PlatformUrls): Probe | undefined {
+  const bearer = `Bearer ${cred.secret}`
+  switch (provider) {
+    case "llm": {
+      const base = str(cred.extra.base_url) ?? platform.llmBaseUrl
+      return base === undefined ? undefined : { url: `${trimSlash(base)}/models`, authorization: bearer }
+    }
+    case "telco_a": {
+      const base = str(cred.extra.api_base_url) ?? platform.telcoAApiUrl
+      if (base === undefined || cred.primaryId === null) return undefined
+      return {
+        url: `${trimSlash(base)}/2010-04-01/Accounts/${encodeURIComponent(cred.primaryId)}.json`,
+        authorization: `Basic ${Buffer.from(`${cred.primaryId}:${cred.secret}`).toString("base64")}`,
+      }
+    }
+    case "telco_b":
+    case "tts":
+    case "stt": {
+      const base = str(cred.extra.api_base_url)
+      return base === undefined ? undefined : { url: `${trimSlash(base)}/v1/account`, authorization: bearer }
+    }
+  }
+}
+
+/** Validates `cred` against its provider; never throws, and no message carries the secret. */
+export async function validateCredential(provider: ProviderId, cred: CheckedCredential, opts: ValidatorOptions): Promise<ValidationOutcome> {
+  const probe = probeFor(provider, cred, opts.platform)
+  if (probe === undefined) return { result: "valid", method: "format" }
+  const doFetch = opts.fetch ?? fetch
+  const timeoutMs = opts.timeoutMs ?? 5_000
+  const label = LABEL[provider]
+  const secrets = [cred.secret, probe.authorization.slice(probe.authorization.indexOf(" ") + 1)]
+  // The secret must not reach the stored error, a response or a log line, even if echoed back.
+  const scrub = (s: string): string => secrets.reduce((acc, x) => (x === "" ? acc : acc.split(x).join("***")), s)
+
+  async function attempt(): Promise<Attempt<true, ProviderCallError>> {
+    let res: Response
+    try {
+      res = await doFetch(probe!.url, {
+        method: "GET",
+        headers: { authorization: probe!.authorization, accept: "application/json" },
+        // A redirect is not an answer about the credential, and must not carry it elsewhere.
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      })
+      // The body is not read into any message: only the status decides.
+      await res.body?.cancel().catch(() => {})
+    } catch (e) {
+      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
+      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
+      return { ok: false, error: new ProviderCallError(`${label} unreachable: ${reason}`, true) }
+    }
+    if (res.status === 200) return { ok: true, value: true }
+    if (res.status === 401 || res.status === 403)
+      return { ok: false, error: new ProviderCallError(`${label} rejected the credentials (HTTP ${res.status})`, false, { status: res.status }) }
+    const retryable = res.status === 429 || res.status >= 500
+    const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
+    return {
+      ok: false,
+      error: new ProviderCallError(`${label} answered HTTP ${res.status}; the credentials could not be checked`, retryable, { status: res.status }),
+      ...(retryAfterMs !== undefined && { retryAfterMs }),
+    }
+  }
+
+  let last: ProviderCallError | undefined
+  for (let n = 1; n <= ATTEMPTS; n++) {
+    const r = await attempt()
+    if (r.ok) return { result: "valid", method: "live" }
+    last = r.error
+    if (!r.error.retryable || n === ATTEMPTS) break
+    await sleep(Math.min(Math.max(RETRY_BACKOFF_MS, r.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
+  }
+  const message = scrub(last!.message)
+  return last!.status === 401 || last!.status === 403 ? { result: "rejected", message } : { result: "unavailable", message }
+}
