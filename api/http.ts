@@ -108,6 +108,15 @@ export function sendWhole(
   })
 }
 
+/** A stream writer as the server holds it. */
+export interface OpenStream extends StreamWriter {
+  /**
+   * Settles once res.end() was called or the client is gone. After end() this waits for a client
+   * that is behind to read (see end()), or for its connection to go.
+   */
+  readonly finished: Promise<void>
+}
+
 /** Sends status and headers, then hands back a writer for a body of unknown length (chunked). */
 export function openStream(
   ex: Exchange,
@@ -115,7 +124,7 @@ export function openStream(
   contentType: string,
   headers: Headers | undefined,
   common: Headers,
-): StreamWriter {
+): OpenStream {
   ex.started = true
   ex.status = status
   const res = ex.res
@@ -125,6 +134,17 @@ export function openStream(
   // chunked bodies (getWriteOffset stays 0), so this upper bound stands in for it.
   let backlog = 0
   let waiting: ((ok: boolean) => void) | undefined
+  // end() was called while a write was still waiting for the socket: res.end() waits for onWritable.
+  let ending = false
+  let settle!: () => void
+  const finished = new Promise<void>((r) => (settle = r))
+  const finish = () => {
+    if (ex.writable) {
+      ex.finished = true
+      res.cork(() => res.end())
+    }
+    settle()
+  }
 
   const close = () => {
     if (closed) return
@@ -135,16 +155,23 @@ export function openStream(
     for (const h of closeHandlers.splice(0)) h()
   }
 
-  ex.onAbort(close)
+  ex.onAbort(() => {
+    close()
+    settle()
+  })
   res.cork(() => writeHead(res, status, contentType, headers, common))
   res.onWritable(() => {
+    if (ending) {
+      finish()
+      return true
+    }
     const w = waiting
     waiting = undefined
     w?.(true)
     return true
   })
 
-  const writer: StreamWriter = {
+  const writer: OpenStream = {
     get closed() {
       return closed
     },
@@ -172,12 +199,21 @@ export function openStream(
     },
     end() {
       if (closed) return
-      if (ex.writable) {
-        ex.finished = true
-        res.cork(() => res.end())
-      }
+      // A write still waiting means uWS holds bytes the socket has not taken. res.end() now would
+      // queue the terminating chunk behind them, and uWS would send both as the client reads, but
+      // nothing would tell us when: after end() the response object is dead, onWritable and
+      // onAborted no longer fire (not even with end(body, true), which on a chunked body also
+      // writes a stray "Connection: close" line into it) and getWriteOffset stays 0 for chunked
+      // bodies. app.close() at shutdown would then drop them. So the response stays ours until
+      // uWS reports the socket writable again: res.end() in onWritable pushes the held bytes and
+      // the terminating chunk into the kernel, which still delivers them after the socket is
+      // closed. (Should the kernel take only part, uWS sends the rest as the client reads.)
+      // `finished` tells the server when res.end() happened; the producer is released now.
+      if (waiting !== undefined && ex.writable) ending = true
+      else finish()
       close()
     },
+    finished,
   }
   return writer
 }

@@ -20,8 +20,8 @@ import {
 } from "../src/errors.js"
 import type { AppServices } from "../src/app.layer.js"
 import { INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
-import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole } from "./http.js"
-import type { Reply, StreamWriter } from "./reply.js"
+import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole, type OpenStream } from "./http.js"
+import type { Reply } from "./reply.js"
 import type { AnyRoute, Method, Part, RequestContext } from "./route.js"
 import { Router, parseQuery, validate } from "./router.js"
 import { streamMultipart, type StreamedBody } from "./upload.js"
@@ -57,7 +57,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const uws = loadUws()
   const router = new Router(opts.routes)
   const app = uws.App()
-  const streams = new Set<StreamWriter>()
+  const streams = new Set<OpenStream>()
   let inFlight = 0
   let draining = false
   let idle: (() => void) | undefined
@@ -241,6 +241,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       requestId: inc.requestId,
       method: (inc.method === "HEAD" ? "GET" : inc.method) as Method,
       path: inc.url,
+      rawQuery: inc.query,
       params,
       query,
       body,
@@ -292,6 +293,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         } finally {
           writer.end()
         }
+        // In flight until uWS has the whole response (for a backed-up client, once its socket
+        // takes more): shutdown waits for that before app.close() drops what uWS still holds.
+        await writer.finished
         return
       }
     }
@@ -327,13 +331,18 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       (shutdownPromise ??= (async () => {
         draining = true
         uws.us_listen_socket_close(listenSocket)
+        // Ending a stream stops its producer at once; its request stays in flight until the
+        // response is ended, which for a client that is behind waits until its socket takes more
+        // (see openStream's end()), so app.close() below does not cut off what it has yet to read.
         for (const s of [...streams]) s.end()
         if (inFlight > 0) {
           const finished = new Promise<void>((r) => (idle = r))
           const timedOut = await Promise.race([finished.then(() => false), delay(config.shutdownTimeoutMs).then(() => true)])
           if (timedOut) log.warn({ in_flight: inFlight }, "shutdown timeout: closing requests still in flight")
         }
-        // close() exists on the native App (v20.30) but is missing from the bundled typings.
+        // Closes every socket at once, idle keep-alive ones included, dropping any bytes uWS still
+        // buffers for them. close() exists on the native App (v20.30) but is missing from the
+        // bundled typings.
         ;(app as typeof app & { close(): void }).close()
         log.info("http closed")
       })()),

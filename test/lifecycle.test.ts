@@ -113,25 +113,114 @@ describe("a server whose log reader stopped reading", () => {
 })
 
 describe("graceful shutdown", () => {
+  const probes = newProbeState()
   let srv: TestServer
   beforeAll(async () => {
-    srv = await startTestServer({ extraRoutes: probeRoutes(newProbeState()) })
+    srv = await startTestServer({ extraRoutes: probeRoutes(probes) })
   })
   afterAll(async () => srv?.stop())
 
   it("finishes in-flight requests, ends streams, then refuses new connections", async () => {
-    const slow = fetch(srv.url + "/test/slow?ms=400")
+    const slow = fetch(srv.url + "/test/slow?ms=1000")
     const streaming = await fetch(srv.url + "/test/stream?n=10000")
-    const reading = streaming.body!.getReader()
-    await reading.read()
-    await new Promise((r) => setTimeout(r, 50))
+    expect(streaming.status).toBe(200)
+    const stream = readSlowly(streaming)
+    await expect.poll(() => stream.received).toBeGreaterThan(512 * 1024)
     const stopped = srv.running.stop()
     const res = await slow
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ slept: 400 })
-    // The open stream was ended, not left hanging.
-    for (;;) if ((await reading.read()).done) break
+    expect(await res.json()).toEqual({ slept: 1000 })
+    // The open stream was ended, not left hanging, and ended cleanly (see the next test).
+    await stream.done
     await stopped
+    expect(probes.streamEnded).toBe(true)
+    expect(stream.intact).toBe(true)
+    expect(stream.received).toBe(probes.streamWritten * 64 * 1024)
     await expect(fetch(srv.url + "/pricing")).rejects.toThrow()
   })
+
+  it("delivers the rest of an ended stream to a slow reader before closing its connection", async () => {
+    const state = newProbeState()
+    const own = await startTestServer({ extraRoutes: probeRoutes(state) })
+    try {
+      const streaming = await fetch(own.url + "/test/stream?n=10000")
+      expect(streaming.status).toBe(200)
+      // The client reads slowly, before and during shutdown: the producer is always held up by
+      // backpressure, so when shutdown ends the stream uWS still holds bytes the socket has not
+      // taken. Nothing else is in flight, so nothing else keeps the server open meanwhile.
+      const stream = readSlowly(streaming)
+      await expect.poll(() => stream.received).toBeGreaterThan(512 * 1024)
+      const stopped = own.running.stop()
+      // The reader gets `done`, not "terminated: other side closed": every chunk the producer
+      // wrote, then the terminating chunk.
+      await stream.done
+      await stopped
+      expect(state.streamEnded).toBe(true)
+      expect(state.streamWritten).toBeLessThan(10_000)
+      expect(stream.intact).toBe(true)
+      expect(stream.received).toBe(state.streamWritten * 64 * 1024)
+    } finally {
+      await own.stop()
+    }
+  })
+
+  it("does not wait past SHUTDOWN_TIMEOUT_MS for a stream whose client never reads", async () => {
+    const state = newProbeState()
+    const own = await startTestServer({ env: { SHUTDOWN_TIMEOUT_MS: "400" }, extraRoutes: probeRoutes(state) })
+    try {
+      const streaming = await fetch(own.url + "/test/stream?n=10000")
+      expect(streaming.status).toBe(200)
+      // Never read: wait until the socket buffers are full and the producer is held.
+      await expect
+        .poll(async () => {
+          const before = state.streamWritten
+          await sleep(100)
+          return before > 0 && state.streamWritten === before
+        })
+        .toBe(true)
+      const t0 = performance.now()
+      await own.running.stop()
+      const took = performance.now() - t0
+      // It waited for the stream to drain (it never does), then gave up at the timeout.
+      expect(took).toBeGreaterThanOrEqual(350)
+      expect(took).toBeLessThan(5_000)
+      // What the server still held went with the connection: the body ends abruptly.
+      await expect(streaming.arrayBuffer()).rejects.toThrow()
+    } finally {
+      await own.stop()
+    }
+  })
 })
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * Reads a /test/stream body to its end, pausing after every read, and checks it on the way: each
+ * 64 KiB chunk is filled with its index mod 251, so bytes must arrive in order and intact.
+ * `done` rejects if the body ends without its terminating chunk.
+ */
+function readSlowly(res: Response, pauseMs = 20): { readonly received: number; readonly intact: boolean; readonly done: Promise<void> } {
+  const reader = res.body!.getReader()
+  let received = 0
+  let intact = true
+  const expected = (offset: number) => Math.floor(offset / 65536) % 251
+  const done = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return
+      for (let j = 0; j < value.length; j += 1024) if (value[j] !== expected(received + j)) intact = false
+      if (value.length > 0 && value[value.length - 1] !== expected(received + value.length - 1)) intact = false
+      received += value.length
+      await sleep(pauseMs)
+    }
+  })()
+  return {
+    get received() {
+      return received
+    },
+    get intact() {
+      return intact
+    },
+    done,
+  }
+}
