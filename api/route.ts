@@ -69,6 +69,8 @@ export interface RequestContext<P, Q, B> {
   readonly method: Method
   /** The path as received, without the /v1 prefix and without the query string. */
   readonly path: string
+  /** The query string exactly as received (no leading "?"); signed webhooks need the original. */
+  readonly rawQuery: string
   readonly params: P
   readonly query: Q
   /** The validated JSON body; undefined when the route takes none or a multipart body came. */

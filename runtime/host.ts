@@ -14,6 +14,9 @@ import { Instance } from "../src/services/Instance.js"
 import { Log } from "../src/services/Log.js"
 import { Llm } from "../src/providers/Llm.js"
 import { Telephony } from "../src/providers/Telephony.js"
+import { Credentials } from "../src/onboarding/Credentials.js"
+import { providerResolver } from "./accounts.js"
+import { busWebhookChannel } from "./telco-channel.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { RunDriver, type DialerSettings } from "./run-driver.js"
 import * as repo from "./runtime.repo.js"
@@ -37,7 +40,7 @@ export interface RuntimeHost {
 
 const APPROVAL_SWEEP_MS = 5_000
 
-export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony> = Effect.gen(function* () {
+export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony | Credentials> = Effect.gen(function* () {
   const bus = yield* Bus
   const instance = yield* Instance
   const log = yield* Log
@@ -45,6 +48,7 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
   const { sql } = yield* Db
   const llm = yield* Llm
   const telephony = yield* Telephony
+  const credentials = yield* Credentials
   const context = yield* Effect.context<Db | Clock | Log | Bus | AppConfig>()
   const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) => Effect.runPromise(Effect.either(Effect.provide(eff, context)))
 
@@ -62,7 +66,16 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
     approvalTtlMs: config.approvalTtlMs,
   }
   const pacer = new Pacer({ ratePerSecond: config.dialer.cpsPerTenant, burst: Math.max(1, Math.ceil(config.dialer.cpsPerTenant)) })
-  pacer.configure(`carrier:${telephony.name}`, config.dialer.cpsPerCarrier, Math.max(1, Math.ceil(config.dialer.cpsPerCarrier)))
+  const pacedCarriers = new Set<string>()
+  const carrierKey = (account: string): string => {
+    const key = `carrier:${account}`
+    if (!pacedCarriers.has(key)) {
+      pacedCarriers.add(key)
+      pacer.configure(key, config.dialer.cpsPerCarrier, Math.max(1, Math.ceil(config.dialer.cpsPerCarrier)))
+    }
+    return key
+  }
+  const providersFor = providerResolver({ config, credentials, platformTelephony: telephony, platformLlm: llm, channel: busWebhookChannel(bus, log), log })
   const turns = new TurnSink(sql, bus, log)
   const drivers = new Map<number, RunDriver>()
   let stopping = false
@@ -83,7 +96,7 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
     },
   }
 
-  const deps = { sql, bus, log, llm, telephony, me, pacer, slots: new SlotCounter(), turns, settings, money }
+  const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings, money }
 
   /** Claims runs that need an owner (one given run, or any) and starts a driver for each. */
   let claiming: Promise<void> | undefined
@@ -99,7 +112,8 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
             await repo.releaseRun(sql, me, claimed.id)
             break
           }
-          const driver = new RunDriver(deps, claimed, setup)
+          const providers = await providersFor(claimed.tenant_id)
+          const driver = new RunDriver({ ...deps, telephony: providers.telephony, llm: providers.llm, carrierKey: carrierKey(providers.carrierAccount) }, claimed, setup)
           drivers.set(claimed.id, driver)
           void driver.done.then(() => {
             if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)

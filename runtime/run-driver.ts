@@ -50,6 +50,8 @@ export interface DriverDeps {
   readonly log: Logger
   readonly llm: LanguageModel
   readonly telephony: TelephonyProvider
+  /** The pacing key of the carrier account this run's calls go out on. */
+  readonly carrierKey: string
   readonly me: string
   readonly pacer: Pacer
   readonly slots: SlotCounter
@@ -325,7 +327,7 @@ export class RunDriver {
       else await repo.holdTarget(sql, this.tenantId, this.runId, t.id, new Date(window.nextOpenAt), decision)
       return undefined
     }
-    const carrierKey = `carrier:${this.deps.telephony.name}`
+    const carrierKey = this.deps.carrierKey
     const tenantKey = `tenant:${this.tenantId}`
     const workflowKey = `workflow:${this.workflowId}`
     const paced = pacer.tryAcquire([carrierKey, tenantKey], now)

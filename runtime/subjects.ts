@@ -32,3 +32,14 @@ export interface ApprovalDecided {
   readonly run_id: number | null
   readonly status: "approved" | "denied"
 }
+
+/**
+ * A telco_a call's webhooks, carried from the api process the provider called to the runtime
+ * process holding the call: request/reply, the reply being the voice webhook's TwiML answer.
+ */
+export const rtTelcoCall = (callId: number) => `rt.telco.call.${callId}`
+
+export interface TelcoWebhookMessage {
+  readonly kind: "voice" | "status"
+  readonly params: Readonly<Record<string, string>>
+}

@@ -80,6 +80,13 @@ const Env = z.object({
   TELCO_A_API_URL: optionalString.pipe(z.url().optional()),
   TELCO_A_ACCOUNT_SID: optionalString,
   TELCO_A_AUTH_TOKEN: optionalString,
+  /** The platform account's caller id for outbound calls (E.164). */
+  TELCO_A_CALLER_ID: optionalString.pipe(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be an E.164 number").optional()),
+  /** Proxies whose X-Forwarded-Proto/Host are believed when rebuilding a signed webhook's URL (comma-separated IPs). */
+  TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((x) => x.trim()).filter((x) => x !== "")),
   /** An OpenAI-compatible API root including its version (…/v1); unset → the language-model simulator. */
   LLM_BASE_URL: optionalString.pipe(z.url().optional()),
   /** Bearer key for LLM_BASE_URL; optional, since local model servers often need none. */
@@ -146,6 +153,8 @@ export type Config = Readonly<{
   gwUpiCheckoutScript: string | undefined
   paymentWebhookSecret: string | undefined
   telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined
+  telcoACallerId: string | undefined
+  trustedProxies: readonly string[]
   llmBaseUrl: string | undefined
   llmApiKey: string | undefined
   llmModel: string
@@ -213,6 +222,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
     gwUpiCheckoutScript: e.GW_UPI_CHECKOUT_SCRIPT,
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
+    telcoACallerId: e.TELCO_A_CALLER_ID,
+    trustedProxies: e.TRUSTED_PROXIES,
     telcoA:
       e.TELCO_A_API_URL && e.TELCO_A_ACCOUNT_SID && e.TELCO_A_AUTH_TOKEN
         ? { apiUrl: e.TELCO_A_API_URL.replace(/\/+$/, ""), accountSid: e.TELCO_A_ACCOUNT_SID, authToken: e.TELCO_A_AUTH_TOKEN }

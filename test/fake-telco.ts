@@ -231,12 +231,15 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
   }
 
   async function route(req: TelcoRequest): Promise<HandlerAnswer> {
-    const m = /^\/2010-04-01\/Accounts\/([^/?]+)/.exec(req.path)
+    // The account itself is /Accounts/{sid}.json; its resources are below /Accounts/{sid}/.
+    const m = /^\/2010-04-01\/Accounts\/([^/?]+?)(?:\.json)?(?=[/?]|$)/.exec(req.path)
     const auth = /^Basic (.+)$/i.exec(req.headers.authorization ?? "")
     const [user, ...rest] = auth ? Buffer.from(auth[1]!, "base64").toString("utf8").split(":") : []
     const account = user === undefined ? undefined : accounts.get(user)
     if (account === undefined || account.token !== rest.join(":")) return { status: 401, body: telcoError(401, 20003, "Authenticate") }
     if (m === null || decodeURIComponent(m[1]!) !== account.sid) return { status: 403, body: telcoError(403, 20003, "the credentials do not belong to this account") }
+    if (req.method === "GET" && /^\/2010-04-01\/Accounts\/[^/?]+\.json$/.test(req.path.split("?")[0]!))
+      return { status: 200, body: { sid: account.sid, friendly_name: `Account ${account.sid}`, status: "active", type: "Full" } }
     for (const c of custom) {
       const hit = c.method === req.method ? c.pattern.exec(req.resource) : null
       if (hit) return c.handler({ req, account, params: { ...hit.groups } })
@@ -256,7 +259,7 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
       const req: TelcoRequest = {
         method: incoming.method ?? "",
         path,
-        resource: u.pathname.replace(/^\/2010-04-01\/Accounts\/[^/]+/, ""),
+        resource: u.pathname.replace(/^\/2010-04-01\/Accounts\/[^/]+?(?:\.json)?(?=\/|$)/, ""),
         query: Object.fromEntries(u.searchParams),
         form: isForm ? Object.fromEntries(new URLSearchParams(body)) : {},
         headers: incoming.headers,
@@ -327,7 +330,9 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
         method,
         headers: {
           ...(method === "POST" && { "content-type": "application/x-www-form-urlencoded" }),
-          ...(signature !== null && { "X-telco_a-Signature": signature }),
+          // The spec names X-telco_a-Signature; the HTTP engine drops underscore header names, so the
+          // hyphenated form is what reaches us (README: the proxy maps one to the other).
+          ...(signature !== null && { "X-telco-a-Signature": signature }),
         },
         ...(method === "POST" && { body: new URLSearchParams(params).toString() }),
       })

@@ -43,6 +43,7 @@ import pricing from "./pricing.get.js"
 import runsLive from "./runs.live.js"
 import reportsWeekly from "./reports.weekly.js"
 import runsTurnsStream from "./runs.turns-stream.js"
+import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
@@ -81,6 +82,9 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     runsLive,
     runsTurnsStream,
     timelineGet,
+    telcoAIncoming,
+    telcoAStatusCallback,
+    telcoBIncoming,
     reportsWeekly,
     approvalsList,
     approvalsDecide,

@@ -1,0 +1,70 @@
+// Which provider accounts a tenant's run uses: a byok tenant dials and generates with its own
+// validated credentials; a bundled tenant (or a byok one missing a credential) with the platform's
+// — telco_a when TELCO_A_* is configured, else the simulator.
+import type { Logger } from "pino"
+import type { Config } from "../src/config.js"
+import type { CredentialsService } from "../src/onboarding/Credentials.js"
+import type { LanguageModel } from "../src/providers/llm/llm.interface.js"
+import { makeOpenAiLlm } from "../src/providers/llm/openai.llm.js"
+import { makeTelcoATelephony, type WebhookChannel } from "../src/providers/telephony/telco-a.telephony.js"
+import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+
+export interface TenantProviders {
+  readonly telephony: TelephonyProvider
+  readonly llm: LanguageModel
+  /** The carrier account calls go out on: pacing is per carrier account. */
+  readonly carrierAccount: string
+  readonly byok: boolean
+}
+
+export interface AccountDeps {
+  readonly config: Config
+  readonly credentials: CredentialsService
+  readonly platformTelephony: TelephonyProvider
+  readonly platformLlm: LanguageModel
+  readonly channel: WebhookChannel
+  readonly log: Logger
+}
+
+/** The base URL the provider calls our webhooks at. */
+const webhookBase = (config: Config) => config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`
+
+export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<TenantProviders> {
+  // One adapter per account, shared by every run on it.
+  const telcoA = new Map<string, TelephonyProvider>()
+  const telcoAFor = (account: { sid: string; token: string; apiUrl: string; callerId: string | null }) => {
+    const key = `${account.apiUrl}|${account.sid}|${account.token}`
+    let t = telcoA.get(key)
+    if (t === undefined) telcoA.set(key, (t = makeTelcoATelephony({ account, publicBaseUrl: webhookBase(d.config), channel: d.channel })))
+    return t
+  }
+  const platform = (): Pick<TenantProviders, "telephony" | "carrierAccount"> =>
+    d.config.telcoA !== undefined
+      ? {
+          telephony: telcoAFor({ sid: d.config.telcoA.accountSid, token: d.config.telcoA.authToken, apiUrl: d.config.telcoA.apiUrl, callerId: d.config.telcoACallerId ?? null }),
+          carrierAccount: `telco_a:${d.config.telcoA.accountSid}`,
+        }
+      : { telephony: d.platformTelephony, carrierAccount: d.platformTelephony.name }
+
+  return async (tenantId) => {
+    const [telco, llm] = await Promise.all([d.credentials.active(tenantId, "telco_a"), d.credentials.active(tenantId, "llm")])
+    const apiUrl = typeof telco?.extra["api_base_url"] === "string" ? (telco.extra["api_base_url"] as string) : d.config.telcoA?.apiUrl
+    const own =
+      telco !== undefined && telco.primaryId !== null && apiUrl !== undefined
+        ? {
+            telephony: telcoAFor({ sid: telco.primaryId, token: telco.secret, apiUrl, callerId: typeof telco.extra["caller_id"] === "string" ? (telco.extra["caller_id"] as string) : null }),
+            carrierAccount: `telco_a:${telco.primaryId}`,
+          }
+        : undefined
+    const ownLlm =
+      llm !== undefined
+        ? makeOpenAiLlm({
+            baseUrl: typeof llm.extra["base_url"] === "string" ? (llm.extra["base_url"] as string) : (d.config.llmBaseUrl ?? "https://api.openai.com/v1"),
+            apiKey: llm.secret,
+            model: typeof llm.extra["model"] === "string" ? (llm.extra["model"] as string) : d.config.llmModel,
+            timeoutMs: d.config.llmTimeoutMs,
+          })
+        : undefined
+    return { ...(own ?? platform()), llm: ownLlm ?? d.platformLlm, byok: own !== undefined || ownLlm !== undefined }
+  }
+}

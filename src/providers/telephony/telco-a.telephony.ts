@@ -1,0 +1,275 @@
+// Calls over telco_a's REST and webhook protocol (a Twilio-style API). A call is created with a
+// voice URL and a status-callback URL; the provider reports progress to the status URL and asks
+// the voice URL what to do next each time the callee has spoken, so the conversation is a series
+// of webhook answers: what the agent says (<Say>), then listen again (<Gather input="speech">) or
+// hang up. Webhooks reach the api process that the provider calls; the channel carries them to
+// the process holding the leg.
+import { describeNetworkError, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { TelephonyError, type CallLeg, type CarrierEvent, type DialRequest, type TelephonyProvider } from "./telephony.interface.js"
+
+export interface TelcoAAccount {
+  readonly sid: string
+  readonly token: string
+  /** e.g. https://api.telco-a.example; the REST paths start with /2010-04-01. */
+  readonly apiUrl: string
+  /** Caller id for outbound calls (E.164); required by the provider. */
+  readonly callerId: string | null
+}
+
+/** What the provider posts to our webhooks, as form parameters. */
+export type WebhookParams = Readonly<Record<string, string>>
+
+export interface LegWebhooks {
+  /** A voice webhook: answer with the TwiML document that tells the provider what to do next. */
+  voice(params: WebhookParams): Promise<string>
+  /** A status callback. */
+  status(params: WebhookParams): void
+}
+
+/** Carries a call's webhooks from the api process that received them to the leg; returns an unregister. */
+export interface WebhookChannel {
+  register(callId: number, handlers: LegWebhooks): () => void
+}
+
+export interface TelcoAOptions {
+  readonly account: TelcoAAccount
+  /** Where the provider reaches our webhooks (PUBLIC_BASE_URL of the api processes). */
+  readonly publicBaseUrl: string
+  readonly channel: WebhookChannel
+  readonly fetch?: typeof fetch
+  readonly timeoutMs?: number
+  /** How long a voice webhook may wait for the agent before it is asked to call back (Pause + Redirect). */
+  readonly holdMs?: number
+  readonly now?: () => number
+}
+
+export const voiceUrl = (base: string, callId: number) => `${base}/voice/telco_a/incoming?call_id=${callId}`
+export const statusUrl = (base: string, callId: number) => `${base}/api/telco_a/status?call_id=${callId}`
+
+const xml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
+/** The TwiML a voice webhook answers with. */
+export function twiml(says: readonly string[], next: { gather: string } | { hangup: true } | { redirect: string; pauseSeconds: number }): string {
+  let body = says.map((s) => `<Say>${xml(s)}</Say>`).join("")
+  if ("gather" in next) body += `<Gather input="speech" method="POST" speechTimeout="auto" action="${xml(next.gather)}"></Gather>`
+  else if ("hangup" in next) body += "<Hangup/>"
+  else body += `<Pause length="${next.pauseSeconds}"/><Redirect method="POST">${xml(next.redirect)}</Redirect>`
+  return `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`
+}
+
+const WORDS_PER_SECOND = 2.6
+
+type LegOptions = TelcoAOptions & { fetchCall(sid: string, form: Record<string, string>): Promise<unknown> }
+
+class TelcoALeg implements CallLeg {
+  providerCallId = ""
+  private says: string[] = []
+  /** The voice webhook waiting for the agent's next move. */
+  private pendingVoice: ((doc: string) => void) | undefined
+  private pendingTimer: NodeJS.Timeout | undefined
+  /** The agent's next move, decided before any voice webhook asked for it. */
+  private ready: "listen" | "hangup" | undefined
+  private heard: ((u: { text: string; at: number } | null) => void) | undefined
+  private answered = false
+  private ended = false
+  private unregister: () => void = () => {}
+
+  constructor(
+    private readonly callId: number,
+    private readonly onEvent: (e: CarrierEvent) => void,
+    private readonly o: LegOptions,
+  ) {}
+
+  attach(): void {
+    this.unregister = this.o.channel.register(this.callId, { voice: (p) => this.voice(p), status: (p) => this.status(p) })
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)()
+  }
+
+  private answer(by: string | undefined): void {
+    if (this.answered || this.ended) return
+    this.answered = true
+    this.onEvent({ type: "ANSWERED", by: by !== undefined && by.startsWith("machine") ? "machine" : "human", at: this.now() })
+  }
+
+  private end(e: CarrierEvent): void {
+    if (this.ended) return
+    this.ended = true
+    this.unregister()
+    this.heard?.(null)
+    this.heard = undefined
+    this.respond(twiml(this.says.splice(0), { hangup: true }))
+    this.onEvent(e)
+  }
+
+  status(p: WebhookParams): void {
+    const at = this.now()
+    switch (p["CallStatus"]) {
+      case "ringing":
+        if (!this.answered) this.onEvent({ type: "RINGING", at })
+        return
+      case "in-progress":
+      case "answered":
+        return this.answer(p["AnsweredBy"])
+      case "busy":
+        return this.end({ type: "BUSY", at })
+      case "no-answer":
+        return this.end({ type: "NO_ANSWER", at })
+      case "failed":
+      case "canceled":
+        return this.end(this.answered ? { type: "HANGUP", by: "callee", at } : { type: "FAILED", reason: `provider reported ${p["CallStatus"]}`, at })
+      case "completed":
+        return this.end(this.answered ? { type: "HANGUP", by: "callee", at } : { type: "NO_ANSWER", at })
+      default:
+        return
+    }
+  }
+
+  voice(p: WebhookParams): Promise<string> {
+    if (this.ended) return Promise.resolve(twiml([], { hangup: true }))
+    this.answer(p["AnsweredBy"])
+    if ("SpeechResult" in p || "turn" in p) {
+      const text = (p["SpeechResult"] ?? "").trim()
+      const heard = this.heard
+      this.heard = undefined
+      heard?.(text === "" ? null : { text, at: this.now() })
+    }
+    return new Promise<string>((resolve) => {
+      this.pendingVoice?.(twiml([], { redirect: voiceUrl(this.o.publicBaseUrl, this.callId), pauseSeconds: 1 }))
+      this.pendingVoice = resolve
+      if (this.ready !== undefined) return this.flush()
+      // The agent is still thinking: ask the provider to come back rather than time out.
+      this.pendingTimer = setTimeout(() => {
+        this.respond(twiml(this.says.splice(0), { redirect: voiceUrl(this.o.publicBaseUrl, this.callId), pauseSeconds: 1 }))
+      }, this.o.holdMs ?? 8_000)
+      this.pendingTimer.unref?.()
+    })
+  }
+
+  private respond(doc: string): void {
+    const r = this.pendingVoice
+    this.pendingVoice = undefined
+    if (this.pendingTimer !== undefined) clearTimeout(this.pendingTimer)
+    this.pendingTimer = undefined
+    r?.(doc)
+  }
+
+  /** Answers the waiting voice webhook with what the agent said and its next move. */
+  private flush(): void {
+    if (this.pendingVoice === undefined || this.ready === undefined) return
+    const next = this.ready
+    this.ready = undefined
+    const gather = `${voiceUrl(this.o.publicBaseUrl, this.callId)}&turn=1`
+    this.respond(twiml(this.says.splice(0), next === "hangup" ? { hangup: true } : { gather }))
+  }
+
+  async say(text: string): Promise<{ durationMs: number }> {
+    if (this.ended) throw new TelephonyError("the call has ended", false)
+    this.says.push(text)
+    return { durationMs: Math.round((text.split(/\s+/).length / WORDS_PER_SECOND) * 1000) }
+  }
+
+  listen(): Promise<{ text: string; at: number } | null> {
+    if (this.ended) return Promise.resolve(null)
+    return new Promise((resolve) => {
+      this.heard = resolve
+      this.ready = "listen"
+      this.flush()
+    })
+  }
+
+  async hangup(): Promise<void> {
+    if (this.ended) return
+    if (this.pendingVoice !== undefined) {
+      this.ready = "hangup"
+      this.flush()
+    } else {
+      // No webhook to answer: end the call through the REST API.
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+    }
+    this.end({ type: "HANGUP", by: "agent", at: this.now() })
+  }
+}
+
+/** A telco_a account as a TelephonyProvider. */
+export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
+  let active = 0
+  const doFetch = o.fetch ?? fetch
+  const auth = `Basic ${Buffer.from(`${o.account.sid}:${o.account.token}`).toString("base64")}`
+  const callsUrl = `${o.account.apiUrl.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(o.account.sid)}/Calls`
+
+  const post = (url: string, form: Record<string, string>): Promise<{ sid?: string }> =>
+    withRetries<{ sid?: string }, TelephonyError>(
+      async (): Promise<Attempt<{ sid?: string }, TelephonyError>> => {
+        let res: Response
+        try {
+          res = await doFetch(url, {
+            method: "POST",
+            headers: { authorization: auth, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+            body: new URLSearchParams(form).toString(),
+            signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+          })
+        } catch (e) {
+          return { ok: false, error: new TelephonyError(`telco_a unreachable: ${describeNetworkError(e)}`, true, { cause: e }) }
+        }
+        const text = await res.text()
+        if (res.ok) {
+          try {
+            return { ok: true, value: JSON.parse(text) as { sid?: string } }
+          } catch {
+            return { ok: true, value: {} }
+          }
+        }
+        const retryable = res.status === 429 || res.status >= 500
+        return { ok: false, error: new TelephonyError(`telco_a answered ${res.status}: ${text.slice(0, 200)}`, retryable, { status: res.status }) }
+      },
+      (message, cause) => new TelephonyError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+    )
+
+  const options: LegOptions = { ...o, fetchCall: (sid, form) => post(`${callsUrl}/${encodeURIComponent(sid)}.json`, form) }
+
+  return {
+    name: "telco_a",
+    get activeLegs() {
+      return active
+    },
+    dial(req: DialRequest, onEvent: (e: CarrierEvent) => void): CallLeg {
+      active++
+      let counted = true
+      const leg = new TelcoALeg(
+        req.callId,
+        (e) => {
+          if (counted && (e.type === "BUSY" || e.type === "NO_ANSWER" || e.type === "FAILED" || e.type === "HANGUP")) {
+            counted = false
+            active--
+          }
+          onEvent(e)
+        },
+        options,
+      )
+      leg.attach()
+      const from = req.from ?? o.account.callerId
+      // Progress arrives only after dial returns (the interface promises it).
+      queueMicrotask(() => {
+        post(`${callsUrl}.json`, {
+          To: req.to,
+          ...(from !== null && { From: from }),
+          Url: voiceUrl(o.publicBaseUrl, req.callId),
+          Method: "POST",
+          StatusCallback: statusUrl(o.publicBaseUrl, req.callId),
+          StatusCallbackMethod: "POST",
+          StatusCallbackEvent: "initiated ringing answered completed",
+          MachineDetection: "Enable",
+        }).then(
+          (r) => {
+            leg.providerCallId = r.sid ?? ""
+          },
+          (e: unknown) => leg.status({ CallStatus: "failed", ErrorMessage: e instanceof ProviderCallError ? e.message : String(e) }),
+        )
+      })
+      return leg
+    },
+  }
+}

@@ -1,0 +1,94 @@
+// Outbound calls on the fake telco_a: `POST …/Calls.json` creates a call and the fake then plays
+// the provider's part over the real protocol: signed status callbacks (ringing, in-progress,
+// busy, no-answer, completed) and voice webhooks, reading our TwiML (<Say>, <Gather>, <Redirect>,
+// <Hangup/>) and answering each Gather with the callee's line. The callee behaves by the last
+// digit of the number, as the built-in simulator does: 0 no answer, 1 busy, 2 voicemail, 3–5
+// agree, 6 decline.
+import { randomBytes } from "node:crypto"
+import type { FakeTelco } from "./fake-telco.js"
+
+export interface FakeCall {
+  readonly sid: string
+  readonly to: string
+  readonly from: string | undefined
+  readonly url: string
+  readonly statusCallback: string
+  readonly heard: string[]
+  readonly said: string[]
+  status: string
+  done: Promise<void>
+}
+
+const CALLEE_LINES: Record<string, string[]> = {
+  agree: ["Yes, that sounds good.", "Yes, go ahead, let's do it."],
+  decline: ["I'm not interested, no thanks.", "No thanks, I'm not interested."],
+}
+
+const tag = (doc: string, name: string) => [...doc.matchAll(new RegExp(`<${name}[^>]*>([\\s\\S]*?)</${name}>`, "g"))].map((m) => unxml(m[1]!))
+const attr = (doc: string, name: string, attribute: string) => new RegExp(`<${name}[^>]*\\s${attribute}="([^"]*)"`).exec(doc)?.[1]
+const unxml = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&amp;/g, "&")
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Adds call creation to the fake; returns the calls it placed, by sid. */
+export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {}): Map<string, FakeCall> {
+  const calls = new Map<string, FakeCall>()
+  const step = opts.stepMs ?? 5
+
+  fake.handle("POST", /^\/Calls\.json$/, ({ req, account }) => {
+    const f = req.form
+    if (!f.To || !f.Url || !f.StatusCallback) return { status: 400, body: { code: 21205, message: "To, Url and StatusCallback are required", status: 400 } }
+    const sid = `CA${randomBytes(16).toString("hex")}`
+    const call: FakeCall = { sid, to: f.To, from: f.From, url: f.Url, statusCallback: f.StatusCallback, heard: [], said: [], status: "queued", done: Promise.resolve() }
+    calls.set(sid, call)
+    call.done = play(call, account.token).catch((e: unknown) => {
+      call.status = `error: ${String(e)}`
+    })
+    return { status: 201, body: { sid, status: "queued", to: f.To, from: f.From } }
+  })
+
+  async function play(call: FakeCall, token: string): Promise<void> {
+    const base = { CallSid: call.sid, To: call.to, From: call.from ?? "", Direction: "outbound-api" }
+    const status = async (CallStatus: string, extra: Record<string, string> = {}) => {
+      call.status = CallStatus
+      await fake.callback(call.statusCallback, { ...base, CallStatus, ...extra }, { token })
+    }
+    await sleep(step)
+    const digit = call.to.at(-1)!
+    await status("ringing")
+    await sleep(step)
+    if (digit === "0") return status("no-answer")
+    if (digit === "1") return status("busy")
+    const machine = digit === "2"
+    const answeredBy = machine ? "machine_start" : "human"
+    await status("in-progress", { AnsweredBy: answeredBy })
+    const lines = machine ? ["Hi, you've reached Sam. Please leave a message after the tone."] : digit === "6" ? CALLEE_LINES.decline! : CALLEE_LINES.agree!
+    let url = call.url
+    let params: Record<string, string> = { ...base, CallStatus: "in-progress", AnsweredBy: answeredBy }
+    let turn = 0
+    for (let exchange = 0; exchange < 40; exchange++) {
+      const res = await fake.callback(url, params, { token })
+      const doc = await res.text()
+      if (res.status !== 200) throw new Error(`voice webhook answered ${res.status}: ${doc}`)
+      call.heard.push(...tag(doc, "Say"))
+      if (doc.includes("<Hangup/>")) break
+      const redirect = tag(doc, "Redirect")[0]
+      if (redirect !== undefined) {
+        url = redirect
+        params = { ...base, CallStatus: "in-progress" }
+        await sleep(step)
+        continue
+      }
+      const action = attr(doc, "Gather", "action")
+      if (action === undefined) break
+      await sleep(step)
+      const line = lines[Math.min(turn, lines.length - 1)]!
+      turn++
+      call.said.push(line)
+      url = unxml(action)
+      params = { ...base, CallStatus: "in-progress", SpeechResult: line, Confidence: "0.92" }
+    }
+    await status("completed", { CallDuration: String(Math.max(1, turn * 4)) })
+  }
+
+  return calls
+}
