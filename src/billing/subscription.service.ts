@@ -3,12 +3,13 @@
 // once per period (so several runtime processes renewing at once cannot charge twice) and lands
 // in the ledger as the mandate payment received and the fee taken, which leaves the balance as it was.
 import { randomBytes } from "node:crypto"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import { Conflict, NotFound } from "../errors.js"
 import { Clock } from "../services/Clock.js"
 import { Db, isUniqueViolation, type Sql, type Tx } from "../services/Db.js"
 import { Log } from "../services/Log.js"
 import { postEntry } from "./ledger.js"
+import { chargeEveryMinute } from "./periodic.js"
 import { BYOK_FEE_MINOR, type Currency } from "./pricing.js"
 
 interface SubscriptionRow {
@@ -154,11 +155,4 @@ export const renewDueSubscriptions = Effect.gen(function* () {
 })
 
 /** The renewal loop the runtime role runs; a failed tick is logged and the next one retries. */
-export const renewalLoop = Effect.gen(function* () {
-  const log = yield* Log
-  const tick = renewDueSubscriptions.pipe(
-    Effect.tap((n) => (n > 0 ? Effect.sync(() => log.info({ charged: n }, "subscriptions renewed")) : Effect.void)),
-    Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "subscription renewal failed"))),
-  )
-  yield* tick.pipe(Effect.repeat(Schedule.spaced("1 minute")))
-})
+export const renewalLoop = chargeEveryMinute(renewDueSubscriptions, "subscription renewals")

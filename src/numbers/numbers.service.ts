@@ -5,6 +5,7 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { Context, Effect, Schedule } from "effect"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { postEntry } from "../billing/ledger.js"
+import { chargeEveryMinute } from "../billing/periodic.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
 import { addMonth } from "../billing/subscription.service.js"
 import { Conflict, GatewayUnavailable, InsufficientFunds, NotFound, ValidationFailed, type DomainError } from "../errors.js"
@@ -445,11 +446,4 @@ export const renewDueNumbers = Effect.gen(function* () {
 })
 
 /** The rental loop a runtime process runs beside the subscription renewals. */
-export const numberRentalLoop = Effect.gen(function* () {
-  const log = yield* Log
-  const tick = renewDueNumbers.pipe(
-    Effect.tap((n) => (n > 0 ? Effect.sync(() => log.info({ charged: n }, "number rentals charged")) : Effect.void)),
-    Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "number rental renewal failed"))),
-  )
-  yield* tick.pipe(Effect.repeat(Schedule.spaced("1 minute")))
-})
+export const numberRentalLoop = chargeEveryMinute(renewDueNumbers, "number rentals")

@@ -3,29 +3,8 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connectPostgres, type Sql } from "../../src/services/Db.js"
+import { call, real, until, type Json } from "./processes.js"
 import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
-
-const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
-
-type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
-  const headers: Record<string, string> = {}
-  if (opts.token !== undefined) headers["authorization"] = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
-  return { status: res.status, body: (await res.json()) as Json }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 if (real)
   describe("approval expiry across a runtime restart (real Postgres and NATS)", () => {

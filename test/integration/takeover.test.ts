@@ -4,29 +4,8 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connectPostgres, type Sql } from "../../src/services/Db.js"
+import { call, real, until, type Json } from "./processes.js"
 import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
-
-const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
-
-type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
-  const headers: Record<string, string> = {}
-  if (opts.token !== undefined) headers["authorization"] = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
-  return { status: res.status, body: (await res.json()) as Json }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 if (real)
   describe("run takeover across runtime processes (real Postgres and NATS)", () => {
@@ -64,8 +43,10 @@ if (real)
       const apiProc = await spawnServer({ role: "api", env })
       processes.push(apiProc)
       const base = apiProc.url!
-      const first = await spawnServer({ role: "runtime", env })
-      processes.push(first)
+      // Both runtime processes are up before the run starts; whichever claims it is the one killed.
+      const runtimes = await Promise.all([spawnServer({ role: "runtime", env }), spawnServer({ role: "runtime", env })])
+      processes.push(...runtimes)
+      const instanceOf = (p: SpawnedServer) => p.lines.find((l) => l["msg"] === "runtime host started")?.["instance"]
 
       const email = `takeover-${randomBytes(4).toString("hex")}@example.com`
       expect((await call(base, "POST", "/auth/signup", { body: { email, password: "correct horse battery", country: "US" } })).status).toBe(201)
@@ -82,16 +63,15 @@ if (real)
       expect(started.status).toBe(201)
       const runId = started.body.run_id as number
 
-      // Let the first runtime own the run and get calls connected, then start the survivor.
-      const owner = await until("the first runtime to own the run with calls connected", async () => {
+      // Let one runtime own the run and get calls connected; then kill it.
+      const owner = await until("a runtime to own the run with calls connected", async () => {
         const [r] = await sql<[{ owner_instance: string | null; connected: number }?]>`
           select r.owner_instance, (select count(*)::int from calls c where c.run_id = r.id and c.status = 'connected') as connected
           from runs r where r.id = ${runId}`
         return r?.owner_instance && r.connected >= 3 ? r.owner_instance : undefined
       }, 20_000)
-      const second = await spawnServer({ role: "runtime", env })
-      processes.push(second)
-
+      const first = runtimes.find((p) => instanceOf(p) === owner)!
+      expect(first).toBeDefined()
       first.child.kill("SIGKILL")
       await first.exited
       const [{ in_flight }] = await sql<[{ in_flight: number }]>`select count(*)::int as in_flight from calls where run_id = ${runId} and status <> 'ended'`
@@ -120,13 +100,15 @@ if (real)
       const unfinished = await sql`select 1 from run_targets where run_id = ${runId} and status <> 'done'`
       expect(unfinished).toHaveLength(0)
 
-      // Every call charged exactly once: one reservation, at most one release, settled.
-      const calls = await sql<{ id: number; status: string }[]>`select id, status from calls where run_id = ${runId}`
+      // Every call charged exactly once: at most one reservation (exactly one once it was answered;
+      // a call cut off before its reservation was made holds none), at most one release, settled.
+      const calls = await sql<{ id: number; status: string; answered_at: Date | null }[]>`select id, status, answered_at from calls where run_id = ${runId}`
       for (const c of calls) {
         expect(c.status).toBe("ended")
         const entries = await sql<{ kind: string }[]>`select kind from ledger_entries where reference = ${`call:${c.id}`}`
-        expect(entries.filter((e) => e.kind === "call_reservation"), `call ${c.id}`).toHaveLength(1)
-        expect(entries.filter((e) => e.kind === "call_release").length, `call ${c.id}`).toBeLessThanOrEqual(1)
+        const reservations = entries.filter((e) => e.kind === "call_reservation").length
+        expect(reservations, `call ${c.id}`).toBe(c.answered_at === null ? Math.min(reservations, 1) : 1)
+        expect(entries.filter((e) => e.kind === "call_release").length, `call ${c.id}`).toBeLessThanOrEqual(reservations)
         const [res] = await sql<[{ status: string }?]>`select status from usage_reservations where call_ref = ${`call:${c.id}`}`
         expect(res?.status, `call ${c.id}`).not.toBe("reserved")
       }

@@ -4,20 +4,9 @@ import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connectPostgres, type Sql } from "../../src/services/Db.js"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
+import { call, real, type Json } from "./processes.js"
 import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
 import { sse } from "../sse-client.js"
-
-const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
-
-type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
-  const headers: Record<string, string> = {}
-  if (opts.token !== undefined) headers["authorization"] = `Bearer ${opts.token}`
-  if (opts.body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
-  return { status: res.status, body: (await res.json()) as Json }
-}
 
 if (real)
   describe("turn streams from a runtime process to two api processes (real Postgres and NATS)", () => {

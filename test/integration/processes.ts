@@ -1,0 +1,26 @@
+// What the multi-process suites share: whether a real Postgres and NATS are there to share, a
+// JSON call against one process's HTTP API, and waiting for a condition across processes.
+
+/** Several processes only share state through a real Postgres and NATS. */
+export const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
+
+export type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
+  const headers: Record<string, string> = {}
+  if (opts.token !== undefined) headers["authorization"] = `Bearer ${opts.token}`
+  if (opts.body !== undefined) headers["content-type"] = "application/json"
+  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
+  return { status: res.status, body: (await res.json()) as Json }
+}
+
+/** Polls `probe` every 100 ms until it answers something other than undefined. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await probe()
+    if (v !== undefined) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
