@@ -53,7 +53,7 @@ describe("migrate", () => {
     // its clients share one connection and queue instead.
     const [a, b] = process.env.DATABASE_URL ? [client(), client()] : [client(), undefined]
     const results = await Promise.all([migrate(a, files), migrate(b ?? a, files)])
-    expect([...results[0], ...results[1]].sort()).toEqual(files.map((f) => f.version))
+    expect([...results[0], ...results[1]].sort((x, y) => x - y)).toEqual(files.map((f) => f.version))
     const rows = await a<{ version: number; checksum: string }[]>`select version, checksum from schema_migrations order by version`
     expect(rows).toEqual(files.map((f) => ({ version: f.version, checksum: f.checksum })))
     const [{ n }] = await a<[{ n: number }]>`select count(*)::int as n from objections`
