@@ -1,5 +1,5 @@
 // Transcript turns leave a runtime process here: each gets its run-wide `seq`, is stored in
-// Postgres in small batches and then published on the bus (turns.<tenant>.<run>.<target>). Stored
+// Postgres (one insert in flight, later turns batched behind it) and then published on the bus (turns.<tenant>.<run>.<target>). Stored
 // before published: a watcher that subscribes and then reads history cannot miss a turn between
 // the two. Seqs come from blocks reserved in the run's row, so a process that takes a run over
 // never reuses one already sent.
@@ -22,8 +22,7 @@ export interface TurnIn {
 }
 
 const SEQ_BLOCK = 256
-/** The longest a turn waits for its batch: the latency a watcher sees on top of the bus. */
-const FLUSH_MS = 20
+/** Most turns one insert carries; more wait for the next. */
 const FLUSH_ROWS = 500
 
 interface RunSeqs {
@@ -36,8 +35,8 @@ interface RunSeqs {
 export class TurnSink {
   private readonly runs = new Map<number, RunSeqs>()
   private rows: TurnRow[] = []
-  private timer: NodeJS.Timeout | undefined
-  private writing: Promise<void> = Promise.resolve()
+  /** An insert is in flight: turns arriving meanwhile wait and go in the next one. */
+  private inFlight: Promise<void> | undefined
 
   constructor(
     private readonly sql: Sql,
@@ -79,18 +78,16 @@ export class TurnSink {
   private emit(t: TurnIn, seq: number): void {
     const at = new Date(t.at)
     this.rows.push({ tenant_id: t.tenantId, run_id: t.runId, target_id: t.targetId, call_id: t.callId, seq, turn_index: t.turnIndex, speaker: t.speaker, text: t.text, at })
-    if (this.rows.length >= FLUSH_ROWS) void this.flush()
-    else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS)
+    // Stored at once when nothing is being written (no timer to wait out: a watcher sees a turn
+    // one insert after it was said); batched only under load, while an insert is in flight.
+    this.inFlight ??= this.drain()
   }
 
-  /** Stores the turns emitted so far, then publishes them in order; resolves when that is done. */
-  flush(): Promise<void> {
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timer = undefined
-    const rows = this.rows
-    this.rows = []
-    this.writing = this.writing.then(async () => {
-      if (rows.length === 0) return
+  private async drain(): Promise<void> {
+    // Turns emitted in the same tick share the first insert.
+    await Promise.resolve()
+    while (this.rows.length > 0) {
+      const rows = this.rows.splice(0, FLUSH_ROWS)
       try {
         await insertTurns(this.sql, rows)
       } catch (err) {
@@ -105,7 +102,12 @@ export class TurnSink {
           this.log.warn({ err, run_id: r.run_id }, "could not publish a turn")
         }
       }
-    })
-    return this.writing
+    }
+    this.inFlight = undefined
+  }
+
+  /** Resolves once every turn emitted so far is stored and published. */
+  async flush(): Promise<void> {
+    while (this.inFlight !== undefined) await this.inFlight
   }
 }
