@@ -165,6 +165,8 @@ describe("a call to a provisioned number", () => {
     expect(doc).toMatch(/<Say>[^<]*Kai[^<]*<\/Say><Hangup\/>/)
     const [row] = await srv.sql<[{ from_e164: string; workflow_id: number; tenant_id: number }]>`select from_e164, workflow_id, tenant_id from inbound_calls where provider_call_id = ${params.CallSid}`
     expect(row).toEqual({ from_e164: "+12125550999", workflow_id: w.id, tenant_id: tenant.tenantId })
+    const timeline = await call("GET", `/api/timeline?phone=${encodeURIComponent("+12125550999")}`, tenant)
+    expect(timeline.body.events[0]).toMatchObject({ kind: "call", direction: "inbound", workflow_id: w.id, payload: { provider_call_id: params.CallSid } })
     const forged = await fake.callback(owned.voice_url, { ...params, CallSid: "CA-forged" }, { token: "f".repeat(32) })
     expect(forged.status).toBe(401)
   })

@@ -20,6 +20,7 @@ export const SOURCE = {
   signup: 9,
   verificationEmail: 10,
   emailVerified: 11,
+  inboundCall: 12,
 } as const
 
 /**

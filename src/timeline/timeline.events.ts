@@ -3,6 +3,7 @@
 import { formatMinor, type Currency } from "../billing/pricing.js"
 import { encodeCursor } from "./timeline.cursor.js"
 import type {
+  InboundCallRow,
   AccountEventRow,
   ApiKeyEventRow,
   ApprovalRow,
@@ -186,6 +187,16 @@ export const dncEvent = (d: DncRow): Sortable =>
     run_id: null,
     summary: `Added to the do-not-call list (${d.source})${d.reason === null ? "" : `: ${clip(d.reason)}`}`,
     payload: { entry_id: d.id, phone_e164: d.phone_e164, source: d.source, reason: d.reason },
+  })
+
+export const inboundCallEvent = (i: InboundCallRow): Sortable =>
+  event(i, {
+    kind: "call",
+    direction: "inbound",
+    workflow_id: i.workflow_id,
+    run_id: null,
+    summary: `Called our number ${i.to_e164}${i.duration_seconds === null ? "" : `, ${i.duration_seconds} s`}`,
+    payload: { inbound_call_id: i.id, provider: i.provider, provider_call_id: i.provider_call_id, to: i.to_e164, status: i.status, greeting: i.greeting },
   })
 
 const DIALER_VERB: Readonly<Record<string, string>> = { skip: "skipped", hold: "held", stop: "stopped" }

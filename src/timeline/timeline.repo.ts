@@ -161,6 +161,31 @@ export const dncByPhone = (sql: Sql, tenantId: number, phone: string, page: Page
     limit ${page.n}`
 }
 
+export interface InboundCallRow extends Ordered {
+  readonly id: number
+  readonly workflow_id: number | null
+  readonly provider: string
+  readonly provider_call_id: string
+  readonly to_e164: string
+  readonly status: string
+  readonly duration_seconds: number | null
+  readonly greeting: string | null
+  readonly started_at: Date
+}
+
+/** Calls the contact made to one of the workspace's numbers. */
+export const inboundCallsByPhone = (sql: Sql, tenantId: number, phone: string, page: Page) => {
+  const at = sql`i.started_at`
+  const key = keyOf(sql, sql`i.id`, SOURCE.inboundCall)
+  return sql<InboundCallRow[]>`
+    select i.id, i.workflow_id, i.provider, i.provider_call_id, i.to_e164, i.status, i.duration_seconds, i.greeting, i.started_at,
+           ${micros(sql, at)} as at_us, ${key} as key
+    from inbound_calls i
+    where i.tenant_id = ${tenantId} and i.from_e164 = ${phone} ${olderThan(sql, at, key, page.cursor)}
+    order by ${at} desc, i.id desc
+    limit ${page.n}`
+}
+
 export interface DialerRow extends Ordered {
   readonly id: number
   readonly run_id: number

@@ -78,6 +78,7 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
         repo.approvalResolutionsByPhone(sql, tenantId, p, now, page).then((rows) => rows.map(ev.approvalResolvedEvent)),
         repo.dncByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.dncEvent)),
         repo.dialerByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.dialerEvent)),
+        repo.inboundCallsByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.inboundCallEvent)),
       ]
     } else {
       // Another workspace's user, or an address nobody here has: an empty timeline, not an error.
