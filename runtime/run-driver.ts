@@ -78,7 +78,7 @@ export interface DialerSettings {
 }
 
 interface LiveCall {
-  readonly actor: Actor<typeof callMachine>
+  readonly actor: Actor<ReturnType<typeof callMachine.provide>>
   readonly runTargetId: number
   readonly targetId: number
   readonly phone: string
@@ -108,6 +108,7 @@ export class RunDriver {
   readonly workflowId: number
   private run!: Actor<typeof runMachine>
   private readonly calls = new Map<number, LiveCall>()
+  private providedCallMachine: ReturnType<typeof callMachine.provide> | undefined
   private readonly approvals = new Map<number, ApprovalActor>()
   private readonly snapshots: SnapshotWriter
   private stopped = false
@@ -367,31 +368,29 @@ export class RunDriver {
 
   // ---- calls ---------------------------------------------------------------------------------
 
-  private startCall(t: repo.DueTarget, a: { callId: number; attempt: number; targetId: number; phone: string }): void {
+  /**
+   * The call machine with this run's effects, made once per run: providing a machine builds its
+   * whole state tree again, which per call cost more heap than the call itself. The effects find
+   * their call by id.
+   */
+  private callMachineOf(): ReturnType<typeof callMachine.provide> {
+    if (this.providedCallMachine !== undefined) return this.providedCallMachine
     const { settings, money, telephony, sql, log } = this.deps
     const scale = Math.max(settings.timeScale, 0.001)
-    const live: LiveCall = {
-      actor: undefined as never,
-      runTargetId: t.id,
-      targetId: a.targetId,
-      phone: a.phone,
-      attempt: a.attempt,
-      leg: undefined,
-      answeredAtMs: null,
-      reservedMinor: null,
-      chargedMinor: null,
-      turns: 0,
-      recent: [],
-      pendingDecision: undefined,
+    const liveOf = (callId: number): LiveCall => {
+      const live = this.calls.get(callId)
+      if (live === undefined) throw new Error(`call ${callId} is not live in this process`)
+      return live
     }
-    const machine = callMachine.provide({
+    this.providedCallMachine = callMachine.provide({
       actors: {
         reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
           const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
           if (!r.ok) throw new Error("insufficient_funds")
-          live.reservedMinor = r.reservedMinor
+          liveOf(input.callId).reservedMinor = r.reservedMinor
         }),
         placeCall: fromCallback<{ type: string }, LineInput>(({ sendBack, input }) => {
+          const live = liveOf(input.callId)
           const leg = telephony.dial({ callId: input.callId, to: input.phone, from: null, tenantId: input.tenantId }, (e) => {
             if (e.type === "ANSWERED") {
               if (e.by === "human") {
@@ -407,6 +406,7 @@ export class RunDriver {
           return () => {}
         }),
         converse: fromCallback<ConverseInboundEvent, LineInput>(({ sendBack, receive, input }) => {
+          const live = liveOf(input.callId)
           const stop = new AbortController()
           receive((e) => {
             const resolve = live.pendingDecision
@@ -417,13 +417,14 @@ export class RunDriver {
           return () => stop.abort()
         }),
         leaveMessage: fromPromise<void, LineInput>(async ({ input, signal }) => {
-          await this.converseOn(live, input, signal, "machine", () => {})
+          await this.converseOn(liveOf(input.callId), input, signal, "machine", () => {})
         }),
-        hangUp: fromPromise<HangUpOutput, HangUpInput>(async () => {
-          await live.leg?.hangup().catch(() => {})
+        hangUp: fromPromise<HangUpOutput, HangUpInput>(async ({ input }) => {
+          await this.calls.get(input.callId)?.leg?.hangup().catch(() => {})
           return { at: Date.now() }
         }),
         settle: fromPromise<void, SettleInput>(async ({ input }) => {
+          const live = liveOf(input.callId)
           const seconds = live.answeredAtMs === null ? 0 : billedSeconds(Date.now() - live.answeredAtMs, settings.timeScale, live.turns, this.ruleBook.max_call_seconds)
           const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0
@@ -431,7 +432,10 @@ export class RunDriver {
       },
       actions: {
         persist: () => {},
-        requestApproval: (_, params: ApprovalRequest) => void this.requestApproval(live, params),
+        requestApproval: (_, params: ApprovalRequest) => {
+          const live = this.calls.get(params.callId)
+          if (live !== undefined) void this.requestApproval(live, params)
+        },
       },
       delays: {
         ringTimeout: settings.ringTimeoutMs * scale,
@@ -439,6 +443,27 @@ export class RunDriver {
         approvalHold: settings.approvalHoldMs * scale,
       },
     })
+    return this.providedCallMachine
+  }
+
+  private startCall(t: repo.DueTarget, a: { callId: number; attempt: number; targetId: number; phone: string }): void {
+    const { settings, log } = this.deps
+    const scale = Math.max(settings.timeScale, 0.001)
+    const live: LiveCall = {
+      actor: undefined as never,
+      runTargetId: t.id,
+      targetId: a.targetId,
+      phone: a.phone,
+      attempt: a.attempt,
+      leg: undefined,
+      answeredAtMs: null,
+      reservedMinor: null,
+      chargedMinor: null,
+      turns: 0,
+      recent: [],
+      pendingDecision: undefined,
+    }
+    const machine = this.callMachineOf()
     const actor = createActor(machine, {
       input: {
         callId: a.callId,
@@ -457,7 +482,11 @@ export class RunDriver {
     ;(live as { actor: typeof actor }).actor = actor
     this.calls.set(a.callId, live)
     actor.subscribe({
-      complete: () => void this.endCall(a.callId, live, actor.getSnapshot().output as CallOutput),
+      complete: () => {
+        // A call stopped without finishing (its run moved to another process) ends there, not here.
+        const output = actor.getSnapshot().output as CallOutput | undefined
+        if (output !== undefined) void this.endCall(a.callId, live, output)
+      },
       error: (err) => {
         log.error({ err, call_id: a.callId }, "call actor failed")
         void this.endCall(a.callId, live, { callId: a.callId, outcome: "failed", connectedSeconds: 0, answered: false, retryable: false, funded: true, settled: false, turns: live.turns })
