@@ -42,6 +42,8 @@ const COOLDOWN_MS = 7 * 86_400_000
 const DIAL_PARALLELISM = 8
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
 const TRANSCRIPT_EXCERPT_LINES = 6
+/** Snapshot saves for counter changes alone are at most this frequent. */
+const SNAPSHOT_THROTTLE_MS = 1000
 
 /** What the dialer needs from the process that hosts it. */
 export interface DriverDeps {
@@ -109,6 +111,8 @@ export class RunDriver {
   private run!: Actor<typeof runMachine>
   private readonly calls = new Map<number, LiveCall>()
   private providedCallMachine: ReturnType<typeof callMachine.provide> | undefined
+  private persistedState: string | undefined
+  private persistTimer: NodeJS.Timeout | undefined
   private readonly approvals = new Map<number, ApprovalActor>()
   private readonly snapshots: SnapshotWriter
   private stopped = false
@@ -647,10 +651,34 @@ export class RunDriver {
 
   // ---- lifecycle -----------------------------------------------------------------------------
 
+  /**
+   * Saves the run actor's snapshot: at once when its state changed, else at most once a second.
+   * Counter changes come with every call, and each save locks the run's row that dial attempts
+   * share-lock; a takeover recounts from the calls themselves, so a second-old count is enough.
+   */
   private persistSoon(): void {
     queueMicrotask(() => {
-      if (!this.lost) this.snapshots.write(this.run.getPersistedSnapshot())
+      if (this.lost) return
+      const state = JSON.stringify(this.run.getSnapshot().value)
+      if (state !== this.persistedState) {
+        this.persistedState = state
+        if (this.persistTimer !== undefined) clearTimeout(this.persistTimer)
+        this.persistTimer = undefined
+        this.snapshots.write(this.run.getPersistedSnapshot())
+      } else
+        this.persistTimer ??= setTimeout(() => {
+          this.persistTimer = undefined
+          if (!this.lost) this.snapshots.write(this.run.getPersistedSnapshot())
+        }, SNAPSHOT_THROTTLE_MS)
     })
+  }
+
+  /** Writes the latest snapshot now (a throttled save included) and waits for it. */
+  private saveSnapshotNow(): Promise<void> {
+    if (this.persistTimer !== undefined) clearTimeout(this.persistTimer)
+    this.persistTimer = undefined
+    if (!this.lost) this.snapshots.write(this.run.getPersistedSnapshot())
+    return this.snapshots.flush()
   }
 
   private async onStatus(s: RunStatusChange): Promise<void> {
@@ -659,7 +687,7 @@ export class RunDriver {
     try {
       if (s.status === "paused") await repo.setRunStatus(sql, this.runId, me, "paused", s.reason)
       else if (s.status !== "running") {
-        await this.snapshots.flush()
+        await this.saveSnapshotNow()
         await repo.setRunStatus(sql, this.runId, me, s.status, s.reason)
       }
     } catch (err) {
@@ -673,7 +701,7 @@ export class RunDriver {
     if (this.stopped) return
     this.stopped = true
     this.poke()
-    await this.snapshots.flush()
+    await this.saveSnapshotNow()
     await repo.releaseRun(this.deps.sql, this.deps.me, this.runId).catch(() => {})
     this.stopApprovals()
     this.markDone()
@@ -683,7 +711,7 @@ export class RunDriver {
     this.stopped = true
     this.poke()
     this.stopApprovals()
-    void this.snapshots.flush().finally(() => this.markDone())
+    void this.saveSnapshotNow().finally(() => this.markDone())
   }
 
   private stopApprovals(): void {
@@ -696,6 +724,7 @@ export class RunDriver {
     if (this.lost) return
     this.lost = true
     this.stopped = true
+    if (this.persistTimer !== undefined) clearTimeout(this.persistTimer)
     this.deps.log.warn({ run_id: this.runId }, "lost the run's lease; stopping its calls here")
     for (const c of this.calls.values()) {
       void c.leg?.hangup().catch(() => {})
@@ -717,7 +746,7 @@ export class RunDriver {
     await this.loop?.catch(() => {})
     if (this.calls.size > 0) this.loseLease()
     else {
-      await this.snapshots.flush()
+      await this.saveSnapshotNow()
       await repo.releaseRun(this.deps.sql, this.deps.me, this.runId).catch(() => {})
       this.stopApprovals()
       this.run.stop()
