@@ -84,6 +84,8 @@ interface LiveCall {
   readonly runTargetId: number
   readonly targetId: number
   readonly phone: string
+  /** The callee's name from the audience, for the agent to greet them by. */
+  readonly name: string | null
   readonly attempt: number
   leg: CallLeg | undefined
   answeredAtMs: number | null
@@ -458,6 +460,7 @@ export class RunDriver {
       runTargetId: t.id,
       targetId: a.targetId,
       phone: a.phone,
+      name: t.name,
       attempt: a.attempt,
       leg: undefined,
       answeredAtMs: null,
@@ -510,7 +513,7 @@ export class RunDriver {
       leg,
       llm: this.deps.llm,
       ruleBook: this.ruleBook,
-      callee: { name: null },
+      callee: { name: live.name },
       agentName: this.agentName,
       company: this.company,
       answeredBy,
