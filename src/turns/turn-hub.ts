@@ -8,7 +8,7 @@ import type { TurnMessage } from "./turn.message.js"
 
 /** What the hub needs from a client's connection (the HTTP layer's stream writer). */
 export interface StreamSink {
-  write(chunk: string): Promise<boolean>
+  write(chunk: string | Uint8Array): Promise<boolean>
   bufferedBytes(): number
   readonly closed: boolean
   end(): void
@@ -30,7 +30,7 @@ export class TurnClient {
   lastSeq: number
   /** Live events that arrived while history was being written. */
   private early: TurnMessage[] | undefined = []
-  private out = ""
+  private out: string[] = []
   /** When the client last got a turn (idle close) and last got anything (keepalive). */
   lastTurnAt: number
   lastWriteAt: number
@@ -49,19 +49,19 @@ export class TurnClient {
   }
 
   /** A live event from the run's subscription. */
-  offer(t: TurnMessage): boolean {
+  offer(t: TurnMessage, frame?: string): boolean {
     if (this.targetId !== undefined && t.target_id !== this.targetId) return false
     if (this.early !== undefined) {
       this.early.push(t)
       return false
     }
-    return this.queue(t)
+    return this.queue(t, frame)
   }
 
-  private queue(t: TurnMessage): boolean {
+  private queue(t: TurnMessage, frame?: string): boolean {
     if (t.seq <= this.lastSeq) return false
     this.lastSeq = t.seq
-    this.out += sseEvent(t)
+    this.out.push(frame ?? sseEvent(t))
     return true
   }
 
@@ -80,25 +80,29 @@ export class TurnClient {
   }
 
   /** Takes what is queued for this client. */
-  take(): string {
+  take(): string[] {
     const s = this.out
-    this.out = ""
+    if (s.length > 0) this.out = []
     return s
   }
 
   queueRaw(s: string): void {
-    this.out += s
+    this.out.push(s)
   }
 }
 
 interface RunRoom {
   readonly sub: BusSubscription
   readonly clients: Set<TurnClient>
+  /** This event-loop turn's frames, in arrival order, and their bytes once framed for everyone. */
+  batch: string[]
+  shared: Buffer | undefined
 }
 
 export class TurnHub {
   private readonly rooms = new Map<string, RunRoom>()
   private readonly dirty = new Set<TurnClient>()
+  private readonly dirtyRooms = new Set<RunRoom>()
   private flushScheduled = false
   private readonly ticker: NodeJS.Timeout
   private stopped = false
@@ -137,6 +141,7 @@ export class TurnHub {
     let room = this.rooms.get(key)
     if (room === undefined) {
       const clients = new Set<TurnClient>()
+      let self: RunRoom
       const sub = this.bus.subscribe(`turns.${tenantId}.${runId}.>`, (msg) => {
         let t: TurnMessage
         try {
@@ -145,13 +150,16 @@ export class TurnHub {
           return
         }
         const now = this.now()
+        const frame = sseEvent(t)
+        self.batch.push(frame)
+        this.dirtyRooms.add(self)
         for (const c of clients)
-          if (c.offer(t)) {
+          if (c.offer(t, frame)) {
             c.lastTurnAt = now
             this.markDirty(c)
           }
       })
-      room = { sub, clients }
+      room = self = { sub, clients, batch: [], shared: undefined }
       this.rooms.set(key, room)
     }
     const client = new TurnClient(key, targetId, sinceSeq, sink, this.now())
@@ -166,7 +174,7 @@ export class TurnHub {
    */
   async writeHistory(client: TurnClient, page: readonly TurnMessage[]): Promise<boolean> {
     client.addHistory(page)
-    const chunk = client.take()
+    const chunk = client.take().join("")
     if (chunk === "" || client.closed) return !client.closed
     client.lastTurnAt = client.lastWriteAt = this.now()
     return client.sink.write(chunk)
@@ -204,14 +212,22 @@ export class TurnHub {
     this.flushScheduled = false
     const now = this.now()
     for (const c of this.dirty) {
-      const chunk = c.take()
-      if (chunk === "" || c.closed) continue
+      const frames = c.take()
+      if (frames.length === 0 || c.closed) continue
+      // A client that took exactly this turn's frames of its run gets the bytes framed once for all.
+      const room = this.rooms.get(c.key)
+      const chunk =
+        room !== undefined && frames.length === room.batch.length && frames[0] === room.batch[0] && frames[frames.length - 1] === room.batch[room.batch.length - 1]
+          ? (room.shared ??= Buffer.from(room.batch.join("")))
+          : frames.join("")
       if (c.sink.closed) {
         this.leave(c)
         continue
       }
-      // What the socket has not taken yet decides; one turn's events always go out whole.
-      if (c.sink.bufferedBytes() > this.settings.maxBufferedBytes) {
+      // A client already behind is dropped once what it has not taken, with what is queued for it
+      // now, passes the cap; one that keeps up (nothing waiting) always gets a turn's events whole.
+      const behind = c.sink.bufferedBytes()
+      if (behind > 0 && behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) > this.settings.maxBufferedBytes) {
         this.log.warn({ stream: c.key, buffered: c.sink.bufferedBytes() }, "dropping a turn-stream client that stopped reading")
         this.leave(c)
         continue
@@ -220,6 +236,11 @@ export class TurnHub {
       void c.sink.write(chunk)
     }
     this.dirty.clear()
+    for (const r of this.dirtyRooms) {
+      r.batch = []
+      r.shared = undefined
+    }
+    this.dirtyRooms.clear()
   }
 
   /** Keepalives for quiet clients; idle ones are closed. */
