@@ -127,35 +127,45 @@ export type AttemptRefusal = "not_owner" | "not_due" | "tenant_cap"
 export const beginAttempt = async (
   sql: Sql,
   a: { me: string; runId: number; tenantId: number; workflowId: number; runTargetId: number; provider: string; tenantCap: number; slotLeaseMs: number; decision: DialDecision },
-): Promise<{ callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal> =>
-  (await sql.begin(async (tx) => {
-    const [run] = await tx<[{ ok: boolean }?]>`
-      select true as ok from runs where id = ${a.runId} and owner_instance = ${a.me} and status = 'running' for share`
-    if (!run) return "not_owner"
-    // Serialises slot counting per tenant across processes; held only for this short transaction.
-    await tx`select pg_advisory_xact_lock(hashtextextended('dial_slots:' || ${a.tenantId}::text, 0))`
-    const [{ in_use }] = await tx<[{ in_use: number }]>`
-      select count(*)::int as in_use from dial_slots where tenant_id = ${a.tenantId} and expires_at > now()`
-    if (in_use >= a.tenantCap) return "tenant_cap"
-    const [target] = await tx<[{ attempts: number; target_id: number; phone_e164: string }?]>`
-      update run_targets set status = 'dialing', attempts = attempts + 1, updated_at = now()
-      where id = ${a.runTargetId} and run_id = ${a.runId} and status in ('queued', 'waiting')
-      returning attempts, target_id, phone_e164`
-    if (!target) return "not_due"
-    const [call] = await tx<[{ id: number }]>`
-      insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider, owner_instance)
-      values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts}, ${target.phone_e164}, ${a.provider}, ${a.me})
-      returning id`
-    await tx`update run_targets set last_call_id = ${call.id} where id = ${a.runTargetId}`
-    await tx`
-      insert into dial_slots (call_id, tenant_id, workflow_id, owner_instance, expires_at)
-      values (${call.id}, ${a.tenantId}, ${a.workflowId}, ${a.me}, now() + ${a.slotLeaseMs} * interval '1 millisecond')`
-    await tx`
-      insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId}, ${target.phone_e164}, now())
-      on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
-    await insertDecision(tx, a.tenantId, a.runId, call.id, { ...a.decision, detail: { ...a.decision.detail, attempt: target.attempts } })
-    return { callId: call.id, attempt: target.attempts, targetId: target.target_id, phone: target.phone_e164 }
-  })) as { callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal
+): Promise<{ callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal> => {
+  try {
+    return (await sql.begin(async (tx) => {
+      const [run] = await tx<[{ ok: boolean }?]>`
+        select true as ok from runs where id = ${a.runId} and owner_instance = ${a.me} and status = 'running' for share`
+      if (!run) return "not_owner"
+      const [target] = await tx<[{ attempts: number; target_id: number; phone_e164: string }?]>`
+        update run_targets set status = 'dialing', attempts = attempts + 1, updated_at = now()
+        where id = ${a.runTargetId} and run_id = ${a.runId} and status in ('queued', 'waiting')
+        returning attempts, target_id, phone_e164`
+      if (!target) return "not_due"
+      const [call] = await tx<[{ id: number }]>`
+        insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider, owner_instance)
+        values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts}, ${target.phone_e164}, ${a.provider}, ${a.me})
+        returning id`
+      await tx`update run_targets set last_call_id = ${call.id} where id = ${a.runTargetId}`
+      await tx`
+        insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId}, ${target.phone_e164}, now())
+        on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
+      await insertDecision(tx, a.tenantId, a.runId, call.id, { ...a.decision, detail: { ...a.decision.detail, attempt: target.attempts } })
+      // The tenant's concurrency last: its lock serialises every attempt of the tenant across
+      // processes, so it is held for as few statements as possible (count, slot, commit).
+      await tx`select pg_advisory_xact_lock(hashtextextended('dial_slots:' || ${a.tenantId}::text, 0))`
+      const [{ in_use }] = await tx<[{ in_use: number }]>`
+        select count(*)::int as in_use from dial_slots where tenant_id = ${a.tenantId} and expires_at > now()`
+      if (in_use >= a.tenantCap) throw new TenantCapReached()
+      await tx`
+        insert into dial_slots (call_id, tenant_id, workflow_id, owner_instance, expires_at)
+        values (${call.id}, ${a.tenantId}, ${a.workflowId}, ${a.me}, now() + ${a.slotLeaseMs} * interval '1 millisecond')`
+      return { callId: call.id, attempt: target.attempts, targetId: target.target_id, phone: target.phone_e164 }
+    })) as { callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal
+  } catch (e) {
+    // Thrown to roll the whole attempt back.
+    if (e instanceof TenantCapReached) return "tenant_cap"
+    throw e
+  }
+}
+
+class TenantCapReached extends Error {}
 
 export const markAnswered = (sql: Sql, callId: number, at: Date) =>
   sql`update calls set status = 'connected', answered_at = ${at} where id = ${callId} and status = 'dialing'`
