@@ -1,10 +1,13 @@
 // npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
+import { benchApprovals } from "./approvals.js"
 import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
+import { benchDialer } from "./dialer.js"
 import { benchHttp } from "./http.js"
 import { benchLedger } from "./ledger.js"
+import { benchSse } from "./sse.js"
 
-const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger, audience: benchAudience }
+const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger, audience: benchAudience, dialer: benchDialer, sse: benchSse, approvals: benchApprovals }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")
 for (const name of names.length > 0 ? names : Object.keys(benches)) {
