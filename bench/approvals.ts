@@ -23,7 +23,6 @@ const ROUND_TRIPS = 500
 /** The sim's agent voice (src/providers/telephony/sim.telephony.ts), to check speech is not in the figure. */
 const WORDS_PER_SECOND = 2.6
 /** The TurnSink's longest batch wait (runtime/turns.ts). */
-const TURN_FLUSH_MS = 20
 
 /** Epoch ms with sub-millisecond resolution, on this process's monotonic clock. */
 const now = (): number => performance.timeOrigin + performance.now()
@@ -376,7 +375,7 @@ ${row("t1 − request sent: the click → resumed line", split.fromClick)}
 ${row("decide request: sent → response (t0)", split.request, "auth, conditional update in Postgres, publish, reply")}
 ${row("sent → \`rt.approval.decided\` at the bench", split.bus, `on the bus before the response arrived in ${split.busBeforeResponse} of ${headline.n}`)}
 ${row("runtime: \`rt.approval.decided\` → resumed line produced (its \`at\`)", split.runtime, "call actor → conversation → model (sim) → turn; \`at\` has whole-ms resolution")}
-${row("runtime → bench: line produced → on the bus at the bench", split.sink, `TurnSink: batch wait (≤ ${TURN_FLUSH_MS} ms), insert, publish`)}
+${row("runtime → bench: line produced → on the bus at the bench", split.sink, "TurnSink: insert (batched only behind one in flight), publish")}
 ${row("response → the same line over SSE from the api process", split.sse, `\`GET /api/runs/{id}/turns/stream\` (n = ${split.sse.n})`)}
 ${row("SSE after the bench's own NATS copy", split.sseHop, "the api process's fan-out")}
 
@@ -387,7 +386,7 @@ ${row("\`rt.ping\` request/reply: bench → the runtime process", pingS, `${ping
 ${row("one-row \`unnest\` insert into \`turns\` (as the TurnSink writes it), from the bench", insertS, `${insertS.n} sequential: the store without the wait`)}
 
 Speech is not in the figure: the resumed line takes ${f1(split.speech.p50)} ms to speak at this scale (p50 of words ÷ ${WORDS_PER_SECOND}/s × ${SCALE}), and the callee's next line began ${f1(split.spoken.p50)} ms (p50) after the agent's line's \`at\`, yet the line reached the bench ${f2(split.sink.p50)} ms after its \`at\`: a turn is stored and published while it is being spoken, not after.
-Where the time goes: of the ${f2(split.sink.p50)} ms from the line to the bench (p50), the Postgres insert is ~${f2(insertS.p50)} ms and the bus hop ~${f2(bareS.p50 / 2)} ms, leaving **~${f1(batchWait)} ms for the TurnSink's batch timer** (the first turn after a quiet spell starts a fresh ${TURN_FLUSH_MS} ms timer, which fires late on a busy event loop; here the other calls are all holding, so a resumed line usually waits the whole of it): ${f1((100 * batchWait) / headline.p50)}% of the p50. Without that wait (store as soon as no insert is in flight, batch only what arrives meanwhile) the p50 would be ~${f1(headline.p50 - batchWait)} ms, ${f1((headline.p50 - batchWait) / pingS.p50)}× the \`rt.ping\` round trip.`
+Where the time goes: of the ${f2(split.sink.p50)} ms from the line to the bench (p50), the Postgres insert is ~${f2(insertS.p50)} ms and the bus hop ~${f2(bareS.p50 / 2)} ms, leaving **~${f1(batchWait)} ms** for the TurnSink to start the insert (it stores a turn as soon as no insert is in flight, and batches only what arrives during one) and for the event loop to get to each step: ${f1((100 * batchWait) / headline.p50)}% of the p50.`
   process.stdout.write(`\n${md}\n`)
   if (problems.length > 0) process.stdout.write(`warnings and errors logged:\n${problems.join("\n")}\n`)
   record("approvals", md)

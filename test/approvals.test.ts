@@ -3,7 +3,7 @@
 // approved after the call ended is dialed again; every row of the approval state table; concurrent
 // decisions (exactly one wins); filters for polling clients; tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, type Session } from "./clients.js"
+import { api, FAST_RUNTIME_ENV, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
 let srv: TestServer
@@ -11,14 +11,7 @@ let a: ReturnType<typeof api>
 
 // A call holds for a decision APPROVAL_HOLD_MS × SIM_TIME_SCALE: 1000 s × 0.01 = 10 s, time enough
 // for a test to decide while the call is live.
-const ENV = {
-  SIM_TIME_SCALE: "0.01",
-  CALLING_HOURS: "any",
-  DIALER_CPS_PER_CARRIER: "200",
-  DIALER_CPS_PER_TENANT: "200",
-  RUN_CLAIM_INTERVAL_MS: "200",
-  APPROVAL_HOLD_MS: "1000000",
-}
+const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000" }
 
 beforeAll(async () => {
   srv = await startTestServer({ env: ENV })

@@ -11,6 +11,20 @@ export interface Session {
   readonly cookie: string
 }
 
+/**
+ * A server whose runtime dials at test speed: simulated calls 100× faster, no calling window, high
+ * pacing limits, runs claimed within 200 ms. Suites override single settings where they test them.
+ */
+export const FAST_RUNTIME_ENV: Readonly<Record<string, string>> = {
+  SIM_TIME_SCALE: "0.01",
+  CALLING_HOURS: "any",
+  DIALER_CPS_PER_CARRIER: "200",
+  DIALER_CPS_PER_TENANT: "200",
+  RUN_CLAIM_INTERVAL_MS: "200",
+  DIALER_RETRY_BACKOFF_MS: "20000",
+  APPROVAL_HOLD_MS: "20000",
+}
+
 export const uniqueEmail = (tag = "user") => `${tag}-${randomBytes(4).toString("hex")}@example.com`
 
 export function api(srv: TestServer) {

@@ -7,20 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { formatMinor } from "../src/billing/pricing.js"
 import { parsePeriod, weeklyFigures, type Period } from "../src/reports/weekly.figures.js"
 import { axisScale, pdfMoney, pdfText } from "../src/reports/weekly.pdf.js"
-import { api, type Session } from "./clients.js"
+import { api, FAST_RUNTIME_ENV, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const FAST = {
-  SIM_TIME_SCALE: "0.01",
-  CALLING_HOURS: "any",
-  DIALER_CPS_PER_CARRIER: "200",
-  DIALER_CPS_PER_TENANT: "200",
-  RUN_CLAIM_INTERVAL_MS: "200",
-  DIALER_RETRY_BACKOFF_MS: "20000",
-  APPROVAL_HOLD_MS: "20000",
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reading a PDF's text: inflate each FlateDecode stream, then take the strings of every TJ/Tj.
@@ -182,7 +172,7 @@ async function expected(tenantId: number) {
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST })
+  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   ;[owner, other] = await Promise.all([a.signup({ country: "US", full_name: "Owner" }), a.signup({ country: "US" })])
   // Digits: 0 no answer (three attempts), 3–5 agree, 6 declines, 7 concession, 8 callback.

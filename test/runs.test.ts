@@ -3,25 +3,15 @@
 // money reserved and settled once per call, pause/resume keeping the run_id and dialing nobody
 // twice, the decision log, turns, approvals, and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, type Session } from "./clients.js"
+import { api, FAST_RUNTIME_ENV, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 let owner: Session
 
-const FAST = {
-  SIM_TIME_SCALE: "0.01",
-  CALLING_HOURS: "any",
-  DIALER_CPS_PER_CARRIER: "200",
-  DIALER_CPS_PER_TENANT: "200",
-  RUN_CLAIM_INTERVAL_MS: "200",
-  DIALER_RETRY_BACKOFF_MS: "20000",
-  APPROVAL_HOLD_MS: "20000",
-}
-
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST })
+  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
 })
@@ -240,7 +230,7 @@ describe("money per call", () => {
 
 describe("calling hours", () => {
   it("holds targets outside the callee's local window, with the reason and the next opening in the log", async () => {
-    const strict = await startTestServer({ env: { ...FAST, CALLING_HOURS: "" } })
+    const strict = await startTestServer({ env: { ...FAST_RUNTIME_ENV, CALLING_HOURS: "" } })
     try {
       const b = api(strict)
       const s = await b.signup({ country: "US" })

@@ -2,20 +2,10 @@
 // none or several), n limits, the before cursor paging without overlap or loss across events that
 // share a timestamp, newest first, the shape of every kind of event, and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, uniqueEmail, type Session } from "./clients.js"
+import { api, FAST_RUNTIME_ENV, uniqueEmail, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const FAST = {
-  SIM_TIME_SCALE: "0.01",
-  CALLING_HOURS: "any",
-  DIALER_CPS_PER_CARRIER: "200",
-  DIALER_CPS_PER_TENANT: "200",
-  RUN_CLAIM_INTERVAL_MS: "200",
-  DIALER_RETRY_BACKOFF_MS: "20000",
-  APPROVAL_HOLD_MS: "20000",
-}
 
 // The sim callee behaves by the last digit: 7 asks for a discount (concession approval),
 // 0 never answers (three attempts), 3 agrees, 5 agrees.
@@ -62,7 +52,7 @@ async function waitForRun(s: Session, wid: number, rid: number, timeoutMs = 30_0
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST })
+  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   other = await a.signup({ country: "US" })
