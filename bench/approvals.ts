@@ -5,7 +5,7 @@ import { Agent, request, type IncomingMessage } from "node:http"
 import { loadavg } from "node:os"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { connectPostgres, redact } from "../src/services/Db.js"
+import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
 import { machine, record, startProcess, type ServerProcess } from "./lib.js"
 
 /** Decisions measured, after WARMUP unmeasured ones. */
@@ -30,11 +30,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "—")
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "—")
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}
 
 interface Stats {
   readonly n: number

@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { parse } from "csv-parse"
 import { parseAudienceCsv } from "../src/audience/audience.parse.js"
 import { CSV_OPTIONS } from "../src/phones/csv.js"
-import { connectPostgres, redact } from "../src/services/Db.js"
+import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
 import { machine, record, startProcess } from "./lib.js"
 
 const ROWS = Number(process.env.BENCH_AUDIENCE_ROWS ?? 100_000)
@@ -135,11 +135,6 @@ async function upload(base: string, token: string, workflowId: number, path: str
   }
 }
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}
 
 export async function benchAudience(): Promise<void> {
   const loadBefore = loadavg()[0]!

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
-import { connectPostgres, redact } from "../src/services/Db.js"
+import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
 import { PROJECT_ROOT } from "../src/paths.js"
 import { cpuMicros, machine, record } from "./lib.js"
 import type { BareResult, EldStats, Heap, HostSample } from "./servers/dialer-host.js"
@@ -32,11 +32,6 @@ const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`
 const f1 = (x: number) => x.toFixed(1)
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}
 
 /** A child running bench/servers/dialer-host.ts, with request/reply over IPC. */
 interface Host {

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto"
 import { loadavg } from "node:os"
 import { openWallet, postEntry } from "../src/billing/ledger.js"
-import { connectPostgres, redact, type Sql } from "../src/services/Db.js"
+import { connectPostgres, redact, type Sql, withDatabase } from "../src/services/Db.js"
 import { migrate } from "../src/services/Migrator.js"
 import { machine, record } from "./lib.js"
 
@@ -29,11 +29,6 @@ interface Phase {
 
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}
 
 /** WRITERS loops calling `op` until `seconds` have passed; latency of every call, in ms. */
 async function drive(seconds: number, op: (writer: number, i: number) => Promise<void>): Promise<Phase> {

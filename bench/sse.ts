@@ -9,7 +9,7 @@ import { loadavg } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { connectPostgres, redact } from "../src/services/Db.js"
+import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
 import { PROJECT_ROOT } from "../src/paths.js"
 import { cpuMicros, machine, record, startProcess, type ServerProcess } from "./lib.js"
 
@@ -75,11 +75,6 @@ function tcpKernelBytes(): number {
   }
 }
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}
 
 /** SIGTERM, then SIGKILL if a server that fell behind does not stop within 3 s. */
 async function stopServer(p: ServerProcess): Promise<void> {

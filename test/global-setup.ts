@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomBytes } from "node:crypto"
-import { connectPostgres, startEmbeddedPostgres } from "../src/services/Db.js"
+import { connectPostgres, startEmbeddedPostgres, withDatabase } from "../src/services/Db.js"
 import { migrate } from "../src/services/Migrator.js"
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
@@ -34,8 +34,3 @@ export default async function setup({ provide }: { provide: (key: string, value:
   }
 }
 
-export function withDatabase(url: string, database: string): string {
-  const u = new URL(url)
-  u.pathname = `/${database}`
-  return u.toString()
-}

@@ -13,11 +13,10 @@ import { inject } from "vitest"
 import type { AnyRoute } from "../api/route.js"
 import { loadConfig, type Config } from "../src/config.js"
 import { serve, type Running } from "../src/serve.js"
-import { connectPostgres, Db, type Sql } from "../src/services/Db.js"
+import { connectPostgres, Db, type Sql, withDatabase } from "../src/services/Db.js"
 import { makeLogger } from "../src/services/Log.js"
 import type { Role } from "../src/services/Instance.js"
 import { PROJECT_ROOT } from "../src/paths.js"
-import { withDatabase } from "./global-setup.js"
 
 type Template = { kind: "pglite"; dataDir: string } | { kind: "postgres"; database: string; url: string }
 

@@ -5,9 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, startEmbeddedPostgres, type Sql } from "../src/services/Db.js"
+import { connectPostgres, startEmbeddedPostgres, type Sql, withDatabase } from "../src/services/Db.js"
 import { migrate, readMigrations, MigrationError } from "../src/services/Migrator.js"
-import { withDatabase } from "./global-setup.js"
 import { spawnServer } from "./harness.js"
 
 let url: string

@@ -47,6 +47,13 @@ const clientOptions = {
   connection: { application_name: "parley" },
 }
 
+/** The same connection string, naming another database on the same server. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url)
+  u.pathname = `/${database}`
+  return u.toString()
+}
+
 export function connectPostgres(url: string, max: number): Sql {
   return postgres(url, { ...clientOptions, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
 }

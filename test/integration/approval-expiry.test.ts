@@ -1,30 +1,16 @@
 // An approval's expiry survives a runtime restart: its actor's snapshot is in Postgres, the next
 // runtime process to own the run restores it, re-arms the timer with what is left, and expires it.
 import { randomBytes } from "node:crypto"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, type Sql } from "../../src/services/Db.js"
-import { call, real, until, type Json } from "./processes.js"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
+import { describe, expect, it } from "vitest"
+import { call, real, sharedDatabase, until, type Json } from "./processes.js"
+import { spawnServer } from "../harness.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("approval expiry across a runtime restart (real Postgres and NATS)", () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>
-  let sql: Sql
-  const processes: SpawnedServer[] = []
-
-  beforeAll(async () => {
-    db = await freshDatabase()
-    sql = connectPostgres(db.env.DATABASE_URL!, 2)
-  })
-
-  afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
-    await Promise.all(processes.map((p) => p.exited))
-    await sql?.end()
-    await db?.drop()
-  })
+  const suite = sharedDatabase()
 
   it("is expired by the restored actor on the next runtime process", async () => {
+    const { db, sql, processes } = suite
     const env = {
       ...db.env,
       NATS_URL: process.env.NATS_URL!,

@@ -1,5 +1,9 @@
-// What the multi-process suites share: whether a real Postgres and NATS are there to share, a
-// JSON call against one process's HTTP API, and waiting for a condition across processes.
+// What the multi-process suites share: whether a real Postgres and NATS are there to share, the
+// database their processes share, a JSON call against one process's HTTP API, and waiting for a
+// condition across processes.
+import { afterAll, beforeAll } from "vitest"
+import { connectPostgres, type Sql } from "../../src/services/Db.js"
+import { freshDatabase, type SpawnedServer } from "../harness.js"
 
 /** Several processes only share state through a real Postgres and NATS. */
 export const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
@@ -23,4 +27,28 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 100))
   }
+}
+
+export interface SharedDatabase {
+  readonly db: Awaited<ReturnType<typeof freshDatabase>>
+  /** A client of the database the processes share, for asserting on what they wrote. */
+  readonly sql: Sql
+  /** Processes the suite started; whatever still runs is killed after the suite. */
+  readonly processes: SpawnedServer[]
+}
+
+/** A fresh database for the suite's processes to share, made before its tests and dropped after. */
+export function sharedDatabase(): SharedDatabase {
+  const state = { processes: [] as SpawnedServer[] } as { db: SharedDatabase["db"]; sql: Sql; processes: SpawnedServer[] }
+  beforeAll(async () => {
+    state.db = await freshDatabase()
+    state.sql = connectPostgres(state.db.env.DATABASE_URL!, 2)
+  })
+  afterAll(async () => {
+    for (const p of state.processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
+    await Promise.all(state.processes.map((p) => p.exited))
+    await state.sql?.end()
+    await state.db?.drop()
+  })
+  return state
 }

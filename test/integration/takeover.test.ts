@@ -2,22 +2,17 @@
 // NATS, the run's owner is killed with SIGKILL mid-run, and the other takes the run over from
 // Postgres, finishes it, dials every target exactly once, and charges every call exactly once.
 import { randomBytes } from "node:crypto"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, type Sql } from "../../src/services/Db.js"
-import { call, real, until, type Json } from "./processes.js"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
+import { describe, expect, it } from "vitest"
+import { call, real, sharedDatabase, until, type Json } from "./processes.js"
+import { spawnServer, type SpawnedServer } from "../harness.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("run takeover across runtime processes (real Postgres and NATS)", () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>
-  let sql: Sql
-  const processes: SpawnedServer[] = []
-  let env: Record<string, string>
+  const suite = sharedDatabase()
 
-  beforeAll(async () => {
-    db = await freshDatabase()
-    sql = connectPostgres(db.env.DATABASE_URL!, 2)
-    env = {
+  it("finishes the run on the survivor: every target dialed once, every call charged once", async () => {
+    const { db, sql, processes } = suite
+    const env = {
       ...db.env,
       NATS_URL: process.env.NATS_URL!,
       BUS_NAMESPACE: `takeover${randomBytes(5).toString("hex")}`,
@@ -30,16 +25,6 @@ describe.skipIf(!real)("run takeover across runtime processes (real Postgres and
       RUN_CLAIM_INTERVAL_MS: "250",
       APPROVAL_HOLD_MS: "5000",
     }
-  })
-
-  afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
-    await Promise.all(processes.map((p) => p.exited))
-    await sql?.end()
-    await db?.drop()
-  })
-
-  it("finishes the run on the survivor: every target dialed once, every call charged once", async () => {
     const apiProc = await spawnServer({ role: "api", env })
     processes.push(apiProc)
     const base = apiProc.url!

@@ -1,32 +1,18 @@
 // Live monitoring across processes: a runtime process dials a run while two api processes stream
 // its turns over real NATS; both see every stored turn, in order, once.
 import { randomBytes } from "node:crypto"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, type Sql } from "../../src/services/Db.js"
+import { describe, expect, it } from "vitest"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
-import { call, real, type Json } from "./processes.js"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
+import { call, real, sharedDatabase, type Json } from "./processes.js"
+import { spawnServer } from "../harness.js"
 import { sse } from "../sse-client.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("turn streams from a runtime process to two api processes (real Postgres and NATS)", () => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>
-  let sql: Sql
-  const processes: SpawnedServer[] = []
-
-  beforeAll(async () => {
-    db = await freshDatabase()
-    sql = connectPostgres(db.env.DATABASE_URL!, 2)
-  })
-
-  afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM")
-    await Promise.all(processes.map((p) => p.exited))
-    await sql?.end()
-    await db?.drop()
-  })
+  const suite = sharedDatabase()
 
   it("delivers every turn of the run to watchers on both api processes", async () => {
+    const { db, sql, processes } = suite
     const env = {
       ...db.env,
       NATS_URL: process.env.NATS_URL!,
