@@ -82,6 +82,8 @@ const Env = z.object({
   TELCO_A_AUTH_TOKEN: optionalString,
   /** The platform account's caller id for outbound calls (E.164). */
   TELCO_A_CALLER_ID: optionalString.pipe(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be an E.164 number").optional()),
+  /** true: tenants' provider base URLs may name loopback or private addresses (tests, private deployments). */
+  ALLOW_PRIVATE_PROVIDER_URLS: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** Proxies whose X-Forwarded-Proto/Host are believed when rebuilding a signed webhook's URL (comma-separated IPs). */
   TRUSTED_PROXIES: z
     .string()
@@ -155,6 +157,7 @@ export type Config = Readonly<{
   telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined
   telcoACallerId: string | undefined
   trustedProxies: readonly string[]
+  allowPrivateProviderUrls: boolean
   llmBaseUrl: string | undefined
   llmApiKey: string | undefined
   llmModel: string
@@ -224,6 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
     telcoACallerId: e.TELCO_A_CALLER_ID,
     trustedProxies: e.TRUSTED_PROXIES,
+    allowPrivateProviderUrls: e.ALLOW_PRIVATE_PROVIDER_URLS,
     telcoA:
       e.TELCO_A_API_URL && e.TELCO_A_ACCOUNT_SID && e.TELCO_A_AUTH_TOKEN
         ? { apiUrl: e.TELCO_A_API_URL.replace(/\/+$/, ""), accountSid: e.TELCO_A_ACCOUNT_SID, authToken: e.TELCO_A_AUTH_TOKEN }

@@ -87,7 +87,8 @@ const bodies: string[] = []
 
 beforeAll(async () => {
   fake = await startFakeProvider()
-  srv = await startTestServer({ env: { CREDENTIALS_MASTER_KEY: MASTER_KEY } })
+  // The fake providers listen on 127.0.0.1: a private address, refused unless allowed.
+  srv = await startTestServer({ env: { CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" } })
   a = api(srv)
 })
 afterAll(async () => {
@@ -377,6 +378,23 @@ describe("state table: PUT credentials", () => {
     expect(await call("DELETE", "/onboarding/credentials/telco_c", s.token)).toMatchObject({ status: 404 })
   })
 
+  it("refuses a provider URL on a loopback or private address unless the deployment allows them", async () => {
+    const strict = await startTestServer({ env: { CREDENTIALS_MASTER_KEY: MASTER_KEY } })
+    try {
+      const s = await api(strict).signup()
+      expect((await call("PUT", "/onboarding/mode", s.token, { mode: "byok" }, strict)).status).toBe(200)
+      for (const url of ["http://127.0.0.1:9/", "http://10.1.2.3", "http://169.254.169.254/latest", "http://[::1]:8080", "http://localhost:5432"]) {
+        const r = await call("PUT", "/onboarding/credentials/telco_a", s.token, { primary_id: SID, secret: TOKEN, extra: { api_base_url: url } }, strict)
+        expect({ url, status: r.status, field: r.body.field }).toEqual({ url, status: 422, field: "extra.api_base_url" })
+      }
+      const llm = await call("PUT", "/onboarding/credentials/llm", s.token, { secret: "sk-test-0123456789abcdef", extra: { base_url: "http://192.168.1.5/v1" } }, strict)
+      expect(llm).toMatchObject({ status: 422, body: { field: "extra.base_url" } })
+      expect(await strict.sql`select * from provider_credentials`).toEqual([])
+    } finally {
+      await strict.stop()
+    }
+  })
+
   it("answers 503 ENCRYPTION_UNAVAILABLE and stores nothing when the master key is unset", async () => {
     const keyless = await startTestServer()
     try {
@@ -522,7 +540,7 @@ describe("the secret never leaves the server", () => {
   it("is not in any log line of a server that saved, validated, refused and listed credentials", async () => {
     const db = await freshDatabase()
     try {
-      const p = await spawnServer({ env: { ...db.env, LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY } })
+      const p = await spawnServer({ env: { ...db.env, LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" } })
       const remote = { url: p.url! } as TestServer
       const c = api(remote)
       const s = await c.signup()

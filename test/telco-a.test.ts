@@ -55,6 +55,7 @@ beforeAll(async () => {
       PORT: String(port),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"),
+      ALLOW_PRIVATE_PROVIDER_URLS: "true",
       SIM_TIME_SCALE: "0.01",
       CALLING_HOURS: "any",
       DIALER_CPS_PER_CARRIER: "100",

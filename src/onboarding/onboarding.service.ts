@@ -14,6 +14,7 @@ import { validateCredential, type ValidationOutcome } from "./credentials.valida
 import * as repo from "./onboarding.repo.js"
 import type { CredentialRow, CredentialStatus, Mode, ReadinessFacts } from "./onboarding.repo.js"
 import { checkCredentialInput, isProviderId, PROVIDERS, type CredentialInput, type ProviderId } from "./providers.catalogue.js"
+import { privateUrlReason } from "./public-url.js"
 
 export type { Mode } from "./onboarding.repo.js"
 
@@ -234,6 +235,16 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
     const checked = checkCredentialInput(provider, input)
     if (!checked.ok) return yield* Effect.fail(new ValidationFailed({ message: `the ${provider} credential is invalid`, errors: checked.errors }))
     const cred = checked.value
+    if (!config.allowPrivateProviderUrls)
+      for (const field of ["api_base_url", "base_url"] as const) {
+        const url = cred.extra[field]
+        if (typeof url !== "string") continue
+        const reason = yield* Effect.promise(() => privateUrlReason(url))
+        if (reason !== undefined)
+          return yield* Effect.fail(
+            new ValidationFailed({ message: `the ${provider} credential is invalid`, errors: [{ field: `extra.${field}`, message: reason }] }),
+          )
+      }
 
     const outcome = yield* Effect.promise(() =>
       validateCredential(provider, cred, { platform: { llmBaseUrl: config.llmBaseUrl, telcoAApiUrl: config.telcoA?.apiUrl } }),
