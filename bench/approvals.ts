@@ -5,8 +5,8 @@ import { Agent, request, type IncomingMessage } from "node:http"
 import { loadavg } from "node:os"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
-import { machine, record, startProcess, type ServerProcess } from "./lib.js"
+import { redact } from "../src/services/Db.js"
+import { machine, record, scratchDatabase, startProcess, type ServerProcess } from "./lib.js"
 
 /** Decisions measured, after WARMUP unmeasured ones. */
 const N = Number(process.env.BENCH_APPROVALS_N ?? 200)
@@ -156,13 +156,10 @@ export async function benchApprovals(): Promise<void> {
   const baseUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
   const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222"
   const loadBefore = loadavg()[0]!
-  const dbName = `parley_bench_appr_${randomBytes(5).toString("hex")}`
   const ns = `benchappr${randomBytes(4).toString("hex")}`
-  const admin = connectPostgres(baseUrl, 1)
-  await admin.unsafe(`create database ${dbName}`)
-  const [pg] = await admin<[{ version: string }]>`select split_part(version(), ' ', 2) as version`
-  const dbUrl = withDatabase(baseUrl, dbName)
-  const sql = connectPostgres(dbUrl, 1)
+  const scratch = await scratchDatabase(baseUrl, "parley_bench_appr")
+  const { url: dbUrl, sql } = scratch
+  const pg = { version: scratch.pgVersion }
   process.stdout.write(`database ${redact(dbUrl)}, NATS ${natsUrl}, namespace ${ns}\n`)
 
   const env = {
@@ -325,9 +322,7 @@ export async function benchApprovals(): Promise<void> {
     await runtime?.stop()
     await api?.stop()
     agent.destroy()
-    await sql.end({ timeout: 5 })
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`)
-    await admin.end({ timeout: 5 })
+    await scratch.drop()
   }
 
   // ---- the report ----

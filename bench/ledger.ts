@@ -3,9 +3,9 @@
 import { randomBytes } from "node:crypto"
 import { loadavg } from "node:os"
 import { openWallet, postEntry } from "../src/billing/ledger.js"
-import { connectPostgres, redact, type Sql, withDatabase } from "../src/services/Db.js"
+import { redact, type Sql } from "../src/services/Db.js"
 import { migrate } from "../src/services/Migrator.js"
-import { machine, record } from "./lib.js"
+import { machine, record, scratchDatabase } from "./lib.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
@@ -73,11 +73,8 @@ export async function benchLedger(): Promise<void> {
     return
   }
   const loadBefore = loadavg()[0]!
-  const name = `parley_bench_${randomBytes(5).toString("hex")}`
-  const admin = connectPostgres(base, 1)
-  await admin.unsafe(`create database ${name}`)
-  const url = withDatabase(base, name)
-  const sql = connectPostgres(url, WRITERS)
+  const scratch = await scratchDatabase(base, "parley_bench", WRITERS)
+  const { url, sql } = scratch
   process.stdout.write(`scratch database ${redact(url)}; ${WRITERS} writers, ${ROUNDS} rounds of ${SECONDS} s per variant\n`)
   try {
     await migrate(sql)
@@ -146,8 +143,6 @@ One wallet serialises every writer on its row lock, so this is the ceiling for a
     process.stdout.write(`\n${md}\n`)
     record("ledger", md)
   } finally {
-    await sql.end({ timeout: 5 })
-    await admin.unsafe(`drop database if exists ${name} with (force)`)
-    await admin.end({ timeout: 5 })
+    await scratch.drop()
   }
 }

@@ -1,5 +1,7 @@
 // Shared bench plumbing: start a server process and wait for its port, drive load with
-// autocannon from this process, describe the machine, and record results in RESULTS.md.
+// autocannon from this process, describe the machine, record results in RESULTS.md, and make a
+// scratch database for a run.
+import { randomBytes } from "node:crypto"
 import { spawn, type ChildProcess } from "node:child_process"
 import { readFileSync, writeFileSync, existsSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
@@ -7,6 +9,7 @@ import { join } from "node:path"
 import { createInterface } from "node:readline"
 import autocannon from "autocannon"
 import { PROJECT_ROOT } from "../src/paths.js"
+import { connectPostgres, withDatabase, type Sql } from "../src/services/Db.js"
 
 export interface ServerProcess {
   readonly port: number
@@ -83,4 +86,34 @@ export function record(name: string, markdown: string): void {
   const j = text.indexOf(end)
   text = i >= 0 && j > i ? text.slice(0, i) + section + text.slice(j + end.length) : `${text.trimEnd()}\n\n${section}\n`
   writeFileSync(file, text)
+}
+
+export interface ScratchDatabase {
+  readonly url: string
+  /** A client of the scratch database. */
+  readonly sql: Sql
+  /** The server's PostgreSQL version, for the report. */
+  readonly pgVersion: string
+  /** Closes the client and drops the database (with any connections still open to it). */
+  drop(): Promise<void>
+}
+
+/** A database of its own for one bench run, on the server `baseUrl` names. */
+export async function scratchDatabase(baseUrl: string, prefix: string, poolMax = 1): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(5).toString("hex")}`
+  const admin = connectPostgres(baseUrl, 1)
+  await admin.unsafe(`create database ${name}`)
+  const [pg] = await admin<[{ version: string }]>`select split_part(version(), ' ', 2) as version`
+  const url = withDatabase(baseUrl, name)
+  const sql = connectPostgres(url, poolMax)
+  return {
+    url,
+    sql,
+    pgVersion: pg.version,
+    drop: async () => {
+      await sql.end({ timeout: 5 })
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end({ timeout: 5 })
+    },
+  }
 }

@@ -9,9 +9,9 @@ import { loadavg } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
+import { redact } from "../src/services/Db.js"
 import { PROJECT_ROOT } from "../src/paths.js"
-import { cpuMicros, machine, record, startProcess, type ServerProcess } from "./lib.js"
+import { cpuMicros, machine, record, scratchDatabase, startProcess, type ServerProcess } from "./lib.js"
 
 const ROUNDS = Number(process.env.BENCH_SSE_ROUNDS ?? 2)
 const WARMUP_S = Number(process.env.BENCH_SSE_WARMUP_S ?? 2)
@@ -364,13 +364,10 @@ export async function benchSse(): Promise<void> {
   const baseUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
   const natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222"
   const loadBefore = loadavg()[0]!
-  const dbName = `parley_bench_sse_${randomBytes(5).toString("hex")}`
   const ns = `benchsse${randomBytes(4).toString("hex")}`
-  const admin = connectPostgres(baseUrl, 1)
-  await admin.unsafe(`create database ${dbName}`)
-  const [pg] = await admin<[{ version: string }]>`select split_part(version(), ' ', 2) as version`
-  const dbUrl = withDatabase(baseUrl, dbName)
-  const sql = connectPostgres(dbUrl, 1)
+  const scratch = await scratchDatabase(baseUrl, "parley_bench_sse")
+  const { url: dbUrl, sql } = scratch
+  const pg = { version: scratch.pgVersion }
   process.stdout.write(`database ${redact(dbUrl)}, NATS ${natsUrl}, namespace ${ns}, ${CLIENT_PROCS} client processes\n`)
 
   let pool: ClientPool | undefined
@@ -439,9 +436,7 @@ export async function benchSse(): Promise<void> {
   } finally {
     await nc?.close().catch(() => {})
     pool?.kill()
-    await sql.end({ timeout: 5 })
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`)
-    await admin.end({ timeout: 5 })
+    await scratch.drop()
   }
   writeReport(results, { loadBefore, pgVersion: pg.version })
 }
