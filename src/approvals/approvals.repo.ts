@@ -25,9 +25,20 @@ export interface ApprovalRow {
   readonly note: string | null
 }
 
+/**
+ * An approval's status as everyone reads it: a pending approval past its expiry is expired, whether
+ * or not its actor's timer (or the sweep) has written that yet. `alias` names the approvals row;
+ * `now` defaults to the statement's time.
+ */
+export const effectiveApprovalStatus = (sql: Sql | Tx, alias: string, now?: Date) => {
+  const a = sql(alias)
+  const at = now === undefined ? sql`now()` : sql`${now}`
+  return sql`(case when ${a}.status = 'pending' and ${a}.expires_at <= ${at} then 'expired' else ${a}.status end)`
+}
+
 const columns = (sql: Sql | Tx) => sql`
   id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context,
-  case when status = 'pending' and expires_at <= now() then 'expired' else status end as status,
+  ${effectiveApprovalStatus(sql, "approvals")} as status,
   created_at, expires_at, decided_at, decided_by, decided_by_api_key_id, note`
 
 export interface ListFilter {
@@ -44,7 +55,7 @@ export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
     select ${columns(sql)} from approvals
     where tenant_id = ${tenantId}
       ${f.workflowId === undefined ? sql`` : sql`and workflow_id = ${f.workflowId}`}
-      ${f.status === undefined ? sql`` : f.status === "pending" ? sql`and status = 'pending' and expires_at > now()` : f.status === "expired" ? sql`and (status = 'expired' or (status = 'pending' and expires_at <= now()))` : sql`and status = ${f.status}`}
+      ${f.status === undefined ? sql`` : sql`and ${effectiveApprovalStatus(sql, "approvals")} = ${f.status}`}
       ${f.decidedAfter === undefined ? sql`` : sql`and decided_at > ${f.decidedAfter}`}
       ${f.createdAfter === undefined ? sql`` : sql`and created_at > ${f.createdAfter}`}
       ${f.beforeId === undefined ? sql`` : sql`and id < ${f.beforeId}`}
@@ -69,7 +80,7 @@ export const decide = async (
       returning ${columns(tx)}`
     if (!row) {
       const [existing] = await tx<[{ status: ApprovalStatus }?]>`
-        select case when status = 'pending' and expires_at <= now() then 'expired' else status end as status
+        select ${effectiveApprovalStatus(tx, "approvals")} as status
         from approvals where id = ${d.approvalId} and tenant_id = ${d.tenantId}`
       return existing === undefined ? { kind: "not_found" } : { kind: "conflict", status: existing.status }
     }

@@ -1,5 +1,6 @@
 // SQL for the weekly report: the period's calls (totals, outcomes, calls per UTC day) and the
 // approvals requested in it, for one workspace. A call belongs to the day it was started.
+import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql } from "../services/Db.js"
 
 export interface ReportTenant {
@@ -84,8 +85,8 @@ export const approvalCounts = async (sql: Sql, tenantId: number, r: Range, now: 
     select count(*)::int as requested,
            count(*) filter (where a.status = 'approved')::int as approved,
            count(*) filter (where a.status = 'denied')::int as denied,
-           count(*) filter (where a.status = 'expired' or (a.status = 'pending' and a.expires_at <= ${now}))::int as expired,
-           count(*) filter (where a.status = 'pending' and a.expires_at > ${now})::int as pending
+           count(*) filter (where ${effectiveApprovalStatus(sql, "a", now)} = 'expired')::int as expired,
+           count(*) filter (where ${effectiveApprovalStatus(sql, "a", now)} = 'pending')::int as pending
     from approvals a
     where a.tenant_id = ${tenantId} and a.created_at >= ${r.start} and a.created_at < ${r.end}`
   return row

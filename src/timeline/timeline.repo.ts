@@ -3,6 +3,7 @@
 // account for a user). Each is tenant-scoped, newest first, cut to the page and to the cursor.
 import type { PendingQuery, Row } from "postgres"
 import type { Sql } from "../services/Db.js"
+import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import { KEY_SOURCES, SOURCE, type Cursor } from "./timeline.cursor.js"
 
 type Fragment = PendingQuery<Row[]>
@@ -110,10 +111,10 @@ export interface ApprovalRow extends Ordered {
 // A pending approval past its expiry is expired, whether or not its timer has written that yet.
 const approvalColumns = (sql: Sql, now: Date) => sql`
   a.id, a.workflow_id, a.run_id, a.call_id, a.target_phone, a.proposed_action, a.proposed_value_minor, a.currency, a.rationale,
-  case when a.status = 'pending' and a.expires_at <= ${now} then 'expired' else a.status end as status,
+  ${effectiveApprovalStatus(sql, "a", now)} as status,
   a.created_at, a.expires_at, a.decided_at, a.decided_by, u.email as decided_by_email, a.note`
 
-const resolved = (sql: Sql, now: Date) => sql`(a.status in ('approved', 'denied', 'expired') or (a.status = 'pending' and a.expires_at <= ${now}))`
+const resolved = (sql: Sql, now: Date) => sql`${effectiveApprovalStatus(sql, "a", now)} <> 'pending'`
 // An expiry has no decided_at of its own: it happened when the approval lapsed.
 const resolvedAt = (sql: Sql) => sql`coalesce(a.decided_at, a.expires_at)`
 

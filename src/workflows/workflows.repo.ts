@@ -1,5 +1,6 @@
 // SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
 // tenant; functions that must share a transaction take its handle.
+import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../services/Db.js"
 import type { RuleBook } from "./rulebook.schema.js"
 import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
@@ -167,7 +168,7 @@ export const listRuns = (sql: Sql, workflowId: number) =>
            (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int as targets_queued,
            (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
            (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.answered_at is not null)::int as targets_connected,
-           (select count(*) from approvals a where a.run_id = r.id and a.status = 'pending' and a.expires_at > now())::int as approvals_pending,
+           (select count(*) from approvals a where a.run_id = r.id and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
            (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession' and a.status in ('approved', 'denied'))::int as concessions_decided
     from runs r where r.workflow_id = ${workflowId}
     order by r.id desc`
