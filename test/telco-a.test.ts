@@ -3,7 +3,7 @@
 // and voice webhooks driving the call actors; TwiML answers); webhook signatures are accepted
 // only from the tenant's own token; a call to a provisioned number is answered by its workflow's
 // persona and recorded.
-import { randomBytes } from "node:crypto"
+import { createHmac, randomBytes } from "node:crypto"
 import { createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "./clients.js"
@@ -170,5 +170,36 @@ describe("a call to a provisioned number", () => {
     expect(timeline.body.events[0]).toMatchObject({ kind: "call", direction: "inbound", workflow_id: w.id, payload: { provider_call_id: params.CallSid } })
     const forged = await fake.callback(owned.voice_url, { ...params, CallSid: "CA-forged" }, { token: "f".repeat(32) })
     expect(forged.status).toBe(401)
+  })
+})
+
+describe("telco_b's voice webhook", () => {
+  it("answers a call to our number with the persona's greeting when signed with the workspace's telco_b key, else 401", async () => {
+    const key = "tb_" + randomBytes(16).toString("hex")
+    const saved = await call("PUT", "/onboarding/credentials/telco_b", tenant, { primary_id: "acct-4711", secret: key })
+    expect(saved.body).toMatchObject({ saved: true, validated: true })
+    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Answer questions about our yoga classes.", persona_override: "leo" })).body
+    const number = (await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })).body.number as Json
+    const body = JSON.stringify({ uuid: `tb-${randomBytes(6).toString("hex")}`, from: "13125550100", to: number.phone_e164.slice(1) })
+    const send = (signature: string | null, raw = body) =>
+      fetch(`${srv.url}/voice/telco_b/incoming`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(signature !== null && { "X-telco-b-Signature": signature }) },
+        body: raw,
+      })
+    const sign = (k: string, raw = body) => createHmac("sha256", k).update(raw).digest("hex")
+
+    const ok = await send(sign(key))
+    expect(ok.status).toBe(200)
+    const actions = (await ok.json()) as Json[]
+    expect(actions).toHaveLength(1)
+    expect(actions[0]).toMatchObject({ action: "talk" })
+    expect(actions[0]!.text).toMatch(/Leo/)
+    const [row] = await srv.sql<[{ provider: string; workflow_id: number }]>`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
+    expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
+
+    expect((await send(sign("someone-elses-key"))).status).toBe(401)
+    expect((await send(sign(key), body.replace("13125550100", "13125550199"))).status).toBe(401)
+    expect((await send(null)).status).toBe(401)
   })
 })
