@@ -83,7 +83,10 @@ export interface RequestContext<P, Q, B> {
   readonly rawBody: Buffer
   /** Header names lower-cased; repeated headers joined with ", ". */
   readonly headers: Readonly<Record<string, string>>
+  /** The socket's peer (a proxy, behind one); trust decisions about the connection use this. */
   readonly remoteAddress: string
+  /** The client's address: X-Forwarded-For's when the peer is a trusted proxy (see api/client-ip.ts). */
+  readonly clientIp: string
   /** The caller of a `jwt` or `jwt-only` route; undefined on public and system routes. */
   readonly principal: Principal | undefined
   /** The X-Tenant-Id of a `system` request, when it sent one. */

@@ -23,6 +23,7 @@ import { INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole, type OpenStream } from "./http.js"
 import type { Reply } from "./reply.js"
 import type { AnyRoute, Method, Part, RequestContext } from "./route.js"
+import { clientIp, normaliseIp } from "./client-ip.js"
 import { Router, parseQuery, validate } from "./router.js"
 import { streamMultipart, type StreamedBody } from "./upload.js"
 import { loadUws, type HttpRequest, type HttpResponse, type us_listen_socket } from "./uws.js"
@@ -49,6 +50,7 @@ interface Incoming {
   readonly query: string
   readonly headers: Record<string, string>
   readonly remoteAddress: string
+  readonly clientIp: string
   readonly requestId: string
 }
 
@@ -75,12 +77,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       headers[k] = prev === undefined ? v : `${prev}, ${v}`
     })
     const givenId = headers["x-request-id"]
+    const remoteAddress = normaliseIp(Buffer.from(res.getRemoteAddressAsText()).toString())
     const incoming: Incoming = {
       method: req.getCaseSensitiveMethod().toUpperCase(),
       url: req.getUrl(),
       query: req.getQuery() ?? "",
       headers,
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      remoteAddress,
+      clientIp: clientIp(remoteAddress, headers["x-forwarded-for"], config.trustedProxies),
       requestId: givenId !== undefined && REQUEST_ID.test(givenId) ? givenId : randomUUID(),
     }
     const ex = new Exchange(res)
@@ -250,6 +254,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       rawBody: raw,
       headers: inc.headers,
       remoteAddress: inc.remoteAddress,
+      clientIp: inc.clientIp,
       principal: undefined,
       systemTenantId,
       onAbort: (cb) => ex.onAbort(cb),

@@ -122,6 +122,30 @@ const Env = z.object({
   SSE_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60_000),
   /** A turn-stream client with more than this unsent is dropped (it stopped reading). */
   SSE_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
+  /**
+   * "stub" enables the stub payment gateway (unsigned settlement: for trying Parley, never for
+   * production); "gateways" allows only the real ones. Unset → "stub" on the embedded database
+   * (no DATABASE_URL), "gateways" otherwise. The stub is off whenever a real gateway is configured.
+   */
+  PAYMENTS: optionalString.pipe(z.enum(["stub", "gateways"], { error: 'must be "stub" or "gateways"' }).optional()),
+  /** Hosts (host[:port]) whose Host header may stand in for PUBLIC_BASE_URL in links we hand out. */
+  ALLOWED_HOSTS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x !== "")),
+  /** Failed OTP guesses per address, and per client IP, in an hour before further guesses are refused. */
+  OTP_GUESSES_PER_ADDRESS_HOUR: positiveInt.max(1000).default(10),
+  OTP_GUESSES_PER_IP_HOUR: positiveInt.max(100_000).default(50),
+  /** Signups from one client IP in an hour. */
+  SIGNUPS_PER_IP_HOUR: positiveInt.max(1_000_000).default(10),
+  /** Anonymous opening-line previews from one client IP in an hour (signed-in workspaces are not counted here). */
+  PREVIEWS_ANON_PER_IP_HOUR: positiveInt.max(1_000_000).default(30),
+  /** Synthesised preview clips not played for this many days are deleted. */
+  PREVIEW_CLIP_TTL_DAYS: positiveInt.max(3650).default(30),
+  /** Largest answer read from any provider's HTTP API (model, telephony, mail, payments, tenant URLs). */
+  PROVIDER_RESPONSE_LIMIT_BYTES: positiveInt.default(2 * 1024 * 1024),
+  /** Longest one SQL statement may run before Postgres cancels it. */
+  DB_STATEMENT_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
 })
 
 export type Config = Readonly<{
@@ -177,6 +201,16 @@ export type Config = Readonly<{
   approvalHoldMs: number
   approvalTtlMs: number
   sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
+  /** Whether the unsigned stub gateway may settle top-ups (see PAYMENTS). */
+  paymentsMode: "stub" | "gateways"
+  allowedHosts: readonly string[]
+  otpGuessesPerAddressHour: number
+  otpGuessesPerIpHour: number
+  signupsPerIpHour: number
+  previewsAnonPerIpHour: number
+  previewClipTtlDays: number
+  providerResponseLimitBytes: number
+  dbStatementTimeoutMs: number
 }>
 
 export class ConfigError extends Error {
@@ -251,5 +285,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     approvalHoldMs: e.APPROVAL_HOLD_MS,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },
+    paymentsMode: e.PAYMENTS ?? (e.DATABASE_URL === undefined ? "stub" : "gateways"),
+    allowedHosts: e.ALLOWED_HOSTS,
+    otpGuessesPerAddressHour: e.OTP_GUESSES_PER_ADDRESS_HOUR,
+    otpGuessesPerIpHour: e.OTP_GUESSES_PER_IP_HOUR,
+    signupsPerIpHour: e.SIGNUPS_PER_IP_HOUR,
+    previewsAnonPerIpHour: e.PREVIEWS_ANON_PER_IP_HOUR,
+    previewClipTtlDays: e.PREVIEW_CLIP_TTL_DAYS,
+    providerResponseLimitBytes: e.PROVIDER_RESPONSE_LIMIT_BYTES,
+    dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
   }
 }

@@ -55,6 +55,11 @@ function baseEnv(): Record<string, string> {
     PORT: "0",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "silent",
     BUS_NAMESPACE: `t${randomBytes(5).toString("hex")}`,
+    // Every suite's clients come from 127.0.0.1: the per-IP limits are tested where they are set.
+    PAYMENTS: "stub",
+    SIGNUPS_PER_IP_HOUR: "100000",
+    OTP_GUESSES_PER_IP_HOUR: "100000",
+    PREVIEWS_ANON_PER_IP_HOUR: "100000",
   }
   if (process.env.NATS_URL !== undefined) env.NATS_URL = process.env.NATS_URL
   return env

@@ -27,13 +27,13 @@ export default route({
       }),
   },
   responses: { 201: { description: "The key, including its secret" } },
-  handler: ({ principal, body, remoteAddress, headers }) =>
+  handler: ({ principal, body, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
       const b = body!
       const expiresAt =
         b.expires_at !== undefined ? new Date(b.expires_at) : b.expires_in_days !== undefined ? new Date(Date.now() + b.expires_in_days * 86_400_000) : null
-      const key = yield* createKey({ tenantId: user.tenantId, userId: user.userId, ip: remoteAddress, userAgent: headers["user-agent"] }, { name: b.name, scope: b.scope, expiresAt })
+      const key = yield* createKey({ tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] }, { name: b.name, scope: b.scope, expiresAt })
       return json(key, 201)
     }),
 })

@@ -14,9 +14,9 @@ export default route({
   summary: "Delete a revoked API key",
   tags: ["api-keys"],
   params: z.object({ key_id: Id }),
-  handler: ({ principal, params, remoteAddress, headers }) =>
+  handler: ({ principal, params, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      return json(yield* deleteKey({ tenantId: user.tenantId, userId: user.userId, ip: remoteAddress, userAgent: headers["user-agent"] }, params.key_id))
+      return json(yield* deleteKey({ tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] }, params.key_id))
     }),
 })

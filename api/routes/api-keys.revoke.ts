@@ -15,10 +15,10 @@ export default route({
   tags: ["api-keys"],
   params: z.object({ key_id: Id }),
   body: { json: z.object({ reason: z.string().trim().max(80, "must be at most 80 characters").optional() }).optional() },
-  handler: ({ principal, params, body, remoteAddress, headers }) =>
+  handler: ({ principal, params, body, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      const actor = { tenantId: user.tenantId, userId: user.userId, ip: remoteAddress, userAgent: headers["user-agent"] }
+      const actor = { tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] }
       return json(yield* revokeKey(actor, params.key_id, body?.reason || null))
     }),
 })

@@ -15,8 +15,8 @@ export default route({
   tags: ["auth"],
   body: { json: z.object({ email: Email, password: z.string().min(1, "is required").max(1024) }) },
   responses: { 200: { description: "{token, expires_in, user, tenant}; sets the svc_session cookie" } },
-  handler: ({ body, remoteAddress }) =>
-    Effect.map(login({ email: body!.email, password: body!.password, ip: remoteAddress }), (session) =>
+  handler: ({ body, clientIp }) =>
+    Effect.map(login({ email: body!.email, password: body!.password, ip: clientIp }), (session) =>
       json(session, 200, { "Set-Cookie": sessionCookie(session.token), "Cache-Control": "no-store" }),
     ),
 })

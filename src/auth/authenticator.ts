@@ -26,7 +26,8 @@ const CACHE_LIMIT = 50_000
 export interface AuthRequest {
   readonly method: string
   readonly headers: Readonly<Record<string, string>>
-  readonly remoteAddress: string
+  /** The client's address (behind a trusted proxy, the forwarded one). */
+  readonly clientIp: string
 }
 
 export interface AuthRequirement {
@@ -115,7 +116,7 @@ export class Authenticator {
       if (!m) return new Unauthenticated({ message: "Authorization must be 'Bearer <token>'" })
       const token = m[1]!
       if (token.startsWith(API_KEY_PREFIX)) {
-        const found = this.apiKey(token, req.remoteAddress)
+        const found = this.apiKey(token, req.clientIp)
         return found instanceof Promise ? found.then((p) => this.authorize(p, need)) : this.authorize(found, need)
       }
       return this.session(token, "bearer").then((p) => this.authorize(p, need))
