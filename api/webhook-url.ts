@@ -6,7 +6,7 @@ import { baseUrl } from "./base-url.js"
 const HOST = /^[A-Za-z0-9.\-:[\]]+$/
 
 export function calledUrl(
-  config: Pick<Config, "publicBaseUrl" | "trustedProxies">,
+  config: Pick<Config, "publicBaseUrl" | "trustedProxies" | "allowedHosts">,
   req: { headers: Readonly<Record<string, string>>; remoteAddress: string; path: string; rawQuery: string },
 ): string {
   const query = req.rawQuery === "" ? "" : `?${req.rawQuery}`
