@@ -1,7 +1,8 @@
-// Which provider accounts a tenant's run uses: a byok tenant dials and generates with its own
-// validated credentials; a bundled tenant (or a byok one missing a credential) with the platform's
-// — telco_a when TELCO_A_* is configured, else the simulator.
+// Which provider accounts a tenant's run uses: a byok tenant's own validated account for each leg it
+// has one for, the platform's for the rest (telco_a when TELCO_A_* is configured, else the sim).
+// Only a run with every paid leg its own, on byok terms (src/billing/call-terms.ts), calls unbilled.
 import type { Logger } from "pino"
+import type { CallTerms } from "../src/billing/call-terms.js"
 import type { Config } from "../src/config.js"
 import type { CredentialsService } from "../src/onboarding/Credentials.js"
 import type { LanguageModel } from "../src/providers/llm/llm.interface.js"
@@ -14,6 +15,7 @@ export interface TenantProviders {
   readonly llm: LanguageModel
   /** The carrier account calls go out on: pacing is per carrier account. */
   readonly carrierAccount: string
+  /** true: every paid leg is the workspace's own, so its calls hold nothing at the per-minute rate. */
   readonly byok: boolean
 }
 
@@ -24,6 +26,8 @@ export interface AccountDeps {
   readonly platformLlm: LanguageModel
   readonly channel: WebhookChannel
   readonly log: Logger
+  /** The workspace's terms now (callTerms against the deployment's database). */
+  readonly terms: (tenantId: number) => Promise<CallTerms>
 }
 
 /** The base URL the provider calls our webhooks at. */
@@ -47,7 +51,7 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
       : { telephony: d.platformTelephony, carrierAccount: d.platformTelephony.name }
 
   return async (tenantId) => {
-    const [telco, llm] = await Promise.all([d.credentials.active(tenantId, "telco_a"), d.credentials.active(tenantId, "llm")])
+    const [terms, telco, llm] = await Promise.all([d.terms(tenantId), d.credentials.active(tenantId, "telco_a"), d.credentials.active(tenantId, "llm")])
     const apiUrl = typeof telco?.extra["api_base_url"] === "string" ? (telco.extra["api_base_url"] as string) : d.config.telcoA?.apiUrl
     const own =
       telco !== undefined && telco.primaryId !== null && apiUrl !== undefined
@@ -65,6 +69,7 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
             timeoutMs: d.config.llmTimeoutMs,
           })
         : undefined
-    return { ...(own ?? platform()), llm: ownLlm ?? d.platformLlm, byok: own !== undefined || ownLlm !== undefined }
+    // A leg the workspace has no account for goes on the platform's; then the call is paid for.
+    return { ...(own ?? platform()), llm: ownLlm ?? d.platformLlm, byok: terms.billing === "byok" && own !== undefined && ownLlm !== undefined }
   }
 }

@@ -4,6 +4,7 @@
 // another runtime process can take any run over from Postgres.
 import { Effect, Fiber } from "effect"
 import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
+import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { numberRentalLoop } from "../src/numbers/numbers.service.js"
 import { AppConfig } from "../src/services/AppConfig.js"
@@ -49,6 +50,7 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
   const llm = yield* Llm
   const telephony = yield* Telephony
   const credentials = yield* Credentials
+  const clock = yield* Clock
   const context = yield* Effect.context<Db | Clock | Log | Bus | AppConfig>()
   const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) => Effect.runPromise(Effect.either(Effect.provide(eff, context)))
 
@@ -75,14 +77,23 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
     }
     return key
   }
-  const providersFor = providerResolver({ config, credentials, platformTelephony: telephony, platformLlm: llm, channel: busWebhookChannel(bus, log), log })
+  const providersFor = providerResolver({
+    config,
+    credentials,
+    platformTelephony: telephony,
+    platformLlm: llm,
+    channel: busWebhookChannel(bus, log),
+    log,
+    terms: (tenantId) => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined),
+  })
   const turns = new TurnSink(sql, bus, log)
   const drivers = new Map<number, RunDriver>()
   let stopping = false
 
-  const money = {
+  /** A run's money: its calls are free of the per-minute rate only if they go out on the workspace's own accounts. */
+  const moneyFor = (onOwnAccounts: boolean) => ({
     reserve: async (tenantId: number, callRef: string, seconds: number) => {
-      const r = await runEffect(reserveCall(tenantId, callRef, seconds))
+      const r = await runEffect(reserveCall(tenantId, callRef, seconds, { onOwnAccounts }))
       if (r._tag === "Left") {
         log.info({ call_ref: callRef, reason: r.left.message }, "call not funded")
         return { ok: false as const }
@@ -94,9 +105,10 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
       if (r._tag === "Left") return undefined
       return r.right === undefined ? undefined : { chargedMinor: r.right.settled_minor ?? 0 }
     },
-  }
+  })
+  const money = { platform: moneyFor(false), own: moneyFor(true) }
 
-  const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings, money }
+  const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings }
 
   /** Claims runs that need an owner (one given run, or any) and starts a driver for each. */
   let claiming: Promise<void> | undefined
@@ -113,7 +125,11 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
             break
           }
           const providers = await providersFor(claimed.tenant_id)
-          const driver = new RunDriver({ ...deps, telephony: providers.telephony, llm: providers.llm, carrierKey: carrierKey(providers.carrierAccount) }, claimed, setup)
+          const driver = new RunDriver(
+            { ...deps, money: providers.byok ? money.own : money.platform, telephony: providers.telephony, llm: providers.llm, carrierKey: carrierKey(providers.carrierAccount) },
+            claimed,
+            setup,
+          )
           drivers.set(claimed.id, driver)
           void driver.done.then(() => {
             if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)

@@ -10,6 +10,8 @@ import type { GatewayName } from "../providers/payments/payments.interface.js"
 import { Clock } from "../services/Clock.js"
 import { Db, type Sql, type Tx } from "../services/Db.js"
 import { Log } from "../services/Log.js"
+import { AppConfig } from "../services/AppConfig.js"
+import { callTerms } from "./call-terms.js"
 import { postEntry, type LedgerEntry } from "./ledger.js"
 import { authoriseSubscription } from "./subscription.service.js"
 import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, type Currency } from "./pricing.js"
@@ -84,9 +86,11 @@ export const precheck = (tenantId: number, expectedSeconds: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
+    const config = yield* AppConfig
     const tenant = yield* loadTenant(sql, tenantId)
     const wallet = yield* loadWallet(sql, tenantId)
-    const required = tenant.onboarding_mode === "byok" ? 0 : callCostMinor(expectedSeconds, wallet.currency)
+    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
+    const required = terms.billing === "byok" ? 0 : callCostMinor(expectedSeconds, wallet.currency)
     let status: PrecheckStatus = "ok"
     if (tenant.status !== "active") status = "account_suspended"
     else if (tenant.plan_tier === "free" && tenant.trial_expires_at !== null && tenant.trial_expires_at <= clock.now()) {
@@ -95,7 +99,15 @@ export const precheck = (tenantId: number, expectedSeconds: number) =>
       if (!paid) status = "trial_expired"
     }
     if (status === "ok" && wallet.balance_minor < required) status = "insufficient_funds"
-    return { status, balance_minor: wallet.balance_minor, required_minor: required, currency: wallet.currency, expected_seconds: expectedSeconds }
+    return {
+      status,
+      balance_minor: wallet.balance_minor,
+      required_minor: required,
+      currency: wallet.currency,
+      expected_seconds: expectedSeconds,
+      billing: terms.billing,
+      ...(terms.byokMissing.length > 0 && { byok_missing: terms.byokMissing }),
+    }
   })
 
 const intentView = (i: { id: number; amount_minor: number; currency: Currency; status: string; external_id: string; checkout_url: string | null; gateway: GatewayName }) => ({
@@ -257,14 +269,19 @@ export interface Reservation {
 
 /**
  * Holds the cost of `expectedSeconds` before a call is dialed (idempotent on `callRef`). Fails
- * with InsufficientFunds rather than overdraw; byok workspaces pay their providers directly, so
- * nothing is held for them.
+ * with InsufficientFunds rather than overdraw. Nothing is held only when the workspace's terms are
+ * byok now (see call-terms.ts) AND the call really goes out on its own accounts (`onOwnAccounts`:
+ * a run resolves its accounts once, so a workspace that became byok-ready mid-run still pays for
+ * the calls that run places on the platform's accounts).
  */
-export const reserveCall = (tenantId: number, callRef: string, expectedSeconds: number) =>
+export const reserveCall = (tenantId: number, callRef: string, expectedSeconds: number, opts: { onOwnAccounts: boolean } = { onOwnAccounts: false }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const config = yield* AppConfig
+    const clock = yield* Clock
     const tenant = yield* loadTenant(sql, tenantId)
-    if (tenant.onboarding_mode === "byok") return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
+    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
+    if (terms.billing === "byok" && opts.onOwnAccounts) return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
     const cost = callCostMinor(expectedSeconds, tenant.currency)
     const r = yield* Effect.promise(
       () =>

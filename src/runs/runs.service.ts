@@ -74,7 +74,9 @@ export const startRun = (tenantId: number, workflowId: number) =>
           message:
             outcome.wallet === "trial_expired"
               ? "the free trial has ended: top up the wallet to start a run"
-              : `the wallet cannot pay for one ${DEFAULT_PRECHECK_SECONDS}-second call: top up to start a run`,
+              : `the wallet cannot pay for one ${DEFAULT_PRECHECK_SECONDS}-second call: top up to start a run${
+                  wallet.byok_missing === undefined ? "" : ` (calls are billed at the bundled rate until byok is complete: missing ${wallet.byok_missing.join(", ")})`
+                }`,
           balanceMinor: wallet.balance_minor,
           requiredMinor: wallet.required_minor,
         }),
