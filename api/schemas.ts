@@ -1,6 +1,7 @@
 // Zod pieces shared by route schemas: path ids, booleans and integers as they arrive in a query
 // string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
 import { z } from "zod"
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/paging/page.cursor.js"
 
 /** A positive integer id in a path segment: "12" → 12; "abc", "1.5", "-3", "007x" are refused. */
 export const Id = z
@@ -18,6 +19,20 @@ export const QueryInt = (min: number, max: number) =>
     .regex(/^-?\d+$/, "must be an integer")
     .transform(Number)
     .pipe(z.number().int().min(min).max(max))
+
+/** `limit` of a cursor-paged list: 1–200, 50 when absent. */
+export const PageLimit = QueryInt(1, LIST_MAX_LIMIT).default(LIST_DEFAULT_LIMIT).describe(`rows per page, 1–${LIST_MAX_LIMIT} (default ${LIST_DEFAULT_LIMIT})`)
+
+/** `cursor` of a cursor-paged list: the `next_cursor` of the page before, taken back as is. */
+export const PageCursor = z
+  .string()
+  .max(80, "must be a next_cursor from the previous page")
+  .transform((raw, ctx) => {
+    const before = parseListCursor(raw)
+    if (before === undefined) ctx.addIssue({ code: "custom", message: "must be a next_cursor from the previous page" })
+    return before ?? z.NEVER
+  })
+  .describe("the next_cursor of the previous page, as given (opaque)")
 
 /** An email address, trimmed and lower-cased: accounts are found by it case-insensitively. */
 export const Email = z

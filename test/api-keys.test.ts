@@ -1,8 +1,11 @@
 // API keys through the real server: every row of the spec's state table, the secret's form and
 // storage, the 10-key cap (also under a race), expiry, batched last-use recording, the audit
-// trail, and the 400s the spec names for create.
+// trail, the 400s the spec names for create, and the scope a key gets (read unless asked; admin
+// keys only from owners and admins).
 import { createHash } from "node:crypto"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Auth } from "../src/auth/Auth.js"
 import { api, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
@@ -22,14 +25,14 @@ describe("create (none → active)", () => {
     s = await a.signup()
   })
 
-  it("returns the secret once, stores only its sha256, and defaults to admin scope", async () => {
+  it("returns the secret once, stores only its sha256, and defaults to read scope", async () => {
     const res = await a.call("POST", "/api-keys", { token: s.token, body: { name: "  deploy bot  " }, headers: { "user-agent": "ci-agent/1.0" } })
     expect(res.status).toBe(201)
     const key = (await res.json()) as any
     expect(key.secret).toMatch(/^svc_live_[0-9A-Za-z]{32,}$/)
     expect(key.secret.startsWith(key.prefix)).toBe(true)
     expect(key.prefix).toMatch(/^svc_live_[0-9A-Za-z]{4,8}$/)
-    expect(key).toMatchObject({ name: "deploy bot", scope: "admin", status: "active", created_by_user_id: s.userId, expires_at: null, revoked_at: null, revoked_reason: null, last_used_at: null })
+    expect(key).toMatchObject({ name: "deploy bot", scope: "read", status: "active", created_by_user_id: s.userId, expires_at: null, revoked_at: null, revoked_reason: null, last_used_at: null })
     const [row] = await srv.sql<[Record<string, unknown>]>`select * from api_keys where id = ${key.id}`
     expect(row["secret_sha256"]).toEqual(createHash("sha256").update(key.secret).digest())
     expect(JSON.stringify(row)).not.toContain(key.secret.slice(9))
@@ -72,9 +75,48 @@ describe("create (none → active)", () => {
     // Without credentials the body is not even looked at.
     expect((await a.call("POST", "/api-keys", { body: { scope: "root" } })).status).toBe(401)
     expect((await a.call("POST", "/api-keys", { headers: { "content-type": "application/json" } })).status).toBe(401)
-    const key = await a.createKey(s, { name: "admin" })
+    const key = await a.createKey(s, { name: "admin", scope: "admin" })
     expect(await errorOf(await a.call("POST", "/api-keys", { token: key.secret, body: { name: "x" } }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })
     expect(await errorOf(await a.call("GET", "/api-keys", { token: key.secret }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })
+  })
+})
+
+describe("scope: read unless asked, admin only from admins", () => {
+  it("makes a key without a scope read-only: it reads but cannot change anything", async () => {
+    const s = await a.signup()
+    const res = await a.call("POST", "/api-keys", { token: s.token, body: { name: "no scope given" } })
+    expect(res.status).toBe(201)
+    const key = (await res.json()) as { id: number; secret: string; scope: string }
+    expect(key.scope).toBe("read")
+    const [row] = await srv.sql<[{ scope: string }]>`select scope from api_keys where id = ${key.id}`
+    expect(row.scope).toBe("read")
+    expect((await a.call("GET", "/api/workflows", { token: key.secret })).status).toBe(200)
+    const before = await srv.sql`select id from workflows where tenant_id = ${s.tenantId}`
+    expect(await errorOf(await a.call("POST", "/api/workflows", { token: key.secret, body: { nl_prompt: "Call lapsed members and offer them a discount to rejoin." } }))).toMatchObject({
+      status: 403,
+      code: "INSUFFICIENT_SCOPE",
+    })
+    expect(await srv.sql`select id from workflows where tenant_id = ${s.tenantId}`).toEqual(before)
+  })
+
+  it("lets a member mint read and write keys but not admin ones (403, nothing written); owners and admins may", async () => {
+    const s = await a.signup()
+    await srv.sql`update users set role = 'member' where id = ${s.userId}`
+    // The role comes from the users row; drop the cached principal as a role change does.
+    const member = s
+    await srv.running.runtime.runPromise(Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))))
+    const before = await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`
+    expect(await errorOf(await a.call("POST", "/api-keys", { token: member.token, body: { name: "escalate", scope: "admin" } }))).toMatchObject({ status: 403, code: "FORBIDDEN" })
+    expect(await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`).toEqual(before)
+    expect(await srv.sql`select action from api_key_events where tenant_id = ${s.tenantId}`).toEqual([])
+    expect((await a.createKey(member, { name: "r" })).scope).toBe("read")
+    expect((await a.createKey(member, { name: "w", scope: "write" })).scope).toBe("write")
+
+    await srv.sql`update users set role = 'admin' where id = ${s.userId}`
+    await srv.running.runtime.runPromise(Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))))
+    expect((await a.createKey(member, { name: "a", scope: "admin" })).scope).toBe("admin")
+    const owner = await a.signup()
+    expect((await a.createKey(owner, { name: "a", scope: "admin" })).scope).toBe("admin")
   })
 })
 

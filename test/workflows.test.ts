@@ -263,7 +263,7 @@ describe("changing a workflow", () => {
 describe("consent attestation", () => {
   it("records the signed-in user and refuses API keys", async () => {
     const w = await create()
-    const key = await a.createKey(owner, { name: "admin key" })
+    const key = await a.createKey(owner, { name: "admin key", scope: "admin" })
     const byKey = await call("PUT", `/api/workflows/${w.id}/compliance`, key.secret, { consent_attestation_text: "We have consent." })
     expect(byKey.status).toBe(403)
     expect(byKey.body.code).toBe("API_KEY_NOT_ALLOWED")

@@ -1,22 +1,25 @@
-// GET /api/workflows/{id}/runs: the workflow's runs, newest first.
+// GET /api/workflows/{id}/runs: the workflow's runs, newest first, in cursor pages (limit 1–200,
+// default 50; next_cursor beside the list, null on the last page).
 import { Effect } from "effect"
 import { z } from "zod"
 import { listRuns } from "../../src/workflows/workflows.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
-import { Id } from "../schemas.js"
+import { Id, PageCursor, PageLimit } from "../schemas.js"
 import { callerOf } from "../session.js"
 
 export default route({
   method: "GET",
   path: "/api/workflows/{id}/runs",
   auth: "jwt",
-  summary: "A workflow's runs, newest first",
+  summary: "A workflow's runs, newest first; limit 1–200 (default 50), cursor = next_cursor of the page before",
   tags: ["workflows"],
   params: z.object({ id: Id }),
-  handler: ({ principal, params }) =>
+  query: z.object({ limit: PageLimit, cursor: PageCursor.optional() }),
+  responses: { 200: { description: "{runs:[run objects], next_cursor (null on the last page)}" } },
+  handler: ({ principal, params, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      return json({ runs: yield* listRuns(c.tenantId, params.id) })
+      return json(yield* listRuns(c.tenantId, params.id, { limit: query.limit, before: query.cursor }))
     }),
 })

@@ -1,12 +1,12 @@
-// API keys: created with a secret shown once (stored only as its sha256), scoped read, write or
-// admin, optionally expiring, at most 10 active per workspace, revoked at once everywhere, deleted
-// only once revoked; every change is written to the key's audit trail.
+// API keys: created with a secret shown once (stored only as its sha256), scoped read (default),
+// write or admin (minted by owners and admins only), optionally expiring, at most 10 active per
+// workspace, revoked at once everywhere, deleted only once revoked; every change is audited.
 import { randomInt } from "node:crypto"
 import { Effect } from "effect"
 import { Auth } from "../auth/Auth.js"
 import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
-import type { Scope } from "../auth/principal.js"
-import { BadRequest, Conflict, NotFound } from "../errors.js"
+import type { Scope, UserPrincipal } from "../auth/principal.js"
+import { BadRequest, Conflict, Forbidden, NotFound } from "../errors.js"
 import { Clock } from "../services/Clock.js"
 import { Db, type Sql, type Tx } from "../services/Db.js"
 
@@ -89,11 +89,19 @@ export const listKeys = (tenantId: number) =>
     return rows.map(view)
   })
 
-export const createKey = (actor: Actor, input: { name: string; scope: Scope; expiresAt: Date | null }) =>
+/** A key asked for without a scope reads only: more power is asked for by name. */
+export const DEFAULT_KEY_SCOPE: Scope = "read"
+
+/** An admin key does what only owners and admins may, so only they may mint one. */
+export const mayMint = (role: UserPrincipal["role"], scope: Scope): boolean => scope !== "admin" || role !== "member"
+
+export const createKey = (actor: Actor & { readonly role: UserPrincipal["role"] }, input: { name: string; scope: Scope; expiresAt: Date | null }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
+    if (!mayMint(actor.role, input.scope))
+      return yield* Effect.fail(new Forbidden({ message: "only workspace owners and admins may create admin-scope API keys" }))
     if (input.expiresAt !== null && input.expiresAt <= now)
       return yield* Effect.fail(new BadRequest({ code: "VALIDATION_FAILED", field: "expires_at", message: "expires_at must be in the future" }))
     const secret = newSecret()

@@ -1,6 +1,7 @@
 // SQL of the workspaces' phone numbers: the claim that makes a number one workspace's, its
 // activation and release, and the monthly-rental bookkeeping.
 import type { Currency } from "../billing/pricing.js"
+import type { ListPage } from "../paging/page.cursor.js"
 import { isUniqueViolation, type Sql, type Tx } from "../services/Db.js"
 
 export type NumberSource = "provisioned" | "imported"
@@ -89,12 +90,14 @@ export async function held(sql: Sql, phones: ReadonlyArray<string>): Promise<Set
   return new Set(rows.map((r) => r.phone_e164))
 }
 
-/** The workspace's numbers, newest first; claims in flight are not shown. */
-export async function list(sql: Sql, tenantId: number, status: "active" | "released" | undefined): Promise<NumberRow[]> {
+/** One page of the workspace's numbers, newest first (one row more to tell if there is a next); claims in flight are not shown. */
+export async function list(sql: Sql, tenantId: number, status: "active" | "released" | undefined, page: ListPage): Promise<NumberRow[]> {
   const rows = await sql<NumberRow[]>`
     select * from phone_numbers
     where tenant_id = ${tenantId} and ${status === undefined ? sql`status <> 'pending'` : sql`status = ${status}`}
-    order by id desc`
+      ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
+    order by id desc
+    limit ${page.limit + 1}`
   return [...rows]
 }
 

@@ -9,6 +9,7 @@ import { chargeEveryMinute } from "../billing/periodic.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
 import { addMonth } from "../billing/subscription.service.js"
 import { Conflict, GatewayUnavailable, InsufficientFunds, NotFound, ValidationFailed, type DomainError } from "../errors.js"
+import { pageOf, type ListPage } from "../paging/page.cursor.js"
 import { toE164, type TenantCountry } from "../phones/phone.js"
 import { ProviderCallError } from "../providers/http.util.js"
 import { NumberInventoryError, type AvailableNumber, type NumberInventory } from "../providers/telephony/numbers.interface.js"
@@ -367,11 +368,12 @@ export const importNumber = (tenantId: number, req: { phoneNumber: string; workf
 
 // --- list, release ------------------------------------------------------------------------------
 
-export const listNumbers = (tenantId: number, status: "active" | "released" | undefined) =>
+/** One page of the workspace's numbers and the cursor of the next (null on the last page). */
+export const listNumbers = (tenantId: number, status: "active" | "released" | undefined, page: ListPage) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const rows = yield* Effect.promise(() => repo.list(sql, tenantId, status))
-    return { numbers: rows.map(numberView) }
+    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.list(sql, tenantId, status, page)), page.limit)
+    return { numbers: rows.map(numberView), next_cursor }
   })
 
 /**

@@ -1,6 +1,7 @@
 // SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
 // tenant; functions that must share a transaction take its handle.
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
+import type { ListPage } from "../paging/page.cursor.js"
 import type { Sql, Tx } from "../services/Db.js"
 import type { RuleBook } from "./rulebook.schema.js"
 import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
@@ -110,14 +111,17 @@ export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promis
   return locked === undefined ? undefined : findWorkflowDetail(tx, tenantId, id)
 }
 
-export const listWorkflows = (sql: Sql, tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }) =>
+/** One page of the workspace's workflows, newest first, and one row more to tell if there is a next. */
+export const listWorkflows = (sql: Sql, tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }, page: ListPage) =>
   sql<Pick<WorkflowRow, "id" | "name" | "status" | "persona" | "schedule_kind" | "rule_book_id" | "updated_at" | "created_at" | "archived_at">[]>`
     select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
     from workflows
     where tenant_id = ${tenantId}
       ${opts.status === undefined ? sql`` : sql`and status = ${opts.status}`}
       ${opts.includeArchived ? sql`` : sql`and archived_at is null`}
-    order by id desc`
+      ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
+    order by id desc
+    limit ${page.limit + 1}`
 
 export const updateWorkflowSettings = async (
   tx: Tx,
@@ -161,8 +165,11 @@ export interface RunRow {
   readonly concessions_decided: number
 }
 
-/** Runs with live counters, read from the attempts themselves so they are right after a takeover. */
-export const listRuns = (sql: Sql, workflowId: number) =>
+/**
+ * One page of a workflow's runs, newest first (one row more to tell if there is a next), with
+ * live counters read from the attempts themselves so they are right after a takeover.
+ */
+export const listRuns = (sql: Sql, workflowId: number, page: ListPage) =>
   sql<RunRow[]>`
     select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
            (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int as targets_queued,
@@ -171,4 +178,6 @@ export const listRuns = (sql: Sql, workflowId: number) =>
            (select count(*) from approvals a where a.run_id = r.id and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
            (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession' and a.status in ('approved', 'denied'))::int as concessions_decided
     from runs r where r.workflow_id = ${workflowId}
-    order by r.id desc`
+      ${page.before === undefined ? sql`` : sql`and r.id < ${page.before}`}
+    order by r.id desc
+    limit ${page.limit + 1}`

@@ -5,6 +5,7 @@ import { Cause, Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
 import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../errors.js"
 import { listObjections } from "../objections/objections.repo.js"
+import { pageOf, type ListPage } from "../paging/page.cursor.js"
 import { Llm } from "../providers/Llm.js"
 import { LlmCallError } from "../providers/llm/llm.interface.js"
 import { Db, type Tx } from "../services/Db.js"
@@ -176,11 +177,13 @@ export const getWorkflow = (tenantId: number, id: number) =>
     return workflowView(w)
   })
 
-export const listWorkflows = (tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }) =>
+/** One page of workflows and the cursor of the next (null on the last page). */
+export const listWorkflows = (tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }, page: ListPage) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const rows = yield* Effect.promise(() => repo.listWorkflows(sql, tenantId, opts))
-    return rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at), archived_at: iso(r.archived_at) }))
+    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listWorkflows(sql, tenantId, opts, page)), page.limit)
+    const workflows = rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at), archived_at: iso(r.archived_at) }))
+    return { workflows, next_cursor }
   })
 
 /** Rule-book changes a PUT asks for: `rule_book` and the top-level rule-book keys, merged. */
@@ -290,13 +293,13 @@ export const retire = (tenantId: number, id: number, opts: { archive: boolean })
     }),
   )
 
-export const listRuns = (tenantId: number, id: number) =>
+export const listRuns = (tenantId: number, id: number, page: ListPage) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
     if (w === undefined) return yield* Effect.fail(notFound(id))
-    const rows = yield* Effect.promise(() => repo.listRuns(sql, id))
-    return rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) }))
+    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listRuns(sql, id, page)), page.limit)
+    return { runs: rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) })), next_cursor }
   })
 
 export type { RuleBook }
