@@ -9,6 +9,7 @@ import { Llm, LlmLive } from "./providers/Llm.js"
 import { Mail, MailLive } from "./providers/Mail.js"
 import { Payments, PaymentsLive } from "./providers/Payments.js"
 import { Speech } from "./providers/Speech.js"
+import { PreviewSweeperLive } from "./previews/previews.sweeper.js"
 import { NumberAccounts } from "./numbers/numbers.service.js"
 import { Credentials, CredentialsLive } from "./onboarding/Credentials.js"
 import { Telephony, TelephonyLive } from "./providers/Telephony.js"
@@ -42,5 +43,6 @@ export function appLayer(deps: { config: Config; logger: Logger; instance: Proce
   // byok workspaces' numbers live on their own telco_a account, from their stored credential.
   const numberAccounts = Layer.effect(NumberAccounts, Effect.map(Credentials, (c) => ({ byokTelcoA: c.telcoAAccount })))
   const credentials = numberAccounts.pipe(Layer.provideMerge(CredentialsLive))
-  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials).pipe(Layer.provideMerge(infra))
+  // Background loops with no service of their own (each checks the process role itself).
+  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials, PreviewSweeperLive).pipe(Layer.provideMerge(infra))
 }

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto"
 import { Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { previewOpening } from "../src/previews/previews.service.js"
+import { previewOpening, type PreviewCaller } from "../src/previews/previews.service.js"
 import { Speech } from "../src/providers/Speech.js"
 import { prepareSpeech, renderSpeech } from "../src/providers/speech/sim.engine.js"
 import { makeSimSpeech } from "../src/providers/speech/sim.speech.js"
@@ -265,6 +265,39 @@ describe("sim speech worker pool", () => {
     }
   })
 
+  it("takes signed-in (normal) work ahead of queued anonymous (low) work", async () => {
+    const speech = makeSimSpeech({ workers: 1, maxQueue: 4 })
+    try {
+      const done: string[] = []
+      const track = (label: string, priority: "normal" | "low") =>
+        speech.synthesize({ text: `${label} in line.`, voice, priority }).then(() => void done.push(label))
+      const running = track("Running", "low")
+      const anon = [track("Anonymous one", "low"), track("Anonymous two", "low")]
+      const signedIn = track("Signed in", "normal")
+      await Promise.all([running, ...anon, signedIn])
+      // The worker was busy when all three queued; the normal one, queued last, went first.
+      expect(done).toEqual(["Running", "Signed in", "Anonymous one", "Anonymous two"])
+    } finally {
+      await speech.close()
+    }
+  })
+
+  it("holds anonymous work to half the queue, so a flood of it cannot make signed-in work BUSY", async () => {
+    const speech = makeSimSpeech({ workers: 1, maxQueue: 4 })
+    try {
+      const running = speech.synthesize({ text: "Occupying the worker.", voice, priority: "low" })
+      const queued = [1, 2].map((i) => speech.synthesize({ text: `Anonymous ${i}.`, voice, priority: "low" }))
+      const flood = [3, 4, 5].map((i) => speech.synthesize({ text: `Anonymous ${i}.`, voice, priority: "low" }))
+      for (const refused of flood) await expect(refused).rejects.toMatchObject({ code: "BUSY" })
+      // The other half is still open to normal work, which is all that can be refused past it.
+      const signedIn = [1, 2].map((i) => speech.synthesize({ text: `Signed in ${i}.`, voice }))
+      await expect(speech.synthesize({ text: "One too many.", voice })).rejects.toMatchObject({ code: "BUSY" })
+      for (const clip of await Promise.all([running, ...queued, ...signedIn])) walkMp3(clip.audio)
+    } finally {
+      await speech.close()
+    }
+  })
+
   it("rejects running and later jobs once closed", async () => {
     const speech = makeSimSpeech({ workers: 1 })
     const running = speech.synthesize({ text: "Interrupted.", voice })
@@ -281,9 +314,29 @@ describe("synthesis failures as HTTP errors", () => {
   })
   const run = (speech: SpeechProvider) =>
     srv.running.runtime.runPromiseExit(
-      previewOpening({ text: fresh("Hello."), persona: "amelia" }).pipe(Effect.provideService(Speech, speech)),
+      previewOpening({ text: fresh("Hello."), persona: "amelia", caller: { kind: "anonymous", ip: "203.0.113.7" } }).pipe(
+        Effect.provideService(Speech, speech),
+      ),
     )
   const failure = (exit: Exit.Exit<unknown, unknown>) => (Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit)
+
+  it("asks the provider for low priority for anonymous callers and normal for workspaces", async () => {
+    const seen: Array<string | undefined> = []
+    const recording: SpeechProvider = {
+      name: "recording",
+      synthesize: (req) => {
+        seen.push(req.priority)
+        return Promise.reject(new SpeechSynthesisError("ENGINE_FAILURE", "recorded"))
+      },
+    }
+    const ask = (caller: PreviewCaller) =>
+      srv.running.runtime.runPromiseExit(
+        previewOpening({ text: fresh("Priority check."), persona: "amelia", caller }).pipe(Effect.provideService(Speech, recording)),
+      )
+    await ask({ kind: "anonymous", ip: "203.0.113.8" })
+    await ask({ kind: "workspace", tenantId: 1 })
+    expect(seen).toEqual(["low", "normal"])
+  })
 
   it("turns BUSY into RateLimited (429 with Retry-After)", async () => {
     expect(failure(await run(failing("BUSY")))).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 2 })

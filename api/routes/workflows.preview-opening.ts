@@ -2,7 +2,8 @@
 // by content hash); GET /api/workflows/preview-opening/{clip_id}: that clip's MP3, immutable.
 import { Effect } from "effect"
 import { z } from "zod"
-import { CLIP_ID, MAX_PREVIEW_TEXT_CHARS, previewAudio, previewOpening } from "../../src/previews/previews.service.js"
+import { Auth } from "../../src/auth/Auth.js"
+import { CLIP_ID, MAX_PREVIEW_TEXT_CHARS, previewAudio, previewOpening, type PreviewCaller } from "../../src/previews/previews.service.js"
 import { AppConfig } from "../../src/services/AppConfig.js"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { baseUrl } from "../base-url.js"
@@ -22,6 +23,22 @@ const PreviewRequest = z.object({
   persona: z.enum(PERSONAS, { error: `must be one of ${PERSONAS.join(", ")}` }),
 })
 
+/**
+ * Who is asking, on a public route: the workspace of a valid session (bearer or cookie, which must
+ * pass the same CSRF check as anywhere else) or API key of any scope; otherwise, including for an
+ * invalid, expired or revoked credential, an anonymous client at its address. Refusing a stale
+ * credential with 401 would break a page that works without one; counting it as anonymous cannot
+ * be used to escape the per-address budget.
+ */
+const previewCaller = (req: { method: string; headers: Readonly<Record<string, string>>; clientIp: string }): Effect.Effect<PreviewCaller, never, Auth> =>
+  Effect.gen(function* () {
+    const anonymous: PreviewCaller = { kind: "anonymous", ip: req.clientIp }
+    const auth = yield* Auth
+    const checked = auth.authenticate(req, { level: "jwt", scope: "read" })
+    const principal = checked instanceof Promise ? yield* Effect.promise(() => checked) : checked
+    return principal instanceof Error ? anonymous : { kind: "workspace", tenantId: principal.tenantId }
+  })
+
 export const previewOpeningCreate = route({
   method: "POST",
   path: "/api/workflows/preview-opening",
@@ -34,10 +51,15 @@ export const previewOpeningCreate = route({
       description: "The clip, stored and ready to fetch",
       schema: z.object({ mp3_url: z.string(), duration_ms: z.number().int(), persona: z.string(), clip_id: z.string() }),
     },
+    429: {
+      description:
+        "RATE_LIMITED with Retry-After: the hourly budget is spent (anonymous callers: PREVIEWS_ANON_PER_IP_HOUR per address; signed-in: 600 per workspace), or synthesis is busy",
+    },
   },
-  handler: ({ body, headers }) =>
+  handler: ({ body, headers, method, clientIp }) =>
     Effect.gen(function* () {
-      const clip = yield* previewOpening(body!)
+      const caller = yield* previewCaller({ method, headers, clientIp })
+      const clip = yield* previewOpening({ ...body!, caller })
       const base = baseUrl(yield* AppConfig, headers)
       return json({
         mp3_url: `${base}/api/workflows/preview-opening/${clip.clip_id}`,

@@ -1,20 +1,37 @@
 // Opening-line previews: a persona speaks a campaign's first line before the campaign exists.
 // Each clip is synthesised once, stored by content hash in Postgres, and served by any api process.
 import { createHash } from "node:crypto"
+import { isIP } from "node:net"
 import { Effect } from "effect"
 import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../errors.js"
+import { hit, HOUR_MS } from "../limits/counters.js"
 import { Speech } from "../providers/Speech.js"
 import {
   SpeechSynthesisError,
+  type SpeechPriority,
   type SpeechProvider,
   type SynthesizedAudio,
 } from "../providers/speech/speech.interface.js"
+import { AppConfig } from "../services/AppConfig.js"
 import { Clock } from "../services/Clock.js"
-import type { Db } from "../services/Db.js"
+import { query, type Db } from "../services/Db.js"
 import { findVoice, type Voice } from "../voices/voices.catalog.js"
 import { findClip, findClipMeta, insertClip, touchClip } from "./previews.repo.js"
 
+/** An opening line is a sentence or two; this also bounds a clip at about 30 s (~180 KB). */
 export const MAX_PREVIEW_TEXT_CHARS = 500
+
+/**
+ * Previews one workspace may ask for in an hour, whoever in it asks: generous for people trying
+ * lines, but a leaked or scripted key cannot fill the clip store (the sweeper's caps do the rest).
+ */
+export const WORKSPACE_PREVIEWS_PER_HOUR = 600
+
+/**
+ * Who asks for a preview. The endpoint is public; a caller presenting a valid session or API key
+ * is its workspace (own budget, normal synthesis priority), anyone else is their client address.
+ */
+export type PreviewCaller = { readonly kind: "anonymous"; readonly ip: string } | { readonly kind: "workspace"; readonly tenantId: number }
 
 /** A clip id: the first 128 bits of the content hash, in hex. */
 export const CLIP_ID = /^[0-9a-f]{32}$/
@@ -49,12 +66,12 @@ function clipId(provider: string, voice: Voice, text: string): string {
 // tests run several servers (each with its own provider) in one process.
 const inFlight = new WeakMap<SpeechProvider, Map<string, Promise<SynthesizedAudio>>>()
 
-function synthesizeOnce(speech: SpeechProvider, id: string, voice: Voice, text: string): Promise<SynthesizedAudio> {
+function synthesizeOnce(speech: SpeechProvider, id: string, voice: Voice, text: string, priority: SpeechPriority): Promise<SynthesizedAudio> {
   let pending = inFlight.get(speech)
   if (pending === undefined) inFlight.set(speech, (pending = new Map()))
   const existing = pending.get(id)
   if (existing !== undefined) return existing
-  const clip = speech.synthesize({ text, voice: voice.speech })
+  const clip = speech.synthesize({ text, voice: voice.speech, priority })
   pending.set(id, clip)
   const forget = () => {
     if (pending.get(id) === clip) pending.delete(id)
@@ -80,10 +97,53 @@ function toDomainError(err: unknown): SynthesisFailure {
 }
 
 /**
- * The persona speaking `text` (already trimmed and validated by the route): the stored clip when
- * one exists, else a fresh synthesis, stored before it is answered.
+ * The address an anonymous budget is kept under: an IPv4 address itself, an IPv6 address by its
+ * /64 (one subscriber's network hands out any number of addresses within it).
  */
-export const previewOpening = (input: { text: string; persona: string }): Effect.Effect<PreviewClip, SynthesisFailure, Db | Speech> =>
+export function addressBucket(ip: string): string {
+  if (isIP(ip) !== 6) return ip
+  const [head = "", tail = ""] = ip.toLowerCase().split("::")
+  const left = head === "" ? [] : head.split(":")
+  const right = ip.includes("::") ? (tail === "" ? [] : tail.split(":")) : []
+  const groups = ip.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`
+}
+
+/** Counts this request against the caller's hourly budget; RateLimited once it is spent. */
+const spendBudget = (caller: PreviewCaller): Effect.Effect<void, RateLimited, Db | AppConfig | Clock> =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const clock = yield* Clock
+    const [key, limit] =
+      caller.kind === "anonymous"
+        ? [`preview:ip:${addressBucket(caller.ip)}`, config.previewsAnonPerIpHour]
+        : [`preview:tenant:${caller.tenantId}`, WORKSPACE_PREVIEWS_PER_HOUR]
+    const verdict = yield* query((sql) => hit(sql, key, { limit, windowMs: HOUR_MS }, clock.now()))
+    if (verdict.allowed) return
+    return yield* Effect.fail(
+      new RateLimited({
+        message:
+          caller.kind === "anonymous"
+            ? `at most ${limit} previews an hour from one address without signing in; sign in for more, or retry later`
+            : `this workspace has made ${limit} previews this hour; retry later`,
+        retryAfterSeconds: verdict.retryAfterSeconds,
+      }),
+    )
+  })
+
+/**
+ * The persona speaking `text` (already trimmed and validated by the route) for `caller`, within
+ * its budget: the stored clip when one exists (marked used), else a fresh synthesis at the
+ * caller's priority, stored before it is answered.
+ */
+export const previewOpening = (input: {
+  text: string
+  persona: string
+  caller: PreviewCaller
+}): Effect.Effect<PreviewClip, SynthesisFailure, Db | Speech | AppConfig | Clock> =>
   Effect.gen(function* () {
     const voice = findVoice(input.persona)
     if (voice === undefined) {
@@ -91,13 +151,21 @@ export const previewOpening = (input: { text: string; persona: string }): Effect
         new ValidationFailed({ message: `invalid request body: persona: unknown persona`, errors: [{ field: "persona", message: "unknown persona" }] }),
       )
     }
+    yield* spendBudget(input.caller)
+    const anonymous = input.caller.kind === "anonymous"
     const speech = yield* Speech
     const id = clipId(speech.name, voice, input.text)
     const stored = yield* findClipMeta(id)
-    if (stored !== undefined) return { clip_id: id, persona: voice.id, duration_ms: stored.duration_ms }
+    if (stored !== undefined) {
+      const clock = yield* Clock
+      const stale = clock.nowMs() - stored.last_used_at.getTime() > TOUCH_AFTER_SECONDS * 1000
+      if (stale || (stored.anonymous && !anonymous)) yield* touchClip(id, TOUCH_AFTER_SECONDS, !anonymous)
+      return { clip_id: id, persona: voice.id, duration_ms: stored.duration_ms }
+    }
 
+    const priority: SpeechPriority = anonymous ? "low" : "normal"
     const clip = yield* Effect.tryPromise({
-      try: () => synthesizeOnce(speech, id, voice, input.text),
+      try: () => synthesizeOnce(speech, id, voice, input.text, priority),
       catch: toDomainError,
     })
     yield* insertClip({
@@ -107,6 +175,7 @@ export const previewOpening = (input: { text: string; persona: string }): Effect
       text_sha256: sha256(input.text),
       audio: Buffer.from(clip.audio.buffer, clip.audio.byteOffset, clip.audio.byteLength),
       duration_ms: clip.duration_ms,
+      anonymous,
     })
     return { clip_id: id, persona: voice.id, duration_ms: clip.duration_ms }
   })

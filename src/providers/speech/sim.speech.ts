@@ -7,6 +7,7 @@ import type { WorkerJob, WorkerResult } from "./sim.worker.js"
 import {
   SpeechSynthesisError,
   type SpeechErrorCode,
+  type SpeechPriority,
   type SpeechProvider,
   type SpeechRequest,
   type SynthesizedAudio,
@@ -17,6 +18,11 @@ export interface SimSpeechOptions {
   readonly workers?: number
   /** Requests that may wait for a busy worker; beyond it synthesize() rejects with BUSY. Default 64. */
   readonly maxQueue?: number
+  /**
+   * How many of those places `low` priority requests may hold; default half of maxQueue (rounded
+   * down), so normal requests always have the other half however many low ones arrive.
+   */
+  readonly maxLowQueue?: number
   /** A job running longer than this stops its worker and rejects with ENGINE_FAILURE. Default 30 s. */
   readonly jobTimeoutMs?: number
 }
@@ -70,10 +76,13 @@ interface Slot {
  * Runs prepared requests on up to `size` workers, one job per worker at a time. Workers start on
  * demand and stay (their engine warm) while idle, unreferenced so they never keep the process
  * alive. A worker that dies or overruns is dropped, its job rejected, and replaced when needed.
+ * Two queues: a free worker takes the oldest normal job before any low one, and low jobs may
+ * hold at most `maxLowQueue` of the `maxQueue` places.
  */
 class WorkerPool {
   private readonly slots: Slot[] = []
   private readonly queue: Job[] = []
+  private readonly lowQueue: Job[] = []
   private nextId = 1
   private closed = false
   private readonly entry = workerEntry()
@@ -81,25 +90,29 @@ class WorkerPool {
   constructor(
     private readonly size: number,
     private readonly maxQueue: number,
+    private readonly maxLowQueue: number,
     private readonly jobTimeoutMs: number,
   ) {}
 
-  run(prepared: PreparedSpeech): Promise<SynthesizedAudio> {
+  run(prepared: PreparedSpeech, priority: SpeechPriority): Promise<SynthesizedAudio> {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
       const job: Job = { id: this.nextId++, prepared, resolve, reject }
       const slot = this.slots.find((s) => s.job === undefined) ?? (this.slots.length < this.size ? this.spawn() : undefined)
       if (slot !== undefined) return this.dispatch(slot, job)
-      if (this.queue.length >= this.maxQueue) {
-        return reject(new SpeechSynthesisError("BUSY", `${this.queue.length} syntheses are already waiting; retry shortly`))
+      const waiting = this.queue.length + this.lowQueue.length
+      if (waiting >= this.maxQueue || (priority === "low" && this.lowQueue.length >= this.maxLowQueue)) {
+        return reject(new SpeechSynthesisError("BUSY", `${waiting} syntheses are already waiting; retry shortly`))
       }
-      this.queue.push(job)
+      if (priority === "low") this.lowQueue.push(job)
+      else this.queue.push(job)
     })
   }
 
   async close(): Promise<void> {
     this.closed = true
-    for (const job of this.queue.splice(0)) job.reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
+    const waiting = [...this.queue.splice(0), ...this.lowQueue.splice(0)]
+    for (const job of waiting) job.reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
     // Each exit handler rejects the job its worker was running.
     await Promise.all(this.slots.map((s) => s.worker.terminate()))
   }
@@ -145,8 +158,13 @@ class WorkerPool {
     } else {
       job.reject(new SpeechSynthesisError(CODES.has(msg.code) ? msg.code : "ENGINE_FAILURE", msg.message))
     }
-    const next = this.queue.shift()
+    const next = this.next()
     if (next !== undefined) this.dispatch(slot, next)
+  }
+
+  /** The job a free worker takes: the oldest normal one, else the oldest low one. */
+  private next(): Job | undefined {
+    return this.queue.shift() ?? this.lowQueue.shift()
   }
 
   private exited(slot: Slot, code: number): void {
@@ -165,7 +183,7 @@ class WorkerPool {
     }
     // Jobs waiting for this worker get a replacement rather than waiting for another to free up.
     if (!this.closed) {
-      const next = this.queue.shift()
+      const next = this.next()
       if (next !== undefined) this.dispatch(this.spawn(), next)
     }
   }
@@ -174,16 +192,19 @@ class WorkerPool {
 export function makeSimSpeech(opts: SimSpeechOptions = {}): SpeechProvider & { close(): Promise<void> } {
   const workers = opts.workers ?? defaultWorkers()
   const maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE
+  const maxLowQueue = opts.maxLowQueue ?? Math.floor(maxQueue / 2)
   const jobTimeoutMs = opts.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
   if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError(`workers must be a positive integer, got ${workers}`)
   if (!Number.isSafeInteger(maxQueue) || maxQueue < 0) throw new RangeError(`maxQueue must be a non-negative integer, got ${maxQueue}`)
+  if (!Number.isSafeInteger(maxLowQueue) || maxLowQueue < 0 || maxLowQueue > maxQueue)
+    throw new RangeError(`maxLowQueue must be an integer from 0 to maxQueue, got ${maxLowQueue}`)
   if (!(jobTimeoutMs > 0)) throw new RangeError(`jobTimeoutMs must be positive, got ${jobTimeoutMs}`)
-  const pool = new WorkerPool(workers, maxQueue, jobTimeoutMs)
+  const pool = new WorkerPool(workers, maxQueue, maxLowQueue, jobTimeoutMs)
   return {
     name: "sim",
     async synthesize(req: SpeechRequest): Promise<SynthesizedAudio> {
       // Bad input is refused here, at once, without taking a worker or a queue place.
-      return pool.run(prepareSpeech(req))
+      return pool.run(prepareSpeech(req), req.priority ?? "normal")
     },
     close: () => pool.close(),
   }

@@ -28,9 +28,18 @@ export interface SpeechVoice {
   readonly vendor_voice_id?: string
 }
 
+/**
+ * How a request waits when the provider is busy. `normal` (the default): signed-in workspaces and
+ * the platform's own work. `low`: anonymous public work (opening-line previews from visitors),
+ * taken only when no normal request waits and held to a share of the provider's queue, so a flood
+ * of it never makes a normal request wait longer or answer BUSY.
+ */
+export type SpeechPriority = "normal" | "low"
+
 export interface SpeechRequest {
   readonly text: string
   readonly voice: SpeechVoice
+  readonly priority?: SpeechPriority
 }
 
 export interface SynthesizedAudio {
