@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import type { AppServices } from "../src/app.layer.js"
 import { precheck, releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
 import { Auth } from "../src/auth/Auth.js"
-import { BYOK_FEE_MINOR, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
+import { AUTOCHARGE_MAX_MINOR, BYOK_FEE_MINOR, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
 import { addMonth, renewDueSubscriptions } from "../src/billing/subscription.service.js"
 import { signGeneric } from "../src/providers/payments/signatures.js"
 import { api, type Session } from "./clients.js"
@@ -222,22 +222,40 @@ describe("on the stub gateway", () => {
   })
 
   describe("autocharge", () => {
-    it("validates its settings", async () => {
-      const s = await a.signup()
+    /** A stub top-up that saves its (stand-in) method, settled by the stub webhook. */
+    const saveStubMethod = async (s: Session, amount = 1000) => {
+      const intent = (await (await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: amount, save_payment_method: true } })).json()) as any
+      expect(await (await stub(intent.external_id, "succeeded")).json()).toEqual({ received: true, outcome: "credited" })
+    }
+
+    it("needs a saved method, and keeps amount and threshold within their caps", async () => {
+      const s = await a.signup({ country: "US" })
       expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true } }))).toMatchObject({ status: 422, field: "threshold_minor" })
       expect((await a.call("POST", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 0 } })).status).toBe(422)
-      const ok = await a.call("POST", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 500 } })
-      expect(await ok.json()).toEqual({ autocharge: { enabled: true, threshold_minor: 100, amount_minor: 500 } })
+      expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 1000 } }))).toMatchObject({
+        status: 409,
+        code: "PAYMENT_METHOD_REQUIRED",
+      })
+      await saveStubMethod(s)
+      const max = AUTOCHARGE_MAX_MINOR.USD
+      expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: max + 1 } }))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "amount_minor" })
+      expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: max + 1, amount_minor: 1000 } }))).toMatchObject({ status: 422, field: "threshold_minor" })
+      expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 999 } }))).toMatchObject({ status: 422, field: "amount_minor" })
+      const ok = await a.call("POST", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 1000 } })
+      expect(await ok.json()).toEqual({ autocharge: { enabled: true, threshold_minor: 100, amount_minor: 1000 } })
       const w = (await (await a.call("GET", "/billing/balance", { token: s.token })).json()) as any
-      expect(w.autocharge).toEqual({ enabled: true, threshold_minor: 100, amount_minor: 500 })
+      expect(w.autocharge).toEqual({ enabled: true, threshold_minor: 100, amount_minor: 1000 })
+      const methods = (await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any
+      expect(methods.payment_methods).toMatchObject([{ gateway: "stub", status: "active" }])
     })
 
-    it("tops up once when debits take the balance under the threshold", async () => {
+    it("tops up once, from the stub's saved method, when debits take the balance under the threshold", async () => {
       const s = await a.signup({ country: "US" }) // balance 300
-      await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 250, amount_minor: 1000 } })
+      await saveStubMethod(s) // balance 1300
+      await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 1295, amount_minor: 1000 } })
       await Promise.all(Array.from({ length: 8 }, (_, i) => srv.running.runtime.runPromiseExit(reserveCall(s.tenantId, `ac-${s.tenantId}-${i}`, 60))))
-      const intents = await srv.sql<Array<{ status: string; amount_minor: number }>>`select status, amount_minor from payment_intents where tenant_id = ${s.tenantId} and purpose = 'autocharge'`
-      expect(intents).toEqual([{ status: "succeeded", amount_minor: 1000 }])
+      const settled = async () => srv.sql<Array<{ status: string; amount_minor: number }>>`select status, amount_minor from payment_intents where tenant_id = ${s.tenantId} and purpose = 'autocharge'`
+      await expect.poll(settled, { timeout: 5000 }).toEqual([{ status: "succeeded", amount_minor: 1000 }])
       await ledgerAgrees(srv, s.tenantId)
     })
   })
@@ -391,6 +409,7 @@ describe("on the real gateway adapters, against local fake gateways", () => {
   })
 
   it("turns the unsigned stub gateway off once real gateways are configured", async () => {
+    // PAYMENTS=stub (the harness default) does not matter: a real gateway is configured.
     expect(await errorOf(await a.call("POST", "/billing/webhooks/stub", { body: { external_id: "stub_x", status: "succeeded" } }))).toMatchObject({ status: 404 })
     const health = (await (await fetch(srv.url + "/healthz")).json()) as any
     expect(health.providers.payments).toEqual({ provider: "gw_card+gw_upi", mode: "live", configured: true })

@@ -323,6 +323,30 @@ describe("gw_card adapter", () => {
     expect(fake.requests).toHaveLength(1)
   })
 
+  it("charges a saved card off-session: succeeded, declined (402) as failed, an outage rejects retryable", async () => {
+    const gw = gateway()
+    const method = { id: "pm_saved1", customer: "cus_saved1", brand: "visa", last4: "4242" }
+    fake.methods.set(method.id, method)
+    const charge = { intentId: 90, tenantId: 7, amountMinor: 2000, currency: "USD" as const, customerId: method.customer, methodId: method.id }
+    const ok = await gw.chargeSaved!(charge)
+    expect(ok).toMatchObject({ status: "succeeded", amountMinor: 2000, currency: "USD" })
+    expect(ok.externalId).toMatch(/^pi_/)
+    expect(fake.requests[0]!.headers["idempotency-key"]).toBe("autocharge-90")
+
+    fake.declineNext()
+    const declined = await gw.chargeSaved!({ ...charge, intentId: 91 })
+    expect(declined.status).toBe("failed")
+    expect(declined.reason).toMatch(/card_declined/)
+    expect(fake.requests.at(-1)!.status).toBe(402)
+
+    const detached = await gw.chargeSaved!({ ...charge, intentId: 92, methodId: "pm_unknown" })
+    expect(detached.status).toBe("failed")
+
+    fake.failNext(503, 3)
+    const e = await caught(gw.chargeSaved!({ ...charge, intentId: 93 }))
+    expect(e.retryable).toBe(true)
+  })
+
   it("treats an unreachable host as retryable", async () => {
     const closed = await startFakeGwCard({ secretKey, webhookSecret: "x" })
     await closed.close()
@@ -361,9 +385,8 @@ describe("gw_upi adapter", () => {
     const order = fake.orders.get(session.externalId)
     expect(order).toMatchObject({ amount: 49_900, currency: "INR", receipt: "intent_41", status: "created" })
     expect(session.externalId).toMatch(/^order_/)
-    expect(session.checkoutUrl).toBe(
-      `https://parley.test/billing/gw_upi/checkout?order_id=${session.externalId}&key_id=${keyId}&amount=49900&currency=INR`,
-    )
+    // The page reads key, amount and currency from the stored intent, never from the link.
+    expect(session.checkoutUrl).toBe(`https://parley.test/billing/gw_upi/checkout?intent=41&order_id=${session.externalId}`)
   })
 
   it("retries a 503 and succeeds", async () => {
@@ -509,16 +532,25 @@ describe("Payments service", () => {
   const payments = (env: Record<string, string>) =>
     Effect.runSync(Effect.provide(Payments, PaymentsLive.pipe(Layer.provide(AppConfig.layer(loadConfig(env))))))
 
-  it("uses the stub for both currencies with no gateway configured", () => {
-    const p = payments({})
+  it("uses the stub for both currencies only with PAYMENTS=stub and no gateway configured", () => {
+    const p = payments({ PAYMENTS: "stub" })
+    expect(p.mode).toBe("stub")
     expect(p.live).toEqual({ gw_card: false, gw_upi: false })
-    expect(p.forCurrency("INR").name).toBe("stub")
-    expect(p.forCurrency("USD").name).toBe("stub")
-    expect(p.stub.name).toBe("stub")
+    expect(p.forCurrency("INR")?.name).toBe("stub")
+    expect(p.forCurrency("USD")?.name).toBe("stub")
+    expect(p.forCurrency("USD")?.chargeSaved).toBeDefined()
   })
 
-  it("routes INR to gw_upi and USD to gw_card when each has all its keys", () => {
+  it("has no gateway at all with PAYMENTS=gateways and none configured", () => {
+    const p = payments({ PAYMENTS: "gateways" })
+    expect(p.mode).toBe("gateways")
+    expect(p.forCurrency("INR")).toBeUndefined()
+    expect(p.forCurrency("USD")).toBeUndefined()
+  })
+
+  it("routes INR to gw_upi and USD to gw_card when each has all its keys; never the stub beside them", () => {
     const both = payments({
+      PAYMENTS: "stub",
       GW_CARD_API_URL: "https://card.example",
       GW_CARD_SECRET_KEY: "sk",
       GW_UPI_API_URL: "https://upi.example",
@@ -526,19 +558,21 @@ describe("Payments service", () => {
       GW_UPI_KEY_SECRET: "ks",
     })
     expect(both.live).toEqual({ gw_card: true, gw_upi: true })
-    expect(both.forCurrency("INR").name).toBe("gw_upi")
-    expect(both.forCurrency("USD").name).toBe("gw_card")
-    expect(both.stub.name).toBe("stub")
+    expect(both.mode).toBe("gateways")
+    expect(both.forCurrency("INR")?.name).toBe("gw_upi")
+    expect(both.forCurrency("USD")?.name).toBe("gw_card")
 
-    const cardOnly = payments({ GW_CARD_API_URL: "https://card.example", GW_CARD_SECRET_KEY: "sk" })
+    // PAYMENTS=stub does not bring the stub back for the currency a real gateway leaves uncovered.
+    const cardOnly = payments({ PAYMENTS: "stub", GW_CARD_API_URL: "https://card.example", GW_CARD_SECRET_KEY: "sk" })
     expect(cardOnly.live).toEqual({ gw_card: true, gw_upi: false })
-    expect(cardOnly.forCurrency("USD").name).toBe("gw_card")
-    expect(cardOnly.forCurrency("INR").name).toBe("stub")
+    expect(cardOnly.mode).toBe("gateways")
+    expect(cardOnly.forCurrency("USD")?.name).toBe("gw_card")
+    expect(cardOnly.forCurrency("INR")).toBeUndefined()
 
     // A half-configured gateway (no key secret) is not live.
-    const upiHalf = payments({ GW_UPI_API_URL: "https://upi.example", GW_UPI_KEY_ID: "kid" })
+    const upiHalf = payments({ PAYMENTS: "stub", GW_UPI_API_URL: "https://upi.example", GW_UPI_KEY_ID: "kid" })
     expect(upiHalf.live).toEqual({ gw_card: false, gw_upi: false })
-    expect(upiHalf.forCurrency("INR").name).toBe("stub")
+    expect(upiHalf.forCurrency("INR")?.name).toBe("stub")
   })
 
   it("sends real requests to the configured gateways", async () => {
@@ -554,8 +588,8 @@ describe("Payments service", () => {
           GW_UPI_KEY_SECRET: "ks_cfg",
         }),
       )
-      const usd = await p.forCurrency("USD").createCheckout(request())
-      const inr = await p.forCurrency("INR").createCheckout(request({ currency: "INR", amountMinor: 10_000 }))
+      const usd = await p.forCurrency("USD")!.createCheckout(request())
+      const inr = await p.forCurrency("INR")!.createCheckout(request({ currency: "INR", amountMinor: 10_000 }))
       expect(card.sessions.has(usd.externalId)).toBe(true)
       expect(upi.orders.has(inr.externalId)).toBe(true)
       expect(card.requests).toHaveLength(1)

@@ -1,9 +1,11 @@
 // GET /billing/gw_upi/checkout and GET /billing/return: the pages around a payment. The checkout
-// page opens the UPI gateway's payment modal for an order and returns to /billing/return either
-// way; the return page says the wallet is credited once the gateway's webhook confirms.
+// page opens the UPI gateway's payment modal for a stored intent and returns to /billing/return
+// either way; the return page says the wallet is credited once the gateway's webhook confirms.
 import { Effect } from "effect"
 import { z } from "zod"
+import { upiCheckoutIntent } from "../../src/billing/billing.service.js"
 import { formatMinor } from "../../src/billing/pricing.js"
+import { NotFound } from "../../src/errors.js"
 import { AppConfig } from "../../src/services/AppConfig.js"
 import { esc, page, scriptJson } from "../html.js"
 import { route } from "../route.js"
@@ -15,19 +17,33 @@ export const gwUpiCheckout = route({
   method: "GET",
   path: "/billing/gw_upi/checkout",
   auth: "public",
-  summary: "Hosted page that opens the UPI gateway's payment modal for an order",
+  summary: "Hosted page that opens the UPI gateway's payment modal for a pending top-up (intent id and its order id)",
   tags: ["billing"],
-  query: z.object({ order_id: Token, key_id: Token, amount: QueryInt(1, 10_000_000).optional(), currency: z.enum(["INR"]).default("INR") }),
-  responses: { 200: { description: "HTML", contentType: "text/html" } },
+  query: z.object({ intent: QueryInt(1, Number.MAX_SAFE_INTEGER), order_id: Token }),
+  responses: { 200: { description: "HTML", contentType: "text/html" }, 404: { description: "No such checkout" } },
   handler: ({ query }) =>
-    Effect.map(AppConfig, (config) => {
-    const back = (status: string) => `/billing/return?status=${status}&order_id=${encodeURIComponent(query.order_id)}`
-    const options = { key: query.key_id, order_id: query.order_id, amount: query.amount ?? null, currency: query.currency, name: "Parley", description: "Wallet top-up" }
-    const amount = query.amount === undefined ? "" : `<p>Amount: <strong>${esc(formatMinor(query.amount, "INR"))}</strong></p>`
-    const script = config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
-    return page(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      // Key, amount and currency come from configuration and the stored intent, never the query:
+      // a forged link cannot show or ask for another amount. The order id is the link's secret.
+      if (config.gwUpi === undefined) return yield* Effect.fail(new NotFound({ message: "no such checkout" }))
+      const intent = yield* upiCheckoutIntent(query.intent, query.order_id)
+      const back = (status: string) => `/billing/return?status=${status}&order_id=${encodeURIComponent(intent.external_id)}`
+      if (intent.status !== "pending")
+        return page("Payment", `<h1>Wallet top-up</h1><p>This payment is already ${esc(intent.status)}.</p><p><a href="${esc(back(intent.status))}">Continue</a></p>`)
+      const options = {
+        key: config.gwUpi.keyId,
+        order_id: intent.external_id,
+        amount: intent.amount_minor,
+        currency: intent.currency,
+        name: "Parley",
+        description: "Wallet top-up",
+        ...(intent.save_method && { recurring: "1" }),
+      }
+      const script = config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
+      return page(
         "Pay with UPI",
-        `<h1>Parley wallet top-up</h1>${amount}<p class="muted">Order ${esc(query.order_id)}</p>
+        `<h1>Parley wallet top-up</h1><p>Amount: <strong>${esc(formatMinor(intent.amount_minor, intent.currency))}</strong></p><p class="muted">Order ${esc(intent.external_id)}</p>
 <p id="status">Opening the payment window…</p>
 <p><a href="${esc(back("cancelled"))}">Cancel and go back</a></p>
 ${script}

@@ -1,4 +1,5 @@
-// POST /billing/topup and PUT|POST /billing/autocharge: adding money, now or automatically.
+// POST /billing/topup and PUT|POST /billing/autocharge: adding money, now or automatically (on a
+// method saved by a top-up with save_payment_method; bounds in src/billing/pricing.ts).
 import { Effect } from "effect"
 import { z } from "zod"
 import { setAutocharge, topup } from "../../src/billing/billing.service.js"
@@ -17,13 +18,21 @@ export const billingTopup = route({
   auth: "jwt",
   summary: "Start a top-up: a pending intent and a checkout URL; the wallet is credited by the gateway's webhook",
   tags: ["billing"],
-  body: { json: z.object({ amount_minor: Amount, return_url: z.url({ protocol: /^https?$/ }).max(2000).optional() }) },
+  body: {
+    json: z.object({
+      amount_minor: Amount,
+      return_url: z.url({ protocol: /^https?$/ }).max(2000).optional(),
+      /** Keep the payer's method (card, UPI token) for autocharge once this payment succeeds. */
+      save_payment_method: z.boolean().optional(),
+    }),
+  },
   responses: { 201: { description: "{intent_id, amount_minor, currency, status: pending, external_id, checkout_url}" } },
   handler: ({ principal, body, headers }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
       const config = yield* AppConfig
-      return json(yield* topup(c.tenantId, body!.amount_minor, { returnUrl: body!.return_url, baseUrl: baseUrl(config, headers) }), 201)
+      const b = body!
+      return json(yield* topup(c.tenantId, b.amount_minor, { returnUrl: b.return_url, baseUrl: baseUrl(config, headers), saveMethod: b.save_payment_method === true }), 201)
     }),
 })
 
@@ -39,7 +48,7 @@ const autocharge = (method: "PUT" | "POST") =>
     method,
     path: "/billing/autocharge",
     auth: "jwt",
-    summary: "Top up automatically when a debit takes the balance under a threshold",
+    summary: "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 PAYMENT_METHOD_REQUIRED without one)",
     tags: ["billing"],
     body: { json: AutochargeBody },
     handler: ({ principal, body }) =>

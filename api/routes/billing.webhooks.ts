@@ -1,9 +1,10 @@
 // POST /billing/webhooks/{gw_card,gw_upi,payment,stub}: gateways telling us how a payment went.
 // Signatures are checked over the exact raw bytes; a bad one is 401 and changes nothing; each
-// event id is applied once; a valid event about an intent we don't know is acknowledged.
+// event id is applied once; amount and currency must match the intent; a valid event about an
+// intent we don't know is acknowledged.
 import { Effect } from "effect"
 import { z } from "zod"
-import { applyGatewayEvent, type GatewayEvent } from "../../src/billing/billing.service.js"
+import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/billing.service.js"
 import { BadRequestBody, NotFound, Unauthenticated } from "../../src/errors.js"
 import { Payments } from "../../src/providers/Payments.js"
 import { verifyGenericSignature, verifyGwCardSignature, verifyGwUpiSignature } from "../../src/providers/payments/signatures.js"
@@ -37,6 +38,19 @@ const ack = (ev: GatewayEvent) => Effect.map(applyGatewayEvent(ev), (r) => json(
 const webhook = (path: string, summary: string, handler: Route["handler"]) =>
   route({ method: "POST", path, auth: "public", summary, tags: ["billing", "webhooks"], body: { raw: true }, handler })
 
+const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
+const num = (v: unknown) => (typeof v === "number" && Number.isSafeInteger(v) ? v : undefined)
+const record = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+/** Our intent id as we put it in the gateway's metadata or notes (a decimal string). */
+const ourIntentId = (v: unknown): number | undefined => (typeof v === "string" && /^[1-9]\d{0,15}$/.test(v) ? Number(v) : undefined)
+
+/** A UPI address shown masked: "ab•••@okbank". */
+const maskVpa = (vpa: string | undefined): string => {
+  if (vpa === undefined) return "UPI"
+  const at = vpa.indexOf("@")
+  return at <= 0 ? "UPI" : `${vpa.slice(0, Math.min(2, at))}•••${vpa.slice(at).slice(0, 40)}`
+}
+
 const GwCardEvent = z.object({
   id: z.string().min(1),
   type: z.string().min(1),
@@ -51,11 +65,11 @@ export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway 
     if (secret === undefined || !verifyGwCardSignature(rawBody, specHeader(headers, "gw_card-signature"), secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
     const ev = yield* parse(rawBody, GwCardEvent)
     const obj = ev.data.object
-    const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
-    const num = (v: unknown) => (typeof v === "number" && Number.isInteger(v) ? v : undefined)
     let externalId: string | undefined
     let outcome: GatewayEvent["outcome"] = "ignore"
     let amount: number | undefined
+    let intentId: number | undefined
+    let savedMethod: SavedMethodInfo | undefined
     if (ev.type.startsWith("checkout.session.")) {
       externalId = str(obj["id"])
       amount = num(obj["amount_total"])
@@ -63,10 +77,20 @@ export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway 
         outcome = obj["payment_status"] === "unpaid" ? "ignore" : "succeeded"
       else if (ev.type === "checkout.session.async_payment_failed" || ev.type === "checkout.session.expired") outcome = "failed"
     } else if (ev.type.startsWith("payment_intent.")) {
-      externalId = str(obj["payment_intent"])
+      // A PaymentIntent object names itself by id; older payloads name it in payment_intent.
+      externalId = obj["object"] === "payment_intent" ? str(obj["id"]) : str(obj["payment_intent"])
       amount = num(obj["amount_received"]) ?? num(obj["amount"])
+      intentId = ourIntentId(record(obj["metadata"])["intent_id"])
       if (ev.type === "payment_intent.succeeded") outcome = "succeeded"
       else if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled") outcome = "failed"
+      const customerId = str(obj["customer"])
+      const methodId = str(obj["payment_method"])
+      if (outcome === "succeeded" && customerId !== undefined && methodId !== undefined) {
+        const card = record(record(obj["payment_method_details"])["card"])
+        const brand = str(card["brand"])
+        const last4 = str(card["last4"])
+        savedMethod = { customerId, methodId, hint: last4 === undefined ? "card" : `${brand ?? "card"} •••• ${last4.slice(-4)}` }
+      }
     }
     return yield* ack({
       source: "gw_card",
@@ -75,6 +99,10 @@ export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway 
       intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId },
       outcome,
       amountMinor: amount,
+      currency: str(obj["currency"]),
+      requireAmount: true,
+      intentId,
+      savedMethod,
       payload: ev,
     })
   }),
@@ -84,7 +112,20 @@ const GwUpiEvent = z.object({
   event: z.string().min(1),
   payload: z
     .object({
-      payment: z.object({ entity: z.object({ id: z.string().min(1), order_id: z.string().optional(), amount: z.number().int().optional(), currency: z.string().optional() }) }).optional(),
+      payment: z
+        .object({
+          entity: z.object({
+            id: z.string().min(1),
+            order_id: z.string().optional(),
+            amount: z.number().int().optional(),
+            currency: z.string().optional(),
+            customer_id: z.string().nullish(),
+            token_id: z.string().nullish(),
+            vpa: z.string().nullish(),
+            notes: z.unknown().optional(),
+          }),
+        })
+        .optional(),
     })
     .optional(),
 })
@@ -99,6 +140,9 @@ export const gwUpiWebhook = webhook("/billing/webhooks/gw_upi", "UPI gateway eve
     const eventId = specHeader(headers, "x-gw_upi-event-id") || payment?.id
     if (eventId === undefined) return yield* Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: "the event has no id (X-gw_upi-Event-Id or payment id)" }))
     const outcome: GatewayEvent["outcome"] = ev.event === "payment.captured" ? "succeeded" : ev.event === "payment.failed" ? "failed" : "ignore"
+    // A recurring token the payer granted with this payment (orders created to save the method).
+    const customerId = str(payment?.customer_id)
+    const tokenId = str(payment?.token_id)
     return yield* ack({
       source: "gw_upi",
       eventId,
@@ -106,6 +150,10 @@ export const gwUpiWebhook = webhook("/billing/webhooks/gw_upi", "UPI gateway eve
       intent: payment?.order_id ? { gateway: "gw_upi", externalId: payment.order_id } : undefined,
       outcome,
       amountMinor: payment?.amount,
+      currency: payment?.currency,
+      requireAmount: true,
+      intentId: ourIntentId(record(payment?.notes)["intent_id"]),
+      savedMethod: customerId !== undefined && tokenId !== undefined ? { customerId, methodId: tokenId, hint: maskVpa(str(payment?.vpa)) } : undefined,
       payload: ev,
     })
   }),
@@ -116,6 +164,7 @@ const GenericEvent = z.object({
   external_id: z.string().min(1),
   status: z.enum(["succeeded", "failed"]),
   amount_minor: z.number().int().optional(),
+  currency: z.string().regex(/^[A-Za-z]{3}$/, "must be a 3-letter currency code").optional(),
 })
 
 export const paymentWebhook = webhook("/billing/webhooks/payment", "Generic payment events (X-SVC-Signature)", ({ rawBody, headers }) =>
@@ -132,6 +181,7 @@ export const paymentWebhook = webhook("/billing/webhooks/payment", "Generic paym
       intent: { gateway: "any", externalId: ev.external_id },
       outcome: ev.status,
       amountMinor: ev.amount_minor,
+      currency: ev.currency,
       payload: ev,
     })
   }),
@@ -141,9 +191,9 @@ const StubEvent = z.object({ external_id: z.string().min(1).max(200), status: z.
 
 export const stubWebhook = webhook("/billing/webhooks/stub", "Settle a stub-gateway intent (no signature; idempotent on external_id and status)", ({ rawBody }) =>
   Effect.gen(function* () {
-    // Unsigned, so it exists only in deployments with no real gateway (tests, demos, development).
+    // Unsigned, so it exists only in deployments that run the stub (PAYMENTS=stub, no real gateway).
     const payments = yield* Payments
-    if (payments.live.gw_card || payments.live.gw_upi) return yield* Effect.fail(new NotFound({ message: "the stub gateway is off: this deployment has real payment gateways" }))
+    if (payments.mode !== "stub") return yield* Effect.fail(new NotFound({ message: "the stub payment gateway is not enabled in this deployment" }))
     const ev = yield* parse(rawBody, StubEvent)
     return yield* ack({
       source: "stub",

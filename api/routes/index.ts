@@ -20,6 +20,7 @@ import dncDelete from "./dnc.delete.js"
 import dncImport from "./dnc.import.js"
 import dncList from "./dnc.list.js"
 import { billingReturn, gwUpiCheckout } from "./billing.pages.js"
+import { paymentMethodsDelete, paymentMethodsList } from "./billing.payment-methods.js"
 import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billing.subscription.js"
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
@@ -116,6 +117,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     billingTopup,
     billingAutochargePut,
     billingAutochargePost,
+    paymentMethodsList,
+    paymentMethodsDelete,
     gwUpiCheckout,
     billingReturn,
     subscriptionGet,

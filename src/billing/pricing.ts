@@ -27,6 +27,18 @@ export const TOPUP_PRESETS_MINOR: PerCurrency<readonly number[]> = {
 }
 
 /**
+ * Autocharge bounds. The amount is at least the smallest top-up and each of amount and threshold
+ * at most ten times the largest preset: ₹50,000 / $1,000. A write-scope key that sets them can
+ * never make one off-session charge larger than that.
+ */
+export const AUTOCHARGE_MAX_MINOR: PerCurrency<number> = {
+  INR: 10 * Math.max(...TOPUP_PRESETS_MINOR.INR),
+  USD: 10 * Math.max(...TOPUP_PRESETS_MINOR.USD),
+}
+/** Consecutive failed autocharges after which autocharge turns itself off and the admins are told. */
+export const AUTOCHARGE_MAX_FAILURES = 3
+
+/**
  * Largest concession (discount, waiver) a rule book may let the agent offer on one call, in minor
  * units: ₹5,000 or $100. Every concession still goes to a human approval; this bounds what can be
  * asked for.
@@ -88,6 +100,7 @@ export function priceCatalogue() {
       minimum_minor: TOPUP_MINIMUM_MINOR,
       minimum_display: display(TOPUP_MINIMUM_MINOR),
       presets_minor: TOPUP_PRESETS_MINOR,
+      autocharge_max_minor: AUTOCHARGE_MAX_MINOR,
     },
     examples: {
       max_utilisation_hours_per_month: EXAMPLE_HOURS_PER_MONTH,

@@ -1,8 +1,11 @@
 // The card gateway adapter (gw_card, USD): a hosted Checkout Session created with the secret key,
-// form-encoded, idempotent per intent; the payer is sent to the session's own URL.
+// form-encoded, idempotent per intent (the payer is sent to the session's own URL), and
+// off-session PaymentIntents on a card saved at such a checkout (autocharge).
 import {
   appendQuery,
   assertChargeableAmount,
+  declinedAsFailure,
+  intField,
   PaymentGatewayError,
   postToGateway,
   stringField,
@@ -10,6 +13,8 @@ import {
   type CheckoutRequest,
   type CheckoutSession,
   type PaymentGateway,
+  type SavedChargeRequest,
+  type SavedChargeResult,
 } from "./payments.interface.js"
 
 export interface GwCardOptions {
@@ -27,6 +32,7 @@ export const GW_CARD_PRODUCT_NAME = "Parley wallet top-up"
 
 export function makeGwCardGateway(opts: GwCardOptions): PaymentGateway {
   const url = `${trimSlash(opts.apiUrl)}/v1/checkout/sessions`
+  const intentsUrl = `${trimSlash(opts.apiUrl)}/v1/payment_intents`
   const timeoutMs = opts.timeoutMs ?? 10_000
   const doFetch = opts.fetch ?? fetch
 
@@ -46,6 +52,14 @@ export function makeGwCardGateway(opts: GwCardOptions): PaymentGateway {
       form.set("client_reference_id", String(req.intentId))
       form.set("metadata[intent_id]", String(req.intentId))
       form.set("metadata[tenant_id]", String(req.tenantId))
+      if (req.savePaymentMethod === true) {
+        // A customer to keep the card on, the card kept for charges without the payer, and our
+        // intent id on the payment itself: its payment_intent.succeeded names the saved card.
+        form.set("customer_creation", "always")
+        form.set("payment_intent_data[setup_future_usage]", "off_session")
+        form.set("payment_intent_data[metadata][intent_id]", String(req.intentId))
+        form.set("payment_intent_data[metadata][tenant_id]", String(req.tenantId))
+      }
 
       const body = await postToGateway({
         gateway: "gw_card",
@@ -70,6 +84,48 @@ export function makeGwCardGateway(opts: GwCardOptions): PaymentGateway {
         throw new PaymentGatewayError("gw_card API answered without a session id and url", false)
       }
       return { externalId, checkoutUrl }
+    },
+
+    chargeSaved(req: SavedChargeRequest): Promise<SavedChargeResult> {
+      assertChargeableAmount("gw_card", req.amountMinor)
+      const form = new URLSearchParams()
+      form.set("amount", String(req.amountMinor))
+      form.set("currency", req.currency.toLowerCase())
+      form.set("customer", req.customerId)
+      form.set("payment_method", req.methodId)
+      form.set("off_session", "true")
+      form.set("confirm", "true")
+      form.set("metadata[intent_id]", String(req.intentId))
+      form.set("metadata[tenant_id]", String(req.tenantId))
+      // A 402 (card_declined, authentication_required) is the gateway's answer, not an outage.
+      return declinedAsFailure(async () => {
+        const body = await postToGateway({
+          gateway: "gw_card",
+          url: intentsUrl,
+          headers: {
+            authorization: `Bearer ${opts.secretKey}`,
+            "content-type": "application/x-www-form-urlencoded",
+            // One charge per intent however often we retry.
+            "idempotency-key": `autocharge-${req.intentId}`,
+          },
+          body: form.toString(),
+          timeoutMs,
+          fetch: doFetch,
+          secrets: [opts.secretKey],
+          alsoRetry: [409],
+        })
+        const status = stringField(body, "status")
+        const result = {
+          externalId: stringField(body, "id"),
+          amountMinor: intField(body, "amount_received") ?? intField(body, "amount"),
+          currency: stringField(body, "currency")?.toUpperCase(),
+          raw: body,
+        }
+        if (status === "succeeded") return { status: "succeeded", ...result }
+        if (status === "requires_payment_method" || status === "canceled") return { status: "failed", reason: `payment intent ${status}`, ...result }
+        // processing, requires_action, requires_capture…: payment_intent.succeeded or .payment_failed will say.
+        return { status: "pending", ...result }
+      })
     },
   }
 }

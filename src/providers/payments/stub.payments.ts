@@ -1,7 +1,8 @@
 // The stub payment gateway: no network, no money. The checkout link is our own return page, and
-// the intent is settled later by POST /billing/webhooks/stub {external_id, status}.
+// the intent is settled later by POST /billing/webhooks/stub {external_id, status}. It exists only
+// in deployments that run PAYMENTS=stub with no real gateway (Payments.ts decides).
 import { randomBytes } from "node:crypto"
-import { assertChargeableAmount, trimSlash, type CheckoutRequest, type CheckoutSession, type PaymentGateway } from "./payments.interface.js"
+import { assertChargeableAmount, trimSlash, type CheckoutRequest, type CheckoutSession, type PaymentGateway, type SavedChargeRequest, type SavedChargeResult } from "./payments.interface.js"
 
 export function makeStubGateway(): PaymentGateway {
   return {
@@ -13,6 +14,11 @@ export function makeStubGateway(): PaymentGateway {
         externalId,
         checkoutUrl: `${trimSlash(req.baseUrl)}/billing/return?status=pending&order_id=${encodeURIComponent(externalId)}`,
       }
+    },
+    // A stub-saved method (from a stub top-up settled with save_payment_method) always pays.
+    async chargeSaved(req: SavedChargeRequest): Promise<SavedChargeResult> {
+      assertChargeableAmount("stub", req.amountMinor)
+      return { status: "succeeded", externalId: `stub_ac_${randomBytes(12).toString("hex")}`, amountMinor: req.amountMinor, currency: req.currency, raw: { stub: true } }
     },
   }
 }
