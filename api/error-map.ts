@@ -84,3 +84,10 @@ export const INTERNAL_ERROR: HttpError = {
   status: 500,
   body: { error: "internal error", code: "INTERNAL" },
 }
+
+/** A statement the database cancelled (statement_timeout): the database is slow, retry later. */
+export const DATABASE_TIMEOUT: HttpError = {
+  status: 503,
+  body: { error: "the database took too long to answer; retry shortly", code: "DATABASE_TIMEOUT" },
+  headers: { "Retry-After": "5" },
+}

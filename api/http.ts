@@ -14,6 +14,8 @@ export class Exchange {
   status = 0
   bytesOut = 0
   private abortHandlers: Array<() => void> = []
+  /** Reasons the body is paused (the caller not yet authenticated, a reader that is behind). */
+  private holds = 0
 
   constructor(readonly res: HttpResponse) {
     res.onAborted(() => {
@@ -33,6 +35,20 @@ export class Exchange {
   get writable(): boolean {
     return !this.aborted && !this.finished
   }
+
+  /**
+   * Stops uWS reading the body until every hold is released. What came in the same read as the
+   * headers still reaches onData, so a held request costs at most one socket read of memory.
+   */
+  hold(): void {
+    if (this.holds++ === 0 && this.writable) this.res.pause()
+  }
+
+  /** Releases one hold. The response object is dead once ended, so it is left alone then. */
+  release(): void {
+    if (this.holds === 0) return
+    if (--this.holds === 0 && this.writable) this.res.resume()
+  }
 }
 
 export class BodyTooLarge extends Error {}
@@ -40,11 +56,16 @@ export class ClientGone extends Error {}
 
 /**
  * Reads the body (must be called synchronously inside the uWS handler). Rejects BodyTooLarge as
- * soon as more than `limit` bytes arrive, ClientGone if the client aborts.
+ * soon as more than `limit` bytes arrive, ClientGone if the client aborts. Each byte is copied
+ * once out of uWS's memory: into one buffer of the declared length when there is one, otherwise
+ * into chunks joined once at the end (a chunked body).
  */
-export function readBody(ex: Exchange, limit: number): Promise<Buffer> {
+export function readBody(ex: Exchange, limit: number, declared?: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
+    // Made on the first chunk, not before: a client that declares a length and sends nothing costs nothing.
+    let whole: Buffer | undefined
+    const sized = declared !== undefined && declared > 0 && declared <= limit
     let size = 0
     let settled = false
     ex.onAbort(() => {
@@ -55,17 +76,22 @@ export function readBody(ex: Exchange, limit: number): Promise<Buffer> {
     })
     ex.res.onData((chunk, isLast) => {
       if (settled) return
-      size += chunk.byteLength
-      if (size > limit) {
+      const n = chunk.byteLength
+      if (size + n > limit || (sized && size + n > declared)) {
         settled = true
         reject(new BodyTooLarge())
         return
       }
-      // uWS reuses the chunk's memory once this callback returns: copy it.
-      if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)))
+      // uWS reuses the chunk's memory once this callback returns: copy it now, exactly once.
+      if (n > 0) {
+        if (sized) (whole ??= Buffer.allocUnsafe(declared)).set(new Uint8Array(chunk), size)
+        else chunks.push(Buffer.from(chunk.slice(0)))
+      }
+      size += n
       if (isLast) {
         settled = true
-        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+        if (whole !== undefined) resolve(size === whole.length ? whole : whole.subarray(0, size))
+        else resolve(chunks.length === 0 ? Buffer.alloc(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
       }
     })
   })

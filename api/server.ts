@@ -4,7 +4,7 @@
 import { randomUUID, timingSafeEqual, createHash } from "node:crypto"
 import { Cause, Effect, Exit, Option, type ManagedRuntime } from "effect"
 import { Auth } from "../src/auth/Auth.js"
-import type { Principal, Scope } from "../src/auth/principal.js"
+import type { Invalidation, Principal } from "../src/auth/principal.js"
 import type { Logger } from "pino"
 import type { Config } from "../src/config.js"
 import {
@@ -19,7 +19,8 @@ import {
   type DomainError,
 } from "../src/errors.js"
 import type { AppServices } from "../src/app.layer.js"
-import { INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
+import { isStatementTimeout } from "../src/services/Db.js"
+import { DATABASE_TIMEOUT, INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole, type OpenStream } from "./http.js"
 import type { Reply } from "./reply.js"
 import type { AnyRoute, Method, Part, RequestContext } from "./route.js"
@@ -60,6 +61,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const router = new Router(opts.routes)
   const app = uws.App()
   const streams = new Set<OpenStream>()
+  /** Open streams by the credential they were opened with (see credentialsOf). */
+  const streamsByCredential = new Map<string, Set<OpenStream>>()
   let inFlight = 0
   let draining = false
   let idle: (() => void) | undefined
@@ -67,6 +70,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const systemKeyDigest = config.systemKey === undefined ? undefined : sha256(config.systemKey)
   // Resolved once: per request it is a plain call, and a cached credential answers synchronously.
   const auth = runtime.runSync(Auth)
+  // Invalidations reach every api process over the bus (and this one directly): end the streams
+  // opened with the credential, so a signed-out session or a revoked key stops receiving at once.
+  const stopListening = auth.onInvalidate((inv: Invalidation) => {
+    const open = streamsByCredential.get(invalidated(inv))
+    if (open === undefined) return
+    log.info({ credential: inv.kind, streams: open.size }, "closing streams of an invalidated credential")
+    for (const s of [...open]) s.end()
+  })
 
   app.any("/*", (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
@@ -101,39 +112,78 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       })
   })
 
-  /** Everything after the synchronous part: the body must be subscribed to before the first await. */
+  /**
+   * Everything after the synchronous part: the body must be subscribed to before the first await.
+   * A route that needs a user or a key learns who is calling before it reads more of the body than
+   * came with the headers, and only a multipart body on a multipart route gets the upload limit.
+   */
   function handle(ex: Exchange, inc: Incoming): Promise<void> {
     if (draining) return Promise.resolve(sendError(ex, inc, toHttpError(new ShuttingDown()), true))
     const match = router.match(inc.method, inc.url)
     const route = match.kind === "found" ? match.route : undefined
     const multipart = route?.body && "multipart" in route.body ? route.body.multipart : undefined
-    const limit = multipart ? config.uploadLimitBytes : config.bodyLimitBytes
-    const hasBody = inc.headers["transfer-encoding"] !== undefined || Number(inc.headers["content-length"] ?? "0") > 0
-
-    const declared = Number(inc.headers["content-length"] ?? "0")
-    if (declared > limit) {
-      // Refuse without reading: the connection is closed so the unread bytes go with it.
-      return Promise.resolve(sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true))
-    }
     const contentType = inc.headers["content-type"] ?? ""
-    if (match.kind === "found" && multipart === "stream" && hasBody && contentType.toLowerCase().startsWith("multipart/form-data")) {
-      // Read as the handler consumes it, after the caller is authenticated.
-      return dispatch(ex, inc, match.route, match.params, EMPTY, streamMultipart(ex, contentType, limit))
-    }
-    const body = hasBody ? readBody(ex, limit) : Promise.resolve(EMPTY)
+    const isMultipart = contentType.toLowerCase().startsWith("multipart/form-data")
+    const limit = multipart && isMultipart ? config.uploadLimitBytes : config.bodyLimitBytes
+    const hasBody = inc.headers["transfer-encoding"] !== undefined || Number(inc.headers["content-length"] ?? "0") > 0
+    const tooLarge = () => sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true)
 
-    return body.then(
-      (raw) => {
-        if (match.kind === "not-found") return sendError(ex, inc, toHttpError(new NotFound({ message: `no route for ${inc.method} ${inc.url}` })))
-        if (match.kind === "method-not-allowed") return sendError(ex, inc, toHttpError(new MethodNotAllowed({ allow: match.allow })))
-        return dispatch(ex, inc, match.route, match.params, raw)
-      },
-      (e: unknown) => {
-        if (e instanceof ClientGone) return
-        if (e instanceof BodyTooLarge) return sendError(ex, inc, toHttpError(new PayloadTooLarge({ limitBytes: limit })), true)
-        throw e
-      },
-    )
+    const declared = inc.headers["content-length"] === undefined ? undefined : Number(inc.headers["content-length"])
+    if (declared !== undefined && declared > limit) {
+      // Refuse without reading: the connection is closed so the unread bytes go with it.
+      return Promise.resolve(tooLarge())
+    }
+    const bodyFailed = (e: unknown): void => {
+      if (e instanceof ClientGone) return
+      if (e instanceof BodyTooLarge) return tooLarge()
+      throw e
+    }
+
+    if (match.kind !== "found") {
+      // Read (within the JSON limit) so the connection stays usable for the client's next request.
+      const answer = () =>
+        sendError(
+          ex,
+          inc,
+          toHttpError(match.kind === "not-found" ? new NotFound({ message: `no route for ${inc.method} ${inc.url}` }) : new MethodNotAllowed({ allow: match.allow })),
+        )
+      return (hasBody ? readBody(ex, limit, declared) : Promise.resolve(EMPTY)).then(answer, bodyFailed)
+    }
+
+    const needsUser = match.route.auth === "jwt" || match.route.auth === "jwt-only"
+    // uWS hands the body only to a reader attached now, so attach it, paused until the caller is
+    // known: an anonymous client cannot make the server take in its upload.
+    const held = needsUser && hasBody
+    if (held) ex.hold()
+    let upload: StreamedBody | undefined
+    let body: Promise<Buffer> = Promise.resolve(EMPTY)
+    if (multipart === "stream" && hasBody && isMultipart) upload = streamMultipart(ex, contentType, limit)
+    else if (hasBody) body = readBody(ex, limit, declared)
+    // Observed below; a failure that arrives while the caller is being checked is not unhandled.
+    body.catch(() => {})
+    const run = (principal: Principal | undefined) => body.then((raw) => dispatch(ex, inc, match.route, match.params, raw, principal, upload), bodyFailed)
+    if (!needsUser) return run(undefined)
+
+    const scope = match.route.scope ?? (inc.method === "GET" || inc.method === "HEAD" ? "read" : "write")
+    const settle = (principal: Principal | DomainError): Promise<void> => {
+      if (held) ex.release()
+      // Who is calling comes before what they sent: an unauthenticated caller gets 401, not a
+      // lesson in the endpoint's schema. Its unread body goes with the connection.
+      if (principal instanceof Error) return Promise.resolve(sendError(ex, inc, toHttpError(principal), hasBody))
+      return run(principal)
+    }
+    const lookupFailed = (e: unknown): void => {
+      if (held) ex.release()
+      defect(ex, inc, e, hasBody)
+    }
+    let checked: ReturnType<typeof auth.authenticate>
+    try {
+      checked = auth.authenticate(inc, { level: match.route.auth as "jwt" | "jwt-only", scope })
+    } catch (e) {
+      return Promise.resolve(lookupFailed(e))
+    }
+    // A cached credential answers synchronously: the hot path waits on no promise.
+    return checked instanceof Promise ? checked.then(settle, lookupFailed) : settle(checked)
   }
 
   async function dispatch(
@@ -142,32 +192,36 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     route: AnyRoute,
     rawParams: Record<string, string>,
     raw: Buffer,
+    principal: Principal | undefined,
     upload?: StreamedBody,
   ): Promise<void> {
-    // Who is calling comes before what they sent: an unauthenticated caller gets 401, not a
-    // lesson in the endpoint's schema.
-    const needsUser = route.auth === "jwt" || route.auth === "jwt-only"
-    const program = Effect.gen(function* () {
-      const principal = needsUser ? yield* authenticate(inc, route.auth as "jwt" | "jwt-only", route.scope ?? (inc.method === "GET" || inc.method === "HEAD" ? "read" : "write")) : undefined
+    const program = Effect.suspend(() => {
       const ctx = prepare(inc, route, rawParams, raw, ex, upload)
-      if (!("requestId" in ctx)) return yield* Effect.fail(ctx)
-      return yield* route.handler({ ...ctx, principal })
+      if (!("requestId" in ctx)) return Effect.fail(ctx)
+      return route.handler({ ...ctx, principal })
     })
     const exit = await runtime.runPromiseExit(program)
     // A streamed body the handler left unread goes with the connection.
     const unread = upload !== undefined && !upload.complete
-    if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value, unread)
+    if (Exit.isSuccess(exit)) return sendReply(ex, inc, exit.value, unread, principal)
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure)) return sendError(ex, inc, toHttpError(failure.value), unread)
     if (Cause.isInterruptedOnly(exit.cause) && ex.aborted) return
-    log.error({ req_id: inc.requestId, cause: Cause.pretty(exit.cause) }, "handler defect")
-    sendError(ex, inc, INTERNAL_ERROR)
+    const [first] = Cause.defects(exit.cause)
+    defect(ex, inc, first, unread, Cause.pretty(exit.cause))
   }
 
-  function authenticate(inc: Incoming, level: "jwt" | "jwt-only", scope: Scope): Effect.Effect<Principal, DomainError> {
-    const settle = (r: Principal | DomainError) => (r instanceof Error ? Effect.fail(r) : Effect.succeed(r))
-    const r = auth.authenticate(inc, { level, scope })
-    return r instanceof Promise ? Effect.flatMap(Effect.promise(() => r), settle) : settle(r)
+  /**
+   * A failure no handler expected. A statement Postgres cancelled (statement_timeout, SQLSTATE
+   * 57014) is the database being slow, not a bug: 503 with Retry-After; anything else is a 500.
+   */
+  function defect(ex: Exchange, inc: Incoming, e: unknown, closeConnection: boolean, pretty?: string): void {
+    if (isStatementTimeout(e)) {
+      log.error({ req_id: inc.requestId, err: e }, "database statement timed out")
+      return sendError(ex, inc, DATABASE_TIMEOUT, closeConnection)
+    }
+    log.error({ req_id: inc.requestId, ...(pretty === undefined ? { err: e } : { cause: pretty }) }, "handler defect")
+    sendError(ex, inc, INTERNAL_ERROR, closeConnection)
   }
 
   /** System auth, content negotiation and validation, in that order; the first failure answers. */
@@ -272,7 +326,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     })
   }
 
-  async function sendReply(ex: Exchange, inc: Incoming, reply: Reply, closeConnection = false): Promise<void> {
+  async function sendReply(ex: Exchange, inc: Incoming, reply: Reply, closeConnection: boolean, principal: Principal | undefined): Promise<void> {
     const head = inc.method === "HEAD"
     switch (reply.kind) {
       case "json":
@@ -290,7 +344,17 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         const writer = openStream(ex, reply.status, reply.contentType, reply.headers, commonHeaders(inc))
         if (head) return writer.end()
         streams.add(writer)
-        writer.onClose(() => streams.delete(writer))
+        // A stream lives as long as the credential it was opened with: logout or revocation ends it.
+        const credentials = principal === undefined ? [] : credentialsOf(principal)
+        for (const c of credentials) streamsByCredential.set(c, (streamsByCredential.get(c) ?? new Set()).add(writer))
+        writer.onClose(() => {
+          streams.delete(writer)
+          for (const c of credentials) {
+            const set = streamsByCredential.get(c)
+            set?.delete(writer)
+            if (set?.size === 0) streamsByCredential.delete(c)
+          }
+        })
         try {
           await reply.run(writer)
         } catch (e) {
@@ -335,6 +399,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     shutdown: () =>
       (shutdownPromise ??= (async () => {
         draining = true
+        stopListening()
         uws.us_listen_socket_close(listenSocket)
         // Ending a stream stops its producer at once; its request stays in flight until the
         // response is ended, which for a client that is behind waits until its socket takes more
@@ -355,6 +420,22 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
 }
 
 const EMPTY = Buffer.alloc(0)
+
+/** The names under which a principal's streams are found when one of its credentials is invalidated. */
+function credentialsOf(p: Principal): string[] {
+  return p.kind === "api_key" ? [`key:${p.keyId}`] : [`session:${p.jti}`, `user:${p.userId}`]
+}
+
+function invalidated(inv: Invalidation): string {
+  switch (inv.kind) {
+    case "session":
+      return `session:${inv.jti}`
+    case "user":
+      return `user:${inv.userId}`
+    case "api_key":
+      return `key:${inv.keyId}`
+  }
+}
 
 function sha256(s: string): Buffer {
   return createHash("sha256").update(s).digest()

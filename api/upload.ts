@@ -65,7 +65,10 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     current?.destroy(e as Error)
     parser.destroy()
     // Let uWS go on reading (and discarding) so the reply and the close are not held up.
-    if (paused && ex.writable) ex.res.resume()
+    if (paused) {
+      paused = false
+      ex.release()
+    }
   }
 
   parser.on("file", (field, stream, info) => {
@@ -100,10 +103,11 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     if (isLast) parser.end()
     else if (!ok && ex.writable && !paused) {
       paused = true
-      ex.res.pause()
+      ex.hold()
       parser.once("drain", () => {
+        if (!paused) return
         paused = false
-        if (ex.writable) ex.res.resume()
+        ex.release()
       })
     }
   })

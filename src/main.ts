@@ -91,12 +91,43 @@ async function main(): Promise<void> {
     if (e instanceof ConfigError) fail(e.message)
     throw e
   }
-  if (args.command === "migrate") return runMigrate(config)
-  if (args.command === "ncpr-import") return runNcprImport(config, args.file, args.replace)
+  // One-off commands may run long statements (a migration rewriting a table, a registry import).
+  if (args.command === "migrate") return runMigrate({ ...config, dbStatementTimeoutMs: 0 })
+  if (args.command === "ncpr-import") return runNcprImport({ ...config, dbStatementTimeoutMs: 0 }, args.file, args.replace)
 
   const logger = makeLogger(config, { role: args.role }, { buffered: true })
+  let running: Awaited<ReturnType<typeof serve>> | undefined
+  let stopping = false
+  let exitCode = 0
+  /** Stops gracefully (bounded by the shutdown timeout and a hard deadline), then exits. */
+  const stopAndExit = (code: number): void => {
+    // A crash during a clean stop still makes the exit non-zero.
+    exitCode = Math.max(exitCode, code)
+    if (stopping) return
+    stopping = true
+    // Should the stop itself hang (the state is unknown after a crash), exit anyway.
+    setTimeout(() => void flushLogs(logger).finally(() => exit(Math.max(exitCode, 1))), config.shutdownTimeoutMs + 5_000).unref()
+    void (running?.stop() ?? Promise.resolve()).then(
+      async () => {
+        await flushLogs(logger)
+        exit(exitCode)
+      },
+      async (e: unknown) => {
+        logger.error({ err: e }, "shutdown failed")
+        await flushLogs(logger)
+        exit(Math.max(exitCode, 1))
+      },
+    )
+  }
+  // Installed here, in the command, not in serve(): tests run servers in their own process.
+  // A rejection nobody awaited is a bug in one request or loop, not a broken process: log, go on.
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"))
-  let running: Awaited<ReturnType<typeof serve>>
+  // A thrown exception nobody caught leaves the process in an unknown state: stop and exit non-zero
+  // so the supervisor starts a clean one; in-flight requests get the shutdown's grace period.
+  process.on("uncaughtException", (err, origin) => {
+    logger.fatal({ err, origin }, "uncaught exception: shutting down")
+    stopAndExit(1)
+  })
   try {
     running = await serve({ role: args.role, config, logger })
   } catch (e) {
@@ -115,17 +146,7 @@ async function main(): Promise<void> {
       exit(1)
     }
     logger.info({ signal }, "shutting down")
-    running.stop().then(
-      async () => {
-        await flushLogs(logger)
-        exit(0)
-      },
-      async (e: unknown) => {
-        logger.error({ err: e }, "shutdown failed")
-        await flushLogs(logger)
-        exit(1)
-      },
-    )
+    stopAndExit(0)
   }
   process.on("SIGTERM", onSignal)
   process.on("SIGINT", onSignal)

@@ -26,9 +26,24 @@ describe("GET /healthz", () => {
     expect(body.checks.runtime).toEqual({ ok: true, answered_by: srv.running.instance.id })
     for (const kind of ["telephony", "llm", "speech", "payments", "mail"])
       expect(body.providers[kind]).toMatchObject({ mode: "simulator", configured: true })
+    // The harness asks for the stub gateway and configures no real one.
+    expect(body.payments).toEqual({ mode: "stub", gw_card: false, gw_upi: false })
+    // Where the bus lives is nobody's business but the operator's.
+    expect(body.checks.bus.server).toBeUndefined()
+    expect(JSON.stringify(body)).not.toMatch(/nats:\/\/|4222/)
   })
 
-  it("says unavailable with 503 once the database is gone", async () => {
+  it("reports the gateways mode when the stub was not asked for", async () => {
+    const other = await startTestServer({ env: { PAYMENTS: "gateways" } })
+    try {
+      const body = (await (await fetch(other.url + "/healthz")).json()) as any
+      expect(body.payments).toEqual({ mode: "gateways", gw_card: false, gw_upi: false })
+    } finally {
+      await other.stop()
+    }
+  })
+
+  it("says unavailable with 503 once the database is gone, with a code and no error text", async () => {
     const other = await startTestServer()
     try {
       await other.sql.end({ timeout: 0 })
@@ -36,8 +51,9 @@ describe("GET /healthz", () => {
       expect(res.status).toBe(503)
       const body = (await res.json()) as any
       expect(body.status).toBe("unavailable")
-      expect(body.checks.database.ok).toBe(false)
-      expect(typeof body.checks.database.error).toBe("string")
+      expect(body.checks.database).toEqual({ ok: false, kind: realServices ? "postgres" : "pglite", code: "DATABASE_UNREACHABLE" })
+      // The driver's message (which can name hosts and ports) is logged, not answered.
+      expect(body.checks.database.error).toBeUndefined()
     } finally {
       await other.stop()
     }

@@ -89,6 +89,7 @@ export class Authenticator {
   private readonly sessions = new BoundedMap<string, Cached<SessionRow | undefined>>()
   private readonly keys = new BoundedMap<string, Cached<KeyRow | undefined>>()
   private readonly keyUses = new Map<number, { at: number; ip: string }>()
+  private readonly listeners = new Set<(inv: Invalidation) => void>()
 
   constructor(
     private readonly deps: {
@@ -224,19 +225,37 @@ export class Authenticator {
     if (acks.length === 0) this.deps.log.warn({ kind: inv.kind }, "auth invalidation: no process acknowledged (not even this one)")
   }
 
+  /**
+   * Calls `cb` with every invalidation this process applies (its own and other processes'), after
+   * the cache has forgotten the credential: the HTTP server ends the streams opened with it.
+   * Returns the unsubscribe.
+   */
+  onInvalidate(cb: (inv: Invalidation) => void): () => void {
+    this.listeners.add(cb)
+    return () => this.listeners.delete(cb)
+  }
+
   /** Applies an invalidation received from the bus (or made here). */
   apply(inv: Invalidation): void {
     switch (inv.kind) {
       case "session":
         this.sessions.delete(inv.jti)
-        return
+        break
       case "user":
         // Sessions are keyed by jti, so drop them all: this is rare and they reload cheaply.
         this.sessions.clear()
-        return
+        break
       case "api_key":
         for (const [hash, c] of this.keys) if (c.value?.id === inv.keyId) this.keys.delete(hash)
-        return
+        break
+    }
+    for (const cb of this.listeners) {
+      try {
+        cb(inv)
+      } catch (e) {
+        // One listener's failure must not stop the others or the acknowledgement.
+        this.deps.log.error({ err: e, kind: inv.kind }, "auth invalidation listener failed")
+      }
     }
   }
 

@@ -28,6 +28,12 @@ export const isUniqueViolation = (e: unknown, constraint?: string): boolean =>
   (e as { code?: string }).code === "23505" &&
   (constraint === undefined || (e as { constraint_name?: string }).constraint_name === constraint)
 
+/**
+ * A statement Postgres cancelled (SQLSTATE 57014): statement_timeout ran out, or an operator
+ * cancelled it. The HTTP layer answers it 503 DATABASE_TIMEOUT rather than 500.
+ */
+export const isStatementTimeout = (e: unknown): boolean => typeof e === "object" && e !== null && (e as { code?: unknown }).code === "57014"
+
 /** Runs a query; a database failure is a defect (500), not a domain error. */
 export const query = <A>(f: (sql: Sql) => PromiseLike<A>): Effect.Effect<A, never, Db> =>
   Effect.flatMap(Db, (db) => Effect.promise(() => f(db.sql)))
@@ -54,8 +60,14 @@ export function withDatabase(url: string, database: string): string {
   return u.toString()
 }
 
-export function connectPostgres(url: string, max: number): Sql {
-  return postgres(url, { ...clientOptions, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
+/**
+ * A pool of `max` connections. `statementTimeoutMs` (0 or absent: none) is set on each connection
+ * as it opens, so a runaway statement is cancelled by Postgres instead of holding a connection and
+ * its locks. PGlite accepts the setting but does not enforce it (it has no timer to cancel with).
+ */
+export function connectPostgres(url: string, max: number, opts: { statementTimeoutMs?: number } = {}): Sql {
+  const connection = opts.statementTimeoutMs ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs } : clientOptions.connection
+  return postgres(url, { ...clientOptions, connection, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
 }
 
 export interface EmbeddedPostgres {
@@ -118,7 +130,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       max = 1
     }
     const sql = yield* Effect.acquireRelease(
-      Effect.sync(() => connectPostgres(url, max)),
+      Effect.sync(() => connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs })),
       (s) => Effect.promise(() => s.end({ timeout: 5 })),
     )
     // Fail start-up here, naming the database, rather than on the first request.

@@ -44,6 +44,9 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): MigrationFile[] {
  */
 export async function migrate(sql: Sql, files: MigrationFile[] = readMigrations()): Promise<number[]> {
   return sql.begin(async (tx) => {
+    // A migration may rewrite a large table, and waits here while another process migrates: the
+    // pool's statement_timeout is for requests, not for this.
+    await tx`set local statement_timeout = 0`
     await tx`select pg_advisory_xact_lock(${LOCK_KEY})`
     await tx`
       create table if not exists schema_migrations (
