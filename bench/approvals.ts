@@ -2,11 +2,13 @@
 // one api and one runtime process on real Postgres and NATS, split into its hops; against a bare NATS round trip.
 import { randomBytes } from "node:crypto"
 import { Agent, request, type IncomingMessage } from "node:http"
-import { loadavg } from "node:os"
+import { mkdtempSync } from "node:fs"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { redact } from "../src/services/Db.js"
-import { machine, record, scratchDatabase, startProcess, type ServerProcess } from "./lib.js"
+import { machine, record, scratchDatabase, startProcess, verifyEmail, type ServerProcess } from "./lib.js"
 
 /** Decisions measured, after WARMUP unmeasured ones. */
 const N = Number(process.env.BENCH_APPROVALS_N ?? 200)
@@ -169,6 +171,8 @@ export async function benchApprovals(): Promise<void> {
     NATS_URL: natsUrl,
     BUS_NAMESPACE: ns,
     LOG_LEVEL: "info",
+    // Read back for the verification link: runs need a verified owner.
+    OUTBOX_FILE: join(mkdtempSync(join(tmpdir(), "parley-bench-appr-")), "outbox.jsonl"),
     DB_POOL_MAX: "10",
     SIM_TIME_SCALE: String(SCALE),
     CALLING_HOURS: "any",
@@ -216,6 +220,7 @@ export async function benchApprovals(): Promise<void> {
     const email = `bench-appr-${randomBytes(4).toString("hex")}@example.com`
     const password = "correct horse battery staple"
     await ok(base, "POST", "/auth/signup", { email, password, country: "US", full_name: "Bench Approvals" })
+    await verifyEmail(base, env.OUTBOX_FILE, email)
     const login = await ok(base, "POST", "/auth/login", { email, password })
     const token = login.token as string
     const tenantId = (login.tenant as { id: number }).id

@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
 import { PROJECT_ROOT } from "../src/paths.js"
-import { cpuMicros, machine, record } from "./lib.js"
+import { cpuMicros, machine, record, verifyEmail } from "./lib.js"
 import type { BareResult, EldStats, Heap, HostSample } from "./servers/dialer-host.js"
 
 const CALLS = Number(process.env.BENCH_DIALER_CALLS ?? 10_000)
@@ -105,7 +105,7 @@ function ask<T>(host: Host, cmd: string, extra: Record<string, unknown> = {}): P
 }
 
 /** The HTTP calls a customer makes, from signup to a running run. */
-async function setUpRun(base: string, phones: string[], beforeRun: () => Promise<void>): Promise<{ runId: number }> {
+async function setUpRun(base: string, outboxFile: string, phones: string[], beforeRun: () => Promise<void>): Promise<{ runId: number }> {
   const call = async (method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: Record<string, unknown> }> => {
     const res = await fetch(base + path, {
       method,
@@ -120,6 +120,7 @@ async function setUpRun(base: string, phones: string[], beforeRun: () => Promise
   const email = `bench-${randomBytes(4).toString("hex")}@example.com`
   const password = "correct horse battery staple"
   await call("POST", "/auth/signup", { email, password, country: "US", full_name: "Bench Dialer" })
+  await verifyEmail(base, outboxFile, email)
   const token = (await call("POST", "/auth/login", { email, password })).body.token as string
   // A 180-second call reserves $0.30; one intent of $100,000 covers any run here.
   const intent = (await call("POST", "/billing/topup", { amount_minor: 10_000_000 }, token)).body
@@ -200,7 +201,7 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
     let heapBefore: Heap | undefined
     let cpuRamp0: Cpu | undefined
     let tRamp0 = 0
-    const { runId } = await setUpRun(base, phones, async () => {
+    const { runId } = await setUpRun(base, join(env.DATA_DIR!, "outbox.jsonl"), phones, async () => {
       heapBefore = (await ask<{ heap: Heap }>(host, "heap")).heap
       await ask(host, "snapshot", { name: "before" })
       // The ramp's event-loop window and CPU count open as the run is started.

@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { createInterface } from "node:readline"
 import autocannon from "autocannon"
 import { PROJECT_ROOT } from "../src/paths.js"
+import { readOutbox } from "../src/providers/mail/outbox.mail.js"
 import { connectPostgres, withDatabase, type Sql } from "../src/services/Db.js"
 
 export interface ServerProcess {
@@ -116,4 +117,13 @@ export async function scratchDatabase(baseUrl: string, prefix: string, poolMax =
       await admin.end({ timeout: 5 })
     },
   }
+}
+
+/** Opens the verification link the server mailed to `email` (runs need a verified owner). */
+export async function verifyEmail(base: string, outboxFile: string, email: string): Promise<void> {
+  const link = readOutbox(outboxFile).filter((m) => m.kind === "verify_email" && m.to === email).at(-1)?.links[0]
+  if (link === undefined) throw new Error(`no verification mail to ${email} in ${outboxFile}`)
+  const token = new URL(link, base).searchParams.get("token") ?? ""
+  const res = await fetch(`${base}/auth/verify-email?token=${encodeURIComponent(token)}`)
+  if (res.status !== 200) throw new Error(`verify email ${res.status}: ${await res.text()}`)
 }

@@ -1,5 +1,6 @@
 // Sign-in by emailed code through the real server: start, resend and verify (single use, attempt
-// limit, expiry, rate limit, concurrency, inactive accounts), and ALTCHA on signup and OTP start.
+// limit, expiry, rate limit, concurrency, inactive accounts), the hourly guess and send budgets per
+// address and per client IP (also behind a proxy), and ALTCHA on signup, OTP start and resend.
 import { randomBytes } from "node:crypto"
 import { solveChallenge, type Challenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
@@ -17,11 +18,11 @@ const uniqueEmail = (tag: string) => `${tag}-${randomBytes(4).toString("hex")}@e
 /** Another 6-digit code than `code`. */
 const wrongFor = (code: string, step = 1) => String((Number(code) + step) % 1_000_000).padStart(6, "0")
 
-function client(srv: () => TestServer) {
+function client(srv: () => TestServer, headers: Record<string, string> = {}) {
   const post = async (path: string, body: unknown, raw = false) => {
     const res = await fetch(srv().url + path, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...headers },
       body: raw ? (body as string) : JSON.stringify(body),
     })
     return { res, status: res.status, body: (await res.json()) as Json }
@@ -43,7 +44,7 @@ function client(srv: () => TestServer) {
     return code
   }
   const start = (email: string, extra: Json = {}) => post("/auth/otp/start", { email, ...extra })
-  const resend = (email: string) => post("/auth/otp/resend", { email })
+  const resend = (email: string, extra: Json = {}) => post("/auth/otp/resend", { email, ...extra })
   const verify = (email: string, code: string) => post("/auth/otp/verify", { email, code })
   return { post, signup, otpMails, latestCode, start, resend, verify }
 }
@@ -316,6 +317,65 @@ describe("OTP sign-in", () => {
     })
   })
 
+  describe("hourly budgets", () => {
+    /** Lets the 30-second resend gap pass for `email`. */
+    const afterGap = (email: string) => srv.sql`update otp_codes set last_sent_at = last_sent_at - interval '31 seconds' where email = ${email}`
+
+    it("holds the guess budget per address across resends: the 11th guess is 429, the right code too, until the window ends", async () => {
+      const { email, code: first } = await userWithCode(c, "budget")
+      for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(first, i)), 401, "INVALID_CREDENTIALS")
+      await afterGap(email)
+      expect((await c.resend(email)).status).toBe(200)
+      const second = c.latestCode(email)
+      for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(second, i)), 401, "INVALID_CREDENTIALS")
+      // A new code does not buy new guesses.
+      await afterGap(email)
+      expect((await c.resend(email)).status).toBe(200)
+      const third = c.latestCode(email)
+      const eleventh = await c.verify(email, wrongFor(third, 1))
+      expectError(eleventh, 429, "RATE_LIMITED")
+      const retryAfter = Number(eleventh.res.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThan(3500)
+      expect(retryAfter).toBeLessThanOrEqual(3600)
+      expect(eleventh.body.retry_after_seconds).toBe(retryAfter)
+      const right = await c.verify(email, third)
+      expectError(right, 429, "RATE_LIMITED")
+      expect(right.res.headers.get("set-cookie")).toBeNull()
+      // The refusals did not touch the code: once the window has ended, it works.
+      await srv.sql`update rate_counters set window_started_at = window_started_at - interval '1 hour' where key like ${"otp:guess:addr:" + email}`
+      const later = await c.verify(email, third)
+      expect(later.status, JSON.stringify(later.body)).toBe(200)
+      expect(later.body.user.email).toBe(email)
+    })
+
+    it("counts guesses at an address with no account the same way", async () => {
+      const ghost = uniqueEmail("ghostguess")
+      expect((await c.start(ghost)).status).toBe(200)
+      for (let i = 0; i < 10; i++) expectError(await c.verify(ghost, String(100_000 + i)), 401, "INVALID_CREDENTIALS")
+      expectError(await c.verify(ghost, "200000"), 429, "RATE_LIMITED")
+    })
+
+    it("mails at most 5 codes per address per hour, for known and unknown addresses alike", async () => {
+      for (const known of [true, false]) {
+        const email = uniqueEmail(known ? "flood" : "floodghost")
+        if (known) await c.signup(email)
+        expect((await c.start(email)).status).toBe(200)
+        for (let i = 0; i < 4; i++) {
+          await afterGap(email)
+          expect((await c.resend(email)).status).toBe(200)
+        }
+        await afterGap(email)
+        const sixth = await c.resend(email)
+        expectError(sixth, 429, "RATE_LIMITED")
+        expect(Number(sixth.res.headers.get("retry-after"))).toBeGreaterThan(3500)
+        await afterGap(email)
+        expectError(await c.start(email), 429, "RATE_LIMITED")
+        expect(c.otpMails(email)).toHaveLength(known ? 5 : 0)
+        if (known) expect((await c.verify(email, c.latestCode(email))).status).toBe(200)
+      }
+    })
+  })
+
   describe("bad input", () => {
     it("refuses a bad email with 422 on start, resend and verify", async () => {
       for (const email of ["not-an-email", "", "a@", 42]) {
@@ -414,13 +474,67 @@ describe("ALTCHA_REQUIRED", () => {
     expect((await c.verify(email, c.latestCode(email))).status).toBe(200)
   })
 
-  it("does not let resend stand in for a challenged start", { timeout: 60_000 }, async () => {
+  it("needs a solution for resend too, and resend still acts only after a start", { timeout: 60_000 }, async () => {
     const email = uniqueEmail("resendbypass")
     await c.signup(email, { altcha: await solved() })
-    const r = await c.resend(email)
-    expect(r.status).toBe(200)
-    expect(r.body).toEqual(GENERIC)
+    expectError(await c.resend(email), 400, "CHALLENGE_REQUIRED", "altcha")
+    expectError(await c.resend(email, { altcha: "bm90IGEgc29sdXRpb24=" }), 400, "CHALLENGE_FAILED", "altcha")
+    const early = await c.resend(email, { altcha: await solved() })
+    expect(early.status).toBe(200)
+    expect(early.body).toEqual(GENERIC)
     expect(c.otpMails(email)).toHaveLength(0)
     expect(await srv.sql`select email from otp_codes where email = ${email}`).toHaveLength(0)
+
+    expect((await c.start(email, { altcha: await solved() })).status).toBe(200)
+    await srv.sql`update otp_codes set last_sent_at = last_sent_at - interval '31 seconds' where email = ${email}`
+    expectError(await c.resend(email), 400, "CHALLENGE_REQUIRED", "altcha")
+    expect(c.otpMails(email)).toHaveLength(1)
+    expect((await c.resend(email, { altcha: await solved() })).status).toBe(200)
+    expect(c.otpMails(email)).toHaveLength(2)
+    expect((await c.verify(email, c.latestCode(email))).status).toBe(200)
+  })
+})
+
+describe("OTP budgets per client IP behind a trusted proxy", () => {
+  let srv: TestServer
+  beforeAll(async () => {
+    srv = await startTestServer({ env: { TRUSTED_PROXIES: "127.0.0.1", OTP_GUESSES_PER_IP_HOUR: "50" } })
+  })
+  afterAll(async () => {
+    await srv?.stop()
+  })
+  const from = (ip: string) => client(() => srv, { "x-forwarded-for": ip })
+
+  it("locks the guessing IP across addresses, not the proxy: others still sign in", async () => {
+    const attacker = from("203.0.113.9")
+    const bystander = from("198.51.100.7")
+    const victim = uniqueEmail("victim")
+    await bystander.signup(victim)
+    expect((await bystander.start(victim)).status).toBe(200)
+    const code = bystander.latestCode(victim)
+    // 50 wrong guesses spread over 5 addresses (under each address's budget of 10), none of them real.
+    for (let a = 0; a < 5; a++) {
+      const target = uniqueEmail("sprayed")
+      for (let i = 0; i < 10; i++) expectError(await attacker.verify(target, String(300_000 + i)), 401, "INVALID_CREDENTIALS")
+    }
+    // The 51st, at an address it has not tried, with the right code: refused for the hour.
+    const locked = await attacker.verify(victim, code)
+    expectError(locked, 429, "RATE_LIMITED")
+    expect(Number(locked.res.headers.get("retry-after"))).toBeGreaterThan(3500)
+    const [row] = await srv.sql<{ hits: number }[]>`select hits from rate_counters where key = ${"otp:guess:ip:203.0.113.9"}`
+    expect(row!.hits).toBe(51)
+    expect(await srv.sql`select key from rate_counters where key = ${"otp:guess:ip:127.0.0.1"}`).toHaveLength(0)
+    // Another client behind the same proxy is unaffected.
+    const ok = await bystander.verify(victim, code)
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200)
+  })
+
+  it("caps the codes one IP may have mailed per hour, across addresses", async () => {
+    const sender = from("203.0.113.77")
+    for (let i = 0; i < 50; i++) expect((await sender.start(uniqueEmail("spam"))).status).toBe(200)
+    const refused = await sender.start(uniqueEmail("spam"))
+    expectError(refused, 429, "RATE_LIMITED")
+    expect(Number(refused.res.headers.get("retry-after"))).toBeGreaterThan(3500)
+    expect((await from("198.51.100.8").start(uniqueEmail("fine"))).status).toBe(200)
   })
 })

@@ -14,6 +14,7 @@ import { TRIAL_CREDIT_MINOR } from "../src/billing/pricing.js"
 import { readOutbox } from "../src/providers/mail/outbox.mail.js"
 import { api, uniqueEmail, type Session } from "./clients.js"
 import { startTestServer, type TestServer } from "./harness.js"
+import { rawRequest } from "./raw-http.js"
 
 const ALLOWED = "https://app.parley.example"
 
@@ -112,7 +113,7 @@ describe("POST /auth/signup", () => {
 
 describe("GET /auth/verify-email", () => {
   it("verifies once and answers the same verification on repeat", async () => {
-    const s = await a.signup()
+    const s = await a.signup({ verify: false })
     const link = readOutbox(srv.config.outboxFile).find((m) => m.to === s.email)!.links[0]!
     const first = await fetch(link)
     expect(first.status).toBe(200)
@@ -127,7 +128,7 @@ describe("GET /auth/verify-email", () => {
   it("refuses unknown and expired tokens", async () => {
     expect(await errorOf(await a.call("GET", "/auth/verify-email?token=nope"))).toMatchObject({ status: 400, code: "INVALID_TOKEN" })
     expect(await errorOf(await a.call("GET", "/auth/verify-email"))).toMatchObject({ status: 422, field: "token" })
-    const s = await a.signup()
+    const s = await a.signup({ verify: false })
     const link = readOutbox(srv.config.outboxFile).find((m) => m.to === s.email)!.links[0]!
     await srv.sql`update email_verifications set expires_at = now() - interval '1 second' where user_id = ${s.userId}`
     expect(await errorOf(await fetch(link))).toMatchObject({ status: 400, code: "TOKEN_EXPIRED" })
@@ -311,5 +312,88 @@ describe("scopes", () => {
     const bobs = (await (await a.call("GET", "/api-keys", { token: bob.token })).json()) as { keys: unknown[] }
     expect(bobs.keys).toEqual([])
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
+  })
+})
+
+describe("abuse limits on signup and login", () => {
+  /** POST /auth/signup on a raw socket, with the Host header we choose. */
+  const signupWithHost = (server: TestServer, host: string, email: string) => {
+    const body = JSON.stringify({ email, password: "correct horse battery" })
+    return rawRequest(server.port, `POST /auth/signup HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+
+  it("throttles signups per client IP, counting failed attempts, with 429 and Retry-After", async () => {
+    const limited = await startTestServer({ env: { SIGNUPS_PER_IP_HOUR: "3", TRUSTED_PROXIES: "127.0.0.1" } })
+    try {
+      const b = api(limited)
+      const from = (ip: string) => ({ "x-forwarded-for": ip })
+      const taken = uniqueEmail("taken")
+      expect((await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: taken, password: "correct horse battery" } })).status).toBe(201)
+      // A taken address still counts: the endpoint cannot be used to test addresses at speed.
+      expect((await errorOf(await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: taken, password: "correct horse battery" } }))).code).toBe("EMAIL_TAKEN")
+      expect((await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: uniqueEmail(), password: "correct horse battery" } })).status).toBe(201)
+      const fourth = uniqueEmail("fourth")
+      const res = await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: fourth, password: "correct horse battery" } })
+      expect(res.status).toBe(429)
+      const retryAfter = Number(res.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThan(3500)
+      expect(retryAfter).toBeLessThanOrEqual(3600)
+      expect(await res.json()).toMatchObject({ code: "RATE_LIMITED", retry_after_seconds: retryAfter })
+      const [{ n }] = await limited.sql<[{ n: number }]>`select count(*)::int as n from users where email = ${fourth}`
+      expect(n).toBe(0)
+      // Another client behind the same proxy has its own budget.
+      expect((await b.call("POST", "/auth/signup", { headers: from("198.51.100.7"), body: { email: fourth, password: "correct horse battery" } })).status).toBe(201)
+    } finally {
+      await limited.stop()
+    }
+  })
+
+  it("creates the account but mails no link when the Host is untrusted and PUBLIC_BASE_URL is unset", async () => {
+    const other = await startTestServer({ env: { ALLOWED_HOSTS: "app.parley.example" } })
+    try {
+      const email = uniqueEmail("evilhost")
+      const res = await signupWithHost(other, "attacker.example", email)
+      expect(res.status).toBe(201)
+      const body = JSON.parse(res.body) as { verify_email_sent: boolean; user: { email: string; email_verified: boolean } }
+      expect(body.verify_email_sent).toBe(false)
+      expect(body.user).toMatchObject({ email, email_verified: false })
+      expect(readOutbox(other.config.outboxFile).filter((m) => m.to === email)).toEqual([])
+
+      // A Host in ALLOWED_HOSTS is trusted, and the link is built on it.
+      const allowed = uniqueEmail("goodhost")
+      const ok = await signupWithHost(other, "app.parley.example", allowed)
+      expect(ok.status).toBe(201)
+      expect((JSON.parse(ok.body) as { verify_email_sent: boolean }).verify_email_sent).toBe(true)
+      const [mail] = readOutbox(other.config.outboxFile).filter((m) => m.to === allowed)
+      expect(mail!.links[0]).toMatch(/^http:\/\/app\.parley\.example\/auth\/verify-email\?token=/)
+    } finally {
+      await other.stop()
+    }
+  })
+
+  it("locks a proxy-forwarded login brute force to the attacker's IP, not the proxy's", { timeout: 120_000 }, async () => {
+    const proxied = await startTestServer({ env: { TRUSTED_PROXIES: "127.0.0.1" } })
+    try {
+      const b = api(proxied)
+      const victim = await b.signup()
+      const attacker = { "x-forwarded-for": "203.0.113.9" }
+      // 100 failures from one address (each against a different account, so no account locks).
+      for (let i = 0; i < 100; i += 5)
+        await Promise.all(
+          Array.from({ length: 5 }, async () =>
+            expect((await b.call("POST", "/auth/login", { headers: attacker, body: { email: uniqueEmail("guess"), password: "not the password" } })).status).toBe(401),
+          ),
+        )
+      const locked = await b.call("POST", "/auth/login", { headers: attacker, body: { email: victim.email, password: victim.password } })
+      expect(locked.status).toBe(429)
+      expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0)
+      // Everyone else behind the same proxy still signs in.
+      const bystander = await b.call("POST", "/auth/login", { headers: { "x-forwarded-for": "198.51.100.7" }, body: { email: victim.email, password: victim.password } })
+      expect(bystander.status).toBe(200)
+      const keys = (await proxied.sql<{ key: string }[]>`select key from login_failures where locked_until > now()`).map((r) => r.key)
+      expect(keys).toEqual(["ip:203.0.113.9"])
+    } finally {
+      await proxied.stop()
+    }
   })
 })

@@ -1,5 +1,7 @@
-// Small HTTP helpers for suites that act as users: sign up, sign in, call with a bearer.
+// Small HTTP helpers for suites that act as users: sign up (and verify the email through the
+// mailed link, as a person would), sign in, call with a bearer.
 import { randomBytes } from "node:crypto"
+import { readOutbox } from "../src/providers/mail/outbox.mail.js"
 import type { TestServer } from "./harness.js"
 
 export interface Session {
@@ -39,12 +41,30 @@ export function api(srv: TestServer) {
       ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
     })
 
-  async function signup(opts: { email?: string; password?: string; country?: string; full_name?: string } = {}): Promise<Session> {
+  /**
+   * Signs up and signs in. By default the email is then verified the real way: the link is read
+   * from the server's outbox and opened (runs need a verified owner). `verify: false` leaves the
+   * account unverified. A server known only by its URL (no config) has no outbox we can read, so
+   * its accounts stay unverified.
+   */
+  async function signup(opts: { email?: string; password?: string; country?: string; full_name?: string; verify?: boolean } = {}): Promise<Session> {
     const email = opts.email ?? uniqueEmail()
     const password = opts.password ?? "correct horse battery staple"
     const res = await call("POST", "/auth/signup", { body: { email, password, ...(opts.country && { country: opts.country }), ...(opts.full_name && { full_name: opts.full_name }) } })
     if (res.status !== 201) throw new Error(`signup ${res.status}: ${await res.text()}`)
+    if (opts.verify !== false && srv.config !== undefined) await verifyEmail(email)
     return login(email, password)
+  }
+
+  /** Opens the newest verification link mailed to `email` (against this server, whatever its base). */
+  async function verifyEmail(email: string): Promise<void> {
+    const link = readOutbox(srv.config.outboxFile)
+      .filter((m) => m.kind === "verify_email" && m.to === email.toLowerCase())
+      .at(-1)?.links[0]
+    if (link === undefined) throw new Error(`no verification mail to ${email} in ${srv.config.outboxFile}`)
+    const token = new URL(link, srv.url).searchParams.get("token")
+    const res = await call("GET", `/auth/verify-email?token=${encodeURIComponent(token ?? "")}`)
+    if (res.status !== 200) throw new Error(`verify email ${res.status}: ${await res.text()}`)
   }
 
   async function login(email: string, password: string): Promise<Session> {
@@ -61,5 +81,5 @@ export function api(srv: TestServer) {
     return (await res.json()) as { id: number; secret: string }
   }
 
-  return { call, signup, login, createKey }
+  return { call, signup, verifyEmail, login, createKey }
 }

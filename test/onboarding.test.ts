@@ -438,7 +438,7 @@ describe("state table: DELETE credentials", () => {
 
 describe("state table: POST complete", () => {
   it("byok, not ready: 409 ONBOARDING_INCOMPLETE listing what is missing", async () => {
-    const s = await a.signup()
+    const s = await a.signup({ verify: false })
     await setMode(s, "byok")
     const r = await call("POST", "/onboarding/complete", s.token)
     expect(r).toMatchObject({ status: 409, body: { code: "ONBOARDING_INCOMPLETE" } })
@@ -468,7 +468,7 @@ describe("state table: POST complete", () => {
   })
 
   it("bundled: needs the owner's email verified and a funded wallet (the trial credit counts)", async () => {
-    const s = await a.signup()
+    const s = await a.signup({ verify: false })
     const r = await call("POST", "/onboarding/complete", s.token)
     expect(r).toMatchObject({ status: 409, body: { code: "ONBOARDING_INCOMPLETE", missing: ["email_verified"] } })
     await srv.sql`update wallets set balance_minor = 0 where tenant_id = ${s.tenantId}`

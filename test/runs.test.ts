@@ -68,6 +68,31 @@ describe("starting a run", () => {
     expect(n).toBe(0)
   })
 
+  it("needs the workspace owner's email verified: 409 with email_verified in missing, for sessions and keys alike", async () => {
+    const s = await a.signup({ country: "US", verify: false })
+    const w = await readyWorkflow(s, numbers([3]))
+    const res = await call("POST", `/api/workflows/${w.id}/run`, s)
+    expect(res.status).toBe(409)
+    expect(res.body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
+    // An API key acts for the workspace, so its owner's address is what counts.
+    const key = await a.createKey(s, { name: "runner", scope: "write" })
+    expect((await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })).body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
+    // Listed with the workflow's own gaps.
+    const bare = (await call("POST", "/api/workflows", s, { nl_prompt: "Remind customers about renewals." })).body
+    expect((await call("POST", `/api/workflows/${bare.id}/run`, s)).body.missing).toEqual(["audience", "compliance", "email_verified"])
+    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from runs where tenant_id = ${s.tenantId}`
+    expect(n).toBe(0)
+    const [{ balance_minor }] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+
+    await a.verifyEmail(s.email)
+    const started = await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })
+    expect(started.status, JSON.stringify(started.body)).toBe(201)
+    expect(started.body).toMatchObject({ status: "running", targets_queued: 1 })
+    await waitForRun(s, w.id, started.body.run_id, (r) => r.status === "completed")
+    const [after] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    expect(after.balance_minor).toBeLessThanOrEqual(balance_minor)
+  })
+
   it("answers 402 when the wallet cannot pay one 180-second call, and starts nothing", async () => {
     const s = await a.signup({ country: "US" })
     const w = await readyWorkflow(s, numbers([3]))

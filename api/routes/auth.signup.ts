@@ -1,10 +1,11 @@
-// POST /auth/signup: a workspace, its owner, the trial credit, and a verification email.
+// POST /auth/signup: a workspace, its owner, the trial credit, and a verification email (sent only
+// with a trusted base URL for its link). Throttled per client IP.
 import { Effect } from "effect"
 import { z } from "zod"
 import { COUNTRIES, signup } from "../../src/auth/auth.service.js"
 import { Challenge } from "../../src/auth/Challenge.js"
 import { AppConfig } from "../../src/services/AppConfig.js"
-import { baseUrl } from "../base-url.js"
+import { trustedBaseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Email } from "../schemas.js"
@@ -24,13 +25,23 @@ export default route({
       altcha: z.string().max(4096).optional(),
     }),
   },
-  responses: { 201: { description: "Created: {tenant, user, verify_email_sent}" } },
-  handler: ({ body, headers }) =>
+  responses: {
+    201: { description: "Created: {tenant, user, verify_email_sent}; verify_email_sent is false when the mail failed or no trusted base URL was known for its link" },
+    429: { description: "RATE_LIMITED: too many signups from this client IP this hour (SIGNUPS_PER_IP_HOUR); Retry-After says when to try again" },
+  },
+  handler: ({ body, headers, clientIp }) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const b = body!
       yield* Challenge.require(b.altcha)
-      const created = yield* signup({ email: b.email, password: b.password, fullName: b.full_name, country: b.country, baseUrl: baseUrl(config, headers) })
+      const created = yield* signup({
+        email: b.email,
+        password: b.password,
+        fullName: b.full_name,
+        country: b.country,
+        baseUrl: trustedBaseUrl(config, headers),
+        ip: clientIp,
+      })
       return json(created, 201)
     }),
 })

@@ -68,6 +68,13 @@ export const findTenant = async (sql: Sql, tenantId: number): Promise<TenantRow 
   return row
 }
 
+/** Whether the workspace's owner has confirmed their address: runs need it (see runs.service). */
+export const ownerEmailVerified = async (sql: Sql | Tx, tenantId: number): Promise<boolean> => {
+  const [row] = await sql<[{ ok: boolean }]>`
+    select exists (select 1 from users where tenant_id = ${tenantId} and role = 'owner' and email_verified) as ok`
+  return row.ok
+}
+
 export const insertEmailVerification = async (tx: Tx, v: { tokenSha256: Buffer; userId: number; expiresAt: Date }): Promise<void> => {
   await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId}, ${v.expiresAt})`
 }

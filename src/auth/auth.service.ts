@@ -1,13 +1,16 @@
 // Signup, email verification, login, logout and the current session: the rules of identity.
-// Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures are throttled.
+// Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures and signups are throttled.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { openWallet, postEntry } from "../billing/ledger.js"
 import { TRIAL_CREDIT_MINOR, type Currency } from "../billing/pricing.js"
 import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../errors.js"
+import * as counters from "../limits/counters.js"
 import { sendBestEffort } from "../providers/Mail.js"
+import { AppConfig } from "../services/AppConfig.js"
 import { Clock } from "../services/Clock.js"
 import { Db, isUniqueViolation } from "../services/Db.js"
+import { Log } from "../services/Log.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
@@ -37,11 +40,23 @@ const sendVerification = (to: string, token: string, baseUrl: string) => {
   })
 }
 
-export const signup = (input: { email: string; password: string; fullName: string | undefined; country: Country; baseUrl: string }) =>
+/**
+ * A workspace, its owner and the trial credit. Every attempt from one client IP counts against
+ * SIGNUPS_PER_IP_HOUR before anything else (failures such as a taken email too, so the endpoint
+ * cannot be used to test addresses at speed, nor to farm trial credit). The verification link is
+ * mailed only with a trusted `baseUrl` (PUBLIC_BASE_URL or an allowed Host): a link built from a
+ * Host the client chose would hand the token to whoever owns that host.
+ */
+export const signup = (input: { email: string; password: string; fullName: string | undefined; country: Country; baseUrl: string | undefined; ip: string }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const config = yield* AppConfig
+    const log = yield* Log
     const clock = yield* Clock
     const now = clock.now()
+    const budget = yield* Effect.promise(() => counters.hit(sql, `signup:ip:${input.ip}`, { limit: config.signupsPerIpHour, windowMs: counters.HOUR_MS }, now))
+    if (!budget.allowed)
+      return yield* Effect.fail(new RateLimited({ retryAfterSeconds: budget.retryAfterSeconds, message: "too many signups from this address; try again later" }))
     const currency = currencyFor(input.country)
     const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
     const token = randomBytes(32).toString("base64url")
@@ -68,7 +83,10 @@ export const signup = (input: { email: string; password: string; fullName: strin
           : Effect.die(e),
       ),
     )
-    const sent = yield* sendVerification(input.email, token, input.baseUrl)
+    let sent = false
+    if (input.baseUrl === undefined)
+      log.warn({ userId: created.user.id }, "verification email not sent: no trusted base URL (set PUBLIC_BASE_URL or ALLOWED_HOSTS)")
+    else sent = yield* sendVerification(input.email, token, input.baseUrl)
     return { tenant: repo.tenantView(created.tenant), user: repo.userView(created.user), verify_email_sent: sent }
   })
 

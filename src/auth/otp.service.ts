@@ -1,34 +1,69 @@
 // One-time sign-in codes by email: a 6-digit code valid 10 minutes, at most one send per 30 s
-// per address, 5 wrong guesses spend it. Start and resend answer the same whether or not an
-// account exists, so the endpoint can't be used to find out who has one.
-import { createHash, randomInt } from "node:crypto"
+// per address, 5 wrong guesses spend it, and hourly budgets per address and per client IP that
+// no new code resets. Start, resend and verify answer the same whether or not an account exists,
+// so the endpoints can't be used to find out who has one.
+import { createHash, randomInt, timingSafeEqual } from "node:crypto"
 import { Effect } from "effect"
 import { RateLimited, Unauthenticated } from "../errors.js"
+import * as counters from "../limits/counters.js"
 import { sendBestEffort } from "../providers/Mail.js"
+import { AppConfig } from "../services/AppConfig.js"
 import { Clock } from "../services/Clock.js"
-import { Db } from "../services/Db.js"
+import { Db, type Sql } from "../services/Db.js"
 import * as repo from "./auth.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
 
 export const OTP_TTL_SECONDS = 10 * 60
 export const OTP_RESEND_SECONDS = 30
 export const OTP_MAX_ATTEMPTS = 5
+/**
+ * Codes mailed to one address per hour (starts and resends). Five is more than a person needs and
+ * keeps the sign-in form from being a way to flood someone's inbox. Codes one client IP may have
+ * mailed per hour (to any addresses) share the per-IP guess budget, OTP_GUESSES_PER_IP_HOUR.
+ */
+export const OTP_SENDS_PER_ADDRESS_HOUR = 5
 
 // Bound to the address so one code's hash says nothing about another's.
 const codeHash = (email: string, code: string) => createHash("sha256").update(`${email}\n${code}`).digest()
 
 const ACCEPTED = { ok: true, message: "if an account exists for this address, a sign-in code is on its way", expires_in: OTP_TTL_SECONDS, resend_after: OTP_RESEND_SECONDS } as const
 
+const WRONG = () => new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "the code is wrong, expired or used up" })
+
+const keys = {
+  sendAddress: (email: string) => `otp:send:addr:${email}`,
+  sendIp: (ip: string) => `otp:send:ip:${ip}`,
+  guessAddress: (email: string) => `otp:guess:addr:${email}`,
+  guessIp: (ip: string) => `otp:guess:ip:${ip}`,
+}
+
+const hourly = (limit: number): counters.Budget => ({ limit, windowMs: counters.HOUR_MS })
+
+const refused = (results: counters.HitResult[], message: string) => {
+  const wait = Math.max(0, ...results.map((r) => (r.allowed ? 0 : r.retryAfterSeconds)))
+  return wait > 0 ? new RateLimited({ retryAfterSeconds: wait, message }) : undefined
+}
+
+/** Takes back one counted hit: a guess that turned out right is not a failure. */
+const refund = (sql: Sql, key: string) => sql`update rate_counters set hits = greatest(hits - 1, 0) where key = ${key}`
+
 /**
  * Issues a new code (replacing any earlier one) and mails it when the address has an account.
- * `resend` only acts after a start: start is where the ALTCHA challenge is asked, so resend must
- * not be a way around it. Either way the answer is the same.
+ * `resend` only acts after a start (both ask the ALTCHA challenge when it is required). Either
+ * way the answer is the same. Budgets: every request counts against the client IP (taken before
+ * anything else, so a burst cannot slip past it); the address's hourly budget counts codes
+ * actually issued, which the 30-second upsert already serialises.
  */
-export const sendCode = (email: string, mode: "start" | "resend") =>
+export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const config = yield* AppConfig
     const clock = yield* Clock
     const now = clock.now()
+    const byIp = yield* Effect.promise(() => counters.hit(sql, keys.sendIp(ip), hourly(config.otpGuessesPerIpHour), now))
+    const byAddress = yield* Effect.promise(() => counters.exhausted(sql, keys.sendAddress(email), hourly(OTP_SENDS_PER_ADDRESS_HOUR), now))
+    const limited = refused([byIp, byAddress], "too many sign-in codes were asked for; try again later")
+    if (limited) return yield* Effect.fail(limited)
     if (mode === "resend") {
       const [started] = yield* Effect.promise(() => sql`select 1 from otp_codes where email = ${email}`)
       if (!started) return ACCEPTED
@@ -51,6 +86,8 @@ export const sendCode = (email: string, mode: "start" | "resend") =>
       const wait = Math.max(1, Math.ceil((last.last_sent_at.getTime() + OTP_RESEND_SECONDS * 1000 - now.getTime()) / 1000))
       return yield* Effect.fail(new RateLimited({ retryAfterSeconds: wait, message: `a code was sent moments ago; ask again in ${wait} s` }))
     }
+    // Counted for unknown addresses too, so the budget's answers reveal nothing.
+    yield* Effect.promise(() => counters.hit(sql, keys.sendAddress(email), hourly(OTP_SENDS_PER_ADDRESS_HOUR), now))
     if (user && user.status === "active")
       yield* sendBestEffort({
         to: email,
@@ -63,29 +100,53 @@ export const sendCode = (email: string, mode: "start" | "resend") =>
     return ACCEPTED
   })
 
-/** Checks a code; on success it is spent and the user gets a session like a password login. */
-export const verifyCode = (email: string, code: string) =>
+/** Checks the live code for `email` under its row lock and spends it (right, or wrong too often). */
+const checkCode = (sql: Sql, email: string, code: string, now: Date): Promise<boolean> =>
+  sql.begin(async (tx) => {
+    const [row] = await tx<[{ code_sha256: Uint8Array; attempts: number }?]>`
+      select code_sha256, attempts from otp_codes
+      where email = ${email} and code_sha256 is not null and expires_at > ${now}
+      for update`
+    const given = codeHash(email, code)
+    if (!row) return false
+    const stored = Buffer.from(row.code_sha256)
+    // Both are SHA-256 digests, so the lengths match; compared in constant time all the same.
+    const ok = stored.length === given.length && timingSafeEqual(stored, given)
+    if (ok) await tx`update otp_codes set code_sha256 = null where email = ${email}`
+    else
+      await tx`
+        update otp_codes set attempts = attempts + 1,
+          code_sha256 = case when attempts + 1 >= ${OTP_MAX_ATTEMPTS} then null else code_sha256 end
+        where email = ${email}`
+    return ok
+  }) as Promise<boolean>
+
+/**
+ * Checks a code; on success it is spent and the user gets a session like a password login.
+ * Every guess is counted against the address and the client IP before it is checked (atomically,
+ * so a burst cannot get past the budget); past either budget every guess, the right one too, is
+ * refused with 429 until the window ends. A right guess is refunded and clears the address.
+ */
+export const verifyCode = (email: string, code: string, ip: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const config = yield* AppConfig
     const clock = yield* Clock
     const now = clock.now()
-    const [result] = yield* Effect.promise(
-      () => sql<[{ ok: boolean }?]>`
-        with current as (
-          select email, code_sha256 = ${codeHash(email, code)} as ok
-          from otp_codes where email = ${email} and code_sha256 is not null and expires_at > ${now}
-          for update
-        )
-        update otp_codes o set
-          attempts = case when current.ok then o.attempts else o.attempts + 1 end,
-          code_sha256 = case when current.ok or o.attempts + 1 >= ${OTP_MAX_ATTEMPTS} then null else o.code_sha256 end
-        from current where o.email = current.email
-        returning current.ok`,
+    const budgets = yield* Effect.promise(() =>
+      Promise.all([
+        counters.hit(sql, keys.guessAddress(email), hourly(config.otpGuessesPerAddressHour), now),
+        counters.hit(sql, keys.guessIp(ip), hourly(config.otpGuessesPerIpHour), now),
+      ]),
     )
-    if (!result?.ok) return yield* Effect.fail(new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "the code is wrong, expired or used up" }))
+    const limited = refused(budgets, "too many sign-in code attempts; try again later")
+    if (limited) return yield* Effect.fail(limited)
+    const ok = yield* Effect.promise(() => checkCode(sql, email, code, now))
+    if (!ok) return yield* Effect.fail(WRONG())
+    yield* Effect.promise(() => Promise.all([counters.reset(sql, keys.guessAddress(email)), refund(sql, keys.guessIp(ip))]))
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
     const tenant = user && (yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id)))
-    if (!user || !tenant) return yield* Effect.fail(new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "the code is wrong, expired or used up" }))
+    if (!user || !tenant) return yield* Effect.fail(WRONG())
     yield* assertCanSignIn(user, tenant)
     // Receiving the code proves the address is theirs.
     yield* Effect.promise(() => sql`update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now}) where id = ${user.id}`)

@@ -2,6 +2,7 @@
 // checked, the change is made in Postgres under the workflow's row lock, and then the runtime
 // processes are told over the bus (they also find the change on their own if the message is lost).
 import { Effect } from "effect"
+import { ownerEmailVerified } from "../auth/auth.repo.js"
 import { precheck, DEFAULT_PRECHECK_SECONDS } from "../billing/billing.service.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../errors.js"
 import { Bus } from "../services/Bus.js"
@@ -10,12 +11,18 @@ import { Log } from "../services/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../../runtime/subjects.js"
 import * as repo from "./runs.repo.js"
 
-export type ReadinessGap = "rule_book" | "audience" | "compliance"
+export type ReadinessGap = "rule_book" | "audience" | "compliance" | "email_verified"
 
-const readinessGaps = (g: repo.RunGate): ReadinessGap[] => [
+/**
+ * What keeps a workflow from running. `email_verified`: the workspace owner has not confirmed
+ * their address (link or OTP sign-in), so a throwaway signup cannot spend the trial credit on real
+ * calls. It is the workspace's owner, not the caller, since API keys act for the workspace.
+ */
+const readinessGaps = (g: repo.RunGate, ownerVerified: boolean): ReadinessGap[] => [
   ...(g.rule_book_id === null ? (["rule_book"] as const) : []),
   ...(g.audience_count === 0 ? (["audience"] as const) : []),
   ...(g.attested ? [] : (["compliance"] as const)),
+  ...(ownerVerified ? [] : (["email_verified"] as const)),
 ]
 
 class Refused {
@@ -48,7 +55,7 @@ export const startRun = (tenantId: number, workflowId: number) =>
             throw new Refused(
               new Conflict({ code: "RUN_IN_PROGRESS", message: `run ${gate.running_run_id} is already running`, details: { run_id: gate.running_run_id } }),
             )
-          const missing = readinessGaps(gate)
+          const missing = readinessGaps(gate, await ownerEmailVerified(tx, tenantId))
           if (missing.length > 0)
             throw new Refused(
               new Conflict({ code: "WORKFLOW_NOT_READY", message: `workflow ${workflowId} is not ready to run: missing ${missing.join(", ")}`, details: { missing } }),

@@ -2,7 +2,7 @@
 // runtime process to own the run restores it, re-arms the timer with what is left, and expires it.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { call, real, sharedDatabase, until, type Json } from "./processes.js"
+import { call, real, sharedDatabase, until, type Json, verifyEmail } from "./processes.js"
 import { spawnServer } from "../harness.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
@@ -33,6 +33,7 @@ describe.skipIf(!real)("approval expiry across a runtime restart (real Postgres 
 
     const email = `expiry-${randomBytes(4).toString("hex")}@example.com`
     await call(base, "POST", "/auth/signup", { body: { email, password: "correct horse battery", country: "US" } })
+    await verifyEmail(base, db.env.DATA_DIR!, email)
     const token = (await call(base, "POST", "/auth/login", { body: { email, password: "correct horse battery" } })).body.token as string
     const intent = (await call(base, "POST", "/billing/topup", { token, body: { amount_minor: 1_000_000 } })).body
     await call(base, "POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })

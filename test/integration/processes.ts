@@ -1,7 +1,9 @@
 // What the multi-process suites share: whether a real Postgres and NATS are there to share, the
 // database their processes share, a JSON call against one process's HTTP API, and waiting for a
 // condition across processes.
+import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { connectPostgres, type Sql } from "../../src/services/Db.js"
 import { freshDatabase, type SpawnedServer } from "../harness.js"
 
@@ -16,6 +18,18 @@ export async function call(base: string, method: string, path: string, opts: { t
   if (opts.body !== undefined) headers["content-type"] = "application/json"
   const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
   return { status: res.status, body: (await res.json()) as Json }
+}
+
+/**
+ * Opens the verification link mailed to `email` (runs need a verified owner). The processes write
+ * mail to the outbox under the DATA_DIR they were given.
+ */
+export async function verifyEmail(base: string, dataDir: string, email: string): Promise<void> {
+  const link = readOutbox(join(dataDir, "outbox.jsonl")).filter((m) => m.kind === "verify_email" && m.to === email).at(-1)?.links[0]
+  if (link === undefined) throw new Error(`no verification mail to ${email}`)
+  const token = new URL(link, base).searchParams.get("token") ?? ""
+  const r = await call(base, "GET", `/auth/verify-email?token=${encodeURIComponent(token)}`)
+  if (r.status !== 200) throw new Error(`verify email ${r.status}: ${JSON.stringify(r.body)}`)
 }
 
 /** Polls `probe` every 100 ms until it answers something other than undefined. */

@@ -3,7 +3,7 @@
 // Postgres, finishes it, dials every target exactly once, and charges every call exactly once.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { call, real, sharedDatabase, until, type Json } from "./processes.js"
+import { call, real, sharedDatabase, until, type Json, verifyEmail } from "./processes.js"
 import { spawnServer, type SpawnedServer } from "../harness.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
@@ -35,6 +35,7 @@ describe.skipIf(!real)("run takeover across runtime processes (real Postgres and
 
     const email = `takeover-${randomBytes(4).toString("hex")}@example.com`
     expect((await call(base, "POST", "/auth/signup", { body: { email, password: "correct horse battery", country: "US" } })).status).toBe(201)
+    await verifyEmail(base, db.env.DATA_DIR!, email)
     const token = (await call(base, "POST", "/auth/login", { body: { email, password: "correct horse battery" } })).body.token as string
     const intent = (await call(base, "POST", "/billing/topup", { token, body: { amount_minor: 5_000_000 } })).body
     expect((await call(base, "POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })).status).toBe(200)

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
-import { call, real, sharedDatabase, type Json } from "./processes.js"
+import { call, real, sharedDatabase, type Json, verifyEmail } from "./processes.js"
 import { spawnServer } from "../harness.js"
 import { sse } from "../sse-client.js"
 
@@ -30,6 +30,7 @@ describe.skipIf(!real)("turn streams from a runtime process to two api processes
 
     const email = `stream-${randomBytes(4).toString("hex")}@example.com`
     await call(a, "POST", "/auth/signup", { body: { email, password: "correct horse battery", country: "US" } })
+    await verifyEmail(a, db.env.DATA_DIR!, email)
     const token = (await call(a, "POST", "/auth/login", { body: { email, password: "correct horse battery" } })).body.token as string
     const intent = (await call(a, "POST", "/billing/topup", { token, body: { amount_minor: 1_000_000 } })).body
     await call(a, "POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
