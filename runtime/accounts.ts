@@ -7,6 +7,7 @@ import type { Config } from "../src/config.js"
 import type { CredentialsService } from "../src/onboarding/Credentials.js"
 import type { LanguageModel } from "../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm } from "../src/providers/llm/openai.llm.js"
+import { outboundFor } from "../src/providers/outbound.js"
 import { makeTelcoATelephony, type WebhookChannel } from "../src/providers/telephony/telco-a.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 
@@ -39,7 +40,9 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
   const telcoAFor = (account: { sid: string; token: string; apiUrl: string; callerId: string | null }) => {
     const key = `${account.apiUrl}|${account.sid}|${account.token}`
     let t = telcoA.get(key)
-    if (t === undefined) telcoA.set(key, (t = makeTelcoATelephony({ account, publicBaseUrl: webhookBase(d.config), channel: d.channel })))
+    // An API root other than TELCO_A_API_URL came from the tenant's credential: guarded at connect.
+    const outbound = outboundFor(d.config, account.apiUrl === d.config.telcoA?.apiUrl ? "platform" : "tenant")
+    if (t === undefined) telcoA.set(key, (t = makeTelcoATelephony({ account, publicBaseUrl: webhookBase(d.config), channel: d.channel, outbound })))
     return t
   }
   const platform = (): Pick<TenantProviders, "telephony" | "carrierAccount"> =>
@@ -60,13 +63,16 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
             carrierAccount: `telco_a:${telco.primaryId}`,
           }
         : undefined
+    const ownBase = typeof llm?.extra["base_url"] === "string" ? (llm.extra["base_url"] as string) : undefined
     const ownLlm =
       llm !== undefined
         ? makeOpenAiLlm({
-            baseUrl: typeof llm.extra["base_url"] === "string" ? (llm.extra["base_url"] as string) : (d.config.llmBaseUrl ?? "https://api.openai.com/v1"),
+            baseUrl: ownBase ?? d.config.llmBaseUrl ?? "https://api.openai.com/v1",
             apiKey: llm.secret,
             model: typeof llm.extra["model"] === "string" ? (llm.extra["model"] as string) : d.config.llmModel,
             timeoutMs: d.config.llmTimeoutMs,
+            // The credential's own base URL is the tenant's: connect-time address guard.
+            outbound: outboundFor(d.config, ownBase === undefined ? "platform" : "tenant"),
           })
         : undefined
     // A leg the workspace has no account for goes on the platform's; then the call is paid for.

@@ -15,6 +15,7 @@ import { ProviderCallError } from "../providers/http.util.js"
 import { NumberInventoryError, type AvailableNumber, type NumberInventory } from "../providers/telephony/numbers.interface.js"
 import { makeSimNumbers } from "../providers/telephony/sim.numbers.js"
 import { makeTelcoANumbers, type TelcoAOptions } from "../providers/telephony/telco-a.numbers.js"
+import { outboundFor } from "../providers/outbound.js"
 import { AppConfig } from "../services/AppConfig.js"
 import { Clock } from "../services/Clock.js"
 import { Db, type Sql } from "../services/Db.js"
@@ -65,15 +66,19 @@ export interface NumberAccount {
   readonly inventory: NumberInventory
 }
 
-const platformAccount = (config: { telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined }, options: TelcoAOptions | undefined): NumberAccount =>
+const platformAccount = (
+  config: Parameters<typeof outboundFor>[0] & { telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined },
+  options: TelcoAOptions | undefined,
+): NumberAccount =>
   config.telcoA === undefined
     ? { owner: "platform", ref: null, inventory: makeSimNumbers() }
-    : { owner: "platform", ref: config.telcoA.accountSid, inventory: makeTelcoANumbers(config.telcoA, options) }
+    : { owner: "platform", ref: config.telcoA.accountSid, inventory: makeTelcoANumbers(config.telcoA, { outbound: outboundFor(config, "platform"), ...options }) }
 
-const tenantAccount = (a: TelcoAccount, options: TelcoAOptions | undefined): NumberAccount => ({
+// An API root other than TELCO_A_API_URL came from the tenant's credential: guarded at connect.
+const tenantAccount = (a: TelcoAccount, options: TelcoAOptions | undefined, config: Parameters<typeof outboundFor>[0] & { telcoA?: { apiUrl: string } | undefined }): NumberAccount => ({
   owner: "tenant",
   ref: a.sid,
-  inventory: makeTelcoANumbers({ apiUrl: a.apiUrl, accountSid: a.sid, authToken: a.token }, options),
+  inventory: makeTelcoANumbers({ apiUrl: a.apiUrl, accountSid: a.sid, authToken: a.token }, { outbound: outboundFor(config, a.apiUrl === config.telcoA?.apiUrl ? "platform" : "tenant"), ...options }),
 })
 
 /**
@@ -92,7 +97,7 @@ export const accountFor = (tenant: Pick<TenantRow, "id" | "onboarding_mode">): E
       return yield* Effect.fail(
         new Conflict({ code: "CREDENTIAL_MISSING", message: "byok mode buys numbers on your own telco_a account: save a valid telco_a credential under /onboarding/credentials/telco_a first" }),
       )
-    return tenantAccount(own, seam.telcoA)
+    return tenantAccount(own, seam.telcoA, config)
   })
 
 /** The inventory that holds a stored number, or undefined when that account is no longer reachable. */
@@ -105,7 +110,7 @@ const inventoryOfRow = (row: NumberRow) =>
     const resolve = seam.byokTelcoA
     if (resolve === undefined) return undefined
     const own = yield* Effect.promise(() => resolve(row.tenant_id))
-    return own?.sid === row.account_ref ? tenantAccount(own, seam.telcoA).inventory : undefined
+    return own?.sid === row.account_ref ? tenantAccount(own, seam.telcoA, config).inventory : undefined
   })
 
 // --- views and helpers -----------------------------------------------------------------------

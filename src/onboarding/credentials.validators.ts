@@ -1,8 +1,10 @@
 // Live validation of a provider credential: one authenticated GET to the provider's account
 // endpoint (per-attempt timeout, one retry when the provider may recover), or, with no base URL
-// to call (the simulators), the format check the catalogue already made.
+// to call (the simulators), the format check the catalogue already made. A base URL from the
+// credential is the tenant's: it goes through the connect-time address guard.
 import { setTimeout as sleep } from "node:timers/promises"
-import { describeNetworkError, parseRetryAfter, ProviderCallError, type Attempt } from "../providers/http.util.js"
+import { parseRetryAfter, ProviderCallError, type Attempt } from "../providers/http.util.js"
+import { DEFAULT_RESPONSE_LIMIT_BYTES, fetchFailure, outboundFor, providerFetch } from "../providers/outbound.js"
 import type { CheckedCredential, ProviderId } from "./providers.catalogue.js"
 
 export type ValidationOutcome =
@@ -23,8 +25,12 @@ export interface ValidatorOptions {
   readonly platform: PlatformUrls
   /** Limit for each attempt; default 5000 ms. */
   readonly timeoutMs?: number
-  /** Replaces the global fetch (tests). */
+  /** Replaces undici's fetch (tests). */
   readonly fetch?: typeof fetch
+  /** ALLOW_PRIVATE_PROVIDER_URLS: a tenant's base URL may reach private addresses; default false. */
+  readonly allowPrivateProviderUrls?: boolean
+  /** PROVIDER_RESPONSE_LIMIT_BYTES; default 2 MiB. */
+  readonly providerResponseLimitBytes?: number
 }
 
 /** Attempts per validation: the first and one retry. */
@@ -35,6 +41,8 @@ const MAX_RETRY_AFTER_MS = 2_000
 interface Probe {
   readonly url: string
   readonly authorization: string
+  /** Whose URL it is: the credential's own base URL, or the platform's. */
+  readonly source: "tenant" | "platform"
 }
 
 const LABEL: Readonly<Record<ProviderId, string>> = {
@@ -53,22 +61,25 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
   const bearer = `Bearer ${cred.secret}`
   switch (provider) {
     case "llm": {
-      const base = str(cred.extra.base_url) ?? platform.llmBaseUrl
-      return base === undefined ? undefined : { url: `${trimSlash(base)}/models`, authorization: bearer }
+      const own = str(cred.extra.base_url)
+      const base = own ?? platform.llmBaseUrl
+      return base === undefined ? undefined : { url: `${trimSlash(base)}/models`, authorization: bearer, source: own === undefined ? "platform" : "tenant" }
     }
     case "telco_a": {
-      const base = str(cred.extra.api_base_url) ?? platform.telcoAApiUrl
+      const own = str(cred.extra.api_base_url)
+      const base = own ?? platform.telcoAApiUrl
       if (base === undefined || cred.primaryId === null) return undefined
       return {
         url: `${trimSlash(base)}/2010-04-01/Accounts/${encodeURIComponent(cred.primaryId)}.json`,
         authorization: `Basic ${Buffer.from(`${cred.primaryId}:${cred.secret}`).toString("base64")}`,
+        source: own === undefined ? "platform" : "tenant",
       }
     }
     case "telco_b":
     case "tts":
     case "stt": {
       const base = str(cred.extra.api_base_url)
-      return base === undefined ? undefined : { url: `${trimSlash(base)}/v1/account`, authorization: bearer }
+      return base === undefined ? undefined : { url: `${trimSlash(base)}/v1/account`, authorization: bearer, source: "tenant" }
     }
   }
 }
@@ -77,7 +88,10 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
 export async function validateCredential(provider: ProviderId, cred: CheckedCredential, opts: ValidatorOptions): Promise<ValidationOutcome> {
   const probe = probeFor(provider, cred, opts.platform)
   if (probe === undefined) return { result: "valid", method: "format" }
-  const doFetch = opts.fetch ?? fetch
+  const outbound = outboundFor(
+    { allowPrivateProviderUrls: opts.allowPrivateProviderUrls ?? false, providerResponseLimitBytes: opts.providerResponseLimitBytes ?? DEFAULT_RESPONSE_LIMIT_BYTES },
+    probe.source,
+  )
   const timeoutMs = opts.timeoutMs ?? 5_000
   const label = LABEL[provider]
   const secrets = [cred.secret, probe.authorization.slice(probe.authorization.indexOf(" ") + 1)]
@@ -87,19 +101,20 @@ export async function validateCredential(provider: ProviderId, cred: CheckedCred
   async function attempt(): Promise<Attempt<true, ProviderCallError>> {
     let res: Response
     try {
-      res = await doFetch(probe!.url, {
-        method: "GET",
-        headers: { authorization: probe!.authorization, accept: "application/json" },
-        // A redirect is not an answer about the credential, and must not carry it elsewhere.
-        redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-      // The body is not read into any message: only the status decides.
+      // A redirect is not an answer about the credential, and must not carry it elsewhere:
+      // providerFetch refuses it (an "answered HTTP 3xx" failure, not retried).
+      res = await providerFetch(
+        probe!.url,
+        { method: "GET", headers: { authorization: probe!.authorization, accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs) },
+        outbound,
+        opts.fetch,
+      )
+      // The body is not read into any message (so nothing of it is held): only the status decides.
       await res.body?.cancel().catch(() => {})
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
-      return { ok: false, error: new ProviderCallError(`${label} unreachable: ${reason}`, true) }
+      const f = fetchFailure(e, timeoutMs)
+      const message = f.status !== undefined ? `${label} ${f.message}; the credentials could not be checked` : `${label} ${scrub(f.message)}`
+      return { ok: false, error: new ProviderCallError(message, f.retryable, f.status === undefined ? undefined : { status: f.status }) }
     }
     if (res.status === 200) return { ok: true, value: true }
     if (res.status === 401 || res.status === 403)

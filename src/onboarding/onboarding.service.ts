@@ -247,7 +247,11 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
       }
 
     const outcome = yield* Effect.promise(() =>
-      validateCredential(provider, cred, { platform: { llmBaseUrl: config.llmBaseUrl, telcoAApiUrl: config.telcoA?.apiUrl } }),
+      validateCredential(provider, cred, {
+        platform: { llmBaseUrl: config.llmBaseUrl, telcoAApiUrl: config.telcoA?.apiUrl },
+        allowPrivateProviderUrls: config.allowPrivateProviderUrls,
+        providerResponseLimitBytes: config.providerResponseLimitBytes,
+      }),
     )
     const stored = storedOutcome(outcome)
     const secretEnc = crypto.encrypt(cred.secret, { tenantId, provider })

@@ -14,7 +14,7 @@ export class Llm extends Context.Tag("parley/Llm")<Llm, LanguageModel>() {
 
 /** The deployment's model from configuration; `fetch` replaces the global one (tests). */
 export function makeLlm(
-  config: Pick<Config, "llmBaseUrl" | "llmApiKey" | "llmModel" | "llmTimeoutMs">,
+  config: Pick<Config, "llmBaseUrl" | "llmApiKey" | "llmModel" | "llmTimeoutMs"> & Partial<Pick<Config, "providerResponseLimitBytes">>,
   options: { fetch?: typeof fetch } = {},
 ): LanguageModel {
   if (config.llmBaseUrl === undefined) return makeSimLlm()
@@ -23,6 +23,8 @@ export function makeLlm(
     apiKey: config.llmApiKey,
     model: config.llmModel,
     timeoutMs: config.llmTimeoutMs,
+    // LLM_BASE_URL is the operator's own (it may be private): the answer cap, no address guard.
+    ...(config.providerResponseLimitBytes !== undefined && { outbound: { responseLimitBytes: config.providerResponseLimitBytes } }),
     ...(options.fetch !== undefined && { fetch: options.fetch }),
   })
 }

@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../services/AppConfig.js"
 import { Log } from "../services/Log.js"
 import { makeHttpMail } from "./mail/http.mail.js"
+import { outboundFor } from "./outbound.js"
 import type { MailProvider, OutgoingMail } from "./mail/mail.interface.js"
 import { makeOutboxMail } from "./mail/outbox.mail.js"
 
@@ -15,7 +16,7 @@ export const MailLive: Layer.Layer<Mail, never, AppConfig> = Layer.effect(
     // The adapter needs both: with only one set, every send would be refused by the API, so the
     // deployment keeps working on the outbox instead.
     config.mailApiUrl !== undefined && config.mailApiKey !== undefined
-      ? makeHttpMail({ baseUrl: config.mailApiUrl, apiKey: config.mailApiKey, from: config.mailFrom })
+      ? makeHttpMail({ baseUrl: config.mailApiUrl, apiKey: config.mailApiKey, from: config.mailFrom, outbound: outboundFor(config, "platform") })
       : makeOutboxMail(config.outboxFile),
   ),
 )

@@ -4,7 +4,8 @@
 import { formatMinor, maxConcessionMinor } from "../../billing/pricing.js"
 import { VOICES } from "../../voices/voices.catalog.js"
 import { ruleBookJsonSchema } from "../../workflows/rulebook.schema.js"
-import { describeNetworkError, parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
+import { parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
+import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
 import type { RuleBook } from "../../workflows/rulebook.schema.js"
 import {
   AGENT_OUTCOMES,
@@ -25,8 +26,10 @@ export interface OpenAiLlmOptions {
   readonly model: string
   /** Limit for each attempt (connect, request and the whole answer); default 20000 ms. */
   readonly timeoutMs?: number | undefined
-  /** Replaces the global fetch (tests). */
+  /** Replaces undici's fetch (tests). */
   readonly fetch?: typeof fetch
+  /** The address guard (a tenant's base URL) and answer size cap; default: no guard, 2 MiB. */
+  readonly outbound?: Outbound
 }
 
 /** How much of an API error body goes into the error message. */
@@ -45,7 +48,7 @@ interface ChatMessage {
 export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   const url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`
   const timeoutMs = opts.timeoutMs ?? 20_000
-  const doFetch = opts.fetch ?? fetch
+  const outbound = opts.outbound ?? PLATFORM_DEFAULT
   const apiKey = opts.apiKey ?? ""
   // The key must never reach a log line or an error message, even if the API echoes it back.
   const scrub = (s: string): string => (apiKey === "" ? s : s.split(apiKey).join("***"))
@@ -56,22 +59,27 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     let res: Response
     let text: string
     try {
-      res = await doFetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json",
-          ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+      res = await providerFetch(
+        url,
+        {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json",
+            ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+          },
+          body,
+          signal: AbortSignal.timeout(timeoutMs),
         },
-        body,
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-      text = await res.text()
+        outbound,
+        opts.fetch,
+      )
+      text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
+      const f = fetchFailure(e, timeoutMs)
       // The cause may carry the request (and so the key): keep it only when it cannot.
-      return { ok: false, error: new LlmCallError(`language model API unreachable: ${reason}`, true, timedOut ? { cause: e } : undefined) }
+      const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
+      return { ok: false, error: new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options) }
     }
     if (res.ok) return readCompletion(text, res.status)
     const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)

@@ -1,6 +1,7 @@
 // The adapter for a real transactional-mail API (POST {base}/messages, bearer key, JSON in and
 // out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
-import { describeNetworkError, parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
+import { parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
+import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
 import { randomUUID } from "node:crypto"
 import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
 
@@ -12,8 +13,10 @@ export interface HttpMailOptions {
   readonly from: string
   /** Limit for each attempt (connect, request and response body); default 5000 ms. */
   readonly timeoutMs?: number
-  /** Replaces the global fetch (tests). */
+  /** Replaces undici's fetch (tests). */
   readonly fetch?: typeof fetch
+  /** The answer size cap (MAIL_API_URL is the platform's: no address guard); default 2 MiB. */
+  readonly outbound?: Outbound
 }
 
 /** How much of a provider's error body goes into the error message. */
@@ -25,7 +28,7 @@ type MailAttempt = Attempt<string, MailDeliveryError>
 export function makeHttpMail(opts: HttpMailOptions): MailProvider {
   const url = `${opts.baseUrl.replace(/\/+$/, "")}/messages`
   const timeoutMs = opts.timeoutMs ?? 5_000
-  const doFetch = opts.fetch ?? fetch
+  const outbound = opts.outbound ?? PLATFORM_DEFAULT
   // The key must never reach a log line or an error message, even if a provider echoes it back.
   const scrub = (s: string): string => (opts.apiKey === "" ? s : s.split(opts.apiKey).join("***"))
 
@@ -33,24 +36,28 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
     let res: Response
     let text: string
     try {
-      res = await doFetch(url, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${opts.apiKey}`,
-          "content-type": "application/json",
-          accept: "application/json",
-          // Lets the provider drop the duplicate when an attempt timed out after it had in fact
-          // accepted the message and we send it again.
-          "idempotency-key": idempotencyKey,
+      res = await providerFetch(
+        url,
+        {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${opts.apiKey}`,
+            "content-type": "application/json",
+            accept: "application/json",
+            // Lets the provider drop the duplicate when an attempt timed out after it had in fact
+            // accepted the message and we send it again.
+            "idempotency-key": idempotencyKey,
+          },
+          body,
+          signal: AbortSignal.timeout(timeoutMs),
         },
-        body,
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-      text = await res.text()
+        outbound,
+        opts.fetch,
+      )
+      text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
-      return { ok: false, error: new MailDeliveryError(`mail API unreachable: ${reason}`, true, { cause: e }) }
+      const f = fetchFailure(e, timeoutMs)
+      return { ok: false, error: new MailDeliveryError(`mail API ${scrub(f.message)}`, f.retryable, { cause: e, ...(f.status !== undefined && { status: f.status }) }) }
     }
     if (res.ok) {
       const id = parseId(text)

@@ -1,6 +1,7 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { describeNetworkError, parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
 
@@ -17,6 +18,8 @@ export interface CheckoutRequest {
   returnUrl: string
   /** Our public base (no trailing slash needed), for the pages we host ourselves. */
   baseUrl: string
+  /** Ask the gateway to keep the payer's method for later off-session charges (autocharge). */
+  savePaymentMethod?: boolean
 }
 
 export interface CheckoutSession {
@@ -26,10 +29,40 @@ export interface CheckoutSession {
   checkoutUrl: string
 }
 
+/** An off-session charge of a method saved at an earlier checkout, for one stored intent. */
+export interface SavedChargeRequest {
+  intentId: number
+  tenantId: number
+  amountMinor: number
+  currency: Currency
+  /** The gateway's customer the method belongs to. */
+  customerId: string
+  /** The saved method: a card PaymentMethod id, or a UPI recurring token id. */
+  methodId: string
+}
+
+export interface SavedChargeResult {
+  /** succeeded: captured now; pending: the gateway's webhook will tell; failed: declined or refused. */
+  readonly status: "succeeded" | "pending" | "failed"
+  /** The gateway's id for the charge, as its webhooks name it (payment intent id, order id). */
+  readonly externalId: string | undefined
+  /** What the gateway says it charged, checked against the intent before crediting. */
+  readonly amountMinor: number | undefined
+  readonly currency: string | undefined
+  /** Why a charge failed, for the log and the event record. */
+  readonly reason?: string
+  readonly raw: unknown
+}
+
 export interface PaymentGateway {
   readonly name: GatewayName
   /** Resolves once the gateway has created the checkout; rejects with PaymentGatewayError. */
   createCheckout(req: CheckoutRequest): Promise<CheckoutSession>
+  /**
+   * Charges a saved method without the payer present. A decline resolves as `failed`; rejects
+   * with PaymentGatewayError only when the outcome is unknown (unreachable, 5xx after retries).
+   */
+  chargeSaved?(req: SavedChargeRequest): Promise<SavedChargeResult>
 }
 
 export class PaymentGatewayError extends ProviderCallError {
@@ -74,18 +107,18 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
     let res: Response
     let text: string
     try {
-      res = await call.fetch(call.url, {
-        method: "POST",
-        headers: { accept: "application/json", ...call.headers },
-        body: call.body,
-        signal: AbortSignal.timeout(call.timeoutMs),
-      })
-      text = await res.text()
+      // GW_*_API_URL are the platform's own: no address guard, but no redirects and a capped answer.
+      res = await providerFetch(
+        call.url,
+        { method: "POST", headers: { accept: "application/json", ...call.headers }, body: call.body, signal: AbortSignal.timeout(call.timeoutMs) },
+        PLATFORM_DEFAULT,
+        call.fetch,
+      )
+      text = await readBounded(res, PLATFORM_DEFAULT.responseLimitBytes)
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${call.timeoutMs} ms` : scrub(describeNetworkError(e))
-      // The cause may carry the request (and so the credentials): keep it only when it cannot.
-      return { ok: false, error: new PaymentGatewayError(`${call.gateway} API unreachable: ${reason}`, true) }
+      const f = fetchFailure(e, call.timeoutMs)
+      // The cause may carry the request (and so the credentials): keep none.
+      return { ok: false, error: new PaymentGatewayError(`${call.gateway} API ${scrub(f.message)}`, f.retryable, f.status === undefined ? undefined : { status: f.status }) }
     }
     if (res.ok) {
       const body = parseObject(text)
@@ -105,6 +138,27 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
   }
 
   return withRetries(attempt, (message, cause) => new PaymentGatewayError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }))
+}
+
+/**
+ * Runs a gateway call whose refusal is an answer: a 4xx that retrying cannot change (a decline,
+ * a detached method) resolves as a failed charge; unknown outcomes still reject.
+ */
+export async function declinedAsFailure(call: () => Promise<SavedChargeResult>): Promise<SavedChargeResult> {
+  try {
+    return await call()
+  } catch (e) {
+    if (e instanceof PaymentGatewayError && !e.retryable && e.status !== undefined && e.status >= 400 && e.status < 500) {
+      return { status: "failed", externalId: undefined, amountMinor: undefined, currency: undefined, reason: e.message, raw: { status: e.status } }
+    }
+    throw e
+  }
+}
+
+/** A safe integer field of a gateway answer, or undefined. */
+export function intField(body: Record<string, unknown>, key: string): number | undefined {
+  const v = body[key]
+  return typeof v === "number" && Number.isSafeInteger(v) ? v : undefined
 }
 
 /** A non-empty string field of a gateway answer, or undefined. */

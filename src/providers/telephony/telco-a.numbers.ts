@@ -2,7 +2,8 @@
 // HTTP Basic account sid and auth token): search, buy with our webhooks, take over, release.
 // telcoARequest is the account-scoped call with timeouts and retries; the calls adapter reuses it.
 import { Buffer } from "node:buffer"
-import { describeNetworkError, parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
 import { NumberInventoryError, type AvailableNumber, type NumberInventory, type NumberSearch, type NumberWebhooks } from "./numbers.interface.js"
 
 /** One telco_a account: the platform's, or a byok workspace's own. */
@@ -16,8 +17,10 @@ export interface TelcoAAccount {
 export interface TelcoAOptions {
   /** Limit for each attempt (connect, request and response body); default 10000 ms. */
   readonly timeoutMs?: number
-  /** Replaces the global fetch (tests). */
+  /** Replaces undici's fetch (tests). */
   readonly fetch?: typeof fetch
+  /** The address guard (a tenant's API root) and answer size cap; default: no guard, 2 MiB. */
+  readonly outbound?: Outbound
 }
 
 /** A telco_a answer other than 2xx, or no answer; `code` is telco_a's own error code when it gave one. */
@@ -53,7 +56,7 @@ const trimSlash = (s: string): string => s.replace(/\/+$/, "")
  */
 export async function telcoARequest(account: TelcoAAccount, req: TelcoARequest, opts: TelcoAOptions = {}): Promise<{ status: number; body: Record<string, unknown> }> {
   const timeoutMs = opts.timeoutMs ?? 10_000
-  const doFetch = opts.fetch ?? fetch
+  const outbound = opts.outbound ?? PLATFORM_DEFAULT
   const basic = Buffer.from(`${account.accountSid}:${account.authToken}`, "utf8").toString("base64")
   const scrub = (s: string): string => [account.authToken, basic].filter((x) => x !== "").reduce((acc, secret) => acc.split(secret).join("***"), s)
   const query = req.query === undefined ? "" : `?${new URLSearchParams(req.query).toString()}`
@@ -64,21 +67,25 @@ export async function telcoARequest(account: TelcoAAccount, req: TelcoARequest, 
     let res: Response
     let text: string
     try {
-      res = await doFetch(url, {
-        method: req.method,
-        headers: {
-          accept: "application/json",
-          authorization: `Basic ${basic}`,
-          ...(req.form !== undefined && { "content-type": "application/x-www-form-urlencoded" }),
+      res = await providerFetch(
+        url,
+        {
+          method: req.method,
+          headers: {
+            accept: "application/json",
+            authorization: `Basic ${basic}`,
+            ...(req.form !== undefined && { "content-type": "application/x-www-form-urlencoded" }),
+          },
+          ...(req.form !== undefined && { body: new URLSearchParams(req.form).toString() }),
+          signal: AbortSignal.timeout(timeoutMs),
         },
-        ...(req.form !== undefined && { body: new URLSearchParams(req.form).toString() }),
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-      text = await res.text()
+        outbound,
+        opts.fetch,
+      )
+      text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
-      const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : scrub(describeNetworkError(e))
-      return { ok: false, error: new TelcoAApiError(`${what}: unreachable: ${reason}`, true, undefined) }
+      const f = fetchFailure(e, timeoutMs)
+      return { ok: false, error: new TelcoAApiError(`${what}: ${scrub(f.message)}`, f.retryable, undefined, f.status === undefined ? undefined : { status: f.status }) }
     }
     const body = parseObject(text)
     if (res.ok) {

@@ -4,7 +4,8 @@
 // of webhook answers: what the agent says (<Say>), then listen again (<Gather input="speech">) or
 // hang up. Webhooks reach the api process that the provider calls; the channel carries them to
 // the process holding the leg.
-import { describeNetworkError, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
 import { TelephonyError, type CallLeg, type CarrierEvent, type DialRequest, type TelephonyProvider } from "./telephony.interface.js"
 
 export interface TelcoAAccount {
@@ -36,8 +37,12 @@ export interface TelcoAOptions {
   /** Where the provider reaches our webhooks (PUBLIC_BASE_URL of the api processes). */
   readonly publicBaseUrl: string
   readonly channel: WebhookChannel
+  /** Replaces undici's fetch (tests). */
   readonly fetch?: typeof fetch
+  /** Limit for each attempt (connect, request and the whole answer); default 10000 ms. */
   readonly timeoutMs?: number
+  /** The address guard (a tenant's API root) and answer size cap; default: no guard, 2 MiB. */
+  readonly outbound?: Outbound
   /** How long a voice webhook may wait for the agent before it is asked to call back (Pause + Redirect). */
   readonly holdMs?: number
   readonly now?: () => number
@@ -196,7 +201,8 @@ class TelcoALeg implements CallLeg {
 /** A telco_a account as a TelephonyProvider. */
 export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
   let active = 0
-  const doFetch = o.fetch ?? fetch
+  const outbound = o.outbound ?? PLATFORM_DEFAULT
+  const timeoutMs = o.timeoutMs ?? 10_000
   const auth = `Basic ${Buffer.from(`${o.account.sid}:${o.account.token}`).toString("base64")}`
   const callsUrl = `${o.account.apiUrl.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(o.account.sid)}/Calls`
 
@@ -204,17 +210,25 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
     withRetries<{ sid?: string }, TelephonyError>(
       async (): Promise<Attempt<{ sid?: string }, TelephonyError>> => {
         let res: Response
+        let text: string
         try {
-          res = await doFetch(url, {
-            method: "POST",
-            headers: { authorization: auth, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-            body: new URLSearchParams(form).toString(),
-            signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
-          })
+          res = await providerFetch(
+            url,
+            {
+              method: "POST",
+              headers: { authorization: auth, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+              body: new URLSearchParams(form).toString(),
+              // Covers the answer too: a provider dripping its body hits the same limit.
+              signal: AbortSignal.timeout(timeoutMs),
+            },
+            outbound,
+            o.fetch,
+          )
+          text = await readBounded(res, outbound.responseLimitBytes)
         } catch (e) {
-          return { ok: false, error: new TelephonyError(`telco_a unreachable: ${describeNetworkError(e)}`, true, { cause: e }) }
+          const f = fetchFailure(e, timeoutMs)
+          return { ok: false, error: new TelephonyError(`telco_a ${f.message}`, f.retryable, { cause: e, ...(f.status !== undefined && { status: f.status }) }) }
         }
-        const text = await res.text()
         if (res.ok) {
           try {
             return { ok: true, value: JSON.parse(text) as { sid?: string } }
