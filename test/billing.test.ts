@@ -11,7 +11,7 @@ import { AUTOCHARGE_MAX_MINOR, BYOK_FEE_MINOR, RATE_PER_MINUTE_MINOR, TOPUP_PRES
 import { addMonth, renewDueSubscriptions } from "../src/billing/subscription.service.js"
 import { signGeneric } from "../src/providers/payments/signatures.js"
 import { api, type Session } from "./clients.js"
-import { startFakeGwCard, startFakeGwUpi, type FakeGwCard, type FakeGwUpi } from "./fake-gateways.js"
+import { startFakeGateways, type FakeGwCard, type FakeGwUpi } from "./fake-gateways.js"
 import { startTestServer, type TestServer } from "./harness.js"
 
 const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string }) })
@@ -344,20 +344,10 @@ describe("on the real gateway adapters, against local fake gateways", () => {
   let a: ReturnType<typeof api>
   let card: FakeGwCard
   let upi: FakeGwUpi
+  let gatewayEnv: Record<string, string>
   beforeAll(async () => {
-    card = await startFakeGwCard({ secretKey: "sk_test_card", webhookSecret: "whsec_card" })
-    upi = await startFakeGwUpi({ keyId: "key_upi", keySecret: "upi_secret", webhookSecret: "whsec_upi" })
-    srv = await startTestServer({
-      env: {
-        GW_CARD_API_URL: card.url,
-        GW_CARD_SECRET_KEY: "sk_test_card",
-        GW_CARD_WEBHOOK_SECRET: "whsec_card",
-        GW_UPI_API_URL: upi.url,
-        GW_UPI_KEY_ID: "key_upi",
-        GW_UPI_KEY_SECRET: "upi_secret",
-        GW_UPI_WEBHOOK_SECRET: "whsec_upi",
-      },
-    })
+    ;({ card, upi, env: gatewayEnv } = await startFakeGateways())
+    srv = await startTestServer({ env: gatewayEnv })
     a = api(srv)
   })
   afterAll(async () => {

@@ -692,3 +692,19 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
     },
   }
 }
+
+/** Both fake gateways, and the server environment that points the real adapters at them. */
+export async function startFakeGateways(): Promise<{ card: FakeGwCard; upi: FakeGwUpi; env: Record<string, string>; close(): Promise<void> }> {
+  const card = await startFakeGwCard({ secretKey: "sk_test_card", webhookSecret: "whsec_card" })
+  const upi = await startFakeGwUpi({ keyId: "key_upi", keySecret: "upi_secret", webhookSecret: "whsec_upi" })
+  const env = {
+    GW_CARD_API_URL: card.url,
+    GW_CARD_SECRET_KEY: "sk_test_card",
+    GW_CARD_WEBHOOK_SECRET: "whsec_card",
+    GW_UPI_API_URL: upi.url,
+    GW_UPI_KEY_ID: "key_upi",
+    GW_UPI_KEY_SECRET: "upi_secret",
+    GW_UPI_WEBHOOK_SECRET: "whsec_upi",
+  }
+  return { card, upi, env, close: async () => void (await Promise.all([card.close(), upi.close()])) }
+}
