@@ -8,6 +8,6 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    globalSetup: ["test/global-setup.ts"],
+    globalSetup: ["test/support/global-setup.ts"],
   },
 })

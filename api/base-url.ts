@@ -1,7 +1,7 @@
 // The absolute base for links the server hands out: PUBLIC_BASE_URL when set, else the Host the
 // client used, but only a Host we trust (ALLOWED_HOSTS, or a loopback name), since a link built
 // from an attacker's Host header would send a victim's browser (and its tokens) to the attacker.
-import type { Config } from "../src/config.js"
+import type { Config } from "../src/platform/config.js"
 
 const HOST = /^[A-Za-z0-9.\-:[\]]+$/
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i

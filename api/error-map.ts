@@ -1,6 +1,6 @@
 // The one table from domain errors to HTTP: status, contract code and body {error, code, field?}.
 // Adding a DomainError without a row here fails the type check (assertNever).
-import type { DomainError } from "../src/errors.js"
+import type { DomainError } from "../src/platform/errors.js"
 
 export interface HttpError {
   readonly status: number

@@ -1,7 +1,7 @@
 // Route matching: the table compiled into a segment trie, so a lookup costs one map probe per
 // path segment whatever the table's size, and a path that exists under another method is a 405.
 import type { z } from "zod"
-import { ValidationFailed, type FieldError } from "../src/errors.js"
+import { ValidationFailed, type FieldError } from "../src/platform/errors.js"
 import type { AnyRoute, Method } from "./route.js"
 
 interface Node {

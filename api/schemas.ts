@@ -1,7 +1,7 @@
 // Zod pieces shared by route schemas: path ids, booleans and integers as they arrive in a query
 // string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
 import { z } from "zod"
-import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/paging/page.cursor.js"
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/platform/page.cursor.js"
 
 /** A positive integer id in a path segment: "12" → 12; "abc", "1.5", "-3", "007x" are refused. */
 export const Id = z

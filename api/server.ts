@@ -6,7 +6,7 @@ import { Cause, Effect, Exit, Option, type ManagedRuntime } from "effect"
 import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
 import type { Logger } from "pino"
-import type { Config } from "../src/config.js"
+import type { Config } from "../src/platform/config.js"
 import {
   BadRequestBody,
   MethodNotAllowed,
@@ -17,9 +17,9 @@ import {
   UnsupportedMediaType,
   ValidationFailed,
   type DomainError,
-} from "../src/errors.js"
-import type { AppServices } from "../src/app.layer.js"
-import { isStatementTimeout } from "../src/services/Db.js"
+} from "../src/platform/errors.js"
+import type { AppServices } from "../src/main/app.layer.js"
+import { isStatementTimeout } from "../src/platform/Db.js"
 import { DATABASE_TIMEOUT, INTERNAL_ERROR, toHttpError, type HttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange, openStream, readBody, sendWhole, type OpenStream } from "./http.js"
 import type { Reply } from "./reply.js"

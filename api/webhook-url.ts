@@ -1,6 +1,6 @@
 // The full URL a provider called, for signatures that cover it: the forwarded scheme and host when
 // the request came through a trusted proxy (TRUSTED_PROXIES), else PUBLIC_BASE_URL, else the Host.
-import type { Config } from "../src/config.js"
+import type { Config } from "../src/platform/config.js"
 import { baseUrl } from "./base-url.js"
 
 const HOST = /^[A-Za-z0-9.\-:[\]]+$/

@@ -7,7 +7,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { redact } from "../src/services/Db.js"
+import { redact } from "../src/platform/Db.js"
 import { machine, record, scratchDatabase, startProcess, verifyEmail, type ServerProcess } from "./lib.js"
 
 /** Decisions measured, after WARMUP unmeasured ones. */
@@ -205,9 +205,9 @@ export async function benchApprovals(): Promise<void> {
   let runId = 0
   try {
     // The api process migrates the fresh database; the runtime starts once it has.
-    api = await startProcess(["--import", "tsx", "src/main.ts", "serve", "--role", "api"], env)
+    api = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "api"], env)
     watch(api, "api")
-    runtime = await startProcess(["--import", "tsx", "src/main.ts", "serve", "--role", "runtime"], env)
+    runtime = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "runtime"], env)
     watch(runtime, "runtime")
     const base = `http://127.0.0.1:${api.port}`
 
@@ -359,7 +359,7 @@ export async function benchApprovals(): Promise<void> {
   const md = `## approvals — decision's HTTP response → the agent's resumed line, api and runtime in two processes
 
 Machine: ${machine()}; PostgreSQL ${pg.version} and NATS on the same machine (scratch database, unique BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).
-Two processes, \`src/main.ts serve --role api\` and \`--role runtime\` (LOG_LEVEL=info, DB_POOL_MAX 10), SIM_TIME_SCALE ${SCALE}, CALLING_HOURS=any, CPS limits 1000, APPROVAL_HOLD_MS ${env.APPROVAL_HOLD_MS} (calls hold for their decision), the workflow's max_call_seconds 1800. The bench signs up over HTTP, funds the workspace, and runs ${N + WARMUP} callees ending in 7 (each asks for a discount; the agent proposes a concession, says a holding line and waits); all ${N + WARMUP} approvals were pending ${f1(pendingAt)} s after POST run. Then it approves them one at a time, oldest first, over one keep-alive connection (node:http): **t0** = the last byte of the 200 from \`POST /api/approvals/{id}/decide\`; **t1** = the resumed agent turn (the first agent turn of that call from the index after the holding line) arriving at the bench on its own NATS subscription to \`turns.<tenant>.>\`. The next decision follows 0–${GAP_MS} ms after t1. The first ${WARMUP} decisions are not counted; ${got.length} of ${decisions.length} measured decisions got their resumed turn${missing > 0 ? ` (**${missing} did not within 3 s**)` : ""}, ${offers} of them the concession (e.g. "${sample}").
+Two processes, \`src/main/main.ts serve --role api\` and \`--role runtime\` (LOG_LEVEL=info, DB_POOL_MAX 10), SIM_TIME_SCALE ${SCALE}, CALLING_HOURS=any, CPS limits 1000, APPROVAL_HOLD_MS ${env.APPROVAL_HOLD_MS} (calls hold for their decision), the workflow's max_call_seconds 1800. The bench signs up over HTTP, funds the workspace, and runs ${N + WARMUP} callees ending in 7 (each asks for a discount; the agent proposes a concession, says a holding line and waits); all ${N + WARMUP} approvals were pending ${f1(pendingAt)} s after POST run. Then it approves them one at a time, oldest first, over one keep-alive connection (node:http): **t0** = the last byte of the 200 from \`POST /api/approvals/{id}/decide\`; **t1** = the resumed agent turn (the first agent turn of that call from the index after the holding line) arriving at the bench on its own NATS subscription to \`turns.<tenant>.>\`. The next decision follows 0–${GAP_MS} ms after t1. The first ${WARMUP} decisions are not counted; ${got.length} of ${decisions.length} measured decisions got their resumed turn${missing > 0 ? ` (**${missing} did not within 3 s**)` : ""}, ${offers} of them the concession (e.g. "${sample}").
 
 **Decision's HTTP response → agent's resumed line on the bus: p50 ${f2(headline.p50)} ms, p99 ${f2(headline.p99)} ms, max ${f2(headline.max)} ms** (n = ${headline.n}); **${f1(headline.p50 / pingS.p50)}× the runtime's \`rt.ping\` round trip** (p50 ${f2(pingS.p50)} ms) and ${f1(headline.p50 / bareS.p50)}× a bare NATS request/reply (p50 ${f2(bareS.p50)} ms).
 

@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { parse } from "csv-parse"
 import { parseAudienceCsv } from "../src/audience/audience.parse.js"
 import { CSV_OPTIONS } from "../src/phones/csv.js"
-import { connectPostgres, redact, withDatabase } from "../src/services/Db.js"
+import { connectPostgres, redact, withDatabase } from "../src/platform/Db.js"
 import { machine, record, startProcess } from "./lib.js"
 
 const ROWS = Number(process.env.BENCH_AUDIENCE_ROWS ?? 100_000)
@@ -154,7 +154,7 @@ export async function benchAudience(): Promise<void> {
     env.DATABASE_URL = withDatabase(base, dbName)
     process.stdout.write(`scratch database ${redact(env.DATABASE_URL)}\n`)
   }
-  const server = await startProcess(["--import", "tsx", "src/main.ts", "serve", "--role", "all"], env)
+  const server = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "all"], env)
   const pid = server.child.pid!
   const url = `http://127.0.0.1:${server.port}`
   const alone: number[] = []
@@ -226,7 +226,7 @@ export async function benchAudience(): Promise<void> {
   const c = uploads[0]!.counts
   const md = `## audience — POST /api/workflows/{id}/audience with a ${ROWS.toLocaleString("en")}-row CSV vs csv-parse alone
 
-Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; database: ${real ? "PostgreSQL (DATABASE_URL), scratch database" : "embedded PGlite (the default, one connection, in the server process)"}. The server (\`src/main.ts serve\` through tsx, LOG_LEVEL=info) in its own process; the bench uploads from this process with \`fetch\` and a file-backed \`Blob\` (\`fs.openAsBlob\`), so neither side holds the file. The file: ${(bytes / 2 ** 20).toFixed(1)} MiB, header + 5 columns, quoted names with commas and escaped quotes, notes spanning lines, extra columns on 1 row in 40, blank lines; ${expected.invalid} invalid numbers, ${expected.duplicates} repeats written another way, ${expected.unique} distinct valid numbers. Each round attaches it to a new workflow (after a warm-up upload of 2,000 rows); medians of ${ROUNDS} rounds.
+Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; database: ${real ? "PostgreSQL (DATABASE_URL), scratch database" : "embedded PGlite (the default, one connection, in the server process)"}. The server (\`src/main/main.ts serve\` through tsx, LOG_LEVEL=info) in its own process; the bench uploads from this process with \`fetch\` and a file-backed \`Blob\` (\`fs.openAsBlob\`), so neither side holds the file. The file: ${(bytes / 2 ** 20).toFixed(1)} MiB, header + 5 columns, quoted names with commas and escaped quotes, notes spanning lines, extra columns on 1 row in 40, blank lines; ${expected.invalid} invalid numbers, ${expected.duplicates} repeats written another way, ${expected.unique} distinct valid numbers. Each round attaches it to a new workflow (after a warm-up upload of 2,000 rows); medians of ${ROUNDS} rounds.
 
 | what | rows/s |
 |---|---:|

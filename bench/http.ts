@@ -15,7 +15,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 export async function benchHttp(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
-  const full = await startProcess(["dist/src/main.js", "serve", "--role", "all"], { HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" })
+  const full = await startProcess(["dist/src/main/main.js", "serve", "--role", "all"], { HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" })
   const bare = await startProcess(["--import", "tsx", "bench/servers/bare-uws.ts"], { PORT: "0" })
   const results: Record<"bare" | "full", Array<LoadResult & { cpuPerReq: number }>> = { bare: [], full: [] }
   try {

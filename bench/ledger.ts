@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto"
 import { loadavg } from "node:os"
 import { openWallet, postEntry } from "../src/billing/ledger.js"
-import { redact, type Sql } from "../src/services/Db.js"
-import { migrate } from "../src/services/Migrator.js"
+import { redact, type Sql } from "../src/platform/Db.js"
+import { migrate } from "../src/platform/Migrator.js"
 import { machine, record, scratchDatabase } from "./lib.js"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)

@@ -8,9 +8,9 @@ import { cpus, totalmem } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import autocannon from "autocannon"
-import { PROJECT_ROOT } from "../src/paths.js"
+import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { readOutbox } from "../src/providers/mail/outbox.mail.js"
-import { connectPostgres, withDatabase, type Sql } from "../src/services/Db.js"
+import { connectPostgres, withDatabase, type Sql } from "../src/platform/Db.js"
 
 export interface ServerProcess {
   readonly port: number

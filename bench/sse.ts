@@ -9,8 +9,8 @@ import { loadavg } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { redact } from "../src/services/Db.js"
-import { PROJECT_ROOT } from "../src/paths.js"
+import { redact } from "../src/platform/Db.js"
+import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { cpuMicros, machine, record, scratchDatabase, startProcess, type ServerProcess } from "./lib.js"
 
 const ROUNDS = Number(process.env.BENCH_SSE_ROUNDS ?? 2)
@@ -375,7 +375,7 @@ export async function benchSse(): Promise<void> {
   const results: FanoutResult[] = []
   try {
     const startParley = async () => {
-      const p = await startProcess([...(process.env.BENCH_SSE_SERVER_FLAGS?.split(" ").filter((f) => f !== "") ?? []), "--import", "tsx", "src/main.ts", "serve", "--role", "api"], {
+      const p = await startProcess([...(process.env.BENCH_SSE_SERVER_FLAGS?.split(" ").filter((f) => f !== "") ?? []), "--import", "tsx", "src/main/main.ts", "serve", "--role", "api"], {
         HOST: "127.0.0.1",
         PORT: "0",
         DATABASE_URL: dbUrl,
@@ -523,7 +523,7 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
   const md = `## sse — turn streams on one api process vs a bare uWebSockets.js fan-out
 
 Machine: ${machine()}; PostgreSQL ${env.pgVersion} and NATS on the same machine (scratch database, unique BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ${env.loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared with other work).
-Parley: \`src/main.ts serve --role api\` (LOG_LEVEL=info), the stream \`GET /api/runs/{run_id}/turns/stream\` with a session JWT on a run with no stored history. Baseline: \`bench/servers/sse-bare.ts\`, uWS subscribed to NATS itself, each event-loop turn's events framed once into one buffer written to every client in its own cork${process.env.BARE_FANOUT === "event" ? " (BARE_FANOUT=event: each event written to every client as it arrives)" : ""}; no auth, no per-client state, no backpressure handling. Each measurement starts a fresh server process. One publisher (this process, @nats-io/transport-node) sends the same turns to either, \`{seq, run_id, target_id, call_id, turn_index, speaker, text, at}\` with text \`@<publish µs> \` + a ${SENTENCE.length}-character sentence (${eventBytes} bytes per SSE event), in catch-up bursts every millisecond. Clients: \`bench/servers/sse-clients.ts\` in ${CLIENT_PROCS} processes, raw TCP sockets reading each event's \`id:\` and timestamp (no JSON parse); latency = receipt − publish, both from \`performance.timeOrigin + now()\`. Each measurement: ${WARMUP_S} s warm-up, a ${WINDOW_S} s window whose turns are counted and timed, up to ${TAIL_MS / 1000} s more for its tail; publishing stops if the server's RSS passes ${mib(RSS_LIMIT)}. ${ROUNDS} rounds in alternating order, medians (each round's p99 in brackets). Publisher, NATS, server and clients share the 2 cores.
+Parley: \`src/main/main.ts serve --role api\` (LOG_LEVEL=info), the stream \`GET /api/runs/{run_id}/turns/stream\` with a session JWT on a run with no stored history. Baseline: \`bench/servers/sse-bare.ts\`, uWS subscribed to NATS itself, each event-loop turn's events framed once into one buffer written to every client in its own cork${process.env.BARE_FANOUT === "event" ? " (BARE_FANOUT=event: each event written to every client as it arrives)" : ""}; no auth, no per-client state, no backpressure handling. Each measurement starts a fresh server process. One publisher (this process, @nats-io/transport-node) sends the same turns to either, \`{seq, run_id, target_id, call_id, turn_index, speaker, text, at}\` with text \`@<publish µs> \` + a ${SENTENCE.length}-character sentence (${eventBytes} bytes per SSE event), in catch-up bursts every millisecond. Clients: \`bench/servers/sse-clients.ts\` in ${CLIENT_PROCS} processes, raw TCP sockets reading each event's \`id:\` and timestamp (no JSON parse); latency = receipt − publish, both from \`performance.timeOrigin + now()\`. Each measurement: ${WARMUP_S} s warm-up, a ${WINDOW_S} s window whose turns are counted and timed, up to ${TAIL_MS / 1000} s more for its tail; publishing stops if the server's RSS passes ${mib(RSS_LIMIT)}. ${ROUNDS} rounds in alternating order, medians (each round's p99 in brackets). Publisher, NATS, server and clients share the 2 cores.
 
 | server | clients × turns/s | delivered events/s | clients with every event | p50 ms | p99 ms | p99.9 ms | max ms | CPU server (clients) | server RSS idle → connected → max |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---|

@@ -3,7 +3,7 @@
 // Only a run with every paid leg its own, on byok terms (src/billing/call-terms.ts), calls unbilled.
 import type { Logger } from "pino"
 import type { CallTerms } from "../src/billing/call-terms.js"
-import type { Config } from "../src/config.js"
+import type { Config } from "../src/platform/config.js"
 import type { CredentialsService } from "../src/onboarding/Credentials.js"
 import type { LanguageModel } from "../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm } from "../src/providers/llm/openai.llm.js"

@@ -7,12 +7,12 @@ import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.ser
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { numberRentalLoop } from "../src/numbers/numbers.service.js"
-import { AppConfig } from "../src/services/AppConfig.js"
-import { Bus } from "../src/services/Bus.js"
-import { Clock } from "../src/services/Clock.js"
-import { Db } from "../src/services/Db.js"
-import { Instance } from "../src/services/Instance.js"
-import { Log } from "../src/services/Log.js"
+import { AppConfig } from "../src/platform/AppConfig.js"
+import { Bus } from "../src/platform/Bus.js"
+import { Clock } from "../src/platform/Clock.js"
+import { Db } from "../src/platform/Db.js"
+import { Instance } from "../src/platform/Instance.js"
+import { Log } from "../src/platform/Log.js"
 import { Llm } from "../src/providers/Llm.js"
 import { Telephony } from "../src/providers/Telephony.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
@@ -30,7 +30,7 @@ import {
   type ApprovalDecided,
   type RunControl,
   type RuntimePong,
-} from "./subjects.js"
+} from "../src/platform/subjects.js"
 import { TurnSink } from "./turns.js"
 
 export interface RuntimeHost {

@@ -2,7 +2,7 @@
 // attempt that marks a target dialing before the carrier is asked, the end of an attempt, orphaned
 // calls after a takeover, turns, the decision log and approvals. A run's writes are conditional on
 // this process still owning the run, so a process that lost its lease changes nothing.
-import type { Sql, Tx } from "../src/services/Db.js"
+import type { Sql, Tx } from "../src/platform/Db.js"
 import type { DialDecision } from "./dialer.policy.js"
 
 export interface ClaimedRun {

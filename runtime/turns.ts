@@ -4,8 +4,8 @@
 // the two. Seqs come from blocks reserved in the run's row, so a process that takes a run over
 // never reuses one already sent.
 import type { Logger } from "pino"
-import type { BusClient } from "../src/bus/bus.js"
-import type { Sql } from "../src/services/Db.js"
+import type { BusClient } from "../src/platform/bus/bus.js"
+import type { Sql } from "../src/platform/Db.js"
 import { turnSubject, type TurnMessage } from "../src/turns/turn.message.js"
 import { reserveTurnSeqs, insertTurns, type TurnRow } from "./runtime.repo.js"
 

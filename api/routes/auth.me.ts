@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { me } from "../../src/auth/auth.service.js"
 import { findTenant, tenantView } from "../../src/auth/auth.repo.js"
-import { Db } from "../../src/services/Db.js"
+import { Db } from "../../src/platform/Db.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

@@ -2,7 +2,7 @@
 // platform fee, authorised by the customer through a mandate link.
 import { Effect } from "effect"
 import { cancelSubscription, createSubscription, getSubscription } from "../../src/billing/subscription.service.js"
-import { AppConfig } from "../../src/services/AppConfig.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

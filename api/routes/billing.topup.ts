@@ -3,7 +3,7 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { setAutocharge, topup } from "../../src/billing/billing.service.js"
-import { AppConfig } from "../../src/services/AppConfig.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

@@ -2,7 +2,7 @@
 // its reason and timestamp (one entry per number).
 import { Effect } from "effect"
 import { z } from "zod"
-import { addDnc, REASON_MAX } from "../../src/dnc/dnc.service.js"
+import { addDnc, REASON_MAX } from "../../src/compliance/dnc.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

@@ -2,7 +2,7 @@
 // workspace's DNC list, the national registry for +91 numbers, the 7-day cool-down).
 import { Effect } from "effect"
 import { z } from "zod"
-import { checkDnc } from "../../src/dnc/dnc.service.js"
+import { checkDnc } from "../../src/compliance/dnc.service.js"
 import { restorePlus } from "../../src/phones/phone.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

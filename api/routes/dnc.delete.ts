@@ -2,7 +2,7 @@
 // %2B; a literal + or none at all are read the same way.
 import { Effect } from "effect"
 import { z } from "zod"
-import { removeDnc } from "../../src/dnc/dnc.service.js"
+import { removeDnc } from "../../src/compliance/dnc.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

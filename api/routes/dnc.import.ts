@@ -2,7 +2,7 @@
 // streamed) or JSON rows; numbers already listed are counted, not changed.
 import { Effect } from "effect"
 import { z } from "zod"
-import { importDnc, REASON_MAX } from "../../src/dnc/dnc.service.js"
+import { importDnc, REASON_MAX } from "../../src/compliance/dnc.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

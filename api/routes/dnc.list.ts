@@ -1,7 +1,7 @@
 // GET /dnc: the workspace's do-not-call entries, newest first, a page at a time.
 import { Effect } from "effect"
 import { z } from "zod"
-import { DNC_SOURCES, listDnc } from "../../src/dnc/dnc.service.js"
+import { DNC_SOURCES, listDnc } from "../../src/compliance/dnc.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { QueryInt } from "../schemas.js"

@@ -2,7 +2,7 @@
 // streams as the runtime's own; idempotent on (outcome_id, seq) when outcome_id is given.
 import { Effect } from "effect"
 import { z } from "zod"
-import { ValidationFailed } from "../../src/errors.js"
+import { ValidationFailed } from "../../src/platform/errors.js"
 import { ingestTurn } from "../../src/turns/turns.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

@@ -3,7 +3,7 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { importNumber } from "../../src/numbers/numbers.service.js"
-import { AppConfig } from "../../src/services/AppConfig.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

@@ -1,7 +1,7 @@
 // GET /api/objections/{id}: one entry of the global objection library.
 import { Effect } from "effect"
 import { z } from "zod"
-import { NotFound } from "../../src/errors.js"
+import { NotFound } from "../../src/platform/errors.js"
 import { findObjection } from "../../src/objections/objections.repo.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

@@ -2,7 +2,7 @@
 // (after since_seq or Last-Event-ID, optionally one target's), then live, each event's id its seq.
 import { Effect } from "effect"
 import { z } from "zod"
-import { ValidationFailed } from "../../src/errors.js"
+import { ValidationFailed } from "../../src/platform/errors.js"
 import { openTurnStream } from "../../src/turns/turns.service.js"
 import { stream } from "../reply.js"
 import { route } from "../route.js"

@@ -2,8 +2,8 @@
 // tenant's telco_a token; 401 otherwise) and telco_b's voice webhook. Voice webhooks answer with
 // what the provider should do next (TwiML for telco_a, a JSON action list for telco_b).
 import { Effect } from "effect"
-import { telcoAStatus, telcoAVoice, telcoBVoice, type TelcoAWebhook } from "../../src/telephony/webhooks.service.js"
-import { AppConfig } from "../../src/services/AppConfig.js"
+import { telcoAStatus, telcoAVoice, telcoBVoice, type TelcoAWebhook } from "../../src/calls/telephony-webhooks.service.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { bytes, json } from "../reply.js"
 import { route, type RequestContext } from "../route.js"
 import { calledUrl } from "../webhook-url.js"

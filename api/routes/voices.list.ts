@@ -1,6 +1,6 @@
 // GET /voices: the persona voices (6 English, 1 Hindi), each with a sample MP3 this server serves.
 import { Effect } from "effect"
-import { AppConfig } from "../../src/services/AppConfig.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"

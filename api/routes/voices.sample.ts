@@ -1,7 +1,7 @@
 // GET /voices/{voice_id}/sample.mp3: the persona's sample clip, synthesised on first request.
 import { Effect } from "effect"
 import { z } from "zod"
-import { NotFound } from "../../src/errors.js"
+import { NotFound } from "../../src/platform/errors.js"
 import { VoiceSamples } from "../../src/voices/VoiceSamples.js"
 import { bytes } from "../reply.js"
 import { route } from "../route.js"

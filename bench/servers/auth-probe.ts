@@ -3,15 +3,15 @@
 import { Effect } from "effect"
 import { json } from "../../api/reply.js"
 import { route } from "../../api/route.js"
-import { loadConfig } from "../../src/config.js"
-import { serve } from "../../src/serve.js"
-import { makeLogger } from "../../src/services/Log.js"
+import { loadConfig } from "../../src/platform/config.js"
+import { serve } from "../../src/main/serve.js"
+import { makeLogger } from "../../src/platform/Log.js"
 
 const body = { ok: true, service: "parley", probe: "auth" }
 const handler = () => Effect.succeed(json(body))
 
 const config = loadConfig(process.env)
-// As in production (src/main.ts): info level, one buffered line per request.
+// As in production (src/main/main.ts): info level, one buffered line per request.
 const logger = makeLogger(config, { role: "all" }, { buffered: true })
 const running = await serve({
   role: "all",

@@ -13,11 +13,11 @@ import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks"
 import { writeHeapSnapshot } from "node:v8"
 import { Effect } from "effect"
 import { assign, createActor, setup, type AnyActorRef } from "xstate"
-import { loadConfig } from "../../src/config.js"
+import { loadConfig } from "../../src/platform/config.js"
 import { Telephony } from "../../src/providers/Telephony.js"
-import { serve } from "../../src/serve.js"
-import { connectPostgres, Db, type Sql } from "../../src/services/Db.js"
-import { makeLogger } from "../../src/services/Log.js"
+import { serve } from "../../src/main/serve.js"
+import { connectPostgres, Db, type Sql } from "../../src/platform/Db.js"
+import { makeLogger } from "../../src/platform/Log.js"
 
 /** What the parent asks for; every request carries an id the reply echoes. */
 export type HostRequest =

@@ -1,6 +1,6 @@
 // SQL for approvals as the api sees them: listing with the polling filters, and the decision,
 // made atomically in Postgres (only a pending, unexpired approval of the workspace changes).
-import type { Sql, Tx } from "../services/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired"
 

@@ -4,12 +4,12 @@
 // ended is scheduled as a new attempt; a concession approved late is recorded for follow-up.
 import { Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
-import { Conflict, NotFound } from "../errors.js"
-import { AppConfig } from "../services/AppConfig.js"
-import { Bus } from "../services/Bus.js"
-import { Db } from "../services/Db.js"
-import { Log } from "../services/Log.js"
-import { RT_APPROVAL_DECIDED, type ApprovalDecided } from "../../runtime/subjects.js"
+import { Conflict, NotFound } from "../platform/errors.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Bus } from "../platform/Bus.js"
+import { Db } from "../platform/Db.js"
+import { Log } from "../platform/Log.js"
+import { RT_APPROVAL_DECIDED, type ApprovalDecided } from "../platform/subjects.js"
 import * as repo from "./approvals.repo.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */

@@ -3,12 +3,12 @@
 // de-duplicated and merged in one short transaction; a failed attach changes no target.
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
-import { Conflict, NotFound, ValidationFailed, type DomainError } from "../errors.js"
+import { Conflict, NotFound, ValidationFailed, type DomainError } from "../platform/errors.js"
 import { CsvFormatError } from "../phones/csv.js"
 import type { TenantCountry } from "../phones/phone.js"
-import { Clock } from "../services/Clock.js"
-import { Db, type Sql } from "../services/Db.js"
-import { COOLDOWN_MS } from "../dnc/dnc.service.js"
+import { Clock } from "../platform/Clock.js"
+import { Db, type Sql } from "../platform/Db.js"
+import { COOLDOWN_MS } from "../compliance/dnc.service.js"
 import { BATCH_SIZE, parseAudienceCsv, parseAudienceJson, type InvalidRow, type JsonAudienceRow, type ParseTally, type BatchSink } from "./audience.parse.js"
 import * as repo from "./audience.repo.js"
 

@@ -2,11 +2,11 @@
 // deployment), its subscription to invalidations from other processes, and the loop that
 // writes API-key usage in batches (flushed once more when the process stops).
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { AppConfig } from "../services/AppConfig.js"
-import { Bus } from "../services/Bus.js"
-import { Clock } from "../services/Clock.js"
-import { Db } from "../services/Db.js"
-import { Log } from "../services/Log.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Bus } from "../platform/Bus.js"
+import { Clock } from "../platform/Clock.js"
+import { Db } from "../platform/Db.js"
+import { Log } from "../platform/Log.js"
 import { Authenticator } from "./authenticator.js"
 import { makeJwtKeys } from "./jwt.js"
 import { AUTH_INVALIDATE_SUBJECT, type Invalidation } from "./principal.js"

@@ -2,9 +2,9 @@
 // generated once and shared through the database), and the check that signup and OTP start
 // run when ALTCHA_REQUIRED is on.
 import { Context, Effect, Layer } from "effect"
-import { BadRequest } from "../errors.js"
-import { AppConfig } from "../services/AppConfig.js"
-import { Db } from "../services/Db.js"
+import { BadRequest } from "../platform/errors.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Db } from "../platform/Db.js"
 import { makeAltcha, type Altcha } from "./altcha.js"
 import { systemSecret } from "./secrets.js"
 

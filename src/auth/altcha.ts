@@ -10,7 +10,7 @@
 // and accepts only v2 payloads.
 import { createChallenge, randomInt, verifySolution, type Challenge, type Solution } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
-import type { Sql } from "../services/Db.js"
+import type { Sql } from "../platform/Db.js"
 
 export interface AltchaOptions {
   readonly hmacKey: string

@@ -1,7 +1,7 @@
 // SQL for tenants, users, email verification and revoked sessions. Every query that reads a
 // tenant's rows names the tenant.
 import type { Currency } from "../billing/pricing.js"
-import type { Sql, Tx } from "../services/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export interface TenantRow {
   readonly id: number

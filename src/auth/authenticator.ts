@@ -3,11 +3,11 @@
 // process applies at once (the TTL only bounds staleness if a bus message is ever lost).
 import { createHash, hash } from "node:crypto"
 import type { Logger } from "pino"
-import type { BusClient } from "../bus/bus.js"
-import type { Config } from "../config.js"
-import { Forbidden, Unauthenticated, type DomainError } from "../errors.js"
-import type { Sql } from "../services/Db.js"
-import type { WallClock } from "../services/Clock.js"
+import type { BusClient } from "../platform/bus/bus.js"
+import type { Config } from "../platform/config.js"
+import { Forbidden, Unauthenticated, type DomainError } from "../platform/errors.js"
+import type { Sql } from "../platform/Db.js"
+import type { WallClock } from "../platform/Clock.js"
 import type { JwtKeys } from "./jwt.js"
 import { AUTH_INVALIDATE_SUBJECT, SCOPE_RANK, type Invalidation, type KeyPrincipal, type Principal, type Scope, type UserPrincipal } from "./principal.js"
 

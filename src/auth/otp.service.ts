@@ -4,12 +4,12 @@
 // so the endpoints can't be used to find out who has one.
 import { createHash, randomInt, timingSafeEqual } from "node:crypto"
 import { Effect } from "effect"
-import { RateLimited, Unauthenticated } from "../errors.js"
-import * as counters from "../limits/counters.js"
+import { RateLimited, Unauthenticated } from "../platform/errors.js"
+import * as counters from "../platform/rate-counters.repo.js"
 import { sendBestEffort } from "../providers/Mail.js"
-import { AppConfig } from "../services/AppConfig.js"
-import { Clock } from "../services/Clock.js"
-import { Db, type Sql } from "../services/Db.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Clock } from "../platform/Clock.js"
+import { Db, type Sql } from "../platform/Db.js"
 import * as repo from "./auth.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
 

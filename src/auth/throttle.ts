@@ -1,7 +1,7 @@
 // Login throttling, shared by every process through the database: failures are counted per
 // account and per client address in a 15-minute window; past a few they are answered slowly,
 // past the limit refused with 429 until the window's lock ends.
-import type { Sql } from "../services/Db.js"
+import type { Sql } from "../platform/Db.js"
 
 export const WINDOW_MS = 15 * 60 * 1000
 const FREE_FAILURES = 3

@@ -1,6 +1,6 @@
 // Who pays for a workspace's calls: the one rule that precheck, run start, the reservation and the
 // runtime's choice of provider accounts all read, so a call is never free on the platform's accounts.
-import type { Sql, Tx } from "../services/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 /** What a byok workspace still lacks before its calls stop costing the per-minute rate. */
 export type ByokGap = "byok_subscription" | "telephony_credential" | "llm_credential"

@@ -1,7 +1,7 @@
 // The ledger core: every credit and debit of a wallet goes through postEntry, which changes the
 // balance and appends its entry in one transaction, idempotently on a key, never below zero.
 import type { Currency } from "./pricing.js"
-import type { Tx } from "../services/Db.js"
+import type { Tx } from "../platform/Db.js"
 
 export interface LedgerEntry {
   readonly id: number

@@ -1,7 +1,7 @@
 // The shape of the runtime role's periodic charges (subscription renewals, number rentals): a tick
 // every minute that charges what is due, logs what it charged, and survives a failed tick.
 import { Effect, Schedule } from "effect"
-import { Log } from "../services/Log.js"
+import { Log } from "../platform/Log.js"
 
 export const chargeEveryMinute = <R>(tick: Effect.Effect<number, never, R>, what: string): Effect.Effect<never, never, R | Log> =>
   Effect.gen(function* () {

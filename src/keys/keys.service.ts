@@ -6,9 +6,9 @@ import { Effect } from "effect"
 import { Auth } from "../auth/Auth.js"
 import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
 import type { Scope, UserPrincipal } from "../auth/principal.js"
-import { BadRequest, Conflict, Forbidden, NotFound } from "../errors.js"
-import { Clock } from "../services/Clock.js"
-import { Db, type Sql, type Tx } from "../services/Db.js"
+import { BadRequest, Conflict, Forbidden, NotFound } from "../platform/errors.js"
+import { Clock } from "../platform/Clock.js"
+import { Db, type Sql, type Tx } from "../platform/Db.js"
 
 export const MAX_ACTIVE_KEYS = 10
 const SECRET_CHARS = 40 // base62: ~238 bits

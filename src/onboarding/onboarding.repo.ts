@@ -1,7 +1,7 @@
 // SQL of onboarding: the tenant's mode and completion, its provider credentials (the encrypted
 // secret is read only by `credentialSecretRow`), and the facts the completion checklist reads.
 import type { Currency } from "../billing/pricing.js"
-import type { Sql, Tx } from "../services/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export type Mode = "bundled" | "byok"
 export type CredentialStatus = "validated" | "failed" | "unvalidated"

@@ -1,6 +1,6 @@
 // The provider kinds a byok tenant brings credentials for, with the fields each credential takes,
 // and the format checks derived from those fields (the same table drives GET /onboarding/providers).
-import type { FieldError } from "../errors.js"
+import type { FieldError } from "../platform/errors.js"
 
 export const PROVIDER_IDS = ["llm", "telco_a", "telco_b", "tts", "stt"] as const
 export type ProviderId = (typeof PROVIDER_IDS)[number]

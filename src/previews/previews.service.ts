@@ -3,8 +3,8 @@
 import { createHash } from "node:crypto"
 import { isIP } from "node:net"
 import { Effect } from "effect"
-import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../errors.js"
-import { hit, HOUR_MS } from "../limits/counters.js"
+import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
+import { hit, HOUR_MS } from "../platform/rate-counters.repo.js"
 import { Speech } from "../providers/Speech.js"
 import {
   SpeechSynthesisError,
@@ -12,9 +12,9 @@ import {
   type SpeechProvider,
   type SynthesizedAudio,
 } from "../providers/speech/speech.interface.js"
-import { AppConfig } from "../services/AppConfig.js"
-import { Clock } from "../services/Clock.js"
-import { query, type Db } from "../services/Db.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Clock } from "../platform/Clock.js"
+import { query, type Db } from "../platform/Db.js"
 import { findVoice, type Voice } from "../voices/voices.catalog.js"
 import { findClip, findClipMeta, insertClip, touchClip } from "./previews.repo.js"
 

@@ -1,11 +1,11 @@
 // Keeps the preview clip store bounded: deletes clips unused for PREVIEW_CLIP_TTL_DAYS and, least
 // recently used first, clips beyond the store's count caps. Runs hourly in every api process.
 import { Duration, Effect, Layer, Schedule } from "effect"
-import { AppConfig } from "../services/AppConfig.js"
-import { Clock } from "../services/Clock.js"
-import type { Db } from "../services/Db.js"
-import { Instance } from "../services/Instance.js"
-import { Log } from "../services/Log.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Clock } from "../platform/Clock.js"
+import type { Db } from "../platform/Db.js"
+import { Instance } from "../platform/Instance.js"
+import { Log } from "../platform/Log.js"
 import { deleteBeyond, deleteUnusedSince } from "./previews.repo.js"
 
 /**

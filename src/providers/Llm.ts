@@ -1,8 +1,8 @@
 // The language-model provider as a service: an OpenAI-compatible API when LLM_BASE_URL is set
 // (LLM_API_KEY optional, for local servers), else the offline simulator.
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../config.js"
-import { AppConfig } from "../services/AppConfig.js"
+import type { Config } from "../platform/config.js"
+import { AppConfig } from "../platform/AppConfig.js"
 import type { LanguageModel } from "./llm/llm.interface.js"
 import { makeOpenAiLlm } from "./llm/openai.llm.js"
 import { makeSimLlm } from "./llm/sim.llm.js"

@@ -1,8 +1,8 @@
 // The mail provider as a service: a real mail API when MAIL_API_URL and MAIL_API_KEY are set,
 // else the outbox simulator appending to OUTBOX_FILE.
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "../services/AppConfig.js"
-import { Log } from "../services/Log.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Log } from "../platform/Log.js"
 import { makeHttpMail } from "./mail/http.mail.js"
 import { outboundFor } from "./outbound.js"
 import type { MailProvider, OutgoingMail } from "./mail/mail.interface.js"

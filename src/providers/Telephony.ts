@@ -1,8 +1,8 @@
 // The telephony provider as a service. Only the simulator exists so far (its speed from
 // SIM_TIME_SCALE); carrier adapters plug in here behind the same interface.
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../config.js"
-import { AppConfig } from "../services/AppConfig.js"
+import type { Config } from "../platform/config.js"
+import { AppConfig } from "../platform/AppConfig.js"
 import { makeSimTelephony } from "./telephony/sim.telephony.js"
 import type { TelephonyProvider } from "./telephony/telephony.interface.js"
 

@@ -1,6 +1,6 @@
 // Which implementation backs each provider kind in this deployment, for /healthz. Kinds whose
 // real adapters are not configured run on their built-in simulators.
-import type { Config } from "../config.js"
+import type { Config } from "../platform/config.js"
 
 export type ProviderKind = "telephony" | "llm" | "speech" | "payments" | "mail"
 

@@ -1,7 +1,7 @@
 // SQL for the weekly report: the period's calls (totals, outcomes, calls per UTC day) and the
 // approvals requested in it, for one workspace. A call belongs to the day it was started.
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
-import type { Sql } from "../services/Db.js"
+import type { Sql } from "../platform/Db.js"
 
 export interface ReportTenant {
   readonly name: string

@@ -2,9 +2,9 @@
 // it, and hands them to the PDF writer. The figures are read before the first byte is sent, so a
 // failure is still an HTTP error and not a truncated document.
 import { Effect } from "effect"
-import { ValidationFailed } from "../errors.js"
-import { Clock } from "../services/Clock.js"
-import { Db } from "../services/Db.js"
+import { ValidationFailed } from "../platform/errors.js"
+import { Clock } from "../platform/Clock.js"
+import { Db } from "../platform/Db.js"
 import * as repo from "./reports.repo.js"
 import { parsePeriod, weeklyFigures, type Period, type WeeklyFigures } from "./weekly.figures.js"
 

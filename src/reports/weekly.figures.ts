@@ -1,7 +1,7 @@
 // The weekly report's period (from/to dates, inclusive, UTC) and its figures: what the database
 // counted, turned into rates, minutes, money and one entry per day. Pure data, no drawing.
 import { formatMinor } from "../billing/pricing.js"
-import type { FieldError } from "../errors.js"
+import type { FieldError } from "../platform/errors.js"
 import type { ApprovalCounts, CallTotals, DayCount, OutcomeCount, Range } from "./reports.repo.js"
 
 /** Longest period a report covers, in days (a leap year). */

@@ -1,6 +1,6 @@
 // SQL for starting, resuming and pausing runs (migrations/0004, 0005), as the api decides them:
 // every status change is a conditional update under the workflow's row lock.
-import type { Tx } from "../services/Db.js"
+import type { Tx } from "../platform/Db.js"
 
 export interface RunGate {
   readonly id: number

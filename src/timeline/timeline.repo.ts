@@ -2,7 +2,7 @@
 // DNC entries, dialer decisions for a phone; decisions, API keys, workflows, attestations and the
 // account for a user). Each is tenant-scoped, newest first, cut to the page and to the cursor.
 import type { PendingQuery, Row } from "postgres"
-import type { Sql } from "../services/Db.js"
+import type { Sql } from "../platform/Db.js"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import { KEY_SOURCES, SOURCE, type Cursor } from "./timeline.cursor.js"
 

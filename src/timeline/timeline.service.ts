@@ -1,10 +1,10 @@
 // The contact timeline (GET /api/timeline): everything the workspace did with one phone number or
 // one of its users, newest first. Each source is read to the page size and merged here.
 import { Effect } from "effect"
-import { BadRequest, ValidationFailed } from "../errors.js"
+import { BadRequest, ValidationFailed } from "../platform/errors.js"
 import { toE164, type TenantCountry } from "../phones/phone.js"
-import { Clock } from "../services/Clock.js"
-import { Db } from "../services/Db.js"
+import { Clock } from "../platform/Clock.js"
+import { Db } from "../platform/Db.js"
 import { parseBefore, type Cursor } from "./timeline.cursor.js"
 import * as ev from "./timeline.events.js"
 import * as repo from "./timeline.repo.js"

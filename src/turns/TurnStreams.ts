@@ -1,9 +1,9 @@
 // The api process's turn-stream hub as a service: built once per process, closed (every stream
 // ended) when the process shuts down.
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "../services/AppConfig.js"
-import { Bus } from "../services/Bus.js"
-import { Log } from "../services/Log.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Bus } from "../platform/Bus.js"
+import { Log } from "../platform/Log.js"
 import { TurnHub } from "./turn-hub.js"
 
 export class TurnStreams extends Context.Tag("parley/TurnStreams")<TurnStreams, TurnHub>() {}

@@ -3,7 +3,7 @@
 // and live; events are de-duplicated by seq; each client is written once per event-loop turn, and
 // one that stops reading is dropped when its buffer passes the cap, without slowing the others.
 import type { Logger } from "pino"
-import type { BusClient, BusSubscription } from "../bus/bus.js"
+import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
 import type { TurnMessage } from "./turn.message.js"
 
 /** What the hub needs from a client's connection (the HTTP layer's stream writer). */

@@ -1,6 +1,6 @@
 // SQL for reading turns (stream history, live calls) and storing turns that external
 // orchestrators send through POST /internal/turns.
-import type { Sql } from "../services/Db.js"
+import type { Sql } from "../platform/Db.js"
 import type { TurnMessage } from "./turn.message.js"
 
 export const findRunOfTenant = async (sql: Sql, tenantId: number, runId: number): Promise<{ id: number; status: string } | undefined> => {

@@ -1,10 +1,10 @@
 // Turn streams for watchers (history, then live, with no gap and no duplicate), the calls in
 // flight, and turns ingested from external orchestrators onto the same bus and table.
 import { Effect } from "effect"
-import { NotFound } from "../errors.js"
-import { Bus } from "../services/Bus.js"
-import { Db } from "../services/Db.js"
-import { Log } from "../services/Log.js"
+import { NotFound } from "../platform/errors.js"
+import { Bus } from "../platform/Bus.js"
+import { Db } from "../platform/Db.js"
+import { Log } from "../platform/Log.js"
 import type { StreamSink } from "./turn-hub.js"
 import { turnSubject, type TurnMessage } from "./turn.message.js"
 import * as repo from "./turns.repo.js"

@@ -2,7 +2,7 @@
 // cached in memory and under DATA_DIR/voices, so a restart does not synthesise again.
 import { join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "../services/AppConfig.js"
+import { AppConfig } from "../platform/AppConfig.js"
 import { Speech } from "../providers/Speech.js"
 import { makeVoiceSamples } from "./voice-samples.js"
 

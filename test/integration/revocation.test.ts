@@ -2,9 +2,9 @@
 // next request with that credential is refused by any process, even one whose auth cache was warm.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres } from "../../src/services/Db.js"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../harness.js"
-import { sse, type SseClient } from "../sse-client.js"
+import { connectPostgres } from "../../src/platform/Db.js"
+import { freshDatabase, spawnServer, type SpawnedServer } from "../support/harness.js"
+import { sse, type SseClient } from "../support/sse-client.js"
 
 /** Several api processes only share state through a real Postgres and NATS. */
 const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)

@@ -3,9 +3,9 @@
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
-import { call, real, sharedDatabase, type Json, verifyEmail } from "./processes.js"
-import { spawnServer } from "../harness.js"
-import { sse } from "../sse-client.js"
+import { call, real, sharedDatabase, type Json, verifyEmail } from "../support/processes.js"
+import { spawnServer } from "../support/harness.js"
+import { sse } from "../support/sse-client.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("turn streams from a runtime process to two api processes (real Postgres and NATS)", () => {

@@ -1,0 +1,65 @@
+// Starting and stopping one Parley process in a role: build the services, then the runtime host
+// and/or the HTTP server; stop them in reverse order so nothing in flight loses its database or bus.
+import { ManagedRuntime } from "effect"
+import type { Logger } from "pino"
+import { routeTable } from "../../api/routes/index.js"
+import type { AnyRoute } from "../../api/route.js"
+import { startApiServer, type ApiServer } from "../../api/server.js"
+import { loadUws } from "../../api/uws.js"
+import { startRuntimeHost, type RuntimeHost } from "../../runtime/host.js"
+import { appLayer, type AppServices } from "./app.layer.js"
+import type { Config } from "../platform/config.js"
+import { StartupError } from "../platform/errors.js"
+import { Instance, type ProcessInstance, type Role } from "../platform/Instance.js"
+
+export interface Running {
+  readonly instance: ProcessInstance
+  /** The HTTP port, when this process serves HTTP. */
+  readonly port: number | undefined
+  readonly runtime: ManagedRuntime.ManagedRuntime<AppServices, never>
+  stop(): Promise<void>
+}
+
+export async function serve(opts: {
+  role: Role
+  config: Config
+  logger: Logger
+  /** Extra routes mounted beside the product's (tests use it for probes). */
+  extraRoutes?: ReadonlyArray<AnyRoute>
+}): Promise<Running> {
+  const { role, config, logger } = opts
+  if (role !== "all" && (config.databaseUrl === undefined || config.natsUrl === undefined))
+    throw new StartupError(
+      `--role ${role} needs DATABASE_URL and NATS_URL: the embedded database and bus live inside one process, ` +
+        `so separate api and runtime processes must share a real Postgres and NATS (or run --role all).`,
+    )
+  if (role !== "runtime") loadUws()
+
+  const instance = Instance.make(role)
+  const runtime = ManagedRuntime.make(appLayer({ config, logger, instance }))
+  let host: RuntimeHost | undefined
+  let api: ApiServer | undefined
+  try {
+    await runtime.runtime()
+    if (role !== "api") host = await runtime.runPromise(startRuntimeHost)
+    if (role !== "runtime") api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
+  } catch (e) {
+    await host?.stop().catch(() => {})
+    await runtime.dispose().catch(() => {})
+    throw e
+  }
+
+  let stopping: Promise<void> | undefined
+  return {
+    instance,
+    port: api?.port,
+    runtime,
+    stop: () =>
+      (stopping ??= (async () => {
+        await api?.shutdown()
+        await host?.stop()
+        await runtime.dispose()
+        logger.info("stopped")
+      })()),
+  }
+}

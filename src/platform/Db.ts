@@ -1,0 +1,151 @@
+// The database: one postgres.js client, against real Postgres (DATABASE_URL) or against embedded
+// PGlite served on a loopback socket, so both run the same client and the same SQL.
+import { mkdirSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Context, Effect, Layer } from "effect"
+import postgres from "postgres"
+import { StartupError } from "./errors.js"
+import { AppConfig } from "./AppConfig.js"
+import { Log } from "./Log.js"
+
+export type Sql = postgres.Sql<{ bigint: number }>
+/** A transaction's handle (inside `sql.begin`): functions that must run in one take this. */
+export type Tx = postgres.TransactionSql<{ bigint: number }>
+
+export interface Database {
+  readonly sql: Sql
+  readonly kind: "postgres" | "pglite"
+  /** Round-trip time of `select 1` in ms; rejects when the database is unreachable. */
+  ping(): Promise<number>
+}
+
+export class Db extends Context.Tag("parley/Db")<Db, Database>() {}
+
+/** A unique-constraint violation (SQLSTATE 23505), optionally of one named constraint. */
+export const isUniqueViolation = (e: unknown, constraint?: string): boolean =>
+  typeof e === "object" &&
+  e !== null &&
+  (e as { code?: string }).code === "23505" &&
+  (constraint === undefined || (e as { constraint_name?: string }).constraint_name === constraint)
+
+/**
+ * A statement Postgres cancelled (SQLSTATE 57014): statement_timeout ran out, or an operator
+ * cancelled it. The HTTP layer answers it 503 DATABASE_TIMEOUT rather than 500.
+ */
+export const isStatementTimeout = (e: unknown): boolean => typeof e === "object" && e !== null && (e as { code?: unknown }).code === "57014"
+
+/** Runs a query; a database failure is a defect (500), not a domain error. */
+export const query = <A>(f: (sql: Sql) => PromiseLike<A>): Effect.Effect<A, never, Db> =>
+  Effect.flatMap(Db, (db) => Effect.promise(() => f(db.sql)))
+
+// int8 (bigint) columns hold ids and minor-unit money: parse them as JS numbers, which are exact
+// below 2^53 — far above any id or balance we store — and serialise directly into JSON.
+const clientOptions = {
+  types: {
+    bigint: {
+      to: 20,
+      from: [20] as number[],
+      serialize: (x: number) => String(x),
+      parse: (x: string) => Number(x),
+    },
+  },
+  onnotice: () => {},
+  connection: { application_name: "parley" },
+}
+
+/** The same connection string, naming another database on the same server. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url)
+  u.pathname = `/${database}`
+  return u.toString()
+}
+
+/**
+ * A pool of `max` connections. `statementTimeoutMs` (0 or absent: none) is set on each connection
+ * as it opens, so a runaway statement is cancelled by Postgres instead of holding a connection and
+ * its locks. PGlite accepts the setting but does not enforce it (it has no timer to cancel with).
+ */
+export function connectPostgres(url: string, max: number, opts: { statementTimeoutMs?: number } = {}): Sql {
+  const connection = opts.statementTimeoutMs ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs } : clientOptions.connection
+  return postgres(url, { ...clientOptions, connection, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
+}
+
+export interface EmbeddedPostgres {
+  readonly url: string
+  close(): Promise<void>
+}
+
+/**
+ * Starts PGlite in `dir` and serves it on 127.0.0.1 at a free port. PGlite is one session:
+ * the socket server takes one connection, so the client must use a pool of one (two
+ * connections would interleave their transactions in that single session).
+ */
+export async function startEmbeddedPostgres(dir: string): Promise<EmbeddedPostgres> {
+  const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
+    import("@electric-sql/pglite"),
+    import("@electric-sql/pglite-socket"),
+  ])
+  mkdirSync(dir, { recursive: true })
+  const db = await PGlite.create(dir)
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 1 })
+  await server.start()
+  const port = Number(server.getServerConn().split(":").pop())
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    close: async () => {
+      await server.stop()
+      await db.close()
+    },
+  }
+}
+
+/** The URL without its password, for messages and logs. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password !== "") u.password = "***"
+    return u.toString()
+  } catch {
+    return "(unparseable URL)"
+  }
+}
+
+export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
+  Db,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const log = yield* Log
+    let kind: Database["kind"] = "postgres"
+    let url = config.databaseUrl
+    let max = config.dbPoolMax
+    if (url === undefined) {
+      const dir = resolve(join(config.dataDir, "pglite"))
+      const embedded = yield* Effect.acquireRelease(
+        Effect.promise(() => startEmbeddedPostgres(dir)),
+        (pg) => Effect.promise(() => pg.close()),
+      )
+      log.info({ dir }, "embedded database (PGlite) started")
+      kind = "pglite"
+      url = embedded.url
+      max = 1
+    }
+    const sql = yield* Effect.acquireRelease(
+      Effect.sync(() => connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs })),
+      (s) => Effect.promise(() => s.end({ timeout: 5 })),
+    )
+    // Fail start-up here, naming the database, rather than on the first request.
+    yield* Effect.tryPromise({
+      try: () => sql`select 1`,
+      catch: (e) => new StartupError(`could not reach the database at ${redact(url)}: ${(e as Error).message}`),
+    }).pipe(Effect.orDie)
+    return {
+      sql,
+      kind,
+      ping: async () => {
+        const t0 = performance.now()
+        await sql`select 1`
+        return performance.now() - t0
+      },
+    }
+  }),
+)

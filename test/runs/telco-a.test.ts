@@ -1,0 +1,209 @@
+// telco_a end to end: a byok workspace saves its telco_a credential, and a whole run goes over the
+// real protocol path to a fake telco (calls created with callback URLs; signed status callbacks
+// and voice webhooks driving the call actors; TwiML answers); webhook signatures are accepted
+// only from the tenant's own token; a call to a provisioned number is answered by its workflow's
+// persona and recorded.
+import { createHmac, randomBytes } from "node:crypto"
+import { createServer } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, type Session } from "../support/clients.js"
+import { fakeOutboundCalls, type FakeCall } from "../support/fake-telco-calls.js"
+import { startFakeTelco, signTelcoA, type FakeTelco, type FakeTelcoAccount } from "../support/fake-telco.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
+
+type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer()
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+
+let srv: TestServer
+let fake: FakeTelco
+let calls: Map<string, FakeCall>
+let a: ReturnType<typeof api>
+let tenant: Session
+let account: FakeTelcoAccount
+
+const call = async (method: string, path: string, s: { token: string }, body?: unknown) => {
+  const res = await a.call(method, path, { token: s.token, ...(body !== undefined && { body }) })
+  return { status: res.status, body: (await res.json()) as Json }
+}
+
+async function byokTenant(acct: FakeTelcoAccount): Promise<Session> {
+  const s = await a.signup({ country: "US" })
+  expect((await call("PUT", "/onboarding/mode", s, { mode: "byok" })).status).toBe(200)
+  const saved = await call("PUT", "/onboarding/credentials/telco_a", s, {
+    primary_id: acct.sid,
+    secret: acct.token,
+    extra: { api_base_url: fake.url, caller_id: "+14155550000" },
+  })
+  expect(saved.body).toMatchObject({ saved: true, validated: true })
+  return s
+}
+
+beforeAll(async () => {
+  fake = await startFakeTelco()
+  calls = fakeOutboundCalls(fake)
+  const port = await freePort()
+  srv = await startTestServer({
+    env: {
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"),
+      ALLOW_PRIVATE_PROVIDER_URLS: "true",
+      SIM_TIME_SCALE: "0.01",
+      CALLING_HOURS: "any",
+      DIALER_CPS_PER_CARRIER: "100",
+      DIALER_CPS_PER_TENANT: "100",
+      DIALER_RETRY_BACKOFF_MS: "20000",
+      RUN_CLAIM_INTERVAL_MS: "200",
+    },
+  })
+  a = api(srv)
+  account = fake.addAccount()
+  tenant = await byokTenant(account)
+})
+afterAll(async () => {
+  await srv?.stop()
+  await fake?.close()
+})
+
+describe("a run over telco_a", () => {
+  it("places every call through the tenant's account and completes with the callee's outcomes", async () => {
+    const phones = ["+12025550402", "+12025550413", "+12025550424", "+12025550435", "+12025550446", "+12025550450", "+12025550461"]
+    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Invite members to renew their plan." })).body
+    await call("POST", `/api/workflows/${w.id}/audience`, tenant, { rows: phones.map((phone) => ({ phone })) })
+    await call("PUT", `/api/workflows/${w.id}/compliance`, tenant, { consent_attestation_text: "Opted in." })
+    // Only the carrier is the workspace's own (the model is the platform's): the calls go out on its
+    // telco_a account but are paid at the bundled rate (src/billing/call-terms.ts), so fund the wallet.
+    const intent = (await call("POST", "/billing/topup", tenant, { amount_minor: 1_000_000 })).body
+    expect((await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })).status).toBe(200)
+    const run = await call("POST", `/api/workflows/${w.id}/run`, tenant)
+    expect(run.status).toBe(201)
+
+    let done: Json | undefined
+    for (let i = 0; i < 300 && done === undefined; i++) {
+      const r = ((await call("GET", `/api/workflows/${w.id}/runs`, tenant)).body.runs as Json[])[0]!
+      if (r.status === "completed") done = r
+      else await new Promise((res) => setTimeout(res, 100))
+    }
+    expect(done).toMatchObject({ targets_total: 7, targets_dialed: 7 })
+
+    // The provider was asked for each call on the tenant's own account, with our callback URLs.
+    const created = fake.requests.filter((r) => r.method === "POST" && r.resource === "/Calls.json")
+    expect(created.length).toBeGreaterThanOrEqual(7)
+    for (const r of created) {
+      expect(r.accountSid).toBe(account.sid)
+      expect(r.form).toMatchObject({ From: "+14155550000", Method: "POST", StatusCallbackMethod: "POST" })
+      expect(r.form.Url).toMatch(new RegExp(`^${srv.url}/voice/telco_a/incoming\\?call_id=\\d+$`))
+      expect(r.form.StatusCallback).toMatch(new RegExp(`^${srv.url}/api/telco_a/status\\?call_id=\\d+$`))
+    }
+    for (const c of calls.values()) expect(c.status).not.toMatch(/^error/)
+
+    const outcomes = await srv.sql<{ phone_e164: string; outcome: string; attempts: number }[]>`
+      select phone_e164, outcome, attempts from run_targets where run_id = ${run.body.run_id} order by phone_e164`
+    const byDigit = Object.fromEntries(outcomes.map((o) => [o.phone_e164.at(-1), o]))
+    expect(byDigit["0"]).toMatchObject({ outcome: "no_answer", attempts: 3 })
+    expect(byDigit["1"]).toMatchObject({ outcome: "busy", attempts: 3 })
+    expect(byDigit["2"]!.outcome).toMatch(/^voicemail/)
+    for (const d of ["3", "4", "5"]) expect(byDigit[d]!.outcome).toBe("agreed")
+    expect(byDigit["6"]!.outcome).toBe("declined")
+    const providers = await srv.sql<{ provider: string }[]>`select distinct provider from calls where run_id = ${run.body.run_id}`
+    expect(providers).toEqual([{ provider: "telco_a" }])
+
+    // What the callee heard came from our TwiML: the disclosure and opening line first.
+    const agreeing = [...calls.values()].find((c) => c.to === "+12025550413")!
+    expect(agreeing.heard.length).toBeGreaterThan(1)
+    expect(agreeing.said[0]).toBe("Yes, that sounds good.")
+    const turns = await srv.sql<{ speaker: string; text: string }[]>`
+      select t.speaker, t.text from turns t join calls c on c.id = t.call_id where c.phone_e164 = '+12025550413' order by t.turn_index`
+    expect(turns.map((t) => t.speaker).slice(0, 2)).toEqual(["agent", "callee"])
+    expect(turns[1]!.text).toBe("Yes, that sounds good.")
+    // Not every paid leg is the workspace's own: each call held its reservation at the bundled rate.
+    const reservations = await srv.sql`select 1 from ledger_entries where tenant_id = ${tenant.tenantId} and kind = 'call_reservation'`
+    expect(reservations.length).toBeGreaterThanOrEqual(7)
+  })
+})
+
+describe("webhook signatures", () => {
+  it("accepts the tenant's own signature and refuses a wrong token, an altered parameter, another tenant's token or none", async () => {
+    const [c] = await srv.sql<[{ id: number }]>`select id from calls where tenant_id = ${tenant.tenantId} order by id limit 1`
+    const url = `${srv.url}/api/telco_a/status?call_id=${c.id}`
+    const params = { CallSid: "CA0000", CallStatus: "completed", To: "+12025550413" }
+    const send = (signature: string | null, body: Record<string, string> = params) =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...(signature !== null && { "X-telco-a-Signature": signature }) },
+        body: new URLSearchParams(body).toString(),
+      })
+    expect((await send(signTelcoA(account.token, url, params))).status).toBe(200)
+    expect((await send(signTelcoA("0".repeat(32), url, params))).status).toBe(401)
+    expect((await send(signTelcoA(account.token, url, params), { ...params, CallStatus: "busy" })).status).toBe(401)
+    expect((await send(signTelcoA(account.token, `${url}&x=1`, params))).status).toBe(401)
+    expect((await send(null)).status).toBe(401)
+    const otherAccount = fake.addAccount()
+    await byokTenant(otherAccount)
+    const res = await send(signTelcoA(otherAccount.token, url, params))
+    expect(res.status).toBe(401)
+    expect(await res.json()).toMatchObject({ code: "INVALID_SIGNATURE" })
+  })
+})
+
+describe("a call to a provisioned number", () => {
+  it("is answered in the persona of the number's workflow and recorded", async () => {
+    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Answer questions about our gym membership.", persona_override: "kai" })).body
+    const provisioned = await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "415", workflow_id: w.id })
+    expect(provisioned.status).toBe(201)
+    const number = provisioned.body.number as Json
+    const owned = fake.ownedByPhone(number.phone_e164)!
+    expect(owned.voice_url).toMatch(/\/voice\/telco_a\/incoming/)
+    const params = { CallSid: `CA${randomBytes(8).toString("hex")}`, From: "+12125550999", To: number.phone_e164, CallStatus: "ringing", Direction: "inbound" }
+    const res = await fake.callback(owned.voice_url, params, { token: account.token })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/xml/)
+    const doc = await res.text()
+    expect(doc).toMatch(/<Say>[^<]*Kai[^<]*<\/Say><Hangup\/>/)
+    const [row] = await srv.sql<[{ from_e164: string; workflow_id: number; tenant_id: number }]>`select from_e164, workflow_id, tenant_id from inbound_calls where provider_call_id = ${params.CallSid}`
+    expect(row).toEqual({ from_e164: "+12125550999", workflow_id: w.id, tenant_id: tenant.tenantId })
+    const timeline = await call("GET", `/api/timeline?phone=${encodeURIComponent("+12125550999")}`, tenant)
+    expect(timeline.body.events[0]).toMatchObject({ kind: "call", direction: "inbound", workflow_id: w.id, payload: { provider_call_id: params.CallSid } })
+    const forged = await fake.callback(owned.voice_url, { ...params, CallSid: "CA-forged" }, { token: "f".repeat(32) })
+    expect(forged.status).toBe(401)
+  })
+})
+
+describe("telco_b's voice webhook", () => {
+  it("answers a call to our number with the persona's greeting when signed with the workspace's telco_b key, else 401", async () => {
+    const key = "tb_" + randomBytes(16).toString("hex")
+    const saved = await call("PUT", "/onboarding/credentials/telco_b", tenant, { primary_id: "acct-4711", secret: key })
+    expect(saved.body).toMatchObject({ saved: true, validated: true })
+    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Answer questions about our yoga classes.", persona_override: "leo" })).body
+    const number = (await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })).body.number as Json
+    const body = JSON.stringify({ uuid: `tb-${randomBytes(6).toString("hex")}`, from: "13125550100", to: number.phone_e164.slice(1) })
+    const send = (signature: string | null, raw = body) =>
+      fetch(`${srv.url}/voice/telco_b/incoming`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(signature !== null && { "X-telco-b-Signature": signature }) },
+        body: raw,
+      })
+    const sign = (k: string, raw = body) => createHmac("sha256", k).update(raw).digest("hex")
+
+    const ok = await send(sign(key))
+    expect(ok.status).toBe(200)
+    const actions = (await ok.json()) as Json[]
+    expect(actions).toHaveLength(1)
+    expect(actions[0]).toMatchObject({ action: "talk" })
+    expect(actions[0]!.text).toMatch(/Leo/)
+    const [row] = await srv.sql<[{ provider: string; workflow_id: number }]>`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
+    expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
+
+    expect((await send(sign("someone-elses-key"))).status).toBe(401)
+    expect((await send(sign(key), body.replace("13125550100", "13125550199"))).status).toBe(401)
+    expect((await send(null)).status).toBe(401)
+  })
+})

@@ -1,0 +1,158 @@
+// Boots the real server for a suite: in this process on an ephemeral port (so tests can also read
+// the database the server uses), or as a child process speaking only HTTP. Embedded PGlite and the
+// in-process bus by default; real Postgres and NATS when DATABASE_URL / NATS_URL are set. Each
+// server gets its own database (a copy of the migrated template) and its own bus namespace.
+import { spawn, type ChildProcess } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { createInterface } from "node:readline"
+import { Effect } from "effect"
+import { inject } from "vitest"
+import type { AnyRoute } from "../../api/route.js"
+import { loadConfig, type Config } from "../../src/platform/config.js"
+import { serve, type Running } from "../../src/main/serve.js"
+import { connectPostgres, Db, type Sql, withDatabase } from "../../src/platform/Db.js"
+import { makeLogger } from "../../src/platform/Log.js"
+import type { Role } from "../../src/platform/Instance.js"
+import { PROJECT_ROOT } from "../../src/platform/paths.js"
+
+type Template = { kind: "pglite"; dataDir: string } | { kind: "postgres"; database: string; url: string }
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    template: Template
+  }
+}
+
+export const realServices = process.env.DATABASE_URL !== undefined
+
+/** A fresh database for one server: environment to point at it, and a cleanup. */
+export async function freshDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const template = inject("template")
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-test-"))
+  if (template.kind === "pglite") {
+    cpSync(join(template.dataDir, "pglite"), join(dataDir, "pglite"), { recursive: true })
+    return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) }
+  }
+  const name = `parley_t_${randomBytes(5).toString("hex")}`
+  const admin = connectPostgres(template.url, 1)
+  await admin.unsafe(`create database ${name} template ${template.database}`)
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: withDatabase(template.url, name) },
+    drop: async () => {
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "silent",
+    BUS_NAMESPACE: `t${randomBytes(5).toString("hex")}`,
+    // Every suite's clients come from 127.0.0.1: the per-IP limits are tested where they are set.
+    PAYMENTS: "stub",
+    SIGNUPS_PER_IP_HOUR: "100000",
+    OTP_GUESSES_PER_IP_HOUR: "100000",
+    PREVIEWS_ANON_PER_IP_HOUR: "100000",
+  }
+  if (process.env.NATS_URL !== undefined) env.NATS_URL = process.env.NATS_URL
+  return env
+}
+
+export interface TestServer {
+  readonly url: string
+  readonly port: number
+  readonly config: Config
+  readonly running: Running
+  /** The server's own database client: assert on the state it wrote. */
+  readonly sql: Sql
+  stop(): Promise<void>
+}
+
+export async function startTestServer(opts: { env?: Record<string, string>; extraRoutes?: AnyRoute[] } = {}): Promise<TestServer> {
+  const db = await freshDatabase()
+  const config = loadConfig({ ...baseEnv(), ...db.env, ...opts.env })
+  const logger = makeLogger(config)
+  const running = await serve({ role: "all", config, logger, ...(opts.extraRoutes && { extraRoutes: opts.extraRoutes }) })
+  const sql = await running.runtime.runPromise(Effect.map(Db, (d) => d.sql))
+  const port = running.port!
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    config,
+    running,
+    sql,
+    stop: async () => {
+      await running.stop()
+      await db.drop()
+    },
+  }
+}
+
+// Spawned servers must not outlive the test worker, even when a test fails before stopping them.
+const spawned = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const c of spawned) c.kill("SIGKILL")
+})
+
+export interface SpawnedServer {
+  readonly url: string | undefined
+  readonly child: ChildProcess
+  /** Every JSON log line the process printed so far. */
+  readonly lines: Array<Record<string, unknown>>
+  /** Resolves with the exit code (or signal name) when the process ends. */
+  readonly exited: Promise<number | string>
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string
+}
+
+/**
+ * Runs `parley serve` as its own process (TypeScript through tsx) and waits for "parley started".
+ * `env` replaces the harness defaults key by key; pass `database` to reuse one across processes.
+ */
+export async function spawnServer(opts: {
+  role?: Role
+  env?: Record<string, string>
+  args?: string[]
+  waitFor?: "started" | "exit"
+}): Promise<SpawnedServer> {
+  const args = opts.args ?? ["serve", "--role", opts.role ?? "all"]
+  const child = spawn(process.execPath, ["--import", "tsx", join(PROJECT_ROOT, "src/main/main.ts"), ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", ...baseEnv(), LOG_LEVEL: "info", ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  spawned.add(child)
+  child.once("exit", () => spawned.delete(child))
+  const lines: Array<Record<string, unknown>> = []
+  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)))
+  let stderr = ""
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()))
+  const started = new Promise<number | undefined>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      let parsed: Record<string, unknown>
+      try {
+        parsed = JSON.parse(line) as Record<string, unknown>
+      } catch {
+        return
+      }
+      lines.push(parsed)
+      if (parsed["msg"] === "parley started") resolve(parsed["port"] as number | undefined)
+    })
+    void exited.then((code) => reject(new Error(`server exited (${code}) before starting: ${stderr}`)))
+  })
+  const server = (url: string | undefined): SpawnedServer => ({ url, child, lines, exited, stderr: () => stderr })
+  if (opts.waitFor === "exit") {
+    started.catch(() => {})
+    await exited
+    return server(undefined)
+  }
+  const port = await started
+  return server(port === undefined ? undefined : `http://127.0.0.1:${port}`)
+}
