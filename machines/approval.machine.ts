@@ -1,5 +1,5 @@
 // One proposal (concession, callback, escalate) awaiting a human decision until it expires.
-// Pure: persistence and notification of the decision are actions the runtime provides.
+// Pure: persisting the snapshot and recording an expiry are actions the runtime provides.
 import { and, assertEvent, assign, setup, type SnapshotFrom } from "xstate"
 
 export type ApprovalAction = "concession" | "callback" | "escalate"
@@ -44,7 +44,7 @@ export interface ApprovalRef {
   tenantId: number
 }
 
-/** Params of `decided`: fired on approved, denied and expired. */
+/** Params of `decided`: fired on approved, denied and expired (the runtime writes only an expiry). */
 export interface ApprovalResolution extends ApprovalRef {
   runId: number | null
   callId: number | null
@@ -81,7 +81,10 @@ export const approvalMachine = setup({
   actions: {
     /** Runtime: write `self.getPersistedSnapshot()` once the current macrostep is over. */
     persist: (_, _params: ApprovalRef) => {},
-    /** Runtime: update the row, notify the call actor (APPROVAL_DECIDED) and the bus (approval.resolved). */
+    /**
+     * Runtime: the approval is resolved. Approvals and denials are decided in Postgres by the api,
+     * which also tells the call (the runtime relays APPROVAL_DECIDED), so only an expiry needs a write here.
+     */
     decided: (_, _params: ApprovalResolution) => {},
     recordDecision: assign(({ event }) => {
       assertEvent(event, "DECIDE")

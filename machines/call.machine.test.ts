@@ -8,6 +8,7 @@ import {
   transition,
   waitFor,
   type EventObject,
+  type SnapshotFrom,
 } from "xstate"
 import {
   callMachine,
@@ -15,7 +16,6 @@ import {
   type CallEvent,
   type CallInput,
   type CallOutput,
-  type CallSnapshot,
   type ConverseInboundEvent,
   type ConverseInput,
   type HangUpInput,
@@ -26,6 +26,8 @@ import {
   type TelephonyEvent,
   type ConversationEvent,
 } from "./call.machine.js"
+
+type CallSnapshot = SnapshotFrom<typeof callMachine>
 
 const T0 = 1_700_000_000_000
 
@@ -242,14 +244,6 @@ describe("call machine: pure transitions", () => {
     })
   })
 
-  it("ABANDON finalises an orphaned call from any live state", () => {
-    expect(step(start(), { type: "ABANDON", at: T0 }).snapshot.value).toEqual({ settling: "attempt" })
-    expect(step(atDialing(), { type: "ABANDON", at: T0 }).snapshot.value).toBe("hangingUp")
-    const c = step(atConnected(), { type: "ABANDON", at: T0 + 12_000, reason: "owner lost" }).snapshot
-    expect(c.value).toBe("hangingUp")
-    expect(c.context).toMatchObject({ outcome: "interrupted", endedAt: T0 + 12_000, failureReason: "owner lost" })
-  })
-
   describe("refused events (snapshot.can === false)", () => {
     const answered: CallEvent = { type: "ANSWERED", by: "human", at: T0 }
     it("telephony events outside dialing", () => {
@@ -273,13 +267,10 @@ describe("call machine: pure transitions", () => {
       expect(c.can({ type: "APPROVAL_CREATED", approvalId: 1 })).toBe(false)
       expect(step(c, propose).snapshot.can(propose)).toBe(false)
     })
-    it("REARM only where a timer needs re-arming; anything once done", () => {
-      expect(atConnected().can({ type: "REARM", now: T0 })).toBe(false)
-      const backoff = step(atDialing(), { type: "BUSY" }, error("settle")).snapshot
-      expect(backoff.can({ type: "REARM", now: T0 })).toBe(true)
-      const finished = step(backoff, { type: "REARM", now: T0 }, done("settle")).snapshot
+    it("nothing once done", () => {
+      const finished = step(atDialing(), { type: "BUSY" }, done("settle")).snapshot
       expect(finished.status).toBe("done")
-      for (const e of [answered, { type: "ABANDON", at: T0 }, { type: "REARM", now: T0 }, { type: "CALLEE_HUNG_UP", at: T0 }] as CallEvent[]) {
+      for (const e of [answered, { type: "CALLEE_HUNG_UP", at: T0 }] as CallEvent[]) {
         expect(finished.can(e), e.type).toBe(false)
       }
     })
@@ -302,8 +293,6 @@ interface Script {
   approvalId?: number
   /** settle rejects this many times first */
   settleFailures?: number
-  /** hangUp never settles (to persist mid-hangup) */
-  hangUpHangs?: boolean
   hangUpAt?: number
 }
 
@@ -316,7 +305,6 @@ interface Effects {
   approvals: ApprovalRequest[]
   hungUp: HangUpInput[]
   settles: SettleInput[]
-  persisted: number
 }
 
 const later = (fn: () => void) => void Promise.resolve().then(fn)
@@ -347,7 +335,6 @@ function provideStubs(script: Script, fx: Effects) {
       }),
       hangUp: fromPromise<HangUpOutput, HangUpInput>(({ input }) => {
         fx.hungUp.push(input)
-        if (script.hangUpHangs === true) return new Promise<HangUpOutput>(() => {})
         return Promise.resolve({ at: script.hangUpAt ?? T0 + 999_000 })
       }),
       settle: fromPromise<void, SettleInput>(async ({ input }) => {
@@ -359,7 +346,6 @@ function provideStubs(script: Script, fx: Effects) {
       }),
     },
     actions: {
-      persist: () => void fx.persisted++,
       requestApproval: ({ self }, params: ApprovalRequest) => {
         fx.approvals.push(params)
         if (script.approvalId !== undefined) {
@@ -372,7 +358,7 @@ function provideStubs(script: Script, fx: Effects) {
 }
 
 function newEffects(): Effects {
-  return { reserved: [], dialed: [], messages: [], conversed: [], toConverse: [], approvals: [], hungUp: [], settles: [], persisted: 0 }
+  return { reserved: [], dialed: [], messages: [], conversed: [], toConverse: [], approvals: [], hungUp: [], settles: [] }
 }
 
 function launch(script: Script, over: Partial<CallInput> = {}) {
@@ -428,7 +414,6 @@ describe("call machine: actors with stubbed effects", () => {
     ])
     expect(fx.hungUp).toEqual([{ callId: 501, tenantId: 3 }])
     expect(fx.settles).toEqual([{ callId: 501, tenantId: 3, connectedSeconds: 65, outcome: "interested" }])
-    expect(fx.persisted).toBeGreaterThanOrEqual(6)
   })
 
   it("busy: settles without hanging up, retryable", async () => {
@@ -569,79 +554,24 @@ describe("call machine: timers under a simulated clock", () => {
   })
 })
 
-describe("call machine: persistence round trip", () => {
-  // The runtime never resumes a live call from a snapshot (an invoked placeCall/converse would restart,
-  // i.e. redial). It finalises it: restore with inert live actors, send ABANDON, let it hang up and settle.
-  // hangingUp and settling are safe to restore as they are: hangUp and settle are idempotent and re-run.
-  const script: Script = {
-    telephony: human,
-    conversation: [
-      { type: "TURN", speaker: "agent", text: "Hello", at: T0 + 1_000 },
-      { type: "CONVERSATION_ENDED", outcome: "declined", at: T0 + 22_100 },
-    ],
-  }
-  const expected: CallOutput = {
-    callId: 501,
-    outcome: "declined",
-    connectedSeconds: 23,
-    answered: true,
-    retryable: false,
-    funded: true,
-    settled: true,
-    turns: 1,
-  }
-  const roundTrip = (snapshot: unknown) => JSON.parse(JSON.stringify(snapshot)) as unknown
-
-  it("uninterrupted reference", async () => {
-    expect(await finished(launch(script).actor)).toEqual(expected)
-  })
-
-  it("persisted while hanging up, restored, hangs up again and settles to the same output", async () => {
-    const first = launch({ ...script, hangUpHangs: true })
-    await reach(first.actor, "hangingUp")
-    const stored = roundTrip(first.actor.getPersistedSnapshot())
-    first.actor.stop()
-
-    const fx = newEffects()
-    const machine = provideStubs(script, fx)
-    const restored = createActor(machine, { snapshot: stored as CallSnapshot, input, clock: new SimulatedClock() }).start()
-    expect(await finished(restored)).toEqual(expected)
-    expect(fx.hungUp).toHaveLength(1) // the restored hangUp ran again
-    expect(fx.dialed).toEqual([]) // nothing redialed
-  })
-
-  it("persisted in a settle backoff, restored, REARM retries at once", async () => {
-    const first = launch({ ...script, settleFailures: 1 })
-    await reach(first.actor, { settling: "backoff" })
-    const stored = roundTrip(first.actor.getPersistedSnapshot())
-    first.actor.stop()
-
-    const fx = newEffects()
-    const restored = createActor(provideStubs(script, fx), { snapshot: stored as CallSnapshot, input, clock: new SimulatedClock() }).start()
-    expect(restored.getSnapshot().value).toEqual({ settling: "backoff" })
-    restored.send({ type: "REARM", now: T0 + 60_000 })
-    expect(await finished(restored)).toEqual(expected)
-    expect(fx.settles).toEqual([{ callId: 501, tenantId: 3, connectedSeconds: 23, outcome: "declined" }])
-  })
-
-  it("an orphaned connected call: restored with inert live actors, ABANDON → hang up → settle", async () => {
-    const first = launch({ telephony: human, conversation: [{ type: "TURN", speaker: "agent", text: "Hello", at: T0 + 1_000 }] })
-    await waitFor(first.actor, (s) => s.context.turns === 1, { timeout: 2_000 })
-    const stored = roundTrip(first.actor.getPersistedSnapshot())
-    first.actor.stop()
-
-    const fx = newEffects()
-    const machine = provideStubs({}, fx).provide({
-      actors: {
-        placeCall: fromCallback<EventObject, LineInput>(() => () => {}),
-        converse: fromCallback<ConverseInboundEvent, ConverseInput>(() => () => {}),
-      },
+describe("call machine: a declined call end to end", () => {
+  it("settles the seconds from answer to the conversation's end", async () => {
+    const script: Script = {
+      telephony: human,
+      conversation: [
+        { type: "TURN", speaker: "agent", text: "Hello", at: T0 + 1_000 },
+        { type: "CONVERSATION_ENDED", outcome: "declined", at: T0 + 22_100 },
+      ],
+    }
+    expect(await finished(launch(script).actor)).toEqual<CallOutput>({
+      callId: 501,
+      outcome: "declined",
+      connectedSeconds: 23,
+      answered: true,
+      retryable: false,
+      funded: true,
+      settled: true,
+      turns: 1,
     })
-    const restored = createActor(machine, { snapshot: stored as CallSnapshot, input, clock: new SimulatedClock() }).start()
-    expect(restored.getSnapshot().value).toEqual({ connected: "talking" })
-    restored.send({ type: "ABANDON", at: T0 + 40_000, reason: "runtime takeover" })
-    expect(await finished(restored)).toMatchObject({ outcome: "interrupted", connectedSeconds: 40, answered: true, turns: 1, settled: true, retryable: false })
-    expect(fx.hungUp).toHaveLength(1)
-    expect(fx.dialed).toEqual([])
   })
 })

@@ -1,205 +1,31 @@
 // One dial attempt of one target: reserve funds, dial, talk (with approvals), hang up, settle.
-// Pure: telephony, the conversation, money and persistence are actors/actions the runtime provides.
+// Pure: telephony, the conversation, money and approvals are actors/actions the runtime provides.
+// Its types and shared helpers are in call.parts.ts. A call is not persisted: a process that takes
+// a run over finalises the calls the old owner left in flight from Postgres.
+import { assertEvent, assign, fromCallback, fromPromise, sendTo, setup, type EventObject } from "xstate"
 import {
-  assertEvent,
-  assign,
-  fromCallback,
-  fromPromise,
-  sendTo,
-  setup,
-  type CallbackActorLogic,
-  type EventObject,
-  type PromiseActorLogic,
-  type SnapshotFrom,
-} from "xstate"
+  callRef,
+  errorMessage,
+  isRetryableOutcome,
+  lineInput,
+  notProvided,
+  SETTLE_RETRIES,
+  type ApprovalRequest,
+  type CallContext,
+  type CallEvent,
+  type CallInput,
+  type CallOutput,
+  type ConverseInboundEvent,
+  type ConverseInput,
+  type HangUpInput,
+  type HangUpOutput,
+  type LeaveMessageInput,
+  type PlaceCallInput,
+  type ReserveFundsInput,
+  type SettleInput,
+} from "./call.parts.js"
 
-export type VoicemailPolicy = "hang_up" | "leave_opening_line"
-export type ProposalAction = "concession" | "callback" | "escalate"
-
-export interface CallInput {
-  callId: number
-  runId: number
-  tenantId: number
-  targetId: number
-  phone: string
-  attempt: number
-  /** seconds the reservation covers */
-  expectedSeconds: number
-  /** hard cap on connected time, from answer */
-  maxCallMs: number
-  /** from the start of dialing (connecting + ringing) to giving up */
-  ringTimeoutMs: number
-  /** how long the call waits for a human decision before the agent moves on */
-  approvalHoldMs: number
-  voicemail: VoicemailPolicy
-}
-
-export interface Proposal {
-  action: ProposalAction
-  valueMinor: number | null
-  rationale: string
-}
-
-/**
- * Outcomes the machine itself produces. CONVERSATION_ENDED may bring any other string
- * (e.g. "interested", "declined"); the type stays `string` for that reason.
- */
-export type KnownCallOutcome =
-  | "insufficient_funds"
-  | "busy"
-  | "no_answer"
-  | "failed"
-  | "voicemail"
-  | "voicemail_left"
-  | "max_duration"
-  | "callee_hung_up"
-  | "agent_error"
-  | "interrupted"
-
-/** Outcomes after which the dialer may try the target again. */
-export const RETRYABLE_OUTCOMES: readonly string[] = ["busy", "no_answer", "failed"]
-
-/** Settlement is retried this many times after the first attempt fails. */
-export const SETTLE_RETRIES = 5
-
-export interface CallContext extends CallInput {
-  /** epoch ms a human answered (from ANSWERED.at); null if never */
-  answeredAt: number | null
-  /** epoch ms the line ended (from the ending event, answeredAt + maxCallMs on max duration, else hangUp's `at`) */
-  endedAt: number | null
-  outcome: string | null
-  /** billed seconds: ceil((endedAt - answeredAt) / 1000) when a human answered, else 0; set on entering settling */
-  connectedSeconds: number
-  turns: number
-  pendingProposal: Proposal | null
-  approvalId: number | null
-  /** reserveFunds succeeded */
-  funded: boolean
-  /** settle succeeded, or there was nothing to settle (no reservation was made) */
-  settled: boolean
-  settleFailures: number
-  /** FAILED.reason, or the message of an actor error that ended the call */
-  failureReason: string | null
-}
-
-/** Events the runtime's `placeCall` actor sends while dialing. */
-export type TelephonyEvent =
-  | { type: "RINGING" }
-  | { type: "ANSWERED"; by: "human" | "machine"; at: number }
-  | { type: "BUSY" }
-  | { type: "NO_ANSWER" }
-  | { type: "FAILED"; reason: string }
-
-/** Events the runtime's `converse` actor sends while connected. */
-export type ConversationEvent =
-  | { type: "TURN"; speaker: "agent" | "callee"; text: string; at: number }
-  | { type: "PROPOSE"; action: ProposalAction; valueMinor: number | null; rationale: string }
-  | { type: "CONVERSATION_ENDED"; outcome: string; at: number }
-  | { type: "CALLEE_HUNG_UP"; at: number }
-
-/** Events the runtime sends to a call actor from outside. */
-export type CallControlEvent =
-  | { type: "APPROVAL_CREATED"; approvalId: number }
-  | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied" }
-  /** Finalise an orphaned call (after a takeover): hang up what may be live, then settle. `at` = now, epoch ms. */
-  | { type: "ABANDON"; at: number; reason?: string }
-  /** Send right after restoring an actor: re-arms what a restore does not (a settle retry waiting on its backoff). */
-  | { type: "REARM"; now: number }
-
-export type CallEvent = TelephonyEvent | ConversationEvent | CallControlEvent
-
-/** Events the machine sends to the `converse` actor. */
-export type ConverseInboundEvent =
-  | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied"; proposal: Proposal | null }
-  | { type: "APPROVAL_TIMEOUT"; approvalId: number | null; proposal: Proposal | null }
-
-export interface ReserveFundsInput {
-  callId: number
-  tenantId: number
-  expectedSeconds: number
-}
-export interface LineInput {
-  callId: number
-  runId: number
-  tenantId: number
-  targetId: number
-  phone: string
-  attempt: number
-}
-export type PlaceCallInput = LineInput
-export type ConverseInput = LineInput
-export type LeaveMessageInput = LineInput
-export interface HangUpInput {
-  callId: number
-  tenantId: number
-}
-/** `at`: epoch ms the line was released; used as endedAt when no event stamped the end. */
-export interface HangUpOutput {
-  at: number
-}
-export interface SettleInput {
-  callId: number
-  tenantId: number
-  connectedSeconds: number
-  outcome: string | null
-}
-
-/** Params of `persist`. */
-export interface CallRef {
-  callId: number
-  runId: number
-  tenantId: number
-  targetId: number
-}
-/** Params of `requestApproval`. */
-export interface ApprovalRequest extends CallRef {
-  phone: string
-  proposal: Proposal
-}
-
-export interface CallOutput {
-  callId: number
-  outcome: string | null
-  connectedSeconds: number
-  answered: boolean
-  retryable: boolean
-  funded: boolean
-  settled: boolean
-  turns: number
-}
-
-/**
- * The logic types the runtime must provide (`machine.provide({ actors })` checks them exactly, so
- * write e.g. `fromPromise<void, ReserveFundsInput>(...)` or annotate with these aliases).
- */
-export type ReserveFundsLogic = PromiseActorLogic<void, ReserveFundsInput>
-export type PlaceCallLogic = CallbackActorLogic<EventObject, PlaceCallInput>
-export type LeaveMessageLogic = PromiseActorLogic<void, LeaveMessageInput>
-export type ConverseLogic = CallbackActorLogic<ConverseInboundEvent, ConverseInput>
-export type HangUpLogic = PromiseActorLogic<HangUpOutput, HangUpInput>
-export type SettleLogic = PromiseActorLogic<void, SettleInput>
-
-const notProvided = (name: string) => new Error(`call machine: actor "${name}" not provided`)
-
-const callRef = ({ context }: { context: CallContext }): CallRef => ({
-  callId: context.callId,
-  runId: context.runId,
-  tenantId: context.tenantId,
-  targetId: context.targetId,
-})
-
-const lineInput = ({ context }: { context: CallContext }): LineInput => ({
-  callId: context.callId,
-  runId: context.runId,
-  tenantId: context.tenantId,
-  targetId: context.targetId,
-  phone: context.phone,
-  attempt: context.attempt,
-})
-
-const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error))
-
-const persist = { type: "persist", params: callRef } as const
+export * from "./call.parts.js"
 
 export const callMachine = setup({
   types: {} as {
@@ -235,8 +61,6 @@ export const callMachine = setup({
     }),
   },
   actions: {
-    /** Runtime: write `self.getPersistedSnapshot()` once the current macrostep is over. */
-    persist: (_, _params: CallRef) => {},
     /** Runtime: create the approval (approval actor + row), then send APPROVAL_CREATED { approvalId } to this actor. */
     requestApproval: (_, _params: ApprovalRequest) => {},
   },
@@ -275,7 +99,6 @@ export const callMachine = setup({
   states: {
     reserving: {
       description: "Reserving the expected cost of the call before dialing.",
-      entry: [persist],
       invoke: {
         id: "reserveFunds",
         src: "reserveFunds",
@@ -295,15 +118,10 @@ export const callMachine = setup({
           }),
         },
       },
-      on: {
-        // A reservation may or may not exist: settle (0 s) releases it if it does.
-        ABANDON: { target: "settling", actions: assign({ outcome: "interrupted" }) },
-      },
     },
     dialing: {
       description:
         "The provider is placing the call. The ring timeout runs from the start of dialing, so a call stuck connecting ends too.",
-      entry: [persist],
       invoke: {
         id: "placeCall",
         src: "placeCall",
@@ -352,21 +170,10 @@ export const callMachine = setup({
             },
           }),
         },
-        ABANDON: {
-          target: "hangingUp",
-          actions: assign({
-            outcome: "interrupted",
-            failureReason: ({ event }) => {
-              assertEvent(event, "ABANDON")
-              return event.reason ?? null
-            },
-          }),
-        },
       },
     },
     voicemail: {
       description: "An answering machine picked up: leave the opening line or hang up, per the workflow's policy.",
-      entry: [persist],
       initial: "choosing",
       states: {
         choosing: {
@@ -390,14 +197,10 @@ export const callMachine = setup({
           },
         },
       },
-      on: {
-        ABANDON: { target: "hangingUp", actions: assign({ outcome: "interrupted" }) },
-      },
     },
     connected: {
       description:
         "A human answered; the agent converses. Capped at maxCallMs from answer; proposals wait for a human decision for at most approvalHoldMs.",
-      entry: [persist],
       invoke: {
         id: "converse",
         src: "converse",
@@ -443,7 +246,6 @@ export const callMachine = setup({
                     }
                   },
                 },
-                persist,
               ],
             },
           },
@@ -461,7 +263,6 @@ export const callMachine = setup({
                   proposal: context.pendingProposal,
                 })),
                 assign({ pendingProposal: null, approvalId: null }),
-                persist,
               ],
             },
           },
@@ -474,7 +275,6 @@ export const callMachine = setup({
                     return event.approvalId
                   },
                 }),
-                persist,
               ],
             },
             APPROVAL_DECIDED: {
@@ -491,7 +291,6 @@ export const callMachine = setup({
                   }
                 }),
                 assign({ pendingProposal: null, approvalId: null }),
-                persist,
               ],
             },
           },
@@ -513,18 +312,10 @@ export const callMachine = setup({
             return { outcome: "callee_hung_up", endedAt: event.at }
           }),
         },
-        ABANDON: {
-          target: "hangingUp",
-          actions: assign(({ event }) => {
-            assertEvent(event, "ABANDON")
-            return { outcome: "interrupted", endedAt: event.at, failureReason: event.reason ?? null }
-          }),
-        },
       },
     },
     hangingUp: {
       description: "Releasing the line. A failure here never blocks settlement.",
-      entry: [persist],
       invoke: {
         id: "hangUp",
         src: "hangUp",
@@ -545,7 +336,6 @@ export const callMachine = setup({
               ? Math.max(0, Math.ceil((context.endedAt - context.answeredAt) / 1000))
               : 0,
         }),
-        persist,
       ],
       initial: "attempt",
       states: {
@@ -565,7 +355,7 @@ export const callMachine = setup({
               {
                 guard: "settleRetriesLeft",
                 target: "backoff",
-                actions: [assign({ settleFailures: ({ context }) => context.settleFailures + 1 }), persist],
+                actions: assign({ settleFailures: ({ context }) => context.settleFailures + 1 }),
               },
               {
                 target: "#call.done",
@@ -575,16 +365,14 @@ export const callMachine = setup({
           },
         },
         backoff: {
-          description: "Waiting settleRetry before the next attempt (REARM retries at once after a restore).",
+          description: "Waiting settleRetry before the next attempt.",
           after: { settleRetry: "attempt" },
-          on: { REARM: "attempt" },
         },
       },
     },
     done: {
       description: "The attempt is over and accounted for (or settlement gave up: settled false).",
       type: "final",
-      entry: [persist],
     },
   },
   output: ({ context }) => ({
@@ -592,7 +380,7 @@ export const callMachine = setup({
     outcome: context.outcome,
     connectedSeconds: context.connectedSeconds,
     answered: context.answeredAt !== null,
-    retryable: context.outcome !== null && RETRYABLE_OUTCOMES.includes(context.outcome),
+    retryable: context.outcome !== null && isRetryableOutcome(context.outcome),
     funded: context.funded,
     settled: context.settled,
     turns: context.turns,
@@ -600,4 +388,3 @@ export const callMachine = setup({
 })
 
 export type CallMachine = typeof callMachine
-export type CallSnapshot = SnapshotFrom<typeof callMachine>

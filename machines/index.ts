@@ -6,7 +6,6 @@ export * from "./approval.machine.js"
 
 export const MACHINE_VERSIONS = {
   run: 1,
-  call: 1,
   approval: 1,
 } as const satisfies Record<string, number>
 

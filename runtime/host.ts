@@ -1,12 +1,14 @@
-// The runtime role's process host: claims runs that need an owner (a lease row in Postgres,
-// renewed while it lives), drives each with a RunDriver, listens for the api's commands on the
-// bus, sweeps expired approvals, and answers rt.ping. Nothing here is the only copy of anything:
-// another runtime process can take any run over from Postgres.
-import { Effect, Fiber } from "effect"
-import { releaseCall, reserveCall, settleCall } from "../src/billing/billing.service.js"
+// The runtime role's process host: claims runs that need an owner (leases.ts: a lease row in
+// Postgres, renewed while it lives), drives each with a RunDriver, listens for the api's commands
+// on the bus, sweeps expired approvals, and answers rt.ping. Its periodic work runs as Effect loops
+// in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
+// process can take any run over from Postgres.
+import { Duration, Effect, Exit, Scope } from "effect"
+import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
+import { releaseCall, reserveCall, settleCall } from "../src/billing/usage.service.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
-import { numberRentalLoop } from "../src/numbers/numbers.service.js"
+import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
@@ -20,7 +22,7 @@ import { providerResolver } from "./accounts.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { RunDriver, type DialerSettings } from "./run-driver.js"
-import * as repo from "./runtime.repo.js"
+import { runLeases } from "./leases.js"
 import {
   RT_APPROVAL_DECIDED,
   RT_PING,
@@ -110,54 +112,37 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
 
   const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings }
 
-  /** Claims runs that need an owner (one given run, or any) and starts a driver for each. */
-  let claiming: Promise<void> | undefined
-  const claim = (onlyRunId?: number): Promise<void> => {
-    if (claiming !== undefined) return claiming.then(() => (onlyRunId === undefined ? undefined : claim(onlyRunId)))
-    claiming = (async () => {
-      try {
-        while (!stopping) {
-          const claimed = await repo.claimRun(sql, me, settings.leaseMs, onlyRunId)
-          if (claimed === undefined) break
-          const setup = await repo.loadRunSetup(sql, claimed.id)
-          if (setup === undefined) {
-            await repo.releaseRun(sql, me, claimed.id)
-            break
-          }
-          const providers = await providersFor(claimed.tenant_id)
-          const driver = new RunDriver(
-            { ...deps, money: providers.byok ? money.own : money.platform, telephony: providers.telephony, llm: providers.llm, carrierKey: carrierKey(providers.carrierAccount) },
-            claimed,
-            setup,
-          )
-          drivers.set(claimed.id, driver)
-          void driver.done.then(() => {
-            if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)
-            turns.forget(claimed.id)
-          })
-          await driver.start(claimed)
-          log.info({ run_id: claimed.id, status: claimed.status, previous_owner: claimed.previous_owner }, "run claimed")
-          if (onlyRunId !== undefined) break
-        }
-      } catch (err) {
-        log.error({ err }, "claiming runs failed")
-      } finally {
-        claiming = undefined
-      }
-    })()
-    return claiming
-  }
-
-  const renew = async (): Promise<void> => {
-    const ids = [...drivers.keys()]
-    if (ids.length === 0) return
-    try {
-      const kept = await repo.renewLeases(sql, me, ids, settings.leaseMs)
-      for (const id of ids) if (!kept.has(id)) drivers.get(id)?.loseLease()
-    } catch (err) {
-      log.error({ err }, "renewing run leases failed")
-    }
-  }
+  /** Claimed runs that need an owner (one given run, or any); a driver for each. */
+  const leases = runLeases({
+    sql,
+    log,
+    me,
+    leaseMs: settings.leaseMs,
+    drivers,
+    stopping: () => stopping,
+    drive: async (claimed, setup) => {
+      const providers = await providersFor(claimed.tenant_id)
+      const driver = new RunDriver(
+        {
+          ...deps,
+          money: providers.byok ? money.own : money.platform,
+          telephony: providers.telephony,
+          llm: providers.llm,
+          carrierKey: carrierKey(providers.carrierAccount),
+        },
+        claimed,
+        setup,
+      )
+      drivers.set(claimed.id, driver)
+      void driver.done.then(() => {
+        if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)
+        turns.forget(claimed.id)
+      })
+      await driver.start(claimed)
+      log.info({ run_id: claimed.id, status: claimed.status, previous_owner: claimed.previous_owner }, "run claimed")
+    },
+  })
+  const claim = leases.claim
 
   const pong: RuntimePong = { instance_id: instance.id, host: instance.host, started_at: instance.startedAt.toISOString() }
   const subscriptions = [
@@ -174,24 +159,32 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
     }),
   ]
 
-  const timers = [
-    setInterval(() => void claim(), config.runClaimIntervalMs),
-    setInterval(() => void renew(), Math.max(100, Math.floor(settings.leaseMs / 3))),
-    setInterval(() => void repo.expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed")), APPROVAL_SWEEP_MS),
-  ]
+  // The host's periodic work, each a loop in this scope (the first tick one interval after start).
+  const scope = yield* Scope.make()
+  const every = (ms: number, tick: () => Promise<unknown>) =>
+    Effect.promise(tick).pipe(
+      Effect.catchAllDefect((err) => Effect.sync(() => log.error({ err }, "a runtime host tick failed"))),
+      Effect.delay(Duration.millis(ms)),
+      Effect.forever,
+      Effect.forkIn(scope),
+    )
+  const sweepApprovals = () => expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed"))
+  yield* every(config.runClaimIntervalMs, () => claim())
+  yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
+  yield* every(APPROVAL_SWEEP_MS, sweepApprovals)
   void claim()
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.
-  const renewals = yield* Effect.forkDaemon(renewalLoop)
-  const rentals = yield* Effect.forkDaemon(numberRentalLoop)
+  yield* Effect.forkIn(renewalLoop, scope)
+  yield* Effect.forkIn(numberRentalLoop, scope)
   log.info({ instance: me }, "runtime host started")
   return {
     ownedRuns: () => [...drivers.keys()],
     stop: async () => {
       stopping = true
-      for (const t of timers) clearInterval(t)
-      await Effect.runPromise(Effect.all([Fiber.interrupt(renewals), Fiber.interrupt(rentals)]))
-      await claiming?.catch(() => {})
+      // Ends every loop of the host (claims, lease renewals, sweeps, renewals and rentals).
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      await leases.settled()
       // Calls in flight finish (up to the shutdown budget); then the runs are handed back.
       await Promise.all([...drivers.values()].map((d) => d.shutdown(config.shutdownTimeoutMs)))
       await turns.flush()

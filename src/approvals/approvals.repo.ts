@@ -1,5 +1,6 @@
-// SQL for approvals as the api sees them: listing with the polling filters, and the decision,
-// made atomically in Postgres (only a pending, unexpired approval of the workspace changes).
+// SQL for approvals: as the api sees them (listing with the polling filters, and the decision, made
+// atomically in Postgres: only a pending, unexpired approval of the workspace changes), and as the
+// runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
 import type { Sql, Tx } from "../platform/Db.js"
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired"
@@ -106,3 +107,53 @@ export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: num
         and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
     return true
   })) as boolean
+
+export interface NewApproval {
+  readonly tenantId: number
+  readonly workflowId: number
+  readonly runId: number
+  readonly callId: number
+  readonly phone: string
+  readonly action: "concession" | "callback" | "escalate"
+  readonly valueMinor: number | null
+  readonly currency: "INR" | "USD"
+  readonly rationale: string
+  readonly context: Record<string, unknown>
+  readonly ttlMs: number
+}
+
+export const insertApproval = async (sql: Sql, a: NewApproval): Promise<{ id: number; expires_at: Date; created_at: Date }> => {
+  const [row] = await sql<[{ id: number; expires_at: Date; created_at: Date }]>`
+    insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context, expires_at)
+    values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor}, ${a.currency}, ${a.rationale},
+            ${sql.json(a.context as never)}, now() + ${a.ttlMs} * interval '1 millisecond')
+    returning id, expires_at, created_at`
+  return row
+}
+
+export const saveApprovalSnapshot = (sql: Sql, approvalId: number, snapshot: unknown, version: number) =>
+  sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version} where id = ${approvalId}`
+
+/** Expiry is decided in Postgres: only a still-pending approval expires. */
+export const expireApproval = (sql: Sql, approvalId: number) =>
+  sql`update approvals set status = 'expired' where id = ${approvalId} and status = 'pending' and expires_at <= now()`
+
+/** Every runtime process sweeps approvals whose actor is gone (their run ended or moved). */
+export const expireDueApprovals = (sql: Sql) => sql`update approvals set status = 'expired' where status = 'pending' and expires_at <= now()`
+
+export interface PendingApprovalRow {
+  readonly id: number
+  readonly tenant_id: number
+  readonly run_id: number | null
+  readonly call_id: number | null
+  readonly proposed_action: "concession" | "callback" | "escalate"
+  readonly proposed_value_minor: number | null
+  readonly expires_at: Date
+  readonly snapshot: unknown
+  readonly machine_version: number | null
+}
+
+export const pendingApprovalsOfRun = (sql: Sql, runId: number) =>
+  sql<PendingApprovalRow[]>`
+    select id, tenant_id, run_id, call_id, proposed_action, proposed_value_minor, expires_at, snapshot, machine_version
+    from approvals where run_id = ${runId} and status = 'pending'`

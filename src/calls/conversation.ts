@@ -64,14 +64,6 @@ export const LOOP_OUTCOMES = ["callee_hung_up", "agent_error", "aborted", "voice
 export const CONVERSATION_OUTCOMES = [...AGENT_OUTCOMES, ...LOOP_OUTCOMES] as const
 export type ConversationOutcome = (typeof CONVERSATION_OUTCOMES)[number]
 
-/**
- * Outcomes after which the target may be dialed again later. "aborted" is not here: after a
- * shutdown the call may be retried, after its max duration it may not, and only the runtime
- * knows which it was. Everything else is final (a callback_scheduled target is dialed again at
- * the agreed time, which is not a retry).
- */
-export const RETRYABLE_OUTCOMES: ReadonlySet<string> = new Set<ConversationOutcome>(["callee_hung_up", "agent_error", "voicemail", "voicemail_left"])
-
 export const DEFAULT_MAX_TURNS = 32
 
 const APOLOGY = "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."

@@ -1,5 +1,6 @@
-// SQL for reading turns (stream history, live calls) and storing turns that external
-// orchestrators send through POST /internal/turns.
+// SQL for reading turns (stream history, live calls), storing turns that external orchestrators
+// send through POST /internal/turns, and storing the runtime's own turns in batches (seqs reserved
+// in blocks from the run's turn_seq).
 import type { Sql } from "../platform/Db.js"
 import type { TurnMessage } from "./turn.message.js"
 
@@ -78,3 +79,30 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
       from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
     return { turn: won, created: false }
   })) as { turn: TurnMessage; created: boolean }
+
+/** Reserves `count` turn sequence numbers of the run; returns the first. */
+export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): Promise<number> => {
+  const [row] = await sql<[{ last: number }]>`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
+  return row.last - count + 1
+}
+
+export interface TurnRow {
+  readonly tenant_id: number
+  readonly run_id: number
+  readonly target_id: number
+  readonly call_id: number
+  readonly seq: number
+  readonly turn_index: number
+  readonly speaker: "agent" | "callee" | "system"
+  readonly text: string
+  readonly at: Date
+}
+
+export const insertTurns = (sql: Sql, rows: TurnRow[]) =>
+  sql`
+    insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
+    select * from unnest(
+      ${rows.map((r) => r.tenant_id)}::bigint[], ${rows.map((r) => r.run_id)}::bigint[], ${rows.map((r) => r.target_id)}::bigint[],
+      ${rows.map((r) => r.call_id)}::bigint[], ${rows.map((r) => r.seq)}::bigint[], ${rows.map((r) => r.turn_index)}::int[],
+      ${rows.map((r) => r.speaker)}::text[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.at.toISOString())}::timestamptz[])
+    on conflict do nothing`

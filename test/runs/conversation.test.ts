@@ -2,7 +2,7 @@
 // outcome under approving, denying and silent approvers; turn order, disclosure, determinism,
 // abort, model failures, turn caps, voicemail, scaled timing and 1,000 concurrent calls.
 import { afterEach, describe, expect, it, vi } from "vitest"
-import { converse, RETRYABLE_OUTCOMES, type ConversationOptions, type ConversationResult, type ConversationTurn } from "../../src/calls/conversation.js"
+import { converse, type ConversationOptions, type ConversationResult, type ConversationTurn } from "../../src/calls/conversation.js"
 import type { DecisionStatus, LanguageModel, LibraryObjection, Proposal, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm, SIM_TURN_CAP, simConcessionMinor, simulateReply, simulateRuleBook } from "../../src/providers/llm/sim.llm.js"
 import { makeSimTelephony } from "../../src/providers/telephony/sim.telephony.js"
@@ -243,8 +243,6 @@ describe("conversation: stopping", () => {
     expect(run.result).toMatchObject({ outcome: "callee_hung_up", calleeHungUp: true })
     expect(kinds(run.events).at(-1)).toBe("HANGUP:callee")
     expectWellFormed(run)
-    expect(RETRYABLE_OUTCOMES.has("callee_hung_up")).toBe(true)
-    expect(RETRYABLE_OUTCOMES.has("agreed")).toBe(false)
   })
 })
 
@@ -329,7 +327,6 @@ describe("conversation: model failures", () => {
     expect(last.speaker).toBe("agent")
     expect(last.text).toContain("Acme Broadband will get back to you")
     expect(kinds(run.events).at(-1)).toBe("HANGUP:agent")
-    expect(RETRYABLE_OUTCOMES.has("agent_error")).toBe(true)
   })
 
   it("treats an empty reply as a failure", async () => {

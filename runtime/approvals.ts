@@ -1,0 +1,105 @@
+// One run's approvals: an approval actor per pending proposal (its row written first), restored
+// from Postgres when the run is claimed, and decisions arriving from the api relayed to the
+// approval actor and to the call that waits on it.
+import { createActor, type Actor } from "xstate"
+import { approvalMachine, MACHINE_VERSIONS, type ApprovalInput, type ApprovalRequest } from "../machines/index.js"
+import * as approvals from "../src/approvals/approvals.repo.js"
+import type { LiveCall, RunScope } from "./run-scope.js"
+import { SnapshotWriter } from "./snapshots.js"
+
+type ApprovalActor = Actor<typeof approvalMachine>
+
+export class RunApprovals {
+  private readonly actors = new Map<number, ApprovalActor>()
+
+  constructor(private readonly scope: RunScope) {}
+
+  /** Restores the actors of the run's pending approvals (after a claim or a takeover). */
+  async restore(): Promise<void> {
+    const rows = await approvals.pendingApprovalsOfRun(this.scope.deps.sql, this.scope.runId)
+    for (const a of rows) {
+      if (this.actors.has(a.id)) continue
+      const restorable = a.snapshot !== null && a.machine_version === MACHINE_VERSIONS.approval
+      const actor = this.start(restorable ? a.snapshot : undefined, {
+        approvalId: a.id,
+        tenantId: a.tenant_id,
+        runId: a.run_id,
+        callId: a.call_id,
+        action: a.proposed_action,
+        valueMinor: a.proposed_value_minor,
+        expiresAt: a.expires_at.getTime(),
+        now: Date.now(),
+      })
+      actor.send({ type: "REARM", now: Date.now() })
+    }
+  }
+
+  /** A call proposed something: its approval row and actor, then APPROVAL_CREATED to the call. */
+  async request(live: LiveCall, req: ApprovalRequest): Promise<void> {
+    const s = this.scope
+    const { sql, settings, log } = s.deps
+    try {
+      const row = await approvals.insertApproval(sql, {
+        tenantId: s.tenantId,
+        workflowId: s.workflowId,
+        runId: s.runId,
+        callId: req.callId,
+        phone: req.phone,
+        action: req.proposal.action,
+        valueMinor: req.proposal.valueMinor,
+        currency: s.currency,
+        rationale: req.proposal.rationale,
+        context: { attempt: live.attempt, target_id: live.targetId, turns: live.turns, transcript: [...live.recent] },
+        ttlMs: settings.approvalTtlMs,
+      })
+      this.start(undefined, {
+        approvalId: row.id,
+        tenantId: s.tenantId,
+        runId: s.runId,
+        callId: req.callId,
+        action: req.proposal.action,
+        valueMinor: req.proposal.valueMinor,
+        expiresAt: row.expires_at.getTime(),
+        now: Date.now(),
+      })
+      live.actor.send({ type: "APPROVAL_CREATED", approvalId: row.id })
+    } catch (err) {
+      log.error({ err, call_id: req.callId }, "could not create an approval")
+    }
+  }
+
+  private start(snapshot: unknown, input: ApprovalInput): ApprovalActor {
+    const { sql, log } = this.scope.deps
+    const save = (s: unknown) => approvals.saveApprovalSnapshot(sql, input.approvalId, s, MACHINE_VERSIONS.approval)
+    const writer = new SnapshotWriter(save, log)
+    const machine = approvalMachine.provide({
+      actions: {
+        persist: () => queueMicrotask(() => writer.write(actor.getPersistedSnapshot())),
+        decided: (_, r) => {
+          if (r.status === "expired") void approvals.expireApproval(sql, r.approvalId).catch(() => {})
+        },
+      },
+    })
+    const actor: ApprovalActor =
+      snapshot === undefined ? createActor(machine, { input }) : createActor(machine, { snapshot: snapshot as never, input })
+    this.actors.set(input.approvalId, actor)
+    actor.subscribe({ complete: () => this.actors.delete(input.approvalId) })
+    actor.start()
+    return actor
+  }
+
+  /** An approval was decided in Postgres (by an api process): its actor ends, its call resumes. */
+  decided(approvalId: number, callId: number | null, status: "approved" | "denied", by: number | null): void {
+    const actor = this.actors.get(approvalId)
+    const decision = status === "approved" ? "approve" : "deny"
+    if (actor !== undefined && actor.getSnapshot().can({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() }))
+      actor.send({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() })
+    const call = callId === null ? undefined : this.scope.calls.get(callId)
+    call?.actor.send({ type: "APPROVAL_DECIDED", approvalId, decision: status })
+  }
+
+  stop(): void {
+    for (const a of this.actors.values()) a.stop()
+    this.actors.clear()
+  }
+}

@@ -1,0 +1,346 @@
+// One run's calls: the call machine with this run's effects (reserve funds, place the call,
+// converse, leave a message, hang up, settle), a call actor per attempt, the end of an attempt in
+// Postgres (its outcome, retry and decision), and the finalising of calls a dead owner left behind.
+import { createActor, fromCallback, fromPromise } from "xstate"
+import {
+  callMachine,
+  type ApprovalRequest,
+  type CallOutput,
+  type ConverseInboundEvent,
+  type HangUpInput,
+  type HangUpOutput,
+  type LineInput,
+  type ReserveFundsInput,
+  type SettleInput,
+} from "../machines/index.js"
+import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
+import * as calls from "../src/calls/calls.repo.js"
+import { converse } from "../src/calls/conversation.js"
+import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
+import type { Attempt } from "./dialer.js"
+import { Decision, retryDecision, type DialDecision } from "./dialer.policy.js"
+import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
+import * as repo from "./runtime.repo.js"
+
+/** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
+const TRANSCRIPT_EXCERPT_LINES = 6
+
+type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
+
+export class CallEffects {
+  private provided: ProvidedCallMachine | undefined
+
+  constructor(
+    private readonly scope: RunScope,
+    private readonly requestApproval: (live: LiveCall, req: ApprovalRequest) => Promise<void>,
+  ) {}
+
+  /** Finalises the calls a dead owner left in flight: each is charged once and never dialed again. */
+  async takeOver(previousOwner: string): Promise<void> {
+    const s = this.scope
+    const { sql, me, log, settings, money } = s.deps
+    const orphans = await calls.orphanCalls(sql, s.runId, me)
+    log.warn({ run_id: s.runId, previous_owner: previousOwner, orphans: orphans.length }, "taking over run")
+    for (const c of orphans) {
+      await calls.adoptCall(sql, c.id, me)
+      // Bill what we know happened: from the answer to the last recorded turn.
+      const until = c.last_turn_at ?? c.answered_at
+      const seconds =
+        c.answered_at === null || until === null
+          ? 0
+          : billedSeconds(until.getTime() - c.answered_at.getTime(), settings.timeScale, 0, s.ruleBook.max_call_seconds)
+      const settled = await money.settle(`call:${c.id}`, seconds)
+      const at = Date.now()
+      const detail = { previous_owner: previousOwner, call_id: c.id }
+      await calls.finishAttempt(sql, {
+        me,
+        runId: s.runId,
+        tenantId: s.tenantId,
+        callId: c.id,
+        runTargetId: c.run_target_id,
+        outcome: "interrupted",
+        connectedSeconds: seconds,
+        costMinor: settled?.chargedMinor ?? null,
+        reservedMinor: null,
+        endedAt: new Date(at),
+        next: { kind: "done", outcome: "interrupted" },
+        decision: Decision.stop(c.target_id, at, "owner_lost", detail, settled?.chargedMinor ?? null),
+        addToDnc: false,
+        phone: c.phone_e164,
+      })
+    }
+  }
+
+  /**
+   * The call machine with this run's effects, made once per run: providing a machine builds its
+   * whole state tree again, which per call cost more heap than the call itself. The effects find
+   * their call by id.
+   */
+  private machine(): ProvidedCallMachine {
+    if (this.provided !== undefined) return this.provided
+    const s = this.scope
+    const { settings, money, telephony, sql, log } = s.deps
+    const scale = Math.max(settings.timeScale, 0.001)
+    const liveOf = (callId: number): LiveCall => {
+      const live = s.calls.get(callId)
+      if (live === undefined) throw new Error(`call ${callId} is not live in this process`)
+      return live
+    }
+    const recordAnswer = (callId: number, at: number) =>
+      void calls
+        .markAnswered(sql, callId, new Date(at))
+        .catch((err: unknown) => log.error({ err }, "could not record an answer"))
+    this.provided = callMachine.provide({
+      actors: {
+        reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
+          const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
+          if (!r.ok) throw new Error("insufficient_funds")
+          liveOf(input.callId).reservedMinor = r.reservedMinor
+        }),
+        placeCall: fromCallback<{ type: string }, LineInput>(({ sendBack, input }) => {
+          const live = liveOf(input.callId)
+          const call = { callId: input.callId, to: input.phone, from: null, tenantId: input.tenantId }
+          const leg = telephony.dial(call, (e) => {
+            if (e.type === "ANSWERED") {
+              if (e.by === "human") {
+                live.answeredAtMs = e.at
+                s.run.send({ type: "CALL_CONNECTED" })
+                recordAnswer(input.callId, e.at)
+              }
+              sendBack({ type: "ANSWERED", by: e.by, at: e.at })
+            } else if (e.type === "FAILED") sendBack({ type: "FAILED", reason: e.reason })
+            else if (e.type !== "HANGUP") sendBack({ type: e.type })
+          })
+          live.leg = leg
+          return () => {}
+        }),
+        converse: fromCallback<ConverseInboundEvent, LineInput>(({ sendBack, receive, input }) => {
+          const live = liveOf(input.callId)
+          const stop = new AbortController()
+          receive((e) => {
+            const resolve = live.pendingDecision
+            live.pendingDecision = undefined
+            resolve?.(e.type === "APPROVAL_DECIDED" ? e.decision : "timeout")
+          })
+          void this.converseOn(live, input, stop.signal, "human", (e) => sendBack(e))
+          return () => stop.abort()
+        }),
+        leaveMessage: fromPromise<void, LineInput>(async ({ input, signal }) => {
+          await this.converseOn(liveOf(input.callId), input, signal, "machine", () => {})
+        }),
+        hangUp: fromPromise<HangUpOutput, HangUpInput>(async ({ input }) => {
+          await s.calls
+            .get(input.callId)
+            ?.leg?.hangup()
+            .catch(() => {})
+          return { at: Date.now() }
+        }),
+        settle: fromPromise<void, SettleInput>(async ({ input }) => {
+          const live = liveOf(input.callId)
+          const seconds =
+            live.answeredAtMs === null
+              ? 0
+              : billedSeconds(Date.now() - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
+          const r = await money.settle(`call:${input.callId}`, seconds)
+          live.chargedMinor = r?.chargedMinor ?? 0
+        }),
+      },
+      actions: {
+        requestApproval: (_, params: ApprovalRequest) => {
+          const live = s.calls.get(params.callId)
+          if (live !== undefined) void this.requestApproval(live, params)
+        },
+      },
+      delays: {
+        ringTimeout: settings.ringTimeoutMs * scale,
+        maxCall: s.ruleBook.max_call_seconds * 1000 * scale,
+        approvalHold: settings.approvalHoldMs * scale,
+      },
+    })
+    return this.provided
+  }
+
+  /** Starts the call actor of an attempt that began in Postgres. */
+  start(t: repo.DueTarget, a: Attempt): void {
+    const s = this.scope
+    const { settings, log } = s.deps
+    const scale = Math.max(settings.timeScale, 0.001)
+    const live: LiveCall = {
+      actor: undefined as never,
+      runTargetId: t.id,
+      targetId: a.targetId,
+      phone: a.phone,
+      name: t.name,
+      attempt: a.attempt,
+      leg: undefined,
+      answeredAtMs: null,
+      reservedMinor: null,
+      chargedMinor: null,
+      turns: 0,
+      recent: [],
+      pendingDecision: undefined,
+    }
+    const actor = createActor(this.machine(), {
+      input: {
+        callId: a.callId,
+        runId: s.runId,
+        tenantId: s.tenantId,
+        targetId: a.targetId,
+        phone: a.phone,
+        attempt: a.attempt,
+        expectedSeconds: s.ruleBook.max_call_seconds,
+        maxCallMs: s.ruleBook.max_call_seconds * 1000 * scale,
+        ringTimeoutMs: settings.ringTimeoutMs * scale,
+        approvalHoldMs: settings.approvalHoldMs * scale,
+        voicemail: s.ruleBook.voicemail,
+      },
+    })
+    ;(live as { actor: CallActor }).actor = actor
+    s.calls.set(a.callId, live)
+    actor.subscribe({
+      complete: () => {
+        // A call stopped without finishing (its run moved to another process) ends there, not here.
+        const output = actor.getSnapshot().output as CallOutput | undefined
+        if (output !== undefined) void this.end(a.callId, live, output)
+      },
+      error: (err) => {
+        log.error({ err, call_id: a.callId }, "call actor failed")
+        const failed: CallOutput = {
+          callId: a.callId,
+          outcome: "failed",
+          connectedSeconds: 0,
+          answered: false,
+          retryable: false,
+          funded: true,
+          settled: false,
+          turns: live.turns,
+        }
+        void this.end(a.callId, live, failed)
+      },
+    })
+    actor.start()
+  }
+
+  /** Runs the agent loop on the call's leg, reporting turns to the call actor and the run's stream. */
+  private async converseOn(
+    live: LiveCall,
+    input: LineInput,
+    signal: AbortSignal,
+    answeredBy: "human" | "machine",
+    sendBack: (e: { type: string; [k: string]: unknown }) => void,
+  ): Promise<void> {
+    const s = this.scope
+    const leg = live.leg
+    if (leg === undefined) {
+      sendBack({ type: "CALLEE_HUNG_UP", at: Date.now() })
+      return
+    }
+    const result = await converse({
+      leg,
+      llm: s.deps.llm,
+      ruleBook: s.ruleBook,
+      callee: { name: live.name },
+      agentName: s.agentName,
+      company: s.company,
+      answeredBy,
+      signal,
+      onTurn: (turn) => {
+        live.turns++
+        live.recent.push(`${turn.speaker}: ${turn.text}`)
+        if (live.recent.length > TRANSCRIPT_EXCERPT_LINES) live.recent.shift()
+        s.deps.turns.push({
+          tenantId: s.tenantId,
+          runId: s.runId,
+          targetId: input.targetId,
+          callId: input.callId,
+          turnIndex: turn.turnIndex,
+          speaker: turn.speaker,
+          text: turn.text,
+          at: turn.at,
+        })
+        sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
+      },
+      requestApproval: (p: Proposal) =>
+        new Promise<DecisionStatus>((resolve) => {
+          live.pendingDecision = resolve
+          sendBack({ type: "PROPOSE", action: p.action, valueMinor: p.value_minor, rationale: p.rationale })
+        }),
+    }).catch((err: unknown) => {
+      s.deps.log.error({ err, call_id: input.callId }, "conversation failed")
+      return { outcome: "agent_error", turns: live.turns, calleeHungUp: false }
+    })
+    if (signal.aborted) return
+    sendBack({ type: "CONVERSATION_ENDED", outcome: result.outcome, at: Date.now() })
+  }
+
+  /** An attempt ended: its slot freed, its outcome, retry and decision recorded, the run told. */
+  private async end(callId: number, live: LiveCall, out: CallOutput): Promise<void> {
+    const s = this.scope
+    if (!s.calls.has(callId)) return
+    s.calls.delete(callId)
+    const { settings, sql, log, slots } = s.deps
+    slots.leave([`tenant:${s.tenantId}`, `workflow:${s.workflowId}`])
+    const now = Date.now()
+    const outcome = out.outcome ?? "failed"
+    let next: calls.TargetNext
+    let decision: DialDecision
+    if (!out.funded) {
+      next = { kind: "requeue", outcome }
+      decision = Decision.hold(live.targetId, now, "insufficient_funds", { call_id: callId })
+    } else {
+      const detail = { call_id: callId, outcome, connected_seconds: out.connectedSeconds, turns: out.turns }
+      if (outcome === "callback_scheduled" && live.attempt < settings.maxAttempts) {
+        // The callee agreed to a later call: a new attempt at that time, which is not a retry.
+        const at = now + CALLBACK_DELAY_MS * settings.timeScale
+        next = { kind: "retry", at, outcome }
+        decision = Decision.retry(live.targetId, now, "callback_scheduled", { ...detail, retry_at: at }, live.chargedMinor)
+      } else {
+        const r = retryDecision({
+          outcome,
+          attempt: live.attempt,
+          maxAttempts: settings.maxAttempts,
+          baseBackoffMs: settings.retryBackoffMs,
+          timeScale: settings.timeScale,
+          now,
+          seed: live.targetId,
+        })
+        next = r.retry ? { kind: "retry", at: r.at, outcome } : { kind: "done", outcome }
+        decision = Decision.fromRetry(live.targetId, now, r, detail, live.chargedMinor)
+      }
+    }
+    try {
+      const seconds =
+        live.answeredAtMs === null
+          ? 0
+          : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
+      await calls.finishAttempt(sql, {
+        me: s.deps.me,
+        runId: s.runId,
+        tenantId: s.tenantId,
+        callId,
+        runTargetId: live.runTargetId,
+        outcome,
+        connectedSeconds: seconds,
+        costMinor: live.chargedMinor,
+        reservedMinor: live.reservedMinor,
+        endedAt: new Date(now),
+        next,
+        decision,
+        addToDnc: outcome === "do_not_call",
+        phone: live.phone,
+      })
+    } catch (err) {
+      log.error({ err, call_id: callId }, "could not record the end of a call")
+    }
+    if (s.stopped) return
+    s.run.send({ type: "CALL_ENDED", final: next.kind === "done" })
+    if (next.kind === "requeue") {
+      await repo
+        .pauseForFunds(sql, s.runId, s.deps.me)
+        .catch((err: unknown) => log.error({ err }, "could not pause for funds"))
+      if (s.run.getSnapshot().can({ type: "PAUSE", reason: "insufficient_funds" }))
+        s.run.send({ type: "PAUSE", reason: "insufficient_funds" })
+    } else if (next.kind === "retry" && s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "TARGETS_ADDED" })
+    s.poke()
+  }
+}

@@ -1,0 +1,105 @@
+// What the parts of one owned run share: the host's dependencies, the run's setup, its run actor
+// and the calls in flight. RunDriver (run-driver.ts) holds it; the dialer, the call effects, the
+// approvals and the snapshot persistence each work on it.
+import type { Logger } from "pino"
+import type { Actor } from "xstate"
+import type { callMachine, runMachine } from "../machines/index.js"
+import type { BusClient } from "../src/platform/bus/bus.js"
+import type { Sql } from "../src/platform/Db.js"
+import type { DecisionStatus, LanguageModel } from "../src/providers/llm/llm.interface.js"
+import type { CallLeg, TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+import type { RuleBook } from "../src/workflows/rulebook.schema.js"
+import type { Schedule } from "../src/workflows/workflow.schema.js"
+import type { Pacer, SlotCounter } from "./pacing.js"
+import type { TurnSink } from "./turns.js"
+
+/** What the dialer needs from the process that hosts it. */
+export interface DriverDeps {
+  readonly sql: Sql
+  readonly bus: BusClient
+  readonly log: Logger
+  readonly llm: LanguageModel
+  readonly telephony: TelephonyProvider
+  /** The pacing key of the carrier account this run's calls go out on. */
+  readonly carrierKey: string
+  readonly me: string
+  readonly pacer: Pacer
+  readonly slots: SlotCounter
+  readonly turns: TurnSink
+  readonly settings: DialerSettings
+  /** Money, from the billing service: reserve before dialing, settle at hangup (both idempotent). */
+  readonly money: {
+    reserve(
+      tenantId: number,
+      callRef: string,
+      seconds: number,
+    ): Promise<{ ok: true; reservedMinor: number } | { ok: false }>
+    settle(callRef: string, seconds: number): Promise<{ chargedMinor: number } | undefined>
+  }
+}
+
+export interface DialerSettings {
+  readonly timeScale: number
+  readonly callingHoursAny: boolean
+  readonly leaseMs: number
+  readonly perWorkflowConcurrency: number
+  readonly perTenantConcurrency: number
+  readonly maxAttempts: number
+  readonly retryBackoffMs: number
+  readonly ringTimeoutMs: number
+  readonly approvalHoldMs: number
+  readonly approvalTtlMs: number
+}
+
+export type CallActor = Actor<ReturnType<typeof callMachine.provide>>
+
+export interface LiveCall {
+  readonly actor: CallActor
+  readonly runTargetId: number
+  readonly targetId: number
+  readonly phone: string
+  /** The callee's name from the audience, for the agent to greet them by. */
+  readonly name: string | null
+  readonly attempt: number
+  leg: CallLeg | undefined
+  answeredAtMs: number | null
+  reservedMinor: number | null
+  chargedMinor: number | null
+  turns: number
+  /** The last few lines said, for an approval's context. */
+  recent: string[]
+  pendingDecision: ((d: DecisionStatus) => void) | undefined
+}
+
+/** One owned run as its parts see it. */
+export interface RunScope {
+  readonly deps: DriverDeps
+  readonly runId: number
+  readonly tenantId: number
+  readonly workflowId: number
+  readonly ruleBook: RuleBook
+  readonly schedule: Schedule
+  readonly scheduleKind: "immediate" | "window" | "once"
+  readonly currency: "INR" | "USD"
+  readonly company: string
+  readonly agentName: string
+  /** The run actor (set once the driver starts). */
+  readonly run: Actor<typeof runMachine>
+  /** Calls in flight, by call id. */
+  readonly calls: Map<number, LiveCall>
+  /** Dialing has stopped (the run ended, was released, or the process is shutting down). */
+  readonly stopped: boolean
+  /** Another process owns the run now: nothing more is written. */
+  readonly lost: boolean
+  /** Wakes the dial loop. */
+  poke(): void
+  /** Stops everything here without writing anything more. */
+  loseLease(): void
+}
+
+/** Billed seconds are call-time seconds: real elapsed time divided by the simulator's time scale. */
+export const billedSeconds = (elapsedMs: number, timeScale: number, turns: number, capSeconds: number): number => {
+  if (elapsedMs <= 0) return 0
+  const seconds = timeScale > 0 ? Math.ceil(elapsedMs / timeScale / 1000) : turns * 4
+  return Math.max(1, Math.min(capSeconds, seconds))
+}
