@@ -85,7 +85,7 @@ export interface RequestContext<P, Q, B> {
   readonly headers: Readonly<Record<string, string>>
   /** The socket's peer (a proxy, behind one); trust decisions about the connection use this. */
   readonly remoteAddress: string
-  /** The client's address: X-Forwarded-For's when the peer is a trusted proxy (see api/client-ip.ts). */
+  /** The client's address: X-Forwarded-For's when the peer is a trusted proxy (see api/pipeline/client-address.ts). */
   readonly clientIp: string
   /** The caller of a `jwt` or `jwt-only` route; undefined on public and system routes. */
   readonly principal: Principal | undefined

@@ -1,7 +1,5 @@
 // Route matching: the table compiled into a segment trie, so a lookup costs one map probe per
 // path segment whatever the table's size, and a path that exists under another method is a 405.
-import type { z } from "zod"
-import { ValidationFailed, type FieldError } from "../src/platform/errors.js"
 import type { AnyRoute, Method } from "./route.js"
 
 interface Node {
@@ -108,33 +106,4 @@ function decodeSegment(seg: string): string | undefined {
   } catch {
     return undefined
   }
-}
-
-/** Query string to an object; a key given twice becomes an array. */
-export function parseQuery(qs: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {}
-  if (qs.length === 0) return out
-  for (const [k, v] of new URLSearchParams(qs)) {
-    const prev = out[k]
-    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]
-  }
-  return out
-}
-
-/** Validates one part of a request; failures become the contract's 422 body. */
-export function validate<T>(schema: z.ZodType<T>, input: unknown, where: "params" | "query" | "body", status: 400 | 422 = 422): T | ValidationFailed {
-  const r = schema.safeParse(input)
-  if (r.success) return r.data
-  const errors: FieldError[] = r.error.issues.map((issue) => ({
-    field: issue.path.length > 0 ? issue.path.map(String).join(".") : where,
-    message: issue.message,
-  }))
-  return new ValidationFailed({ message: `invalid ${where === "body" ? "request body" : where}: ${summarise(errors)}`, errors, status })
-}
-
-function summarise(errors: FieldError[]): string {
-  const first = errors[0]
-  if (!first) return "invalid"
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""
-  return `${first.field}: ${first.message}${more}`
 }

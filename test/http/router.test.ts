@@ -4,7 +4,8 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { json } from "../../api/reply.js"
 import { route, type AnyRoute, type Method } from "../../api/route.js"
-import { Router, RouteTableError, parseQuery } from "../../api/router.js"
+import { Router, RouteTableError } from "../../api/router.js"
+import { parseQuery } from "../../api/pipeline/validate.js"
 
 const r = (method: Method, path: string): AnyRoute =>
   route({ method, path, auth: "public", summary: path, tags: [], handler: () => Effect.succeed(json(path)) })

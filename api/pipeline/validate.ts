@@ -1,0 +1,70 @@
+// validate: the route's zod schemas over params, query and the negotiated body, in that
+// order; the first failure answers with the contract's 422 (or the route's 400) body.
+import type { z } from "zod"
+import { ValidationFailed, type FieldError } from "../../src/platform/errors.js"
+import type { AnyRoute } from "../route.js"
+import type { Negotiated } from "./negotiate.js"
+
+export interface ValidInput {
+  readonly params: unknown
+  readonly query: unknown
+}
+
+/** Params (as matched) and query (as received) checked against the route's schemas. */
+export function validateInput(
+  route: AnyRoute,
+  rawParams: Record<string, string>,
+  rawQuery: string,
+): ValidInput | ValidationFailed {
+  const status = route.validationStatus ?? 422
+  const params = route.params ? validate(route.params, rawParams, "params", status) : rawParams
+  if (params instanceof ValidationFailed) return params
+  const query = route.query ? validate(route.query, parseQuery(rawQuery), "query", status) : undefined
+  if (query instanceof ValidationFailed) return query
+  return { params, query }
+}
+
+/**
+ * The JSON body checked against the route's schema (or the ValidationFailed to answer with);
+ * undefined when no JSON body came.
+ */
+export function validateBody(route: AnyRoute, body: Negotiated): unknown {
+  if (body.kind !== "json" || route.body === undefined || !("json" in route.body) || route.body.json === undefined)
+    return undefined
+  return validate(route.body.json, body.value, "body", route.validationStatus ?? 422)
+}
+
+/** Query string to an object; a key given twice becomes an array. */
+export function parseQuery(qs: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  if (qs.length === 0) return out
+  for (const [k, v] of new URLSearchParams(qs)) {
+    const prev = out[k]
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]
+  }
+  return out
+}
+
+/** Validates one part of a request; failures become the contract's 422 body. */
+export function validate<T>(
+  schema: z.ZodType<T>,
+  input: unknown,
+  where: "params" | "query" | "body",
+  status: 400 | 422 = 422,
+): T | ValidationFailed {
+  const r = schema.safeParse(input)
+  if (r.success) return r.data
+  const errors: FieldError[] = r.error.issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.map(String).join(".") : where,
+    message: issue.message,
+  }))
+  const what = where === "body" ? "request body" : where
+  return new ValidationFailed({ message: `invalid ${what}: ${summarise(errors)}`, errors, status })
+}
+
+function summarise(errors: FieldError[]): string {
+  const first = errors[0]
+  if (!first) return "invalid"
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""
+  return `${first.field}: ${first.message}${more}`
+}
