@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Config } from "../platform/config.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
+import { telcoAccountResolver } from "../providers/accounts.js"
 import { makeCredentialCrypto, type CredentialCrypto } from "./credentials.crypto.js"
 import { activeCredentialRow } from "./onboarding.repo.js"
 import type { ProviderId } from "./providers.catalogue.js"
@@ -72,11 +73,7 @@ export const CredentialsLive: Layer.Layer<Credentials, never, AppConfig | Db> = 
     return {
       crypto,
       active,
-      telcoAAccount: async (tenantId) => {
-        const c = await active(tenantId, "telco_a")
-        const apiUrl = typeof c?.extra.api_base_url === "string" ? c.extra.api_base_url : config.telcoA?.apiUrl
-        return c === undefined || c.primaryId === null || apiUrl === undefined ? undefined : { sid: c.primaryId, token: c.secret, apiUrl }
-      },
+      telcoAAccount: telcoAccountResolver({ active }, config),
     }
   }),
 )

@@ -1,6 +1,7 @@
 // Encryption of provider secrets at rest: AES-256-GCM under CREDENTIALS_MASTER_KEY, a fresh random
 // 96-bit nonce per value, and the (tenant, provider) pair as additional authenticated data.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
+import { isBase64Key } from "../platform/config.js"
 
 const VERSION = "v1"
 const NONCE_BYTES = 12
@@ -26,12 +27,8 @@ export class CredentialDecryptError extends Error {
 
 /** Decodes a base64 master key; throws unless it is exactly 32 bytes of canonical base64. */
 export function decodeMasterKey(base64: string): Buffer {
-  const s = base64.trim()
-  const key = Buffer.from(s, "base64")
-  // Buffer.from skips characters that are not base64: re-encoding catches a mangled key.
-  if (key.length !== KEY_BYTES || key.toString("base64").replace(/=+$/, "") !== s.replace(/=+$/, ""))
-    throw new Error(`the master key must be ${KEY_BYTES} bytes encoded in base64`)
-  return key
+  if (!isBase64Key(base64, KEY_BYTES)) throw new Error(`the master key must be ${KEY_BYTES} bytes encoded in base64`)
+  return Buffer.from(base64.trim(), "base64")
 }
 
 /** true when `base64` is a usable master key. */

@@ -2,7 +2,16 @@
 // with a message that names the variable; nothing else in the program reads process.env.
 import { join } from "node:path"
 import { z } from "zod"
-import { isMasterKey } from "../onboarding/credentials.crypto.js"
+
+/**
+ * true when `text` is exactly `bytes` bytes of canonical base64 (surrounding blanks ignored).
+ * Buffer.from skips characters that are not base64: re-encoding catches a mangled key.
+ */
+export function isBase64Key(text: string, bytes: number): boolean {
+  const s = text.trim()
+  const key = Buffer.from(s, "base64")
+  return key.length === bytes && key.toString("base64").replace(/=+$/, "") === s.replace(/=+$/, "")
+}
 
 const port = z.coerce.number().int().min(0).max(65535)
 const positiveInt = z.coerce.number().int().positive()
@@ -41,7 +50,7 @@ const Env = z.object({
   /** HS256 key for session JWTs; unset → a random key generated once and kept in the database. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
   /** AES-256-GCM key (32 bytes, base64) for tenants' provider secrets; unset → credential saves answer 503. */
-  CREDENTIALS_MASTER_KEY: optionalString.pipe(z.string().refine(isMasterKey, "must be 32 bytes encoded in base64").optional()),
+  CREDENTIALS_MASTER_KEY: optionalString.pipe(z.string().refine((s) => isBase64Key(s, 32), "must be 32 bytes encoded in base64").optional()),
   /** How often API keys' last_used_at/last_used_ip are written (batched, not per request). */
   KEY_USAGE_FLUSH_MS: positiveInt.max(3_600_000).default(5_000),
   /** Origins allowed to send cookie-authenticated state changes (CSRF), comma-separated. */

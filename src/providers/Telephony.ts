@@ -1,8 +1,9 @@
-// The telephony provider as a service. Only the simulator exists so far (its speed from
-// SIM_TIME_SCALE); carrier adapters plug in here behind the same interface.
+// The telephony provider as a service: the simulator at SIM_TIME_SCALE (accounts.ts makeTelephony).
+// Calls on a telco_a account, the platform's or a byok workspace's, go through accounts.ts
+// providerResolver, which builds one adapter per account.
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../platform/config.js"
 import { AppConfig } from "../platform/AppConfig.js"
+import { makeTelephony } from "./accounts.js"
 import { makeSimTelephony } from "./telephony/sim.telephony.js"
 import type { TelephonyProvider } from "./telephony/telephony.interface.js"
 
@@ -11,11 +12,6 @@ export class Telephony extends Context.Tag("parley/Telephony")<Telephony, Teleph
   static sim(timeScale: number): Layer.Layer<Telephony> {
     return Layer.sync(Telephony, () => makeSimTelephony({ timeScale }))
   }
-}
-
-/** The deployment's telephony from configuration. */
-export function makeTelephony(config: Pick<Config, "simTimeScale">): TelephonyProvider {
-  return makeSimTelephony({ timeScale: config.simTimeScale })
 }
 
 export const TelephonyLive: Layer.Layer<Telephony, never, AppConfig> = Layer.effect(

@@ -1,5 +1,6 @@
 // The rule book a workflow's calls follow: its zod schema (shape), the semantic checks a tenant's
-// book must also pass (validateRuleBook), its JSON Schema for structured output, and PUT merging.
+// book must also pass (validateRuleBook), its JSON Schema for structured output, PUT merging, and
+// what a book is written from (RuleBookRequest: rulebook.prompt.ts, rulebook.sim-writer.ts).
 import { z } from "zod"
 import { maxConcessionMinor, type Currency } from "../billing/pricing.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
@@ -151,6 +152,29 @@ export function unknownPlaceholders(text: string): string[] {
 /** The rule book's JSON Schema (draft 2020-12), as zod writes it; see the LLM adapter for OpenAI's dialect. */
 export function ruleBookJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(RuleBook) as Record<string, unknown>
+}
+
+/** One row of the global objection library, as the generator may draw on it. */
+export interface LibraryObjection {
+  readonly id: number
+  readonly category: string
+  readonly trigger_text: string
+  readonly rebuttal_template: string
+}
+
+export interface RuleBookRequest {
+  /** The tenant's natural-language campaign description (nl_prompt). */
+  prompt: string
+  /** A persona id chosen by the caller (persona_override); wins over anything the prompt says. */
+  persona?: string | undefined
+  /** The workspace currency: the concession policy is written in it. */
+  currency: Currency
+  /** The workspace's ISO 3166-1 alpha-2 country (e.g. "IN"), for local rules such as India's NCPR. */
+  country: string
+  /** The workspace plan tier; it sets the concession ceiling. */
+  planTier: string
+  /** The objection library, loaded by the caller; handlers are drawn from it. */
+  objections: ReadonlyArray<LibraryObjection>
 }
 
 /** Policies a PUT may change one field at a time: merged one level deep. */

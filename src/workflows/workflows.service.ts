@@ -11,12 +11,12 @@ import { LlmCallError } from "../providers/llm/llm.interface.js"
 import { Db, type Tx } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { findVoice } from "../voices/voices.catalog.js"
+import { generateRuleBook } from "./rulebook.prompt.js"
 import { mergeRuleBook, validateRuleBook, type RuleBook } from "./rulebook.schema.js"
 import { RULE_BOOK_FIELDS, effectiveSchedule, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
 import * as repo from "./workflows.repo.js"
 import type { TenantContext, WorkflowDetailRow } from "./workflows.repo.js"
-
-const iso = (d: Date | null) => (d === null ? null : d.toISOString())
+import { iso } from "../platform/time.js"
 
 /** The workflow as every endpoint shows it. */
 export const workflowView = (w: WorkflowDetailRow) => ({
@@ -72,7 +72,8 @@ const generate = (tenant: TenantContext, prompt: string, persona: string | undef
     const log = yield* Log
     const objections = yield* listObjections(undefined)
     const raw = yield* Effect.tryPromise({
-      try: () => llm.generateRuleBook({ prompt, persona, currency: tenant.currency, country: tenant.country, planTier: tenant.plan_tier, objections }),
+      try: () =>
+        generateRuleBook(llm, { prompt, persona, currency: tenant.currency, country: tenant.country, planTier: tenant.plan_tier, objections }),
       catch: (e) => e,
     }).pipe(
       Effect.catchAll((e) => {

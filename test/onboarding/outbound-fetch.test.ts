@@ -9,15 +9,17 @@ import type { AddressInfo } from "node:net"
 import { randomBytes } from "node:crypto"
 import pino from "pino"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { providerResolver } from "../../runtime/accounts.js"
+import { providerResolver } from "../../src/providers/accounts.js"
 import type { CallTerms } from "../../src/billing/call-terms.js"
 import { loadConfig } from "../../src/platform/config.js"
 import type { CredentialsService } from "../../src/onboarding/Credentials.js"
 import { validateCredential } from "../../src/onboarding/credentials.validators.js"
 import { privateUrlReason } from "../../src/onboarding/public-url.js"
 import { ProviderCallError } from "../../src/providers/http.util.js"
-import type { LanguageModel, RuleBookRequest } from "../../src/providers/llm/llm.interface.js"
+import type { LanguageModel } from "../../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
+import { generateRuleBook } from "../../src/workflows/rulebook.prompt.js"
+import type { RuleBookRequest } from "../../src/workflows/rulebook.schema.js"
 import { makeHttpMail } from "../../src/providers/mail/http.mail.js"
 import { isPrivateAddress, outboundFor, readBounded, setHostResolver } from "../../src/providers/outbound.js"
 import { postToGateway } from "../../src/providers/payments/payments.interface.js"
@@ -134,7 +136,7 @@ describe("connect-time address guard (tenant URLs)", () => {
     // Saved: the save-time check saw a public address.
     expect(await privateUrlReason(baseUrl)).toBeUndefined()
     const before = provider.hits
-    const e = await rejection(makeOpenAiLlm({ baseUrl, apiKey: "sk-x", model: "m", timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") }).generateRuleBook(ruleBookRequest))
+    const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl, apiKey: "sk-x", model: "m", timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") }), ruleBookRequest))
     expect(e.message).toMatch(/refused to connect to llm\.rebind\.test: it resolves to 127\.0\.0\.1/)
     // Not worth retrying: the same refusal every time, so one lookup, and nothing reached the server.
     expect(e.retryable).toBe(false)
@@ -145,13 +147,13 @@ describe("connect-time address guard (tenant URLs)", () => {
   it("refuses a private IP literal (also IPv4-mapped IPv6), and the same URL as the platform's is allowed", async () => {
     const tenant = outboundFor(guardOn, "tenant")
     for (const host of ["127.0.0.1", "[::ffff:127.0.0.1]"]) {
-      const e = await rejection(makeOpenAiLlm({ baseUrl: `http://${host}:${provider.port}/v1`, model: "m", timeoutMs: 2_000, outbound: tenant }).generateRuleBook(ruleBookRequest))
+      const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl: `http://${host}:${provider.port}/v1`, model: "m", timeoutMs: 2_000, outbound: tenant }), ruleBookRequest))
       expect(e.message, host).toMatch(/refused to connect to .*not a public address/)
     }
     expect(provider.hits).toBe(0)
     // The operator's own URL (platform) is not guarded: the control that the guard is what refused.
     const platform = makeOpenAiLlm({ baseUrl: `${provider.url}/v1`, model: "m", timeoutMs: 2_000, outbound: outboundFor(guardOn, "platform") })
-    await expect(platform.generateRuleBook(ruleBookRequest)).resolves.toEqual({})
+    await expect(generateRuleBook(platform, ruleBookRequest)).resolves.toEqual({})
     expect(provider.hits).toBe(1)
   })
 
@@ -189,7 +191,7 @@ describe("connect-time address guard (tenant URLs)", () => {
     const { llm } = await resolve(1)
     expect(llm.name).toBe("openai")
     const before = provider.hits
-    const e = await rejection(llm.generateRuleBook(ruleBookRequest))
+    const e = await rejection(generateRuleBook(llm, ruleBookRequest))
     expect(e.message).toMatch(/refused to connect to own-llm\.rebind\.test/)
     expect(provider.hits).toBe(before)
   })
@@ -259,7 +261,7 @@ describe("redirects are never followed", () => {
 
   // The first hop is the platform's own URL (allowed on loopback); the redirect target is never asked.
   const cases: Array<[string, () => Promise<unknown>]> = [
-    ["language model", () => makeOpenAiLlm({ baseUrl: redirector.url, model: "m", timeoutMs: 2_000 }).generateRuleBook(ruleBookRequest)],
+    ["language model", () => generateRuleBook(makeOpenAiLlm({ baseUrl: redirector.url, model: "m", timeoutMs: 2_000 }), ruleBookRequest)],
     ["mail", () => makeHttpMail({ baseUrl: redirector.url, apiKey: "k", from: "a@b.c", timeoutMs: 2_000 }).send({ to: "x@y.z", subject: "s", text: "t", html: "<p>t</p>", kind: "verify_email" } as never)],
     ["telco_a numbers", () => telcoARequest({ apiUrl: redirector.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/IncomingPhoneNumbers.json" }, { timeoutMs: 2_000 })],
     ["payment gateway", () => postToGateway({ gateway: "gw_card", url: `${redirector.url}/checkout`, headers: {}, body: "{}", timeoutMs: 2_000, fetch, secrets: [] })],
@@ -314,7 +316,7 @@ describe("answers are capped", () => {
 
   it("cuts a 100 MiB answer at the cap, once, without the process holding it", async () => {
     const rssBefore = process.memoryUsage().rss
-    const e = await rejection(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 10_000 }).generateRuleBook(ruleBookRequest))
+    const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 10_000 }), ruleBookRequest))
     const grown = process.memoryUsage().rss - rssBefore
     expect(e.message).toMatch(/answer larger than 2097152 bytes/)
     expect(e.retryable).toBe(false)
@@ -337,7 +339,7 @@ describe("answers are capped", () => {
     for (const run of [
       () => makeHttpMail({ baseUrl: huge.url, apiKey: "k", from: "a@b.c", timeoutMs: 5_000, outbound: small }).send({ to: "x@y.z", subject: "s", text: "t", html: "t", kind: "verify_email" } as never),
       () => telcoARequest({ apiUrl: huge.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 5_000, outbound: small }),
-      () => makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 5_000, outbound: small }).generateRuleBook(ruleBookRequest),
+      () => generateRuleBook(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 5_000, outbound: small }), ruleBookRequest),
       // The gateways' cap is the default 2 MiB.
       () => postToGateway({ gateway: "gw_upi", url: huge.url, headers: {}, body: "{}", timeoutMs: 5_000, fetch, secrets: [] }),
     ]) {
@@ -371,7 +373,7 @@ describe("the per-attempt timeout covers the body", () => {
 
   it("a slow-drip answer times out (and is retried) in the model, telco_a and mail adapters", async () => {
     for (const run of [
-      () => makeOpenAiLlm({ baseUrl: drip.url, model: "m", timeoutMs: 300 }).generateRuleBook(ruleBookRequest),
+      () => generateRuleBook(makeOpenAiLlm({ baseUrl: drip.url, model: "m", timeoutMs: 300 }), ruleBookRequest),
       () => telcoARequest({ apiUrl: drip.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 300 }),
       () => makeHttpMail({ baseUrl: drip.url, apiKey: "k", from: "a@b.c", timeoutMs: 300 }).send({ to: "x@y.z", subject: "s", text: "t", html: "t", kind: "verify_email" } as never),
     ]) {

@@ -7,13 +7,23 @@ import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/platform/config.js"
-import { Llm, LlmLive, makeLlm } from "../../src/providers/Llm.js"
-import { LlmCallError, type LibraryObjection, type ReplyRequest, type RuleBookRequest } from "../../src/providers/llm/llm.interface.js"
-import { makeOpenAiLlm, toStrictJsonSchema } from "../../src/providers/llm/openai.llm.js"
-import { makeSimLlm, simulateRuleBook } from "../../src/providers/llm/sim.llm.js"
+import { makeLlm } from "../../src/providers/accounts.js"
+import { Llm, LlmLive } from "../../src/providers/Llm.js"
+import { LlmCallError, type ReplyRequest } from "../../src/providers/llm/llm.interface.js"
+import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
+import { toStrictJsonSchema } from "../../src/providers/llm/openai.schema.js"
+import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { providerStatus } from "../../src/providers/provider-status.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
-import { ruleBookJsonSchema, validateRuleBook, type RuleBook } from "../../src/workflows/rulebook.schema.js"
+import { generateRuleBook } from "../../src/workflows/rulebook.prompt.js"
+import {
+  ruleBookJsonSchema,
+  validateRuleBook,
+  type LibraryObjection,
+  type RuleBook,
+  type RuleBookRequest,
+} from "../../src/workflows/rulebook.schema.js"
+import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 
 /** A few rows shaped like the global library (migrations/0001), {offer} and {callback_window} included. */
 const OBJECTIONS: LibraryObjection[] = [
@@ -55,11 +65,18 @@ describe("sim language model", () => {
     expect(sim.model).toBe("sim-1")
   })
 
+  it("answers a structured request with the caller's offline answer, and refuses one without", async () => {
+    expect(await generateRuleBook(sim, request())).toEqual(simulateRuleBook(request()))
+    const e = await sim.generateJson({ messages: [], format: { name: "poem", schema: {} } }).catch((err: unknown) => err)
+    expect(e).toBeInstanceOf(LlmCallError)
+    expect((e as LlmCallError).retryable).toBe(false)
+  })
+
   it("gives the same book for the same request, and another for another prompt", async () => {
-    const a = await sim.generateRuleBook(request())
-    const b = await sim.generateRuleBook(request({ objections: [...OBJECTIONS] }))
+    const a = await generateRuleBook(sim, request())
+    const b = await generateRuleBook(sim, request({ objections: [...OBJECTIONS] }))
     expect(JSON.stringify(b)).toBe(JSON.stringify(a))
-    const c = await sim.generateRuleBook(request({ prompt: PROMPTS[0]! }))
+    const c = await generateRuleBook(sim, request({ prompt: PROMPTS[0]! }))
     expect(c).not.toEqual(a)
   })
 
@@ -68,14 +85,14 @@ describe("sim language model", () => {
     ["USD", request(USD_REQUEST)],
   ] as const)("writes books that pass validation for a %s workspace", async (_currency, base) => {
     for (const prompt of [base.prompt, ...PROMPTS]) {
-      const book = await sim.generateRuleBook({ ...base, prompt })
+      const book = await generateRuleBook(sim, { ...base, prompt })
       const result = validateRuleBook(book, { currency: base.currency, planTier: base.planTier })
       expect(result, prompt).toMatchObject({ ok: true })
     }
   })
 
   it("derives name, goal, opening line, disclosure and handlers from the prompt and library", async () => {
-    const book = (await sim.generateRuleBook(request())) as RuleBook
+    const book = (await generateRuleBook(sim, request())) as RuleBook
     expect(book.name.length).toBeLessThanOrEqual(60)
     expect(book.name).toMatch(/^Call Our Broadband Customers/)
     expect(book.goal).toContain("new fibre plan")
@@ -101,7 +118,7 @@ describe("sim language model", () => {
   })
 
   it("draws a deterministic 3-5 handlers when nothing in the library relates to the prompt", async () => {
-    const book = (await sim.generateRuleBook(request({ prompt: "x" }))) as RuleBook
+    const book = (await generateRuleBook(sim, request({ prompt: "x" }))) as RuleBook
     const fromLibrary = book.objection_handlers.filter((h) => h.objection_id !== 14)
     expect(fromLibrary.length).toBeGreaterThanOrEqual(3)
     expect(fromLibrary.length).toBeLessThanOrEqual(5)
@@ -110,14 +127,14 @@ describe("sim language model", () => {
   })
 
   it("writes its own handlers when the library is empty", async () => {
-    const book = (await sim.generateRuleBook(request({ objections: [] }))) as RuleBook
+    const book = (await generateRuleBook(sim, request({ objections: [] }))) as RuleBook
     expect(book.objection_handlers.length).toBeGreaterThan(0)
     expect(book.objection_handlers.every((h) => h.objection_id === null)).toBe(true)
     expect(validateRuleBook(book, { currency: "INR", planTier: "free" }).ok).toBe(true)
   })
 
   it("takes the concession cap from the prompt in minor units, clamped to the ceiling", async () => {
-    const cap = async (over: Partial<RuleBookRequest>) => ((await sim.generateRuleBook(request(over))) as RuleBook).concession_policy
+    const cap = async (over: Partial<RuleBookRequest>) => ((await generateRuleBook(sim, request(over))) as RuleBook).concession_policy
     expect(await cap({})).toEqual({ allowed: true, cap_minor: 80_000, currency: "INR", requires_approval: true })
     expect((await cap({ ...USD_REQUEST, prompt: "Offer a $20 credit to unhappy customers." })).cap_minor).toBe(2_000)
     expect((await cap({ ...USD_REQUEST, prompt: "Give a discount of up to 12.50 on renewals." })).cap_minor).toBe(1_250)
@@ -133,10 +150,10 @@ describe("sim language model", () => {
   })
 
   it("reads call length, voicemail and callback window from the prompt", async () => {
-    const book = (await sim.generateRuleBook(request({ prompt: PROMPTS[1]! }))) as RuleBook
+    const book = (await generateRuleBook(sim, request({ prompt: PROMPTS[1]! }))) as RuleBook
     expect(book.max_call_seconds).toBe(180)
     expect(book.voicemail).toBe("leave_opening_line")
-    const plain = (await sim.generateRuleBook(request({ prompt: "Call customers back within 3 days about their order." }))) as RuleBook
+    const plain = (await generateRuleBook(sim, request({ prompt: "Call customers back within 3 days about their order." }))) as RuleBook
     expect(plain.voicemail).toBe("hang_up")
     expect(plain.callback_policy.max_days_ahead).toBe(3)
     expect(plain.escalation_policy.triggers.length).toBeGreaterThan(0)
@@ -144,7 +161,7 @@ describe("sim language model", () => {
 
   it("chooses the persona: override, then one named in the prompt, then Hindi, then by currency", async () => {
     const persona = async (over: Partial<RuleBookRequest>) => {
-      const book = (await sim.generateRuleBook(request(over))) as RuleBook
+      const book = (await generateRuleBook(sim, request(over))) as RuleBook
       return [book.persona, book.language]
     }
     expect(await persona({ persona: "kai", prompt: "Use Rohan, in Hindi." })).toEqual(["kai", "en-US"])
@@ -156,14 +173,14 @@ describe("sim language model", () => {
   })
 
   it("writes a valid Hindi book, opening and disclosure in Hindi", async () => {
-    const book = (await sim.generateRuleBook(request({ prompt: "Call customers in Hindi about the new plan." }))) as RuleBook
+    const book = (await generateRuleBook(sim, request({ prompt: "Call customers in Hindi about the new plan." }))) as RuleBook
     expect(book.opening_line).toMatch(/^Namaste \{name\}/)
     expect(validateRuleBook(book, { currency: "INR", planTier: "free" }).ok).toBe(true)
   })
 
   it("yields a book failing validation when the prompt contains INVALID_RULEBOOK", async () => {
     for (const base of [request(), request(USD_REQUEST)]) {
-      const book = await sim.generateRuleBook({ ...base, prompt: "Sell upgrades INVALID_RULEBOOK please" })
+      const book = await generateRuleBook(sim, { ...base, prompt: "Sell upgrades INVALID_RULEBOOK please" })
       const result = validateRuleBook(book, { currency: base.currency, planTier: "free" })
       expect(result.ok).toBe(false)
       if (!result.ok) expect(result.errors.map((e) => e.field).sort()).toEqual(["disclosure_lines", "objection_handlers"])
@@ -171,7 +188,7 @@ describe("sim language model", () => {
   })
 
   it("leaves only allowed placeholders in what it embeds from the prompt", async () => {
-    const book = (await sim.generateRuleBook(request({ prompt: PROMPTS[5]! }))) as RuleBook
+    const book = (await generateRuleBook(sim, request({ prompt: PROMPTS[5]! }))) as RuleBook
     expect(book.system_prompt).toContain("Tell customer about our product launch")
     expect(validateRuleBook(book, { currency: "INR", planTier: "free" }).ok).toBe(true)
   })
@@ -286,7 +303,7 @@ describe("OpenAI-compatible adapter", () => {
     const model = llm()
     expect(model.name).toBe("openai")
     expect(model.model).toBe("gpt-4o-mini")
-    const book = await model.generateRuleBook(request({ persona: "rohan" }))
+    const book = await generateRuleBook(model, request({ persona: "rohan" }))
     expect(book).toEqual(fake.book)
 
     expect(fake.requests).toHaveLength(1)
@@ -312,9 +329,9 @@ describe("OpenAI-compatible adapter", () => {
   })
 
   it("sends no authorization header without a key (local servers)", async () => {
-    await llm({ apiKey: "" }).generateRuleBook(request())
+    await generateRuleBook(llm({ apiKey: "" }), request())
     expect(fake.requests[0]!.headers.authorization).toBeUndefined()
-    await makeOpenAiLlm({ baseUrl: fake.url, model: "local" }).generateRuleBook(request())
+    await generateRuleBook(makeOpenAiLlm({ baseUrl: fake.url, model: "local" }), request())
     expect(fake.requests[1]!.headers.authorization).toBeUndefined()
     expect(fake.requests[1]!.body.model).toBe("local")
   })
@@ -357,7 +374,7 @@ describe("OpenAI-compatible adapter", () => {
 
   it("retries after a 500 and succeeds", async () => {
     fake.script({ status: 500, body: { error: { message: "The server had an error", type: "server_error" } } })
-    const book = await llm().generateRuleBook(request())
+    const book = await generateRuleBook(llm(), request())
     expect(book).toEqual(fake.book)
     expect(fake.requests).toHaveLength(2)
     expect(fake.requests[1]!.body).toEqual(fake.requests[0]!.body)
@@ -365,14 +382,14 @@ describe("OpenAI-compatible adapter", () => {
 
   it("honours Retry-After on a 429", async () => {
     fake.script({ status: 429, body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }, headers: { "retry-after": "1" } })
-    await llm().generateRuleBook(request())
+    await generateRuleBook(llm(), request())
     expect(fake.requests).toHaveLength(2)
     expect(fake.requests[1]!.at - fake.requests[0]!.at).toBeGreaterThanOrEqual(950)
   })
 
   it("gives up after three 5xx answers with a retryable error", async () => {
     fake.script(...Array.from({ length: 3 }, () => ({ status: 503, body: { error: { message: "overloaded" } } })))
-    const e = await caught(llm().generateRuleBook(request()))
+    const e = await caught(generateRuleBook(llm(), request()))
     expect(e.retryable).toBe(true)
     expect(e.status).toBe(503)
     expect(e.message).toMatch(/gave up after 3 attempts/)
@@ -381,7 +398,7 @@ describe("OpenAI-compatible adapter", () => {
 
   it("does not retry a 400, and keeps the key out of the message", async () => {
     fake.script({ status: 400, body: { error: { message: `Invalid schema for response_format 'rule_book' (key ${KEY})`, code: "invalid_request_error" } } })
-    const e = await caught(llm().generateRuleBook(request()))
+    const e = await caught(generateRuleBook(llm(), request()))
     expect(e.retryable).toBe(false)
     expect(e.status).toBe(400)
     expect(e.message).toContain("Invalid schema")
@@ -392,7 +409,7 @@ describe("OpenAI-compatible adapter", () => {
   it("times out each attempt and gives up with a retryable error", async () => {
     fake.script("hang", "hang", "hang")
     const started = Date.now()
-    const e = await caught(llm({ timeoutMs: 150 }).generateRuleBook(request()))
+    const e = await caught(generateRuleBook(llm({ timeoutMs: 150 }), request()))
     expect(e.retryable).toBe(true)
     expect(e.message).toMatch(/no answer within 150 ms.*gave up after 3 attempts/)
     expect(fake.requests).toHaveLength(3)
@@ -401,7 +418,7 @@ describe("OpenAI-compatible adapter", () => {
 
   it("fails without retrying on a refusal", async () => {
     fake.script({ status: 200, body: completion(null, { refusal: "I can't help with that request." }) })
-    const e = await caught(llm().generateRuleBook(request()))
+    const e = await caught(generateRuleBook(llm(), request()))
     expect(e.retryable).toBe(false)
     expect(e.message).toContain("refused: I can't help with that request.")
     expect(fake.requests).toHaveLength(1)
@@ -410,14 +427,14 @@ describe("OpenAI-compatible adapter", () => {
   it("fails without retrying on content that is not a JSON object, or no message at all", async () => {
     fake.script({ status: 200, body: completion("Here is your rule book: {") }, { status: 200, body: completion("[1, 2]") }, { status: 200, body: { choices: [] } }, { status: 200, body: "<html>" })
     for (let i = 0; i < 4; i++) {
-      const e = await caught(llm().generateRuleBook(request()))
+      const e = await caught(generateRuleBook(llm(), request()))
       expect(e.retryable).toBe(false)
     }
     expect(fake.requests).toHaveLength(4)
   })
 
   it("reports an unreachable server as retryable", async () => {
-    const e = await caught(makeOpenAiLlm({ baseUrl: "http://127.0.0.1:1/v1", apiKey: KEY, model: "m", timeoutMs: 500 }).generateRuleBook(request()))
+    const e = await caught(generateRuleBook(makeOpenAiLlm({ baseUrl: "http://127.0.0.1:1/v1", apiKey: KEY, model: "m", timeoutMs: 500 }), request()))
     expect(e.retryable).toBe(true)
     expect(e.message).toContain("unreachable")
     expect(e.message).not.toContain(KEY)
@@ -457,7 +474,7 @@ describe("Llm service", () => {
       return new Response(JSON.stringify(completion(JSON.stringify({ ok: 1 }))), { status: 200, headers: { "content-type": "application/json" } })
     }
     const model = makeLlm({ llmBaseUrl: "http://llm.test/v1", llmApiKey: undefined, llmModel: "m", llmTimeoutMs: 1000 }, { fetch: fakeFetch })
-    expect(await model.generateRuleBook(request())).toEqual({ ok: 1 })
+    expect(await generateRuleBook(model, request())).toEqual({ ok: 1 })
     expect(seen).toEqual(["http://llm.test/v1/chat/completions"])
   })
 })

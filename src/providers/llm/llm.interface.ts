@@ -1,30 +1,24 @@
-// The language-model provider contract: a campaign prompt and the tenant's context in, a raw rule
-// book out; a rule book and a call's transcript in, the agent's next line out. The offline
-// simulator and the OpenAI-compatible adapter implement the same interface.
-import type { RuleBook } from "../../workflows/rulebook.schema.js"
+// The language-model provider contract, in plain data: messages and a JSON Schema in, the parsed
+// JSON object out (what a rule book is, and how to ask for one, is src/workflows/'s business); an
+// agent brief and a call's transcript in, the agent's next line out. The offline simulator and the
+// OpenAI-compatible adapter implement the same interface.
 import { ProviderCallError } from "../http.util.js"
 
-/** One row of the global objection library, as the generator may draw on it. */
-export interface LibraryObjection {
-  readonly id: number
-  readonly category: string
-  readonly trigger_text: string
-  readonly rebuttal_template: string
+export interface ChatMessage {
+  readonly role: "system" | "user" | "assistant"
+  readonly content: string
 }
 
-export interface RuleBookRequest {
-  /** The tenant's natural-language campaign description (nl_prompt). */
-  prompt: string
-  /** A persona id chosen by the caller (persona_override); wins over anything the prompt says. */
-  persona?: string
-  /** The workspace currency: the concession policy is written in it. */
-  currency: "INR" | "USD"
-  /** The workspace's ISO 3166-1 alpha-2 country (e.g. "IN"), for local rules such as India's NCPR. */
-  country: string
-  /** The workspace plan tier; it sets the concession ceiling. */
-  planTier: string
-  /** The objection library, loaded by the caller; handlers are drawn from it. */
-  objections: ReadonlyArray<LibraryObjection>
+/** One structured answer: the model must answer with a JSON object matching `format.schema`. */
+export interface JsonRequest {
+  readonly messages: ReadonlyArray<ChatMessage>
+  /** The answer's JSON Schema (draft 2020-12); an adapter rewrites it into its own dialect. */
+  readonly format: { readonly name: string; readonly schema: Record<string, unknown> }
+  /**
+   * What an offline model answers: the simulator has no model, so the caller supplies its
+   * deterministic stand-in. Without one the simulator rejects (a non-retryable LlmCallError).
+   */
+  readonly offline?: () => Record<string, unknown>
 }
 
 export interface LanguageModel {
@@ -33,12 +27,12 @@ export interface LanguageModel {
   /** The model asked ("sim-1", "gpt-4o-mini"), recorded beside what it generated. */
   readonly model: string
   /**
-   * Resolves with the model's rule book as a raw JSON object: unvalidated, the caller runs
-   * validateRuleBook on it. Rejects with LlmCallError.
+   * Resolves with the model's answer as a raw JSON object: unvalidated beyond what the provider's
+   * structured output guarantees, the caller checks it. Rejects with LlmCallError.
    */
-  generateRuleBook(req: RuleBookRequest): Promise<unknown>
+  generateJson(req: JsonRequest): Promise<Record<string, unknown>>
   /**
-   * The agent's next line in a call, from its rule book and the transcript so far. Rejects with
+   * The agent's next line in a call, from its brief and the transcript so far. Rejects with
    * LlmCallError (the conversation loop retries once, then ends the call politely).
    */
   reply(req: ReplyRequest): Promise<AgentReply>
@@ -69,8 +63,36 @@ export interface TranscriptLine {
   readonly text: string
 }
 
+/** A handler the agent answers an objection with (the campaign's rule book has these). */
+export interface AgentObjectionHandler {
+  readonly category: string
+  readonly trigger: string
+  readonly response: string
+}
+
+/** A policy for one kind of proposal: whether the agent may make it and whether a human approves it. */
+export interface AgentPolicy {
+  readonly allowed: boolean
+  readonly requires_approval: boolean
+}
+
+/**
+ * What the agent follows on a call, as plain data: the fields of the campaign's rule book
+ * (src/workflows/rulebook.schema.ts) that answering turns reads. A validated rule book is one.
+ */
+export interface AgentBrief {
+  readonly system_prompt: string
+  readonly opening_line: string
+  readonly disclosure_lines: ReadonlyArray<string>
+  readonly objection_handlers: ReadonlyArray<AgentObjectionHandler>
+  /** The concession ceiling in minor units (1/100) of `currency`. */
+  readonly concession_policy: AgentPolicy & { readonly cap_minor: number; readonly currency: "INR" | "USD" }
+  readonly callback_policy: AgentPolicy & { readonly max_days_ahead: number }
+  readonly escalation_policy: AgentPolicy & { readonly triggers: ReadonlyArray<string> }
+}
+
 export interface ReplyRequest {
-  ruleBook: RuleBook
+  ruleBook: AgentBrief
   /** The call so far, oldest first; the agent's first line (disclosure + opening) included. */
   history: ReadonlyArray<TranscriptLine>
   callee: { name: string | null }

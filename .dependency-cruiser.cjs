@@ -1,0 +1,78 @@
+// The layering of ARCHITECTURE.md as a check (`npm run check`, run by .ci/run): each rule below
+// fails the build. Layers, lowest first: machines/ (pure XState), src/platform/ (knows no domain),
+// src/providers/ (adapters; know no domain), src/<domain>/ (services and repositories), then
+// runtime/ and api/, which only src/main/ wires together. Tests (test/, *.test.ts) and benches are
+// exempt.
+
+/** Domains: every src/ folder except the platform, the providers and the start-up wiring. */
+const DOMAIN = "^src/(?!platform/|providers/|main/)"
+const EXEMPT = "^(test|bench)/|\\.test\\.ts$"
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "machines-only-xstate",
+      comment: "machines/ holds pure state machines: they import only xstate and each other.",
+      severity: "error",
+      from: { path: "^machines/", pathNot: EXEMPT },
+      to: { pathNot: ["^machines/", "^node_modules/xstate/"] },
+    },
+    {
+      name: "platform-knows-no-domain",
+      comment: "src/platform/ is what every part stands on: no domain, provider, runtime or api import.",
+      severity: "error",
+      from: { path: "^src/platform/", pathNot: EXEMPT },
+      to: { path: ["^src/(?!platform/)", "^runtime/", "^api/"] },
+    },
+    {
+      name: "providers-know-no-domain",
+      comment: "src/providers/ are adapters taking plain typed inputs: only src/platform/ and src/providers/.",
+      severity: "error",
+      from: { path: "^src/providers/", pathNot: EXEMPT },
+      to: { path: ["^src/(?!platform/|providers/)", "^runtime/", "^api/", "^machines/"] },
+    },
+    {
+      name: "domains-below-api-and-runtime",
+      comment: "A domain never imports api/ or runtime/: only src/main/ wires those together.",
+      severity: "error",
+      from: { path: DOMAIN, pathNot: EXEMPT },
+      to: { path: ["^api/", "^runtime/"] },
+    },
+    {
+      name: "api-reaches-runtime-over-the-bus",
+      comment: "api/ never imports runtime/: it sends commands over the bus (src/platform/subjects.ts).",
+      severity: "error",
+      from: { path: "^api/", pathNot: EXEMPT },
+      to: { path: "^runtime/" },
+    },
+    {
+      name: "no-circular",
+      comment: "No import cycles, type-only imports included.",
+      severity: "error",
+      from: { pathNot: EXEMPT },
+      to: { circular: true },
+    },
+    {
+      name: "not-to-unresolvable",
+      comment: "An import that resolves to nothing is a typo or a missing package.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^dist/" },
+    // Type-only imports count: a layer may not even name another's types.
+    tsPreCompilationDeps: true,
+    // NodeNext resolution: `./x.js` specifiers resolve to `./x.ts`.
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+}

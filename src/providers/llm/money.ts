@@ -1,0 +1,15 @@
+// Amounts as the agent says them ("₹400.00", "$12.50"): the same formatting as the price list
+// (src/billing/pricing.ts formatMinor), kept here so the providers need nothing of billing.
+export type AgentCurrency = "INR" | "USD"
+
+const money = (locale: string, currency: AgentCurrency) =>
+  new Intl.NumberFormat(locale, { style: "currency", currency, minimumFractionDigits: 2 })
+const formatters: Readonly<Record<AgentCurrency, Intl.NumberFormat>> = {
+  INR: money("en-IN", "INR"),
+  USD: money("en-US", "USD"),
+}
+
+/** `amountMinor` minor units (1/100) of `currency`, formatted for speech and prompts. */
+export function formatAmount(amountMinor: number, currency: AgentCurrency): string {
+  return formatters[currency].format(amountMinor / 100)
+}
