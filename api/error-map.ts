@@ -1,10 +1,12 @@
 // The one table from domain errors to HTTP: status, contract code and body {error, code, field?}.
 // Adding a DomainError without a row here fails the type check (assertNever).
-import type { DomainError } from "../src/platform/errors.js"
+import type { DomainError, ErrorCode } from "../src/platform/errors.js"
+
+export { ERROR_CODES, type ErrorCode } from "../src/platform/errors.js"
 
 export interface HttpError {
   readonly status: number
-  readonly body: { error: string; code: string; field?: string; [extra: string]: unknown }
+  readonly body: { error: string; code: ErrorCode; field?: string; [extra: string]: unknown }
   readonly headers?: Readonly<Record<string, string>>
 }
 

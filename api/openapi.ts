@@ -2,6 +2,7 @@
 // router enforces: the same zod schemas become the parameters, bodies and responses.
 import { z } from "zod"
 import type { AnyRoute } from "./route.js"
+import { ERROR_CODES } from "./error-map.js"
 import { ErrorBody, ValidationErrorBody } from "./schemas.js"
 
 type JsonSchema = Record<string, unknown>
@@ -25,6 +26,13 @@ function parameters(schema: z.ZodType | undefined, where: "path" | "query"): Jso
     ...(typeof p["description"] === "string" && { description: p["description"] }),
     schema: p,
   }))
+}
+
+/** The error body with its code pointing at the closed list of codes (components.schemas.ErrorCode). */
+function errorBodySchema(): JsonSchema {
+  const s = toSchema(ErrorBody)
+  const props = s["properties"] as Record<string, JsonSchema>
+  return { ...s, properties: { ...props, code: { $ref: "#/components/schemas/ErrorCode" } } }
 }
 
 const errorResponse = (description: string, ref = "Error") => ({
@@ -97,7 +105,11 @@ export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
     servers: [{ url: "/" }, { url: "/v1" }],
     paths,
     components: {
-      schemas: { Error: toSchema(ErrorBody), ValidationError: toSchema(ValidationErrorBody) },
+      schemas: {
+        ErrorCode: { type: "string", enum: [...ERROR_CODES], description: "Every code an error response can carry" },
+        Error: errorBodySchema(),
+        ValidationError: toSchema(ValidationErrorBody),
+      },
       securitySchemes: {
         bearerJwt: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The token from POST /auth/login (7 days)" },
         sessionCookie: { type: "apiKey", in: "cookie", name: "svc_session", description: "Set by POST /auth/login; state changes need an allowed Origin" },

@@ -3,7 +3,7 @@
 // either way; the return page says the wallet is credited once the gateway's webhook confirms.
 import { Effect } from "effect"
 import { z } from "zod"
-import { upiCheckoutIntent } from "../../src/billing/billing.service.js"
+import { upiCheckoutIntent } from "../../src/billing/payments.service.js"
 import { formatMinor } from "../../src/billing/pricing.js"
 import { NotFound } from "../../src/platform/errors.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"

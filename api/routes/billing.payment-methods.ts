@@ -3,7 +3,7 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { Id } from "../schemas.js"
-import { listPaymentMethods, removePaymentMethod } from "../../src/billing/billing.service.js"
+import { listPaymentMethods, removePaymentMethod } from "../../src/billing/payments.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

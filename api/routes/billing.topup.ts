@@ -2,7 +2,8 @@
 // method saved by a top-up with save_payment_method; bounds in src/billing/pricing.ts).
 import { Effect } from "effect"
 import { z } from "zod"
-import { setAutocharge, topup } from "../../src/billing/billing.service.js"
+import { setAutocharge } from "../../src/billing/autocharge.service.js"
+import { topup } from "../../src/billing/payments.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"

@@ -1,7 +1,7 @@
 // GET /billing/balance, /billing/precheck and /billing/history: the wallet as its owner sees it.
 import { Effect } from "effect"
 import { z } from "zod"
-import { balance, DEFAULT_PRECHECK_SECONDS, history, precheck } from "../../src/billing/billing.service.js"
+import { balance, DEFAULT_PRECHECK_SECONDS, history, precheck } from "../../src/billing/wallet.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { QueryInt } from "../schemas.js"

@@ -4,7 +4,7 @@
 // intent we don't know is acknowledged.
 import { Effect } from "effect"
 import { z } from "zod"
-import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/billing.service.js"
+import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/payments.service.js"
 import { BadRequestBody, NotFound, Unauthenticated } from "../../src/platform/errors.js"
 import { Payments } from "../../src/providers/Payments.js"
 import { verifyGenericSignature, verifyGwCardSignature, verifyGwUpiSignature } from "../../src/providers/payments/signatures.js"

@@ -11,11 +11,10 @@ import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { RT_APPROVAL_DECIDED, type ApprovalDecided } from "../platform/subjects.js"
 import * as repo from "./approvals.repo.js"
+import { iso } from "../platform/time.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
 export const CALLBACK_DELAY_MS = 2 * 3_600_000
-
-const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 
 export const approvalView = (r: repo.ApprovalRow) => ({
   id: r.id,

@@ -11,6 +11,7 @@
 import { createChallenge, randomInt, verifySolution, type Challenge, type Solution } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import type { Sql } from "../platform/Db.js"
+import { spendAltcha } from "./credentials.repo.js"
 
 export interface AltchaOptions {
   readonly hmacKey: string
@@ -92,18 +93,8 @@ export function makeAltcha(opts: AltchaOptions): Altcha {
         return false
       }
       if (!verified) return false
-      // Recording only verified solutions keeps strangers from filling the table. The purge rides
-      // along in the same statement: one round trip, and the index on expires_at keeps it cheap.
-      const rows = await sql`
-        with purged as (
-          delete from altcha_spent where expires_at < ${new Date(Date.now() - PURGE_MARGIN_MS)}
-        )
-        insert into altcha_spent (signature, expires_at)
-        values (${challenge.signature}, ${new Date(expiresAt * 1000)})
-        on conflict (signature) do nothing
-        returning 1
-      `
-      return rows.count === 1
+      // Recording only verified solutions keeps strangers from filling the table.
+      return spendAltcha(sql, challenge.signature, new Date(expiresAt * 1000), new Date(Date.now() - PURGE_MARGIN_MS))
     },
   }
 }

@@ -68,6 +68,25 @@ export const findTenant = async (sql: Sql, tenantId: number): Promise<TenantRow 
   return row
 }
 
+/** The workspace's currency and plan tier (the billing pages read only these). */
+export const findTenantPlan = async (sql: Sql | Tx, tenantId: number): Promise<{ currency: Currency; plan_tier: string }> => {
+  const [row] = await sql<[{ currency: Currency; plan_tier: string }]>`select currency, plan_tier from tenants where id = ${tenantId}`
+  return row
+}
+
+/** Moves the workspace onto `to` (only from `from` when given: cancelling leaves other tiers alone). */
+export const setPlanTier = async (sql: Sql | Tx, tenantId: number, to: string, from?: string): Promise<void> => {
+  if (from === undefined) await sql`update tenants set plan_tier = ${to} where id = ${tenantId}`
+  else await sql`update tenants set plan_tier = ${to} where id = ${tenantId} and plan_tier = ${from}`
+}
+
+/** The addresses of the workspace's active owners and admins, oldest account first. */
+export const adminEmails = async (sql: Sql, tenantId: number): Promise<string[]> => {
+  const rows = await sql<Array<{ email: string }>>`
+    select email from users where tenant_id = ${tenantId} and role in ('owner', 'admin') and status = 'active' order by id`
+  return rows.map((r) => r.email)
+}
+
 /** Whether the workspace's owner has confirmed their address: runs need it (see runs.service). */
 export const ownerEmailVerified = async (sql: Sql | Tx, tenantId: number): Promise<boolean> => {
   const [row] = await sql<[{ ok: boolean }]>`
@@ -77,6 +96,11 @@ export const ownerEmailVerified = async (sql: Sql | Tx, tenantId: number): Promi
 
 export const insertEmailVerification = async (tx: Tx, v: { tokenSha256: Buffer; userId: number; expiresAt: Date }): Promise<void> => {
   await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId}, ${v.expiresAt})`
+}
+
+/** Marks the user's address verified (receiving a sign-in code proves it is theirs). */
+export const markEmailVerified = async (sql: Sql, userId: number, now: Date): Promise<void> => {
+  await sql`update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now}) where id = ${userId}`
 }
 
 export type VerifyOutcome =

@@ -2,7 +2,7 @@
 // Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures and signups are throttled.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
-import { openWallet, postEntry } from "../billing/ledger.js"
+import { openWallet, postEntry } from "../billing/ledger.repo.js"
 import { TRIAL_CREDIT_MINOR, type Currency } from "../billing/pricing.js"
 import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../platform/errors.js"
 import * as counters from "../platform/rate-counters.repo.js"

@@ -8,6 +8,7 @@ import type { Config } from "../platform/config.js"
 import { Forbidden, Unauthenticated, type DomainError } from "../platform/errors.js"
 import type { Sql } from "../platform/Db.js"
 import type { WallClock } from "../platform/Clock.js"
+import { findKeyBySecret, findSession, recordKeyUses, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
 import { AUTH_INVALIDATE_SUBJECT, SCOPE_RANK, type Invalidation, type KeyPrincipal, type Principal, type Scope, type UserPrincipal } from "./principal.js"
 
@@ -34,23 +35,6 @@ export interface AuthRequirement {
   /** `jwt`: a user or an API key of `scope`; `jwt-only`: a user (API keys get 403). */
   readonly level: "jwt" | "jwt-only"
   readonly scope: Scope
-}
-
-interface SessionRow {
-  readonly tenant_id: number
-  readonly role: UserPrincipal["role"]
-  readonly status: string
-  readonly tenant_status: string
-  readonly revoked: boolean
-}
-
-interface KeyRow {
-  readonly id: number
-  readonly tenant_id: number
-  readonly scope: Scope
-  readonly expires_at: Date | null
-  readonly revoked: boolean
-  readonly tenant_status: string
 }
 
 interface Cached<T> {
@@ -174,11 +158,7 @@ export class Authenticator {
     const userId = Number(c.sub)
     let cached = this.sessions.get(c.jti)
     if (!cached || now - cached.at > (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) {
-      const [row] = await this.deps.sql<[SessionRow?]>`
-        select u.tenant_id, u.role, u.status, t.status as tenant_status,
-               exists (select 1 from revoked_tokens r where r.jti = ${c.jti}) as revoked
-        from users u join tenants t on t.id = u.tenant_id
-        where u.id = ${userId}`
+      const row = await findSession(this.deps.sql, userId, c.jti)
       this.sessions.set(c.jti, (cached = { at: now, value: row }))
     }
     const row = cached.value
@@ -195,10 +175,7 @@ export class Authenticator {
     const id = hash("sha256", secret, "base64")
     const cached = this.keys.get(id)
     if (cached && now - cached.at <= (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) return this.keyPrincipal(cached.value, now, ip)
-    return this.deps.sql<[KeyRow?]>`
-        select k.id, k.tenant_id, k.scope, k.expires_at, k.revoked_at is not null as revoked, t.status as tenant_status
-        from api_keys k join tenants t on t.id = k.tenant_id
-        where k.secret_sha256 = ${Buffer.from(id, "base64")}`.then(([row]) => {
+    return findKeyBySecret(this.deps.sql, Buffer.from(id, "base64")).then((row) => {
       this.keys.set(id, { at: now, value: row })
       return this.keyPrincipal(row, now, ip)
     })
@@ -264,10 +241,7 @@ export class Authenticator {
     if (this.keyUses.size === 0) return 0
     const uses = [...this.keyUses].map(([id, u]) => ({ id, at: new Date(u.at).toISOString(), ip: u.ip }))
     this.keyUses.clear()
-    await this.deps.sql`
-      update api_keys k set last_used_at = v.at, last_used_ip = v.ip
-      from jsonb_to_recordset(${this.deps.sql.json(uses)}) as v(id bigint, at timestamptz, ip text)
-      where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`
+    await recordKeyUses(this.deps.sql, uses)
     return uses.length
   }
 }

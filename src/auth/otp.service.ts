@@ -11,6 +11,7 @@ import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import * as repo from "./auth.repo.js"
+import * as otp from "./otp.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
 
 export const OTP_TTL_SECONDS = 10 * 60
@@ -44,9 +45,6 @@ const refused = (results: counters.HitResult[], message: string) => {
   return wait > 0 ? new RateLimited({ retryAfterSeconds: wait, message }) : undefined
 }
 
-/** Takes back one counted hit: a guess that turned out right is not a failure. */
-const refund = (sql: Sql, key: string) => sql`update rate_counters set hits = greatest(hits - 1, 0) where key = ${key}`
-
 /**
  * Issues a new code (replacing any earlier one) and mails it when the address has an account.
  * `resend` only acts after a start (both ask the ALTCHA challenge when it is required). Either
@@ -65,25 +63,20 @@ export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
     const limited = refused([byIp, byAddress], "too many sign-in codes were asked for; try again later")
     if (limited) return yield* Effect.fail(limited)
     if (mode === "resend") {
-      const [started] = yield* Effect.promise(() => sql`select 1 from otp_codes where email = ${email}`)
+      const started = yield* Effect.promise(() => otp.hasCode(sql, email))
       if (!started) return ACCEPTED
     }
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
     const code = String(randomInt(1_000_000)).padStart(6, "0")
     const resendBefore = new Date(now.getTime() - OTP_RESEND_SECONDS * 1000)
     // One statement decides the rate limit, so two racing starts can't both send.
-    const [row] = yield* Effect.promise(
-      () => sql<[{ last_sent_at: Date }?]>`
-        insert into otp_codes as o (email, code_sha256, expires_at, attempts, last_sent_at)
-        values (${email}, ${user ? codeHash(email, code) : null}, ${new Date(now.getTime() + OTP_TTL_SECONDS * 1000)}, 0, ${now})
-        on conflict (email) do update set
-          code_sha256 = excluded.code_sha256, expires_at = excluded.expires_at, attempts = 0, last_sent_at = excluded.last_sent_at
-          where o.last_sent_at <= ${resendBefore}
-        returning last_sent_at`,
+    const expiresAt = new Date(now.getTime() + OTP_TTL_SECONDS * 1000)
+    const issued = yield* Effect.promise(() =>
+      otp.issueCode(sql, { email, codeSha256: user ? codeHash(email, code) : null, expiresAt, now, resendBefore }),
     )
-    if (!row) {
-      const [last] = yield* Effect.promise(() => sql<[{ last_sent_at: Date }]>`select last_sent_at from otp_codes where email = ${email}`)
-      const wait = Math.max(1, Math.ceil((last.last_sent_at.getTime() + OTP_RESEND_SECONDS * 1000 - now.getTime()) / 1000))
+    if (!issued) {
+      const last = yield* Effect.promise(() => otp.lastSentAt(sql, email))
+      const wait = Math.max(1, Math.ceil((last.getTime() + OTP_RESEND_SECONDS * 1000 - now.getTime()) / 1000))
       return yield* Effect.fail(new RateLimited({ retryAfterSeconds: wait, message: `a code was sent moments ago; ask again in ${wait} s` }))
     }
     // Counted for unknown addresses too, so the budget's answers reveal nothing.
@@ -103,21 +96,14 @@ export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
 /** Checks the live code for `email` under its row lock and spends it (right, or wrong too often). */
 const checkCode = (sql: Sql, email: string, code: string, now: Date): Promise<boolean> =>
   sql.begin(async (tx) => {
-    const [row] = await tx<[{ code_sha256: Uint8Array; attempts: number }?]>`
-      select code_sha256, attempts from otp_codes
-      where email = ${email} and code_sha256 is not null and expires_at > ${now}
-      for update`
+    const row = await otp.lockLiveCode(tx, email, now)
     const given = codeHash(email, code)
     if (!row) return false
     const stored = Buffer.from(row.code_sha256)
     // Both are SHA-256 digests, so the lengths match; compared in constant time all the same.
     const ok = stored.length === given.length && timingSafeEqual(stored, given)
-    if (ok) await tx`update otp_codes set code_sha256 = null where email = ${email}`
-    else
-      await tx`
-        update otp_codes set attempts = attempts + 1,
-          code_sha256 = case when attempts + 1 >= ${OTP_MAX_ATTEMPTS} then null else code_sha256 end
-        where email = ${email}`
+    if (ok) await otp.spendCode(tx, email)
+    else await otp.countWrongGuess(tx, email, OTP_MAX_ATTEMPTS)
     return ok
   }) as Promise<boolean>
 
@@ -143,12 +129,12 @@ export const verifyCode = (email: string, code: string, ip: string) =>
     if (limited) return yield* Effect.fail(limited)
     const ok = yield* Effect.promise(() => checkCode(sql, email, code, now))
     if (!ok) return yield* Effect.fail(WRONG())
-    yield* Effect.promise(() => Promise.all([counters.reset(sql, keys.guessAddress(email)), refund(sql, keys.guessIp(ip))]))
+    yield* Effect.promise(() => Promise.all([counters.reset(sql, keys.guessAddress(email)), counters.refund(sql, keys.guessIp(ip))]))
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
     const tenant = user && (yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id)))
     if (!user || !tenant) return yield* Effect.fail(WRONG())
     yield* assertCanSignIn(user, tenant)
     // Receiving the code proves the address is theirs.
-    yield* Effect.promise(() => sql`update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now}) where id = ${user.id}`)
+    yield* Effect.promise(() => repo.markEmailVerified(sql, user.id, now))
     return yield* issueSession({ ...user, email_verified: true }, tenant)
   })

@@ -1,6 +1,7 @@
 // Who pays for a workspace's calls: the one rule that precheck, run start, the reservation and the
 // runtime's choice of provider accounts all read, so a call is never free on the platform's accounts.
 import type { Sql, Tx } from "../platform/Db.js"
+import { byokReadiness } from "./call-terms.repo.js"
 
 /** What a byok workspace still lacks before its calls stop costing the per-minute rate. */
 export type ByokGap = "byok_subscription" | "telephony_credential" | "llm_credential"
@@ -23,13 +24,7 @@ export interface CallTerms {
  * api_base_url is reached at (a credential nobody can dial with is not a leg of its own).
  */
 export async function callTerms(sql: Sql | Tx, tenantId: number, now: Date, platformTelcoA: boolean): Promise<CallTerms> {
-  const [row] = await sql<[{ mode: "bundled" | "byok"; subscribed: boolean; telco: boolean; llm: boolean }?]>`
-    select t.onboarding_mode as mode,
-      exists (select 1 from subscriptions s where s.tenant_id = t.id and s.status = 'active' and s.current_period_end > ${now}) as subscribed,
-      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'telco_a' and c.status = 'validated'
-              and c.primary_id is not null and (${platformTelcoA} or jsonb_typeof(c.extra -> 'api_base_url') = 'string')) as telco,
-      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'llm' and c.status = 'validated') as llm
-    from tenants t where t.id = ${tenantId}`
+  const row = await byokReadiness(sql, tenantId, now, platformTelcoA)
   if (row === undefined || row.mode === "bundled") return BUNDLED
   const missing: ByokGap[] = [
     ...(row.subscribed ? [] : (["byok_subscription"] as const)),

@@ -6,28 +6,15 @@ import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { Conflict, NotFound } from "../platform/errors.js"
 import { Clock } from "../platform/Clock.js"
-import { Db, isUniqueViolation, type Sql, type Tx } from "../platform/Db.js"
+import { Db, isUniqueViolation, type Tx } from "../platform/Db.js"
+import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
 import { Log } from "../platform/Log.js"
-import { postEntry } from "./ledger.js"
+import { postEntry } from "./ledger.repo.js"
 import { chargeEveryMinute } from "./periodic.js"
-import { BYOK_FEE_MINOR, type Currency } from "./pricing.js"
-
-interface SubscriptionRow {
-  readonly id: number
-  readonly tenant_id: number
-  readonly plan: string
-  readonly status: "pending_authorisation" | "active" | "cancelled"
-  readonly amount_minor: number
-  readonly currency: Currency
-  readonly external_id: string
-  readonly short_url: string
-  readonly current_period_start: Date | null
-  readonly current_period_end: Date | null
-  readonly created_at: Date
-  readonly cancelled_at: Date | null
-}
-
-const iso = (d: Date | null) => d?.toISOString() ?? null
+import { BYOK_FEE_MINOR } from "./pricing.js"
+import * as repo from "./subscription.repo.js"
+import type { SubscriptionRow } from "./subscription.repo.js"
+import { iso } from "../platform/time.js"
 
 export const subscriptionView = (s: SubscriptionRow) => ({
   id: s.id,
@@ -50,14 +37,11 @@ export function addMonth(d: Date): Date {
   return next
 }
 
-const openSubscription = (sql: Sql | Tx, tenantId: number) =>
-  sql<[SubscriptionRow?]>`select * from subscriptions where tenant_id = ${tenantId} and status <> 'cancelled'`
-
 export const getSubscription = (tenantId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const [open] = yield* Effect.promise(() => openSubscription(sql, tenantId))
-    const [t] = yield* Effect.promise(() => sql<[{ currency: Currency; plan_tier: string }]>`select currency, plan_tier from tenants where id = ${tenantId}`)
+    const open = yield* Effect.promise(() => repo.findOpen(sql, tenantId))
+    const t = yield* Effect.promise(() => findTenantPlan(sql, tenantId))
     return { subscription: open ? subscriptionView(open) : null, plan_tier: t.plan_tier, fee_minor: BYOK_FEE_MINOR[t.currency], currency: t.currency }
   })
 
@@ -65,28 +49,24 @@ export const getSubscription = (tenantId: number) =>
 export const createSubscription = (tenantId: number, baseUrl: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const [existing] = yield* Effect.promise(() => openSubscription(sql, tenantId))
+    const existing = yield* Effect.promise(() => repo.findOpen(sql, tenantId))
     if (existing?.status === "active") return yield* Effect.fail(new Conflict({ code: "SUBSCRIPTION_EXISTS", message: "the workspace already has an active subscription" }))
     if (existing) return { created: false, subscription: subscriptionView(existing) }
-    const [t] = yield* Effect.promise(() => sql<[{ currency: Currency }]>`select currency from tenants where id = ${tenantId}`)
+    const t = yield* Effect.promise(() => findTenantPlan(sql, tenantId))
     // The mandate is authorised through the stub gateway's link until a gateway adapter supports
     // recurring mandates; the stub webhook with this external id authorises it.
     const externalId = `sub_${randomBytes(12).toString("hex")}`
     const shortUrl = `${baseUrl}/billing/return?status=mandate_pending&order_id=${externalId}`
     return yield* Effect.tryPromise({
-      try: () =>
-        sql<[SubscriptionRow]>`
-          insert into subscriptions (tenant_id, status, amount_minor, currency, external_id, short_url)
-          values (${tenantId}, 'pending_authorisation', ${BYOK_FEE_MINOR[t.currency]}, ${t.currency}, ${externalId}, ${shortUrl})
-          returning *`,
+      try: () => repo.insertPending(sql, { tenantId, amountMinor: BYOK_FEE_MINOR[t.currency], currency: t.currency, externalId, shortUrl }),
       catch: (e) => e,
     }).pipe(
-      Effect.map(([row]) => ({ created: true, subscription: subscriptionView(row) })),
+      Effect.map((row) => ({ created: true, subscription: subscriptionView(row) })),
       // A concurrent create won the one-open-subscription index: answer with theirs. Anything
       // else is a database failure, not a race.
       Effect.catchAll((e) =>
         isUniqueViolation(e, "subscriptions_one_open")
-          ? Effect.promise(async () => ({ created: false, subscription: subscriptionView((await openSubscription(sql, tenantId))[0]!) }))
+          ? Effect.promise(async () => ({ created: false, subscription: subscriptionView((await repo.findOpen(sql, tenantId))!) }))
           : Effect.die(e),
       ),
     )
@@ -95,40 +75,30 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
 export const cancelSubscription = (tenantId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const [row] = yield* Effect.promise(
-      () => sql<[SubscriptionRow?]>`
-        update subscriptions set status = 'cancelled', cancelled_at = now()
-        where tenant_id = ${tenantId} and status <> 'cancelled'
-        returning *`,
-    )
+    const row = yield* Effect.promise(() => repo.cancelOpen(sql, tenantId))
     if (!row) return yield* Effect.fail(new NotFound({ message: "the workspace has no subscription to cancel" }))
-    yield* Effect.promise(() => sql`update tenants set plan_tier = 'free' where id = ${tenantId} and plan_tier = 'byok'`)
+    yield* Effect.promise(() => setPlanTier(sql, tenantId, "free", "byok"))
     return subscriptionView(row)
   })
 
 /** Records one period's charge once; false when that period was already charged. */
 async function chargePeriod(tx: Tx, s: SubscriptionRow, start: Date, end: Date): Promise<boolean> {
-  const [charge] = await tx<[{ id: number }?]>`
-    insert into subscription_charges (subscription_id, period_start, period_end, amount_minor)
-    values (${s.id}, ${start}, ${end}, ${s.amount_minor})
-    on conflict (subscription_id, period_start) do nothing
-    returning id`
-  if (!charge) return false
+  if (!(await repo.insertCharge(tx, s, start, end))) return false
   const key = `subscription:${s.id}:${start.toISOString()}`
   await postEntry(tx, { tenantId: s.tenant_id, amountMinor: s.amount_minor, kind: "mandate_payment", reference: s.external_id, idempotencyKey: `${key}:in` })
   await postEntry(tx, { tenantId: s.tenant_id, amountMinor: -s.amount_minor, kind: "platform_fee", reference: s.external_id, idempotencyKey: `${key}:fee` })
-  await tx`update subscriptions set current_period_start = ${start}, current_period_end = ${end} where id = ${s.id}`
+  await repo.setPeriod(tx, s.id, start, end)
   return true
 }
 
 /** The mandate was authorised: activate and charge the first period. Idempotent. */
 export async function authoriseSubscription(tx: Tx, externalId: string, now: Date): Promise<"activated" | "already_active" | "unknown" | "cancelled"> {
-  const [s] = await tx<[SubscriptionRow?]>`select * from subscriptions where external_id = ${externalId} for update`
+  const s = await repo.lockByExternalId(tx, externalId)
   if (!s) return "unknown"
   if (s.status === "cancelled") return "cancelled"
   if (s.status === "active") return "already_active"
-  await tx`update subscriptions set status = 'active' where id = ${s.id}`
-  await tx`update tenants set plan_tier = 'byok' where id = ${s.tenant_id}`
+  await repo.activate(tx, s.id)
+  await setPlanTier(tx, s.tenant_id, "byok")
   await chargePeriod(tx, s, now, addMonth(now))
   return "activated"
 }
@@ -142,11 +112,7 @@ export const renewDueSubscriptions = Effect.gen(function* () {
     () =>
       sql.begin(async (tx) => {
         // skip locked: another runtime process renewing at the same time takes the rest.
-        const due = await tx<SubscriptionRow[]>`
-          select * from subscriptions
-          where status = 'active' and current_period_end <= ${now}
-          order by current_period_end limit 100
-          for update skip locked`
+        const due = await repo.lockDue(tx, now, 100)
         let charged = 0
         for (const s of due) if (await chargePeriod(tx, s, s.current_period_end!, addMonth(s.current_period_end!))) charged++
         return charged

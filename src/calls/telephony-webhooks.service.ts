@@ -7,13 +7,14 @@ import { Effect } from "effect"
 import { rtTelcoCall, type TelcoWebhookMessage } from "../platform/subjects.js"
 import { Unauthenticated } from "../platform/errors.js"
 import { findActiveByPhone } from "../numbers/numbers.repo.js"
+import * as repo from "./inbound-calls.repo.js"
 import { Credentials } from "../onboarding/Credentials.js"
 import { fillPlaceholders } from "../providers/llm/llm.interface.js"
 import { twiml } from "../providers/telephony/telco-a.telephony.js"
 import { verifyTelcoA } from "../providers/telephony/telco-a.signature.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
-import { Db, type Sql } from "../platform/Db.js"
+import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { findVoice } from "../voices/voices.catalog.js"
 
@@ -30,11 +31,6 @@ export interface TelcoAWebhook {
   readonly signature: string | undefined
 }
 
-const tenantOfCall = async (sql: Sql, callId: number): Promise<number | undefined> => {
-  const [row] = await sql<[{ tenant_id: number }?]>`select tenant_id from calls where id = ${callId}`
-  return row?.tenant_id
-}
-
 /** Verifies a telco_a webhook against its tenant's auth token; the tenant and the call it names. */
 const authenticate = (w: TelcoAWebhook) =>
   Effect.gen(function* () {
@@ -45,7 +41,7 @@ const authenticate = (w: TelcoAWebhook) =>
     const callId = callIdRaw !== null && /^[1-9]\d{0,15}$/.test(callIdRaw) ? Number(callIdRaw) : undefined
     let tenantId: number | undefined
     let number: Awaited<ReturnType<typeof findActiveByPhone>>
-    if (callId !== undefined) tenantId = yield* Effect.promise(() => tenantOfCall(sql, callId))
+    if (callId !== undefined) tenantId = yield* Effect.promise(() => repo.tenantOfCall(sql, callId))
     else {
       number = yield* Effect.promise(() => findActiveByPhone(sql, w.params["To"] ?? ""))
       tenantId = number?.tenant_id
@@ -95,11 +91,9 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
     if (sid === undefined) return
     const duration = /^\d+$/.test(w.params["CallDuration"] ?? "") ? Number(w.params["CallDuration"]) : null
     const ended = ["completed", "busy", "no-answer", "failed", "canceled"].includes(w.params["CallStatus"] ?? "")
-    yield* Effect.promise(
-      () => sql`
-        update inbound_calls set status = ${w.params["CallStatus"] ?? "unknown"}, duration_seconds = coalesce(${duration}, duration_seconds),
-          ended_at = ${ended ? sql`coalesce(ended_at, now())` : sql`ended_at`}
-        where provider = 'telco_a' and provider_call_id = ${sid} and tenant_id = ${who.tenantId}`,
+    const status = w.params["CallStatus"] ?? "unknown"
+    yield* Effect.promise(() =>
+      repo.updateInboundStatus(sql, { tenantId: who.tenantId, providerCallId: sid, status, durationSeconds: duration, ended }),
     )
   })
 
@@ -110,24 +104,24 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
 const answerInbound = (tenantId: number, number: NonNullable<Awaited<ReturnType<typeof findActiveByPhone>>>, params: Record<string, string>, provider: "telco_a" | "telco_b") =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const [ctx] = yield* Effect.promise(
-      () => sql<[{ tenant_name: string; opening: string | null; persona: string | null }]>`
-        select t.name as tenant_name, rb.body->>'opening_line' as opening, w.persona
-        from tenants t
-        left join workflows w on w.id = ${number.workflow_id} and w.tenant_id = t.id
-        left join rule_books rb on rb.id = w.rule_book_id
-        where t.id = ${tenantId}`,
-    )
+    const ctx = yield* Effect.promise(() => repo.greetingContext(sql, tenantId, number.workflow_id))
     const agent = findVoice(ctx?.persona ?? "amelia")?.name ?? "Amelia"
     const company = ctx?.tenant_name ?? "us"
     const opening = ctx?.opening !== null && ctx?.opening !== undefined ? fillPlaceholders(ctx.opening, { name: null, agentName: agent, company }) : `Hello, this is ${agent} from ${company}.`
     const greeting = `${opening} Thank you for calling. Someone from ${company} will call you back shortly. Goodbye.`
     const sid = params["CallSid"] ?? params["uuid"] ?? `unknown-${Date.now()}`
-    yield* Effect.promise(
-      () => sql`
-        insert into inbound_calls (tenant_id, number_id, workflow_id, provider, provider_call_id, from_e164, to_e164, greeting)
-        values (${tenantId}, ${number.id}, ${number.workflow_id}, ${provider}, ${sid}, ${params["From"] ?? params["from"] ?? ""}, ${number.phone_e164}, ${greeting})
-        on conflict (provider, provider_call_id) do nothing`,
+    const from = params["From"] ?? params["from"] ?? ""
+    yield* Effect.promise(() =>
+      repo.recordInboundCall(sql, {
+        tenantId,
+        numberId: number.id,
+        workflowId: number.workflow_id,
+        provider,
+        providerCallId: sid,
+        from,
+        to: number.phone_e164,
+        greeting,
+      }),
     )
     return provider === "telco_a" ? twiml([greeting], { hangup: true }) : JSON.stringify([{ action: "talk", text: greeting }])
   })

@@ -4,6 +4,10 @@ import type { Readable } from "node:stream"
 import type { Sql } from "../platform/Db.js"
 import { inBatches, PHONE_HEADERS, readCsv, type CsvLayout } from "../phones/csv.js"
 import { indianE164 } from "../phones/phone.js"
+import * as repo from "./ncpr.repo.js"
+import type { NcprRegistration } from "./ncpr.repo.js"
+
+export type { NcprRegistration } from "./ncpr.repo.js"
 
 type NcprRole = "number" | "preference" | "op" | "date"
 
@@ -97,7 +101,7 @@ interface Change {
  * Throws CsvFormatError for a file with no number column or unreadable CSV.
  */
 export async function importNcpr(sql: Sql, input: Readable | AsyncIterable<Buffer | string>, opts: { replace?: boolean } = {}): Promise<NcprImportResult> {
-  const [{ stamp }] = await sql<[{ stamp: Date }]>`select clock_timestamp() as stamp`
+  const stamp = await repo.databaseNow(sql)
   let imported = 0
   let deleted = 0
   let skipped = 0
@@ -122,40 +126,15 @@ export async function importNcpr(sql: Sql, input: Readable | AsyncIterable<Buffe
     }
     const adds = [...last.values()].filter((c) => c.op === "add")
     const deletes = [...last.values()].filter((c) => c.op === "delete").map((c) => c.phone)
-    if (adds.length > 0)
-      await sql`
-        insert into ncpr_registry (phone_e164, preference, registered_at, imported_at)
-        select p, pref, reg, ${stamp}
-        from unnest(
-          ${sql.array(adds.map((c) => c.phone), 25)}::text[],
-          ${sql.array(adds.map((c) => c.preference), 25)}::text[],
-          ${sql.array(adds.map((c) => (c.registeredAt === null ? null : c.registeredAt.toISOString())), 25)}::timestamptz[]
-        ) as t(p, pref, reg)
-        on conflict (phone_e164) do update set
-          preference = excluded.preference,
-          registered_at = coalesce(excluded.registered_at, ncpr_registry.registered_at),
-          imported_at = excluded.imported_at`
-    if (deletes.length > 0) {
-      const gone = await sql`delete from ncpr_registry where phone_e164 = any (${sql.array(deletes, 25)}::text[]) returning 1`
-      deleted += gone.count
-    }
+    if (adds.length > 0) await repo.upsertRegistrations(sql, adds, stamp)
+    if (deletes.length > 0) deleted += await repo.deleteRegistrations(sql, deletes)
   }
-  if (opts.replace) {
-    const swept = await sql`delete from ncpr_registry where imported_at < ${stamp}`
-    deleted += swept.count
-  }
+  if (opts.replace) deleted += await repo.deleteImportedBefore(sql, stamp)
   return { imported, deleted, skipped }
-}
-
-export interface NcprRegistration {
-  readonly phone_e164: string
-  readonly preference: string
-  readonly registered_at: Date | null
 }
 
 /** The registration of an E.164 number, if the register lists it (only +91 numbers can be). */
 export async function lookupNcpr(sql: Sql, e164: string): Promise<NcprRegistration | undefined> {
   if (!e164.startsWith("+91")) return undefined
-  const [row] = await sql<[NcprRegistration?]>`select phone_e164, preference, registered_at from ncpr_registry where phone_e164 = ${e164}`
-  return row
+  return repo.findRegistration(sql, e164)
 }

@@ -8,7 +8,10 @@ import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
 import type { Scope, UserPrincipal } from "../auth/principal.js"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../platform/errors.js"
 import { Clock } from "../platform/Clock.js"
-import { Db, type Sql, type Tx } from "../platform/Db.js"
+import { Db } from "../platform/Db.js"
+import * as repo from "./keys.repo.js"
+import type { KeyRow } from "./keys.repo.js"
+import { iso } from "../platform/time.js"
 
 export const MAX_ACTIVE_KEYS = 10
 const SECRET_CHARS = 40 // base62: ~238 bits
@@ -37,23 +40,6 @@ export interface KeyView {
   readonly revoked_reason: string | null
 }
 
-interface KeyRow {
-  readonly id: number
-  readonly name: string
-  readonly prefix: string
-  readonly scope: Scope
-  readonly status: KeyView["status"]
-  readonly created_at: Date
-  readonly created_by_user_id: number | null
-  readonly expires_at: Date | null
-  readonly last_used_at: Date | null
-  readonly last_used_ip: string | null
-  readonly revoked_at: Date | null
-  readonly revoked_reason: string | null
-}
-
-const iso = (d: Date | null) => (d === null ? null : d.toISOString())
-
 const view = (r: KeyRow): KeyView => ({
   id: r.id,
   name: r.name,
@@ -69,11 +55,6 @@ const view = (r: KeyRow): KeyView => ({
   revoked_reason: r.revoked_reason,
 })
 
-// Status is derived, never stored: an expiry passes without anyone writing it down.
-const columns = (sql: Sql | Tx, now: Date) => sql`
-  id, name, prefix, scope, created_at, created_by_user_id, expires_at, last_used_at, last_used_ip, revoked_at, revoked_reason,
-  case when revoked_at is not null then 'revoked' when expires_at is not null and expires_at <= ${now} then 'expired' else 'active' end as status`
-
 export interface Actor {
   readonly tenantId: number
   readonly userId: number
@@ -81,11 +62,21 @@ export interface Actor {
   readonly userAgent: string | undefined
 }
 
+const event = (actor: Actor, keyId: number, action: repo.KeyEvent["action"], at: Date): repo.KeyEvent => ({
+  tenantId: actor.tenantId,
+  keyId,
+  action,
+  actorUserId: actor.userId,
+  ip: actor.ip,
+  userAgent: actor.userAgent ?? null,
+  at,
+})
+
 export const listKeys = (tenantId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
-    const rows = yield* Effect.promise(() => sql<KeyRow[]>`select ${columns(sql, clock.now())} from api_keys where tenant_id = ${tenantId} order by id desc`)
+    const rows = yield* Effect.promise(() => repo.listKeys(sql, tenantId, clock.now()))
     return rows.map(view)
   })
 
@@ -109,19 +100,19 @@ export const createKey = (actor: Actor & { readonly role: UserPrincipal["role"] 
       () =>
         sql.begin(async (tx) => {
           // The workspace row serialises concurrent creates, so the cap holds under a race.
-          await tx`select id from tenants where id = ${actor.tenantId} for update`
-          const [{ active }] = await tx<[{ active: number }]>`
-            select count(*)::int as active from api_keys
-            where tenant_id = ${actor.tenantId} and revoked_at is null and (expires_at is null or expires_at > ${now})`
-          if (active >= MAX_ACTIVE_KEYS) return undefined
-          const [row] = await tx<[KeyRow]>`
-            insert into api_keys (tenant_id, name, prefix, secret_sha256, scope, created_at, created_by_user_id, expires_at)
-            values (${actor.tenantId}, ${input.name}, ${secret.slice(0, API_KEY_PREFIX.length + PREFIX_CHARS)}, ${sha256(secret)},
-                    ${input.scope}, ${now}, ${actor.userId}, ${input.expiresAt})
-            returning ${columns(tx, now)}`
-          await tx`
-            insert into api_key_events (tenant_id, key_id, action, actor_user_id, ip, user_agent, at)
-            values (${actor.tenantId}, ${row.id}, 'created', ${actor.userId}, ${actor.ip}, ${actor.userAgent ?? null}, ${now})`
+          await repo.lockTenant(tx, actor.tenantId)
+          if ((await repo.countActive(tx, actor.tenantId, now)) >= MAX_ACTIVE_KEYS) return undefined
+          const row = await repo.insertKey(tx, {
+            tenantId: actor.tenantId,
+            name: input.name,
+            prefix: secret.slice(0, API_KEY_PREFIX.length + PREFIX_CHARS),
+            secretSha256: sha256(secret),
+            scope: input.scope,
+            now,
+            userId: actor.userId,
+            expiresAt: input.expiresAt,
+          })
+          await repo.recordEvent(tx, event(actor, row.id, "created", now))
           return row
         }) as Promise<KeyRow | undefined>,
     )
@@ -141,14 +132,8 @@ export const revokeKey = (actor: Actor, keyId: number, reason: string | null) =>
     const revoked = yield* Effect.promise(
       () =>
         sql.begin(async (tx) => {
-          const [row] = await tx<[KeyRow?]>`
-            update api_keys set revoked_at = ${now}, revoked_reason = ${reason}, revoked_by_user_id = ${actor.userId}
-            where id = ${keyId} and tenant_id = ${actor.tenantId} and revoked_at is null
-            returning ${columns(tx, now)}`
-          if (row)
-            await tx`
-              insert into api_key_events (tenant_id, key_id, action, actor_user_id, ip, user_agent, at)
-              values (${actor.tenantId}, ${keyId}, 'revoked', ${actor.userId}, ${actor.ip}, ${actor.userAgent ?? null}, ${now})`
+          const row = await repo.revokeKey(tx, { tenantId: actor.tenantId, keyId, reason, userId: actor.userId, now })
+          if (row) await repo.recordEvent(tx, event(actor, keyId, "revoked", now))
           return row
         }) as Promise<KeyRow | undefined>,
     )
@@ -157,7 +142,7 @@ export const revokeKey = (actor: Actor, keyId: number, reason: string | null) =>
       return view(revoked)
     }
     // Revoking a revoked key changes nothing; a key outside the workspace does not exist.
-    const [existing] = yield* Effect.promise(() => sql<[KeyRow?]>`select ${columns(sql, now)} from api_keys where id = ${keyId} and tenant_id = ${actor.tenantId}`)
+    const existing = yield* Effect.promise(() => repo.findKey(sql, actor.tenantId, keyId, now))
     if (!existing) return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
     return view(existing)
   })
@@ -170,17 +155,13 @@ export const deleteKey = (actor: Actor, keyId: number) =>
     const deleted = yield* Effect.promise(
       () =>
         sql.begin(async (tx) => {
-          const [row] = await tx<[{ id: number }?]>`
-            delete from api_keys where id = ${keyId} and tenant_id = ${actor.tenantId} and revoked_at is not null returning id`
-          if (row)
-            await tx`
-              insert into api_key_events (tenant_id, key_id, action, actor_user_id, ip, user_agent, at)
-              values (${actor.tenantId}, ${keyId}, 'deleted', ${actor.userId}, ${actor.ip}, ${actor.userAgent ?? null}, ${now})`
-          return row !== undefined
+          const deleted = await repo.deleteRevokedKey(tx, actor.tenantId, keyId)
+          if (deleted) await repo.recordEvent(tx, event(actor, keyId, "deleted", now))
+          return deleted
         }) as Promise<boolean>,
     )
     if (deleted) return { deleted: true, id: keyId }
-    const [existing] = yield* Effect.promise(() => sql<[{ id: number }?]>`select id from api_keys where id = ${keyId} and tenant_id = ${actor.tenantId}`)
+    const existing = yield* Effect.promise(() => repo.keyExists(sql, actor.tenantId, keyId))
     if (!existing) return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
     return yield* Effect.fail(new Conflict({ code: "KEY_NOT_REVOKED", message: "revoke the key before deleting it" }))
   })

@@ -4,43 +4,37 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { Context, Effect, Schedule } from "effect"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
-import { postEntry } from "../billing/ledger.js"
-import { chargeEveryMinute } from "../billing/periodic.js"
+import { postEntry } from "../billing/ledger.repo.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
+import { balanceOf } from "../billing/wallet.repo.js"
 import { addMonth } from "../billing/subscription.service.js"
 import { Conflict, GatewayUnavailable, InsufficientFunds, NotFound, ValidationFailed, type DomainError } from "../platform/errors.js"
 import { pageOf, type ListPage } from "../platform/page.cursor.js"
 import { toE164, type TenantCountry } from "../phones/phone.js"
 import { ProviderCallError } from "../providers/http.util.js"
-import { NumberInventoryError, type AvailableNumber, type NumberInventory } from "../providers/telephony/numbers.interface.js"
+import {
+  platformNumberAccount,
+  tenantNumberAccount,
+  type NumberAccount,
+  type TelcoAccountResolver,
+} from "../providers/accounts.js"
+import { NumberInventoryError, type AvailableNumber } from "../providers/telephony/numbers.interface.js"
 import { makeSimNumbers } from "../providers/telephony/sim.numbers.js"
-import { makeTelcoANumbers, type TelcoAOptions } from "../providers/telephony/telco-a.numbers.js"
-import { outboundFor } from "../providers/outbound.js"
+import type { TelcoAOptions } from "../providers/telephony/telco-a.numbers.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import * as repo from "./numbers.repo.js"
 import type { AccountOwner, NumberRow } from "./numbers.repo.js"
+import { iso } from "../platform/time.js"
 
 export const SEARCH_LIMIT_MAX = 50
 /** How many offers provisioning without a number looks through for one nobody holds. */
 const AUTO_PICK_OFFERS = 20
 /** A rental the wallet could not pay is tried again this much later. */
-const RENT_RETRY_MS = 3_600_000
-const RENEWAL_BATCH = 100
 
 // --- which account ---------------------------------------------------------------------------
-
-/** A telco_a account as the credential store hands it over. */
-export interface TelcoAccount {
-  readonly sid: string
-  readonly token: string
-  readonly apiUrl: string
-}
-
-/** A byok workspace's own telco_a account, or undefined when it has no usable credential. */
-export type TelcoAccountResolver = (tenantId: number) => Promise<TelcoAccount | undefined>
 
 export interface NumberAccountsService {
   /**
@@ -53,51 +47,29 @@ export interface NumberAccountsService {
   readonly telcoA?: TelcoAOptions
 }
 
+export type { NumberAccount, TelcoAccountResolver } from "../providers/accounts.js"
+
 /** The seam through which the credential store reaches numbers; defaults to no resolver. */
 export class NumberAccounts extends Context.Reference<NumberAccounts>()("parley/NumberAccounts", {
   defaultValue: (): NumberAccountsService => ({}),
 }) {}
 
-/** The account a workspace's numbers are bought on and released from. */
-export interface NumberAccount {
-  readonly owner: AccountOwner
-  /** The account's identifier (telco_a account sid); null for the simulator. */
-  readonly ref: string | null
-  readonly inventory: NumberInventory
-}
-
-const platformAccount = (
-  config: Parameters<typeof outboundFor>[0] & { telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined },
-  options: TelcoAOptions | undefined,
-): NumberAccount =>
-  config.telcoA === undefined
-    ? { owner: "platform", ref: null, inventory: makeSimNumbers() }
-    : { owner: "platform", ref: config.telcoA.accountSid, inventory: makeTelcoANumbers(config.telcoA, { outbound: outboundFor(config, "platform"), ...options }) }
-
-// An API root other than TELCO_A_API_URL came from the tenant's credential: guarded at connect.
-const tenantAccount = (a: TelcoAccount, options: TelcoAOptions | undefined, config: Parameters<typeof outboundFor>[0] & { telcoA?: { apiUrl: string } | undefined }): NumberAccount => ({
-  owner: "tenant",
-  ref: a.sid,
-  inventory: makeTelcoANumbers({ apiUrl: a.apiUrl, accountSid: a.sid, authToken: a.token }, { outbound: outboundFor(config, a.apiUrl === config.telcoA?.apiUrl ? "platform" : "tenant"), ...options }),
-})
-
 /**
- * The account a workspace buys numbers on: bundled → the platform's telco_a account
- * (TELCO_A_*), or the simulator when that is not configured; byok → the workspace's own telco_a
- * account from the injected resolver (see NumberAccounts).
+ * The account a workspace buys numbers on: bundled → the platform's (src/providers/accounts.ts);
+ * byok → the workspace's own telco_a account from the injected resolver (see NumberAccounts).
  */
 export const accountFor = (tenant: Pick<TenantRow, "id" | "onboarding_mode">): Effect.Effect<NumberAccount, Conflict, AppConfig> =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const seam = yield* NumberAccounts
-    if (tenant.onboarding_mode !== "byok" || seam.byokTelcoA === undefined) return platformAccount(config, seam.telcoA)
+    if (tenant.onboarding_mode !== "byok" || seam.byokTelcoA === undefined) return platformNumberAccount(config, seam.telcoA)
     const resolve = seam.byokTelcoA
     const own = yield* Effect.promise(() => resolve(tenant.id))
     if (own === undefined)
       return yield* Effect.fail(
         new Conflict({ code: "CREDENTIAL_MISSING", message: "byok mode buys numbers on your own telco_a account: save a valid telco_a credential under /onboarding/credentials/telco_a first" }),
       )
-    return tenantAccount(own, seam.telcoA, config)
+    return tenantNumberAccount(own, config, seam.telcoA)
   })
 
 /** The inventory that holds a stored number, or undefined when that account is no longer reachable. */
@@ -106,16 +78,14 @@ const inventoryOfRow = (row: NumberRow) =>
     if (row.provider === "sim") return makeSimNumbers()
     const config = yield* AppConfig
     const seam = yield* NumberAccounts
-    if (row.account === "platform") return config.telcoA?.accountSid === row.account_ref ? platformAccount(config, seam.telcoA).inventory : undefined
+    if (row.account === "platform") return config.telcoA?.accountSid === row.account_ref ? platformNumberAccount(config, seam.telcoA).inventory : undefined
     const resolve = seam.byokTelcoA
     if (resolve === undefined) return undefined
     const own = yield* Effect.promise(() => resolve(row.tenant_id))
-    return own?.sid === row.account_ref ? tenantAccount(own, seam.telcoA, config).inventory : undefined
+    return own?.sid === row.account_ref ? tenantNumberAccount(own, config, seam.telcoA).inventory : undefined
   })
 
 // --- views and helpers -----------------------------------------------------------------------
-
-const iso = (d: Date | null) => d?.toISOString() ?? null
 
 export const numberView = (r: NumberRow) => ({
   id: r.id,
@@ -257,9 +227,9 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
     const provider = account.inventory.provider
     const price = monthlyPrice(account, tenant)
     if (price > 0) {
-      const [w] = yield* Effect.promise(() => sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${tenantId}`)
-      if (w.balance_minor < price)
-        return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay the number's first month", balanceMinor: w.balance_minor, requiredMinor: price }))
+      const balance = yield* Effect.promise(() => balanceOf(sql, tenantId))
+      if (balance < price)
+        return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay the number's first month", balanceMinor: balance, requiredMinor: price }))
     }
     const webhooks = webhooksFor(baseUrl, tenantId)
 
@@ -414,43 +384,3 @@ export const releaseNumber = (tenantId: number, numberId: number) =>
 
 /** The active number with this E.164 and the workspace (and workflow) it belongs to; for inbound calls. */
 export const activeNumber = (phoneE164: string) => Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.findActiveByPhone(sql, phoneE164)))
-
-// --- monthly rental ----------------------------------------------------------------------------
-
-/**
- * Charges the next month of every active rented number whose month has ended, once per month
- * (the ledger key names the number and the month). A wallet that cannot pay is tried again an
- * hour later; a released number is never charged again. Returns how many months were charged.
- */
-export const renewDueNumbers = Effect.gen(function* () {
-  const { sql } = yield* Db
-  const clock = yield* Clock
-  const now = clock.now()
-  return yield* Effect.promise(
-    () =>
-      sql.begin(async (tx) => {
-        const due = await repo.dueForRent(tx, now, RENEWAL_BATCH)
-        let charged = 0
-        for (const n of due) {
-          const start = n.current_period_end ?? n.rent_due_at!
-          const posted = await postEntry(tx, {
-            tenantId: n.tenant_id,
-            amountMinor: -n.monthly_cost_minor,
-            kind: "number_rental",
-            reference: `number:${n.id}`,
-            idempotencyKey: `number:${n.id}:${start.toISOString()}`,
-          })
-          if (posted.ok) {
-            await repo.advanceRent(tx, n.id, start, addMonth(start))
-            charged++
-          } else {
-            await repo.postponeRent(tx, n.id, new Date(now.getTime() + RENT_RETRY_MS))
-          }
-        }
-        return charged
-      }) as Promise<number>,
-  )
-})
-
-/** The rental loop a runtime process runs beside the subscription renewals. */
-export const numberRentalLoop = chargeEveryMinute(renewDueNumbers, "number rentals")

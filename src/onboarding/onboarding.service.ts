@@ -15,6 +15,7 @@ import * as repo from "./onboarding.repo.js"
 import type { CredentialRow, CredentialStatus, Mode, ReadinessFacts } from "./onboarding.repo.js"
 import { checkCredentialInput, isProviderId, PROVIDERS, type CredentialInput, type ProviderId } from "./providers.catalogue.js"
 import { privateUrlReason } from "./public-url.js"
+import { iso } from "../platform/time.js"
 
 export type { Mode } from "./onboarding.repo.js"
 
@@ -70,8 +71,6 @@ export interface CredentialView {
   readonly created_at: string
   readonly updated_at: string
 }
-
-const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 
 const credentialView = (r: CredentialRow): CredentialView => ({
   provider: r.provider,

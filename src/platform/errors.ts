@@ -2,6 +2,91 @@
 // a status and a contract code in one place; anything else that escapes is a defect (500).
 import { Data } from "effect"
 
+// --- the closed set of codes ------------------------------------------------------------------
+// Every `code` an error response can carry is in ERROR_CODES; the OpenAPI document lists them
+// and test/http/error-codes.test.ts holds the two together. A new code is added here first.
+
+export const BAD_REQUEST_CODES = [
+  "VALIDATION_FAILED",
+  "API_KEY_LIMIT_REACHED",
+  "CHALLENGE_REQUIRED",
+  "CHALLENGE_FAILED",
+  "IDENTIFIER_REQUIRED",
+  "TOO_MANY_IDENTIFIERS",
+  "INVALID_TOKEN",
+  "TOKEN_EXPIRED",
+  "OAUTH_ONLY_ACCOUNT",
+] as const
+export type BadRequestCode = (typeof BAD_REQUEST_CODES)[number]
+
+export const BAD_BODY_CODES = ["BAD_JSON", "BAD_MULTIPART", "BAD_REQUEST"] as const
+export type BadBodyCode = (typeof BAD_BODY_CODES)[number]
+
+export const UNAUTHENTICATED_CODES = [
+  "UNAUTHENTICATED",
+  "INVALID_CREDENTIALS",
+  "TOKEN_EXPIRED",
+  "KEY_REVOKED",
+  "KEY_EXPIRED",
+  "INVALID_SIGNATURE",
+] as const
+export type UnauthenticatedCode = (typeof UNAUTHENTICATED_CODES)[number]
+
+export const FORBIDDEN_CODES = ["FORBIDDEN", "API_KEY_NOT_ALLOWED", "CSRF_REJECTED", "INSUFFICIENT_SCOPE", "ACCOUNT_INACTIVE"] as const
+export type ForbiddenCode = (typeof FORBIDDEN_CODES)[number]
+
+export const CONFLICT_CODES = [
+  "CONFLICT",
+  "EMAIL_TAKEN",
+  "KEY_NOT_REVOKED",
+  "SUBSCRIPTION_EXISTS",
+  "PAYMENT_METHOD_REQUIRED",
+  "BYOK_REQUIRED",
+  "MODE_IS_BUNDLED",
+  "CREDENTIAL_MISSING",
+  "CREDENTIAL_REJECTED",
+  "ONBOARDING_INCOMPLETE",
+  "NO_NUMBERS_AVAILABLE",
+  "NUMBER_UNAVAILABLE",
+  "NUMBER_NOT_OWNED",
+  "WORKFLOW_LIVE",
+  "WORKFLOW_NOT_LIVE",
+  "WORKFLOW_NOT_READY",
+  "WORKFLOW_RETIRED",
+  "RUN_IN_PROGRESS",
+  "APPROVAL_EXPIRED",
+  "APPROVAL_ALREADY_DECIDED",
+] as const
+export type ConflictCode = (typeof CONFLICT_CODES)[number]
+
+/** The codes of errors with one code each, and of the answers made outside the error types. */
+export const FIXED_CODES = [
+  "RULE_BOOK_INVALID",
+  "RATE_LIMITED",
+  "INSUFFICIENT_FUNDS",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "PAYLOAD_TOO_LARGE",
+  "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
+  "GATEWAY_UNAVAILABLE",
+  "ENCRYPTION_UNAVAILABLE",
+  "SHUTTING_DOWN",
+  "INTERNAL",
+  "DATABASE_TIMEOUT",
+] as const
+
+/** Every code an error response can carry, each once. */
+export const ERROR_CODES = [
+  ...new Set([...BAD_REQUEST_CODES, ...BAD_BODY_CODES, ...UNAUTHENTICATED_CODES, ...FORBIDDEN_CODES, ...CONFLICT_CODES, ...FIXED_CODES]),
+] as ReadonlyArray<ErrorCode>
+export type ErrorCode =
+  | BadRequestCode
+  | BadBodyCode
+  | UnauthenticatedCode
+  | ForbiddenCode
+  | ConflictCode
+  | (typeof FIXED_CODES)[number]
+
 export interface FieldError {
   readonly field: string
   readonly message: string
@@ -24,7 +109,7 @@ export class RuleBookInvalid extends Data.TaggedError("RuleBookInvalid")<{
 /** A request the spec answers with 400 for a reason other than its schema. */
 export class BadRequest extends Data.TaggedError("BadRequest")<{
   readonly message: string
-  readonly code: string
+  readonly code: BadRequestCode
   readonly field?: string
 }> {}
 
@@ -43,7 +128,7 @@ export class InsufficientFunds extends Data.TaggedError("InsufficientFunds")<{
 /** The body could not be read as the content type it declared (400 BAD_JSON and friends). */
 export class BadRequestBody extends Data.TaggedError("BadRequestBody")<{
   readonly message: string
-  readonly code: "BAD_JSON" | "BAD_MULTIPART" | "BAD_REQUEST"
+  readonly code: BadBodyCode
 }> {}
 
 export class UnsupportedMediaType extends Data.TaggedError("UnsupportedMediaType")<{
@@ -65,17 +150,17 @@ export class MethodNotAllowed extends Data.TaggedError("MethodNotAllowed")<{
 
 export class Unauthenticated extends Data.TaggedError("Unauthenticated")<{
   readonly message: string
-  readonly code?: "UNAUTHENTICATED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "KEY_REVOKED" | "KEY_EXPIRED" | "INVALID_SIGNATURE"
+  readonly code?: UnauthenticatedCode
 }> {}
 
 export class Forbidden extends Data.TaggedError("Forbidden")<{
   readonly message: string
-  readonly code?: "FORBIDDEN" | "API_KEY_NOT_ALLOWED" | "CSRF_REJECTED" | "INSUFFICIENT_SCOPE" | "ACCOUNT_INACTIVE"
+  readonly code?: ForbiddenCode
 }> {}
 
 export class Conflict extends Data.TaggedError("Conflict")<{
   readonly message: string
-  readonly code?: string
+  readonly code?: ConflictCode
   readonly details?: Readonly<Record<string, unknown>>
 }> {}
 

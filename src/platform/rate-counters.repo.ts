@@ -43,6 +43,11 @@ export async function reset(sql: Sql, key: string): Promise<void> {
   await sql`delete from rate_counters where key = ${key}`
 }
 
+/** Takes back one counted hit (a guess that turned out right is not a failure). */
+export async function refund(sql: Sql, key: string): Promise<void> {
+  await sql`update rate_counters set hits = greatest(hits - 1, 0) where key = ${key}`
+}
+
 /** Deletes windows that ended before `before` (called by a periodic sweep). */
 export async function sweep(sql: Sql, before: Date): Promise<number> {
   const r = await sql`delete from rate_counters where window_started_at < ${before}`

@@ -3,7 +3,7 @@
 // processes are told over the bus (they also find the change on their own if the message is lost).
 import { Effect } from "effect"
 import { ownerEmailVerified } from "../auth/auth.repo.js"
-import { precheck, DEFAULT_PRECHECK_SECONDS } from "../billing/billing.service.js"
+import { precheck, DEFAULT_PRECHECK_SECONDS } from "../billing/wallet.service.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"

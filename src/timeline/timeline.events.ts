@@ -15,6 +15,7 @@ import type {
   UserRow,
   WorkflowRow,
 } from "./timeline.repo.js"
+import { iso } from "../platform/time.js"
 
 export type EventKind = "call" | "turns" | "decision" | "dnc" | "dialer" | "api_key" | "workflow" | "consent" | "account" | "email"
 
@@ -34,8 +35,6 @@ export interface TimelineEvent {
 export interface Sortable extends Ordered {
   readonly event: TimelineEvent
 }
-
-const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 
 const event = (row: Ordered, e: Omit<TimelineEvent, "at" | "cursor">): Sortable => ({
   at_us: row.at_us,

@@ -4,9 +4,16 @@
 import type { PendingQuery, Row } from "postgres"
 import type { Sql } from "../platform/Db.js"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
+import type { TenantCountry } from "../phones/phone.js"
 import { KEY_SOURCES, SOURCE, type Cursor } from "./timeline.cursor.js"
 
 type Fragment = PendingQuery<Row[]>
+
+/** The workspace's country: a phone written without a country code is read as one of its numbers. */
+export const tenantCountry = async (sql: Sql, tenantId: number): Promise<{ country: TenantCountry } | undefined> => {
+  const [row] = await sql<[{ country: TenantCountry }?]>`select country from tenants where id = ${tenantId}`
+  return row
+}
 
 /** Every row carries its time in microseconds and its tiebreak key (see timeline.cursor.ts). */
 export interface Ordered {

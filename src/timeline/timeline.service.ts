@@ -2,7 +2,7 @@
 // one of its users, newest first. Each source is read to the page size and merged here.
 import { Effect } from "effect"
 import { BadRequest, ValidationFailed } from "../platform/errors.js"
-import { toE164, type TenantCountry } from "../phones/phone.js"
+import { toE164 } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
 import { parseBefore, type Cursor } from "./timeline.cursor.js"
@@ -66,7 +66,7 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
 
     let sources: Promise<ev.Sortable[]>[]
     if ("phone" in subject) {
-      const [tenant] = yield* Effect.promise(() => sql<[{ country: TenantCountry }]>`select country from tenants where id = ${tenantId}`)
+      const tenant = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
       if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
       const phone = toE164(subject.phone, tenant.country)
       if (!phone.ok) return yield* Effect.fail(invalidPhone(phone.reason))

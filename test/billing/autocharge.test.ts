@@ -3,7 +3,7 @@
 // nothing and turn autocharge off after three; plus the stub's opt-in, currency checks on every
 // webhook, and the UPI checkout page rendered from the stored intent.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { reserveCall } from "../../src/billing/billing.service.js"
+import { reserveCall } from "../../src/billing/usage.service.js"
 import { TRIAL_CREDIT_MINOR } from "../../src/billing/pricing.js"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { signGeneric } from "../../src/providers/payments/signatures.js"
@@ -162,8 +162,9 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
       expect(await balanceOf(s.tenantId)).toBe(1300 - 10 * i)
       expect(await wallet(s.tenantId)).toEqual({ autocharge_enabled: i < 3, autocharge_failures: i })
     }
-    const mails = readOutbox(srv.config.outboxFile).filter((m) => m.to === s.email && m.kind === "autocharge_disabled")
-    expect(mails).toHaveLength(1)
+    // The mail goes out after the commit the poll above saw: wait for it, then make sure it is one.
+    const mails = () => readOutbox(srv.config.outboxFile).filter((m) => m.to === s.email && m.kind === "autocharge_disabled")
+    await expect.poll(() => mails().length, { timeout: 5000 }).toBe(1)
     // Off now: another debit under the threshold charges nothing.
     await reserve(s, "after", 60)
     expect(await autocharges(s.tenantId)).toHaveLength(3)

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { openWallet, postEntry, type LedgerEntry, type PostEntry, type PostResult } from "../../src/billing/ledger.js"
+import { openWallet, postEntry, type LedgerEntry, type PostEntry, type PostResult } from "../../src/billing/ledger.repo.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { realServices, startTestServer, type TestServer } from "../support/harness.js"
 

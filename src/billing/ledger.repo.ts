@@ -1,7 +1,7 @@
 // The ledger core: every credit and debit of a wallet goes through postEntry, which changes the
 // balance and appends its entry in one transaction, idempotently on a key, never below zero.
 import type { Currency } from "./pricing.js"
-import type { Tx } from "../platform/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export interface LedgerEntry {
   readonly id: number
@@ -63,3 +63,11 @@ interface RawEntry extends Omit<LedgerEntry, "created_at"> {
 // jsonb carries bigints as JSON numbers (exact below 2^53, which ledger_post guarantees) and
 // timestamps as strings.
 const fromJson = (e: RawEntry): LedgerEntry => ({ ...e, created_at: new Date(e.created_at) })
+
+/** The workspace's entries, newest first, `limit` of them from before entry `beforeId` when given. */
+export const listEntries = (sql: Sql, tenantId: number, limit: number, beforeId: number | undefined): Promise<LedgerEntry[]> =>
+  sql<LedgerEntry[]>`
+    select id, tenant_id, currency, amount_minor, kind, reference, balance_after_minor, idempotency_key, created_at
+    from ledger_entries
+    where tenant_id = ${tenantId} ${beforeId === undefined ? sql`` : sql`and id < ${beforeId}`}
+    order by id desc limit ${limit}`

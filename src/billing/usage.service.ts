@@ -1,0 +1,74 @@
+// The usage API the call runtime uses: reserve a call's cost before dialing (never overdrawing),
+// settle the connected seconds at hangup and release the rest.
+import { Effect } from "effect"
+import { findTenantPlan } from "../auth/auth.repo.js"
+import { InsufficientFunds } from "../platform/errors.js"
+import { Clock } from "../platform/Clock.js"
+import { Db } from "../platform/Db.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { maybeAutocharge } from "./autocharge.service.js"
+import { callTerms } from "./call-terms.js"
+import { postEntry } from "./ledger.repo.js"
+import * as repo from "./usage.repo.js"
+import type { Reservation } from "./usage.repo.js"
+import { callCostMinor, loadTenant } from "./wallet.service.js"
+
+export type { Reservation } from "./usage.repo.js"
+
+/**
+ * Holds the cost of `expectedSeconds` before a call is dialed (idempotent on `callRef`). Fails
+ * with InsufficientFunds rather than overdraw. Nothing is held only when the workspace's terms are
+ * byok now (see call-terms.ts) AND the call really goes out on its own accounts (`onOwnAccounts`:
+ * a run resolves its accounts once, so a workspace that became byok-ready mid-run still pays for
+ * the calls that run places on the platform's accounts).
+ */
+export const reserveCall = (tenantId: number, callRef: string, expectedSeconds: number, opts: { onOwnAccounts: boolean } = { onOwnAccounts: false }) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const config = yield* AppConfig
+    const clock = yield* Clock
+    const tenant = yield* loadTenant(sql, tenantId)
+    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
+    if (terms.billing === "byok" && opts.onOwnAccounts) return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
+    const cost = callCostMinor(expectedSeconds, tenant.currency)
+    const r = yield* Effect.promise(
+      () =>
+        sql.begin(async (tx) => {
+          const existing = await repo.findReservation(tx, callRef)
+          if (existing) return existing
+          const posted = await postEntry(tx, { tenantId, amountMinor: -cost, kind: "call_reservation", reference: callRef, idempotencyKey: `reserve:${callRef}` })
+          if (!posted.ok) return posted
+          return repo.insertReservation(tx, tenantId, callRef, cost)
+        }) as Promise<Reservation | { ok: false; balanceMinor: number }>,
+    )
+    if ("ok" in r) return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay for this call", balanceMinor: r.balanceMinor, requiredMinor: cost }))
+    yield* maybeAutocharge(tenantId)
+    return r
+  })
+
+/**
+ * Settles a reserved call at hangup: the connected seconds are charged (never more than was held;
+ * the runtime ends a call when its reservation is used up) and the rest is released. Idempotent.
+ */
+export const settleCall = (callRef: string, connectedSeconds: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    return yield* Effect.promise(
+      () =>
+        sql.begin(async (tx) => {
+          const r = await repo.lockReservation(tx, callRef)
+          if (!r) return undefined
+          if (r.status !== "reserved") return { call_ref: callRef, reserved_minor: r.reserved_minor, status: r.status, settled_minor: r.settled_minor }
+          const t = await findTenantPlan(tx, r.tenant_id)
+          const charged = Math.min(r.reserved_minor, callCostMinor(connectedSeconds, t.currency))
+          const unused = r.reserved_minor - charged
+          if (unused > 0) await postEntry(tx, { tenantId: r.tenant_id, amountMinor: unused, kind: "call_release", reference: callRef, idempotencyKey: `release:${callRef}` })
+          const status = connectedSeconds > 0 ? "settled" : "released"
+          await repo.markSettled(tx, callRef, status, charged)
+          return { call_ref: callRef, reserved_minor: r.reserved_minor, status, settled_minor: charged } satisfies Reservation
+        }) as Promise<Reservation | undefined>,
+    )
+  })
+
+/** Gives back a reservation whose call never connected. */
+export const releaseCall = (callRef: string) => settleCall(callRef, 0)

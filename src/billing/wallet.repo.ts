@@ -1,0 +1,65 @@
+// SQL for a wallet's settings and autocharge state (wallets). Balances change only through the
+// ledger (ledger.repo.ts), never here.
+import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "./pricing.js"
+
+export interface WalletRow {
+  readonly tenant_id: number
+  readonly currency: Currency
+  readonly balance_minor: number
+  readonly autocharge_enabled: boolean
+  readonly autocharge_threshold_minor: number | null
+  readonly autocharge_amount_minor: number | null
+}
+
+export const findWallet = async (sql: Sql, tenantId: number): Promise<WalletRow> => {
+  const [w] = await sql<[WalletRow]>`
+    select tenant_id, currency, balance_minor, autocharge_enabled, autocharge_threshold_minor, autocharge_amount_minor
+    from wallets where tenant_id = ${tenantId}`
+  return w
+}
+
+/** The wallet, locked for the rest of the transaction. */
+export const lockWallet = async (tx: Tx, tenantId: number): Promise<WalletRow> => {
+  const [w] = await tx<[WalletRow]>`
+    select tenant_id, currency, balance_minor, autocharge_enabled, autocharge_threshold_minor, autocharge_amount_minor
+    from wallets where tenant_id = ${tenantId} for update`
+  return w
+}
+
+export const balanceOf = async (sql: Sql, tenantId: number): Promise<number> => {
+  const [w] = await sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${tenantId}`
+  return w.balance_minor
+}
+
+/** Stores the autocharge settings; enabling clears the count of failed charges. */
+export const updateAutocharge = async (
+  sql: Sql,
+  tenantId: number,
+  s: { enabled: boolean; thresholdMinor: number | null; amountMinor: number | null },
+): Promise<void> => {
+  await sql`
+    update wallets set autocharge_enabled = ${s.enabled}, autocharge_threshold_minor = ${s.thresholdMinor},
+      autocharge_amount_minor = ${s.amountMinor},
+      autocharge_failures = case when ${s.enabled} then 0 else autocharge_failures end
+    where tenant_id = ${tenantId}`
+}
+
+/** The autocharge state, locked for the rest of the transaction. */
+export const lockAutochargeState = async (tx: Tx, tenantId: number): Promise<{ autocharge_enabled: boolean; autocharge_failures: number }> => {
+  const [w] = await tx<[{ autocharge_enabled: boolean; autocharge_failures: number }]>`
+    select autocharge_enabled, autocharge_failures from wallets where tenant_id = ${tenantId} for update`
+  return w
+}
+
+export const setAutochargeFailures = async (tx: Tx, tenantId: number, failures: number, enabled: boolean): Promise<void> => {
+  await tx`update wallets set autocharge_failures = ${failures}, autocharge_enabled = ${enabled} where tenant_id = ${tenantId}`
+}
+
+export const resetAutochargeFailures = async (tx: Tx, tenantId: number): Promise<void> => {
+  await tx`update wallets set autocharge_failures = 0 where tenant_id = ${tenantId}`
+}
+
+export const disableAutocharge = async (tx: Tx, tenantId: number): Promise<void> => {
+  await tx`update wallets set autocharge_enabled = false where tenant_id = ${tenantId}`
+}

@@ -1,0 +1,86 @@
+// A wallet as its owner sees it: the balance and settings, the ledger's history, and the precheck
+// that says whether a call may be placed now (and what it would hold).
+import { Effect } from "effect"
+import { findTenant, type TenantRow } from "../auth/auth.repo.js"
+import { NotFound } from "../platform/errors.js"
+import { Clock } from "../platform/Clock.js"
+import { Db, type Sql } from "../platform/Db.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { callTerms } from "./call-terms.js"
+import { listEntries } from "./ledger.repo.js"
+import * as payments from "./payments.repo.js"
+import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, type Currency } from "./pricing.js"
+import { findWallet, type WalletRow } from "./wallet.repo.js"
+
+export const DEFAULT_PRECHECK_SECONDS = 180
+
+/** Cost of `seconds` of a connected call at the bundled rate, billed per second, rounded up. */
+export const callCostMinor = (seconds: number, currency: Currency): number => Math.ceil((seconds * RATE_PER_MINUTE_MINOR[currency]) / 60)
+
+export const loadTenant = (sql: Sql, tenantId: number) =>
+  Effect.flatMap(
+    Effect.promise(() => findTenant(sql, tenantId)),
+    (t) => (t ? Effect.succeed(t) : Effect.fail(new NotFound({ message: "workspace not found" }))),
+  )
+
+export const loadWallet = (sql: Sql, tenantId: number) => Effect.promise(() => findWallet(sql, tenantId))
+
+const walletView = (t: TenantRow, w: WalletRow) => {
+  const rate = RATE_PER_MINUTE_MINOR[w.currency]
+  return {
+    tenant_id: t.id,
+    currency: w.currency,
+    balance_minor: w.balance_minor,
+    plan_tier: t.plan_tier,
+    trial_expires_at: t.trial_expires_at?.toISOString() ?? null,
+    minutes_remaining_at_bundled_rate: Math.floor(w.balance_minor / rate),
+    rate_per_minute_minor: rate,
+    autocharge: { enabled: w.autocharge_enabled, threshold_minor: w.autocharge_threshold_minor, amount_minor: w.autocharge_amount_minor },
+    topup_presets_minor: TOPUP_PRESETS_MINOR[w.currency],
+  }
+}
+
+export const balance = (tenantId: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const tenant = yield* loadTenant(sql, tenantId)
+    return walletView(tenant, yield* loadWallet(sql, tenantId))
+  })
+
+export const history = (tenantId: number, limit: number, beforeId: number | undefined) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const rows = yield* Effect.promise(() => listEntries(sql, tenantId, limit, beforeId))
+    const entries = rows.map((e) => ({ ...e, created_at: e.created_at.toISOString() }))
+    return { entries, next_before: entries.length === limit ? entries[entries.length - 1]!.id : null }
+  })
+
+export type PrecheckStatus = "ok" | "insufficient_funds" | "trial_expired" | "account_suspended"
+
+export const precheck = (tenantId: number, expectedSeconds: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const config = yield* AppConfig
+    const tenant = yield* loadTenant(sql, tenantId)
+    const wallet = yield* loadWallet(sql, tenantId)
+    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
+    const required = terms.billing === "byok" ? 0 : callCostMinor(expectedSeconds, wallet.currency)
+    let status: PrecheckStatus = "ok"
+    if (tenant.status !== "active") status = "account_suspended"
+    else if (tenant.plan_tier === "free" && tenant.trial_expires_at !== null && tenant.trial_expires_at <= clock.now()) {
+      // The trial's end only stops a workspace that never paid: top-ups are theirs to spend.
+      const paid = yield* Effect.promise(() => payments.hasPaid(sql, tenantId))
+      if (!paid) status = "trial_expired"
+    }
+    if (status === "ok" && wallet.balance_minor < required) status = "insufficient_funds"
+    return {
+      status,
+      balance_minor: wallet.balance_minor,
+      required_minor: required,
+      currency: wallet.currency,
+      expected_seconds: expectedSeconds,
+      billing: terms.billing,
+      ...(terms.byokMissing.length > 0 && { byok_missing: terms.byokMissing }),
+    }
+  })
