@@ -7,7 +7,10 @@ const HOST = /^[A-Za-z0-9.\-:[\]]+$/
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i
 
 /** The base every link should use, or undefined when neither PUBLIC_BASE_URL nor a trusted Host gives one. */
-export function trustedBaseUrl(config: Pick<Config, "publicBaseUrl" | "allowedHosts">, headers: Readonly<Record<string, string>>): string | undefined {
+export function trustedBaseUrl(
+  config: Pick<Config, "publicBaseUrl" | "allowedHosts">,
+  headers: Readonly<Record<string, string>>,
+): string | undefined {
   if (config.publicBaseUrl !== undefined) return config.publicBaseUrl
   const host = headers["host"]?.toLowerCase()
   if (host === undefined || !HOST.test(host)) return undefined
@@ -15,6 +18,9 @@ export function trustedBaseUrl(config: Pick<Config, "publicBaseUrl" | "allowedHo
 }
 
 /** As trustedBaseUrl, but "" (links relative to wherever the client is) when there is none. */
-export function baseUrl(config: Pick<Config, "publicBaseUrl" | "allowedHosts">, headers: Readonly<Record<string, string>>): string {
+export function baseUrl(
+  config: Pick<Config, "publicBaseUrl" | "allowedHosts">,
+  headers: Readonly<Record<string, string>>,
+): string {
   return trustedBaseUrl(config, headers) ?? ""
 }

@@ -39,7 +39,12 @@ export function toHttpError(e: DomainError): HttpError {
     case "InsufficientFunds":
       return {
         status: 402,
-        body: { error: e.message, code: "INSUFFICIENT_FUNDS", balance_minor: e.balanceMinor, required_minor: e.requiredMinor },
+        body: {
+          error: e.message,
+          code: "INSUFFICIENT_FUNDS",
+          balance_minor: e.balanceMinor,
+          required_minor: e.requiredMinor,
+        },
       }
     case "BadRequestBody":
       return { status: 400, body: { error: e.message, code: e.code } }
@@ -48,7 +53,11 @@ export function toHttpError(e: DomainError): HttpError {
     case "PayloadTooLarge":
       return {
         status: 413,
-        body: { error: `request body is larger than ${e.limitBytes} bytes`, code: "PAYLOAD_TOO_LARGE", limit_bytes: e.limitBytes },
+        body: {
+          error: `request body is larger than ${e.limitBytes} bytes`,
+          code: "PAYLOAD_TOO_LARGE",
+          limit_bytes: e.limitBytes,
+        },
       }
     case "NotFound":
       return { status: 404, body: { error: e.message, code: "NOT_FOUND" } }
@@ -66,7 +75,12 @@ export function toHttpError(e: DomainError): HttpError {
       const first = e.errors[0]
       return {
         status: 422,
-        body: { error: e.message, code: "RULE_BOOK_INVALID", ...(first && { field: first.field }), errors: e.errors.map((x) => ({ field: x.field, message: x.message })) },
+        body: {
+          error: e.message,
+          code: "RULE_BOOK_INVALID",
+          ...(first && { field: first.field }),
+          errors: e.errors.map((x) => ({ field: x.field, message: x.message })),
+        },
       }
     }
     case "Conflict":
@@ -76,7 +90,11 @@ export function toHttpError(e: DomainError): HttpError {
     case "EncryptionUnavailable":
       return { status: 503, body: { error: e.message, code: "ENCRYPTION_UNAVAILABLE" } }
     case "ShuttingDown":
-      return { status: 503, body: { error: "server is shutting down; retry", code: "SHUTTING_DOWN" }, headers: { "Retry-After": "1" } }
+      return {
+        status: 503,
+        body: { error: "server is shutting down; retry", code: "SHUTTING_DOWN" },
+        headers: { "Retry-After": "1" },
+      }
     default:
       return assertNever(e)
   }

@@ -16,7 +16,8 @@ export function page(title: string, body: string, status = 200): Reply {
 </head><body>${body}</body></html>`
   return bytes("text/html; charset=utf-8", html, status, {
     "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline' https:; frame-src https:; style-src 'unsafe-inline'",
+    "Content-Security-Policy":
+      "default-src 'self'; script-src 'self' 'unsafe-inline' https:; frame-src https:; style-src 'unsafe-inline'",
     "X-Content-Type-Options": "nosniff",
   })
 }

@@ -91,7 +91,10 @@ export function readBody(ex: Exchange, limit: number, declared?: number): Promis
       if (isLast) {
         settled = true
         if (whole !== undefined) resolve(size === whole.length ? whole : whole.subarray(0, size))
-        else resolve(chunks.length === 0 ? Buffer.alloc(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))
+        else
+          resolve(
+            chunks.length === 0 ? Buffer.alloc(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size),
+          )
       }
     })
   })
@@ -104,7 +107,13 @@ export function statusLine(status: number): string {
   return line
 }
 
-function writeHead(res: HttpResponse, status: number, contentType: string, headers: Headers | undefined, common: Headers): void {
+function writeHead(
+  res: HttpResponse,
+  status: number,
+  contentType: string,
+  headers: Headers | undefined,
+  common: Headers,
+): void {
   res.writeStatus(statusLine(status))
   res.writeHeader("Content-Type", contentType)
   for (const k in common) res.writeHeader(k, common[k]!)

@@ -63,7 +63,11 @@ function operation(r: AnyRoute): JsonSchema {
   if (r.auth === "system") responses["401"] = errorResponse("Missing or wrong X-System-Key")
   if (r.auth === "jwt" || r.auth === "jwt-only") {
     responses["401"] = errorResponse("Not signed in, or the credential is invalid, expired or revoked")
-    responses["403"] = errorResponse(r.auth === "jwt-only" ? "API keys are not accepted (API_KEY_NOT_ALLOWED), or CSRF" : "Insufficient scope, inactive account, or CSRF")
+    responses["403"] = errorResponse(
+      r.auth === "jwt-only"
+        ? "API keys are not accepted (API_KEY_NOT_ALLOWED), or CSRF"
+        : "Insufficient scope, inactive account, or CSRF",
+    )
   }
   responses["default"] = errorResponse("Error")
 
@@ -111,9 +115,24 @@ export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
         ValidationError: toSchema(ValidationErrorBody),
       },
       securitySchemes: {
-        bearerJwt: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "The token from POST /auth/login (7 days)" },
-        sessionCookie: { type: "apiKey", in: "cookie", name: "svc_session", description: "Set by POST /auth/login; state changes need an allowed Origin" },
-        apiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_live_…", description: "An API key; scope read, write or admin" },
+        bearerJwt: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "The token from POST /auth/login (7 days)",
+        },
+        sessionCookie: {
+          type: "apiKey",
+          in: "cookie",
+          name: "svc_session",
+          description: "Set by POST /auth/login; state changes need an allowed Origin",
+        },
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "svc_live_…",
+          description: "An API key; scope read, write or admin",
+        },
         systemKey: { type: "apiKey", in: "header", name: "X-System-Key" },
       },
     },

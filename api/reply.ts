@@ -39,7 +39,12 @@ export type Reply =
       readonly run: (writer: StreamWriter) => Promise<void>
     }
 
-export const json = (body: unknown, status = 200, headers?: Headers): Reply => ({ kind: "json", status, body, ...(headers && { headers }) })
+export const json = (body: unknown, status = 200, headers?: Headers): Reply => ({
+  kind: "json",
+  status,
+  body,
+  ...(headers && { headers }),
+})
 
 export const bytes = (contentType: string, body: Uint8Array | string, status = 200, headers?: Headers): Reply => ({
   kind: "bytes",
@@ -49,7 +54,12 @@ export const bytes = (contentType: string, body: Uint8Array | string, status = 2
   ...(headers && { headers }),
 })
 
-export const stream = (contentType: string, run: (writer: StreamWriter) => Promise<void>, status = 200, headers?: Headers): Reply => ({
+export const stream = (
+  contentType: string,
+  run: (writer: StreamWriter) => Promise<void>,
+  status = 200,
+  headers?: Headers,
+): Reply => ({
   kind: "stream",
   status,
   contentType,

@@ -129,4 +129,5 @@ export function route<P = undefined, Q = undefined, B = undefined>(def: Route<P,
 
 // The table holds routes of many shapes; the router only needs them as this erased form.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the table holds routes of every parameter, query and body type
 export type AnyRoute = Route<any, any, any>

@@ -36,7 +36,9 @@ export class Router {
       if (p) {
         const name = p[1]!
         if (node.param && node.param.name !== name)
-          throw new RouteTableError(`${r.path}: parameter {${name}} clashes with {${node.param.name}} at the same place`)
+          throw new RouteTableError(
+            `${r.path}: parameter {${name}} clashes with {${node.param.name}} at the same place`,
+          )
         node.param ??= { name, node: newNode() }
         node = node.param.node
       } else {
@@ -73,7 +75,8 @@ export class Router {
     params: Record<string, string>,
     method: Method | undefined,
   ): { node: Node; params: Record<string, string> } | undefined {
-    if (i === segs.length) return (method === undefined ? node.routes.size > 0 : node.routes.has(method)) ? { node, params } : undefined
+    if (i === segs.length)
+      return (method === undefined ? node.routes.size > 0 : node.routes.has(method)) ? { node, params } : undefined
     const seg = segs[i]!
     const s = node.statics.get(seg)
     if (s) {

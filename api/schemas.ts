@@ -21,7 +21,9 @@ export const QueryInt = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max))
 
 /** `limit` of a cursor-paged list: 1–200, 50 when absent. */
-export const PageLimit = QueryInt(1, LIST_MAX_LIMIT).default(LIST_DEFAULT_LIMIT).describe(`rows per page, 1–${LIST_MAX_LIMIT} (default ${LIST_DEFAULT_LIMIT})`)
+export const PageLimit = QueryInt(1, LIST_MAX_LIMIT)
+  .default(LIST_DEFAULT_LIMIT)
+  .describe(`rows per page, 1–${LIST_MAX_LIMIT} (default ${LIST_DEFAULT_LIMIT})`)
 
 /** `cursor` of a cursor-paged list: the `next_cursor` of the page before, taken back as is. */
 export const PageCursor = z

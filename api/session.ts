@@ -9,7 +9,8 @@ import { SESSION_SECONDS } from "../src/auth/jwt.js"
 export const sessionCookie = (token: string): string =>
   `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${SESSION_SECONDS}; HttpOnly; Secure; SameSite=Lax`
 
-export const clearedSessionCookie = (): string => `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax`
+export const clearedSessionCookie = (): string =>
+  `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax`
 
 /** The session token a request presents (bearer JWT or cookie), if any; API keys are not sessions. */
 export function presentedSession(headers: Readonly<Record<string, string>>): string | undefined {
@@ -20,7 +21,9 @@ export function presentedSession(headers: Readonly<Record<string, string>>): str
 
 /** The user behind a `jwt-only` route (the router guarantees one). */
 export const userOf = (principal: Principal | undefined): Effect.Effect<UserPrincipal> =>
-  principal?.kind === "user" ? Effect.succeed(principal) : Effect.dieMessage("route declared jwt-only ran without a user")
+  principal?.kind === "user"
+    ? Effect.succeed(principal)
+    : Effect.dieMessage("route declared jwt-only ran without a user")
 
 /** The caller of a `jwt` or `jwt-only` route (the router guarantees one). */
 export const callerOf = (principal: Principal | undefined): Effect.Effect<Principal> =>

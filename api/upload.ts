@@ -19,7 +19,9 @@ const isStreamError = (e: unknown): e is PayloadTooLarge | BadRequestBody =>
  */
 export const readingUpload = <A>(work: () => Promise<A>): Effect.Effect<A, DomainError> =>
   Effect.tryPromise({ try: work, catch: (e) => e }).pipe(
-    Effect.catchAll((e) => (isStreamError(e) ? Effect.fail(e) : e instanceof ClientGone ? Effect.interrupt : Effect.die(e))),
+    Effect.catchAll((e) =>
+      isStreamError(e) ? Effect.fail(e) : e instanceof ClientGone ? Effect.interrupt : Effect.die(e),
+    ),
   )
 
 /** What the server needs to know about a streamed body once the handler is done with it. */
@@ -38,11 +40,22 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
   let failure: unknown
   let parser: busboy.Busboy
   try {
-    parser = busboy({ headers: { "content-type": contentType }, limits: { fieldSize: 64 * 1024, fields: 100, parts: 200 } })
+    parser = busboy({
+      headers: { "content-type": contentType },
+      limits: { fieldSize: 64 * 1024, fields: 100, parts: 200 },
+    })
   } catch (e) {
     // A content type busboy cannot read (no boundary): fail on first use, read nothing.
-    failure = new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${(e as Error).message}` })
-    return { get complete() { return false }, file: () => Promise.reject(failure) }
+    failure = new BadRequestBody({
+      code: "BAD_MULTIPART",
+      message: `multipart body could not be read: ${(e as Error).message}`,
+    })
+    return {
+      get complete() {
+        return false
+      },
+      file: () => Promise.reject(failure),
+    }
   }
 
   let current: PassThrough | undefined
@@ -56,7 +69,8 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
   })
   pending.catch(() => {}) // observed when file() is called; an unasked-for failure is not unhandled
 
-  const malformed = (e: Error) => new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${e.message}` })
+  const malformed = (e: Error) =>
+    new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${e.message}` })
 
   const fail = (e: unknown): void => {
     if (failure !== undefined) return

@@ -12,7 +12,12 @@ export function calledUrl(
   const query = req.rawQuery === "" ? "" : `?${req.rawQuery}`
   const proto = req.headers["x-forwarded-proto"]?.split(",")[0]?.trim()
   const host = req.headers["x-forwarded-host"]?.split(",")[0]?.trim()
-  if (config.trustedProxies.includes(req.remoteAddress) && (proto === "http" || proto === "https") && host !== undefined && HOST.test(host))
+  if (
+    config.trustedProxies.includes(req.remoteAddress) &&
+    (proto === "http" || proto === "https") &&
+    host !== undefined &&
+    HOST.test(host)
+  )
     return `${proto}://${host}${req.path}${query}`
   return `${baseUrl(config, req.headers)}${req.path}${query}`
 }

@@ -32,7 +32,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "—")
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "—")
 
-
 interface Stats {
   readonly n: number
   readonly p50: number
@@ -66,7 +65,13 @@ function http(base: string, method: string, path: string, body?: unknown, token?
       {
         method,
         agent,
-        headers: { ...(payload !== undefined && { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }), ...(token !== undefined && { authorization: `Bearer ${token}` }) },
+        headers: {
+          ...(payload !== undefined && {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(payload),
+          }),
+          ...(token !== undefined && { authorization: `Bearer ${token}` }),
+        },
       },
       (res) => {
         const chunks: Buffer[] = []
@@ -74,7 +79,11 @@ function http(base: string, method: string, path: string, body?: unknown, token?
         res.on("end", () => {
           const at = now()
           const text = Buffer.concat(chunks).toString()
-          resolve({ status: res.statusCode ?? 0, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>), at })
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>),
+            at,
+          })
         })
         res.on("error", reject)
       },
@@ -84,7 +93,13 @@ function http(base: string, method: string, path: string, body?: unknown, token?
   })
 }
 
-async function ok(base: string, method: string, path: string, body?: unknown, token?: string): Promise<Record<string, unknown>> {
+async function ok(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<Record<string, unknown>> {
   const r = await http(base, method, path, body, token)
   if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
   return r.body
@@ -100,21 +115,32 @@ interface Turn {
 }
 
 /** GET /api/runs/{id}/turns/stream on its own connection: each turn with its arrival time. */
-function openTurnStream(base: string, runId: number, token: string, onTurn: (t: Turn, at: number) => void): Promise<() => void> {
+function openTurnStream(
+  base: string,
+  runId: number,
+  token: string,
+  onTurn: (t: Turn, at: number) => void,
+): Promise<() => void> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}/api/runs/${runId}/turns/stream`, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } }, (res: IncomingMessage) => {
-      if (res.statusCode !== 200) return reject(new Error(`turn stream: ${res.statusCode}`))
-      let carry = ""
-      res.setEncoding("utf8")
-      res.on("data", (chunk: string) => {
-        const at = now()
-        const events = (carry + chunk).split("\n\n")
-        carry = events.pop()!
-        for (const e of events) for (const line of e.split("\n")) if (line.startsWith("data: ")) onTurn(JSON.parse(line.slice(6)) as Turn, at)
-      })
-      res.on("error", () => {})
-      resolve(() => req.destroy())
-    })
+    const req = request(
+      `${base}/api/runs/${runId}/turns/stream`,
+      { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } },
+      (res: IncomingMessage) => {
+        if (res.statusCode !== 200) return reject(new Error(`turn stream: ${res.statusCode}`))
+        let carry = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => {
+          const at = now()
+          const events = (carry + chunk).split("\n\n")
+          carry = events.pop()!
+          for (const e of events)
+            for (const line of e.split("\n"))
+              if (line.startsWith("data: ")) onTurn(JSON.parse(line.slice(6)) as Turn, at)
+        })
+        res.on("error", () => {})
+        resolve(() => req.destroy())
+      },
+    )
     req.on("error", reject)
     req.end()
   })
@@ -200,7 +226,7 @@ export async function benchApprovals(): Promise<void> {
   const decisions: Decision[] = []
   let bare: number[] = []
   let ping: number[] = []
-  let insert: number[] = []
+  const insert: number[] = []
   let pendingAt = 0
   let runId = 0
   try {
@@ -226,12 +252,27 @@ export async function benchApprovals(): Promise<void> {
     const tenantId = (login.tenant as { id: number }).id
     const intent = await ok(base, "POST", "/billing/topup", { amount_minor: 10_000_000 }, token)
     await ok(base, "POST", "/billing/webhooks/stub", { external_id: intent.external_id, status: "succeeded" })
-    const w = await ok(base, "POST", "/api/workflows", { nl_prompt: "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked." }, token)
+    const w = await ok(
+      base,
+      "POST",
+      "/api/workflows",
+      { nl_prompt: "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked." },
+      token,
+    )
     await ok(base, "PUT", `/api/workflows/${w.id}`, { max_call_seconds: 1800 }, token)
     // Distinct valid US numbers (415-2xx-xxx7): the sim's callee ending in 7 asks for a discount.
-    const rows = Array.from({ length: N + WARMUP }, (_, i) => ({ phone: `+1415${2_000_000 + i * 10 + 7}`, name: `Person ${i}` }))
+    const rows = Array.from({ length: N + WARMUP }, (_, i) => ({
+      phone: `+1415${2_000_000 + i * 10 + 7}`,
+      name: `Person ${i}`,
+    }))
     await ok(base, "POST", `/api/workflows/${w.id}/audience`, { rows }, token)
-    await ok(base, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "All numbers opted in on our website." }, token)
+    await ok(
+      base,
+      "PUT",
+      `/api/workflows/${w.id}/compliance`,
+      { consent_attestation_text: "All numbers opted in on our website." },
+      token,
+    )
 
     // Who is waiting for what: by call (turns) and by approval (the bus).
     const byCall = new Map<number, Decision>()
@@ -252,7 +293,8 @@ export async function benchApprovals(): Promise<void> {
         d.text = t.text
         d.index = t.turn_index
         if (!Number.isNaN(d.tSse)) d.done()
-      } else if (!Number.isNaN(d.t1) && Number.isNaN(d.calleeAt) && t.speaker === "callee" && t.turn_index > d.index) d.calleeAt = Date.parse(t.at)
+      } else if (!Number.isNaN(d.t1) && Number.isNaN(d.calleeAt) && t.speaker === "callee" && t.turn_index > d.index)
+        d.calleeAt = Date.parse(t.at)
     }
     nc.subscribe(`${ns}.turns.${tenantId}.>`, { callback: (_err, msg) => onTurn(msg.json<Turn>(), now(), "nats") })
     nc.subscribe(`${ns}.rt.approval.decided`, {
@@ -273,12 +315,14 @@ export async function benchApprovals(): Promise<void> {
     type Pending = { id: number; call_id: number; context: { turns: number } }
     let pending: Pending[] = []
     for (const deadline = now() + 60_000; now() < deadline; await sleep(250)) {
-      pending = (await ok(base, "GET", `/api/approvals?workflow_id=${w.id}&status=pending&limit=500`, undefined, token)).approvals as Pending[]
+      pending = (await ok(base, "GET", `/api/approvals?workflow_id=${w.id}&status=pending&limit=500`, undefined, token))
+        .approvals as Pending[]
       if (pending.length >= N + WARMUP) break
     }
     pendingAt = (now() - tRun) / 1000
     process.stdout.write(`${pending.length} pending approvals ${f1(pendingAt)} s after POST run\n`)
-    if (pending.length < N + WARMUP) throw new Error(`only ${pending.length} of ${N + WARMUP} calls proposed a concession within 60 s`)
+    if (pending.length < N + WARMUP)
+      throw new Error(`only ${pending.length} of ${N + WARMUP} calls proposed a concession within 60 s`)
 
     // ---- the baselines, before and after the decisions ----
     bare = await roundTrips(nc, `${ns}.bench.echo`, ROUND_TRIPS / 2)
@@ -291,7 +335,22 @@ export async function benchApprovals(): Promise<void> {
     for (const [i, a] of pending.slice(0, N + WARMUP).entries()) {
       let done!: () => void
       const finished = new Promise<void>((r) => (done = r))
-      const d: Decision = { approvalId: a.id, callId: a.call_id, fromIndex: a.context.turns, tReq: NaN, t0: NaN, status: 0, tBus: NaN, t1: NaN, at: NaN, text: "", index: -1, tSse: NaN, calleeAt: NaN, done }
+      const d: Decision = {
+        approvalId: a.id,
+        callId: a.call_id,
+        fromIndex: a.context.turns,
+        tReq: NaN,
+        t0: NaN,
+        status: 0,
+        tBus: NaN,
+        t1: NaN,
+        at: NaN,
+        text: "",
+        index: -1,
+        tSse: NaN,
+        calleeAt: NaN,
+        done,
+      }
       byCall.set(a.call_id, d)
       byApproval.set(a.id, d)
       d.tReq = now()
@@ -335,7 +394,8 @@ export async function benchApprovals(): Promise<void> {
   const missing = decisions.length - got.length
   const offers = got.filter((d) => /take .+ off/i.test(d.text)).length
   const sample = got.find((d) => /take .+ off/i.test(d.text))?.text ?? got[0]?.text ?? "—"
-  const speechMs = (text: string) => ((text.split(/\s+/).filter((x) => x !== "").length * 1000) / WORDS_PER_SECOND) * SCALE
+  const speechMs = (text: string) =>
+    ((text.split(/\s+/).filter((x) => x !== "").length * 1000) / WORDS_PER_SECOND) * SCALE
   const headline = stats(got.map((d) => d.t1 - d.t0))
   const bareS = stats(bare)
   const pingS = stats(ping)
@@ -352,7 +412,8 @@ export async function benchApprovals(): Promise<void> {
     speech: stats(got.map((d) => speechMs(d.text))),
     spoken: stats(got.filter((d) => !Number.isNaN(d.calleeAt)).map((d) => d.calleeAt - d.at)),
   }
-  const row = (label: string, s: Stats, note = "") => `| ${label} | ${f2(s.p50)} | ${f2(s.p99)} | ${f2(s.max)} | ${note} |`
+  const row = (label: string, s: Stats, note = "") =>
+    `| ${label} | ${f2(s.p50)} | ${f2(s.p99)} | ${f2(s.max)} | ${note} |`
   // The part of the runtime → bench stretch that is neither the store nor the bus: the batch's wait.
   const batchWait = split.sink.p50 - insertS.p50 - bareS.p50 / 2
 
@@ -368,8 +429,8 @@ Two processes, \`src/main/main.ts serve --role api\` and \`--role runtime\` (LOG
 ${row("**t1 − t0: response → resumed line at the bench (NATS)**", headline, "the figure")}
 ${row("t1 − request sent: the click → resumed line", split.fromClick)}
 ${row("decide request: sent → response (t0)", split.request, "auth, conditional update in Postgres, publish, reply")}
-${row("sent → \`rt.approval.decided\` at the bench", split.bus, `on the bus before the response arrived in ${split.busBeforeResponse} of ${headline.n}`)}
-${row("runtime: \`rt.approval.decided\` → resumed line produced (its \`at\`)", split.runtime, "call actor → conversation → model (sim) → turn; \`at\` has whole-ms resolution")}
+${row("sent → `rt.approval.decided` at the bench", split.bus, `on the bus before the response arrived in ${split.busBeforeResponse} of ${headline.n}`)}
+${row("runtime: `rt.approval.decided` → resumed line produced (its `at`)", split.runtime, "call actor → conversation → model (sim) → turn; `at` has whole-ms resolution")}
 ${row("runtime → bench: line produced → on the bus at the bench", split.sink, "TurnSink: insert (batched only behind one in flight), publish")}
 ${row("response → the same line over SSE from the api process", split.sse, `\`GET /api/runs/{id}/turns/stream\` (n = ${split.sse.n})`)}
 ${row("SSE after the bench's own NATS copy", split.sseHop, "the api process's fan-out")}
@@ -377,8 +438,8 @@ ${row("SSE after the bench's own NATS copy", split.sseHop, "the api process's fa
 | baseline (ms) | p50 | p99 | max | |
 |---|---:|---:|---:|---|
 ${row("bare NATS request/reply: bench → a responder on a second connection in the bench", bareS, `${bareS.n} sequential, half before and half after the decisions`)}
-${row("\`rt.ping\` request/reply: bench → the runtime process", pingS, `${pingS.n} sequential, likewise`)}
-${row("one-row \`unnest\` insert into \`turns\` (as the TurnSink writes it), from the bench", insertS, `${insertS.n} sequential: the store without the wait`)}
+${row("`rt.ping` request/reply: bench → the runtime process", pingS, `${pingS.n} sequential, likewise`)}
+${row("one-row `unnest` insert into `turns` (as the TurnSink writes it), from the bench", insertS, `${insertS.n} sequential: the store without the wait`)}
 
 Speech is not in the figure: the resumed line takes ${f1(split.speech.p50)} ms to speak at this scale (p50 of words ÷ ${WORDS_PER_SECOND}/s × ${SCALE}), and the callee's next line began ${f1(split.spoken.p50)} ms (p50) after the agent's line's \`at\`, yet the line reached the bench ${f2(split.sink.p50)} ms after its \`at\`: a turn is stored and published while it is being spoken, not after.
 Where the time goes: of the ${f2(split.sink.p50)} ms from the line to the bench (p50), the Postgres insert is ~${f2(insertS.p50)} ms and the bus hop ~${f2(bareS.p50 / 2)} ms, leaving **~${f1(batchWait)} ms** for the TurnSink to start the insert (it stores a turn as soon as no insert is in flight, and batches only what arrives during one) and for the event loop to get to each step: ${f1((100 * batchWait) / headline.p50)}% of the p50.`

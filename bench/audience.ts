@@ -2,7 +2,16 @@
 // multipart (server in its own process), against csv-parse alone on the same file, with the
 // server's peak memory to show the attach does not hold the file.
 import { randomBytes } from "node:crypto"
-import { appendFileSync, createReadStream, mkdtempSync, openAsBlob, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import {
+  appendFileSync,
+  createReadStream,
+  mkdtempSync,
+  openAsBlob,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parse } from "csv-parse"
@@ -58,11 +67,11 @@ function generate(path: string, rows: number): Expected {
     out.push(`${phone},${name},user${i}@example.com,City ${i % 97},${notes}${extra}`)
     if (i % 10_000 === 9_999) {
       out.push("")
-      appendFileSync(path, out.join("\n") + "\n")
+      appendFileSync(path, `${out.join("\n")}\n`)
       out = []
     }
   }
-  appendFileSync(path, out.length > 0 ? out.join("\n") + "\n" : "")
+  appendFileSync(path, out.length > 0 ? `${out.join("\n")}\n` : "")
   return { rows, invalid, duplicates, unique }
 }
 
@@ -86,17 +95,32 @@ async function csvParseAlone(path: string): Promise<number> {
 async function parseAndNormalise(path: string, expected: Expected): Promise<number> {
   const t0 = performance.now()
   let valid = 0
-  const tally = await parseAudienceCsv(createReadStream(path), "US", { batchSize: 1000, onBatch: async (rows) => void (valid += rows.length) })
+  const tally = await parseAudienceCsv(createReadStream(path), "US", {
+    batchSize: 1000,
+    onBatch: async (rows) => void (valid += rows.length),
+  })
   const seconds = (performance.now() - t0) / 1000
-  if (tally.rows !== ROWS || tally.invalid !== expected.invalid) throw new Error(`parser tally ${JSON.stringify({ rows: tally.rows, invalid: tally.invalid })}, expected ${JSON.stringify(expected)}`)
+  if (tally.rows !== ROWS || tally.invalid !== expected.invalid)
+    throw new Error(
+      `parser tally ${JSON.stringify({ rows: tally.rows, invalid: tally.invalid })}, expected ${JSON.stringify(expected)}`,
+    )
   return ROWS / seconds
 }
 
-async function call(base: string, method: string, path: string, opts: { body?: unknown; bearer?: string } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; bearer?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const headers: Record<string, string> = {}
   if (opts.body !== undefined) headers["content-type"] = "application/json"
   if (opts.bearer !== undefined) headers["authorization"] = `Bearer ${opts.bearer}`
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
+  })
   const text = await res.text()
   return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) }
 }
@@ -115,7 +139,14 @@ interface Upload {
 }
 
 /** Uploads the file (streamed from disk by a file-backed Blob) and samples the server's RSS meanwhile. */
-async function upload(base: string, token: string, workflowId: number, path: string, pid: number, expected: Expected): Promise<Upload> {
+async function upload(
+  base: string,
+  token: string,
+  workflowId: number,
+  path: string,
+  pid: number,
+  expected: Expected,
+): Promise<Upload> {
   const form = new FormData()
   form.set("file", await openAsBlob(path, { type: "text/csv" }), "audience.csv")
   const rssBefore = memory(pid).rss
@@ -123,18 +154,36 @@ async function upload(base: string, token: string, workflowId: number, path: str
   const sampler = setInterval(() => (peak = Math.max(peak, memory(pid).rss)), 50)
   const t0 = performance.now()
   try {
-    const res = await fetch(`${base}/api/workflows/${workflowId}/audience`, { method: "POST", body: form, headers: { authorization: `Bearer ${token}` } })
+    const res = await fetch(`${base}/api/workflows/${workflowId}/audience`, {
+      method: "POST",
+      body: form,
+      headers: { authorization: `Bearer ${token}` },
+    })
     const counts = (await res.json()) as Record<string, unknown>
     const seconds = (performance.now() - t0) / 1000
     if (res.status !== 200) throw new Error(`upload: ${res.status} ${JSON.stringify(counts)}`)
-    const want = { accepted: expected.unique, rejected_invalid: expected.invalid, duplicates: expected.duplicates, total_targets: expected.unique }
-    for (const [k, v] of Object.entries(want)) if (counts[k] !== v) throw new Error(`upload counted ${k}=${String(counts[k])}, expected ${v}: ${JSON.stringify({ ...counts, invalid_rows: undefined })}`)
-    return { seconds, rps: expected.rows / seconds, counts, rssBeforeKiB: rssBefore, peakRssKiB: Math.max(peak, memory(pid).rss) }
+    const want = {
+      accepted: expected.unique,
+      rejected_invalid: expected.invalid,
+      duplicates: expected.duplicates,
+      total_targets: expected.unique,
+    }
+    for (const [k, v] of Object.entries(want))
+      if (counts[k] !== v)
+        throw new Error(
+          `upload counted ${k}=${String(counts[k])}, expected ${v}: ${JSON.stringify({ ...counts, invalid_rows: undefined })}`,
+        )
+    return {
+      seconds,
+      rps: expected.rows / seconds,
+      counts,
+      rssBeforeKiB: rssBefore,
+      peakRssKiB: Math.max(peak, memory(pid).rss),
+    }
   } finally {
     clearInterval(sampler)
   }
 }
-
 
 export async function benchAudience(): Promise<void> {
   const loadBefore = loadavg()[0]!
@@ -142,13 +191,21 @@ export async function benchAudience(): Promise<void> {
   const file = join(dir, "audience.csv")
   const expected = generate(file, ROWS)
   const bytes = statSync(file).size
-  process.stdout.write(`${ROWS} rows, ${(bytes / 2 ** 20).toFixed(1)} MiB: ${expected.unique} distinct valid numbers, ${expected.invalid} invalid, ${expected.duplicates} repeats\n`)
+  process.stdout.write(
+    `${ROWS} rows, ${(bytes / 2 ** 20).toFixed(1)} MiB: ${expected.unique} distinct valid numbers, ${expected.invalid} invalid, ${expected.duplicates} repeats\n`,
+  )
 
   const base = process.env.DATABASE_URL
   const real = base !== undefined && base !== ""
   const dbName = `parley_bench_${randomBytes(5).toString("hex")}`
   const admin = real ? connectPostgres(base, 1) : undefined
-  const env: Record<string, string> = { HOST: "127.0.0.1", PORT: "0", DATA_DIR: join(dir, "data"), LOG_LEVEL: "info", CALLING_HOURS: "any" }
+  const env: Record<string, string> = {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: join(dir, "data"),
+    LOG_LEVEL: "info",
+    CALLING_HOURS: "any",
+  }
   if (real) {
     await admin!.unsafe(`create database ${dbName}`)
     env.DATABASE_URL = withDatabase(base, dbName)
@@ -171,19 +228,30 @@ export async function benchAudience(): Promise<void> {
     expectStatus("login", login, 200)
     const token = String(login.body["token"])
     const workflow = async () => {
-      const created = await call(url, "POST", "/api/workflows", { bearer: token, body: { nl_prompt: "Tell customers about the spring sale and offer a callback." } })
+      const created = await call(url, "POST", "/api/workflows", {
+        bearer: token,
+        body: { nl_prompt: "Tell customers about the spring sale and offer a callback." },
+      })
       expectStatus("create workflow", created, 201)
       return Number(created.body["id"])
     }
     // Warm up both sides (JIT, the server's first upload) on a small file.
     const small = join(dir, "small.csv")
     generate(small, 2000)
-    expectStatus("warm-up upload", await (async () => {
-      const form = new FormData()
-      form.set("file", await openAsBlob(small), "small.csv")
-      const res = await fetch(`${url}/api/workflows/${await workflow()}/audience`, { method: "POST", body: form, headers: { authorization: `Bearer ${token}` } })
-      return { status: res.status, body: await res.json() }
-    })(), 200)
+    expectStatus(
+      "warm-up upload",
+      await (async () => {
+        const form = new FormData()
+        form.set("file", await openAsBlob(small), "small.csv")
+        const res = await fetch(`${url}/api/workflows/${await workflow()}/audience`, {
+          method: "POST",
+          body: form,
+          headers: { authorization: `Bearer ${token}` },
+        })
+        return { status: res.status, body: await res.json() }
+      })(),
+      200,
+    )
     await csvParseAlone(file)
     idle = memory(pid)
 
@@ -201,7 +269,9 @@ export async function benchAudience(): Promise<void> {
     const bigExpected = generate(bigFile, ROWS * SCALE)
     const big = await upload(url, token, await workflow(), bigFile, pid, bigExpected)
     scaled = { expected: bigExpected, bytes: statSync(bigFile).size, upload: big }
-    process.stdout.write(`${ROWS * SCALE} rows: endpoint ${Math.round(big.rps)} rows/s (${big.seconds.toFixed(1)} s), server RSS ${mib(big.rssBeforeKiB)} before, peak ${mib(big.peakRssKiB)}\n`)
+    process.stdout.write(
+      `${ROWS * SCALE} rows: endpoint ${Math.round(big.rps)} rows/s (${big.seconds.toFixed(1)} s), server RSS ${mib(big.rssBeforeKiB)} before, peak ${mib(big.peakRssKiB)}\n`,
+    )
     serverHwm = memory(pid).hwm
   } finally {
     await server.stop()

@@ -23,14 +23,30 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** bench/lib's load(), with request headers (the API key). */
 async function loadWith(url: string, headers: Record<string, string>, seconds: number): Promise<LoadResult> {
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: seconds, pipelining: 1 })
-  return { requests: r.requests.total, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx }
+  return {
+    requests: r.requests.total,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  }
 }
 
-async function call(base: string, method: string, path: string, opts: { body?: unknown; bearer?: string } = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; bearer?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const headers: Record<string, string> = {}
   if (opts.body !== undefined) headers["content-type"] = "application/json"
   if (opts.bearer !== undefined) headers["authorization"] = `Bearer ${opts.bearer}`
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
+  })
   const text = await res.text()
   return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) }
 }
@@ -43,17 +59,29 @@ function expectStatus(what: string, got: { status: number; body: unknown }, want
 async function readKey(base: string): Promise<string> {
   const email = `bench-${randomBytes(4).toString("hex")}@example.com`
   const password = "bench-password-1"
-  expectStatus("signup", await call(base, "POST", "/auth/signup", { body: { email, password, full_name: "Bench" } }), 201)
+  expectStatus(
+    "signup",
+    await call(base, "POST", "/auth/signup", { body: { email, password, full_name: "Bench" } }),
+    201,
+  )
   const login = await call(base, "POST", "/auth/login", { body: { email, password } })
   expectStatus("login", login, 200)
-  const key = await call(base, "POST", "/api-keys", { bearer: String(login.body["token"]), body: { name: "bench", scope: "read" } })
+  const key = await call(base, "POST", "/api-keys", {
+    bearer: String(login.body["token"]),
+    body: { name: "bench", scope: "read" },
+  })
   expectStatus("create API key", key, 201)
   return String(key.body["secret"])
 }
 
 export async function benchAuth(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
-  const server = await startProcess(["--import", "tsx", "bench/servers/auth-probe.ts"], { HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" })
+  const server = await startProcess(["--import", "tsx", "bench/servers/auth-probe.ts"], {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "info",
+  })
   const base = `http://127.0.0.1:${server.port}`
   const results: Record<Name, Round[]> = { open: [], keyed: [] }
   try {
@@ -75,7 +103,9 @@ export async function benchAuth(): Promise<void> {
         const cpuPerReq = (cpuMicros(pid) - cpu0) / r.requests
         if (r.errors > 0 || r.non2xx > 0) throw new Error(`${name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
         results[name].push({ ...r, cpuPerReq })
-        process.stdout.write(`round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`)
+        process.stdout.write(
+          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`,
+        )
       }
     }
   } finally {

@@ -32,7 +32,6 @@ const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`
 const f1 = (x: number) => x.toFixed(1)
 
-
 /** A child running bench/servers/dialer-host.ts, with request/reply over IPC. */
 interface Host {
   readonly child: ChildProcess
@@ -47,7 +46,12 @@ interface Host {
 function startHost(args: string[], env: Record<string, string>): Host {
   const child = fork(join(PROJECT_ROOT, "bench", "servers", "dialer-host.ts"), args, {
     cwd: PROJECT_ROOT,
-    execArgv: ["--expose-gc", "--import", "tsx", ...(process.env.BENCH_DIALER_NODE_FLAGS?.split(" ").filter((f) => f !== "") ?? [])],
+    execArgv: [
+      "--expose-gc",
+      "--import",
+      "tsx",
+      ...(process.env.BENCH_DIALER_NODE_FLAGS?.split(" ").filter((f) => f !== "") ?? []),
+    ],
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe", "ipc"],
   })
@@ -57,7 +61,8 @@ function startHost(args: string[], env: Record<string, string>): Host {
   const errors: string[] = []
   // Log lines at warn and above (LOG_LEVEL=warn): kept for the report, never left to block the pipe.
   createInterface({ input: child.stdout! }).on("line", (line) => {
-    if (!line.startsWith("{")) process.stderr.write(`host: ${line}\n`) // V8 tracing flags (BENCH_DIALER_NODE_FLAGS)
+    if (!line.startsWith("{"))
+      process.stderr.write(`host: ${line}\n`) // V8 tracing flags (BENCH_DIALER_NODE_FLAGS)
     else if (errors.length < 1000) errors.push(line)
   })
   const stderr: string[] = []
@@ -71,14 +76,18 @@ function startHost(args: string[], env: Record<string, string>): Host {
     const m = raw as { type: string }
     byType.get(m.type)?.shift()?.(m)
   })
-  const exited = new Promise<never>((_, reject) => child.once("exit", (code, signal) => reject(new Error(`dialer host exited (${code ?? signal})`))))
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code, signal) => reject(new Error(`dialer host exited (${code ?? signal})`))),
+  )
   exited.catch(() => {})
   return {
     child,
     errors,
     stderr,
     next: <T>(type: string) => {
-      const p = new Promise<T>((resolve) => byType.set(type, [...(byType.get(type) ?? []), resolve as (m: unknown) => void]))
+      const p = new Promise<T>((resolve) =>
+        byType.set(type, [...(byType.get(type) ?? []), resolve as (m: unknown) => void]),
+      )
       return Promise.race([p, exited])
     },
   }
@@ -105,11 +114,24 @@ function ask<T>(host: Host, cmd: string, extra: Record<string, unknown> = {}): P
 }
 
 /** The HTTP calls a customer makes, from signup to a running run. */
-async function setUpRun(base: string, outboxFile: string, phones: string[], beforeRun: () => Promise<void>): Promise<{ runId: number }> {
-  const call = async (method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: Record<string, unknown> }> => {
+async function setUpRun(
+  base: string,
+  outboxFile: string,
+  phones: string[],
+  beforeRun: () => Promise<void>,
+): Promise<{ runId: number }> {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+  ): Promise<{ status: number; body: Record<string, unknown> }> => {
     const res = await fetch(base + path, {
       method,
-      headers: { ...(body !== undefined && { "content-type": "application/json" }), ...(token !== undefined && { authorization: `Bearer ${token}` }) },
+      headers: {
+        ...(body !== undefined && { "content-type": "application/json" }),
+        ...(token !== undefined && { authorization: `Bearer ${token}` }),
+      },
       ...(body !== undefined && { body: JSON.stringify(body) }),
     })
     const text = await res.text()
@@ -125,13 +147,25 @@ async function setUpRun(base: string, outboxFile: string, phones: string[], befo
   // A 180-second call reserves $0.30; one intent of $100,000 covers any run here.
   const intent = (await call("POST", "/billing/topup", { amount_minor: 10_000_000 }, token)).body
   await call("POST", "/billing/webhooks/stub", { external_id: intent.external_id, status: "succeeded" })
-  const w = (await call("POST", "/api/workflows", { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." }, token)).body
+  const w = (
+    await call(
+      "POST",
+      "/api/workflows",
+      { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." },
+      token,
+    )
+  ).body
   for (let i = 0; i < phones.length; i += 10_000) {
     const rows = phones.slice(i, i + 10_000).map((phone, j) => ({ phone, name: `Person ${i + j}` }))
     const aud = (await call("POST", `/api/workflows/${w.id}/audience`, { rows }, token)).body
     if (aud.accepted !== rows.length) throw new Error(`audience: ${JSON.stringify(aud)}`)
   }
-  await call("PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "All numbers opted in on our website." }, token)
+  await call(
+    "PUT",
+    `/api/workflows/${w.id}/compliance`,
+    { consent_attestation_text: "All numbers opted in on our website." },
+    token,
+  )
   await beforeRun()
   const run = (await call("POST", `/api/workflows/${w.id}/run`, undefined, token)).body
   if (run.targets_queued !== phones.length) throw new Error(`run: ${JSON.stringify(run)}`)
@@ -160,9 +194,17 @@ function cpuOfCommand(comm: string): number {
   return micros / 1e6
 }
 
-const cpuNow = (pid: number): Cpu => ({ host: cpuMicros(pid) / 1e6, postgres: cpuOfCommand("postgres"), nats: cpuOfCommand("nats-server") })
+const cpuNow = (pid: number): Cpu => ({
+  host: cpuMicros(pid) / 1e6,
+  postgres: cpuOfCommand("postgres"),
+  nats: cpuOfCommand("nats-server"),
+})
 /** Cores used between two readings `seconds` apart. */
-const cores = (a: Cpu, b: Cpu, seconds: number): Cpu => ({ host: (b.host - a.host) / seconds, postgres: (b.postgres - a.postgres) / seconds, nats: (b.nats - a.nats) / seconds })
+const cores = (a: Cpu, b: Cpu, seconds: number): Cpu => ({
+  host: (b.host - a.host) / seconds,
+  postgres: (b.postgres - a.postgres) / seconds,
+  nats: (b.nats - a.nats) / seconds,
+})
 
 interface ParleyResult {
   readonly samples: HostSample[]
@@ -211,7 +253,9 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
     })
     const setupS = (performance.now() - tSetup) / 1000
     await ask(host, "watch", { runId })
-    process.stdout.write(`run ${runId} started: ${CALLS} targets, SIM_TIME_SCALE ${SCALE}; setup took ${f1(setupS)} s\n`)
+    process.stdout.write(
+      `run ${runId} started: ${CALLS} targets, SIM_TIME_SCALE ${SCALE}; setup took ${f1(setupS)} s\n`,
+    )
 
     // The ramp: until every target has been dialed, or the live count stops growing.
     let lastPrint = 0
@@ -225,7 +269,9 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       if (s.live > best.live * 1.005) best = { live: s.live, at: now }
       if (now - lastPrint >= 5) {
         lastPrint = now
-        process.stdout.write(`  t=${f1(now)} s dialed ${s.dialed} live ${s.live} legs ${s.legs} approvals ${s.approvals} heap ${mib(s.heapUsed)} eld p99 ${f1(s.eldP99)} ms\n`)
+        process.stdout.write(
+          `  t=${f1(now)} s dialed ${s.dialed} live ${s.live} legs ${s.legs} approvals ${s.approvals} heap ${mib(s.heapUsed)} eld p99 ${f1(s.eldP99)} ms\n`,
+        )
       }
       if (s.dialed >= CALLS) {
         reachedAll = true
@@ -258,7 +304,9 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
 
     const stop = await Promise.race([
       ask<{ stopMs: number }>(host, "stop").then((r) => ({ ok: true as const, ms: r.stopMs })),
-      new Promise<{ ok: false; why: string }>((resolve) => setTimeout(() => resolve({ ok: false, why: "no answer in 30 s" }), 30_000)),
+      new Promise<{ ok: false; why: string }>((resolve) =>
+        setTimeout(() => resolve({ ok: false, why: "no answer in 30 s" }), 30_000),
+      ),
     ]).catch(async () => {
       await new Promise((r) => setTimeout(r, 200)) // the rest of stderr
       const why = host.stderr.find((l) => /Error/.test(l)) ?? "exited without a reason on stderr"
@@ -267,7 +315,12 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
     return {
       samples,
       heapBefore: heapBefore!,
-      heapPeak: { ...peak.heap, live: Math.round((before.live + after.live) / 2), legs: peak.legs, approvals: after.approvals },
+      heapPeak: {
+        ...peak.heap,
+        live: Math.round((before.live + after.live) / 2),
+        legs: peak.legs,
+        approvals: after.approvals,
+      },
       rampEld,
       peakEld,
       rampCpu,
@@ -337,7 +390,9 @@ export async function benchDialer(): Promise<void> {
   let b: BareResult
   try {
     b = await measureBare()
-    process.stdout.write(`bare: ${b.actors} actors started in ${f1(b.startMs)} ms; ${kb((b.heapAfter.heapUsed - b.heapBefore.heapUsed) / b.alive)} heap each; eld p99 ${f1(b.eld.p99)} ms\n`)
+    process.stdout.write(
+      `bare: ${b.actors} actors started in ${f1(b.startMs)} ms; ${kb((b.heapAfter.heapUsed - b.heapBefore.heapUsed) / b.alive)} heap each; eld p99 ${f1(b.eld.p99)} ms\n`,
+    )
     p = await measureParley(env)
   } finally {
     await admin?.unsafe(`drop database if exists ${name} with (force)`)
@@ -377,9 +432,14 @@ export async function benchDialer(): Promise<void> {
   const rssPerCall = (p.heapPeak.rss - p.heapBefore.rss) / p.heapPeak.live
   const errorLines = p.errors.filter((l) => /"level":(50|60)/.test(l))
   const warnLines = p.errors.filter((l) => /"level":40/.test(l))
-  const met = { calls: peakLive >= CALLS, eld: p.peakEld.p99 < TARGET_ELD_P99_MS, heap: heapPerCall < TARGET_HEAP_PER_CALL }
+  const met = {
+    calls: peakLive >= CALLS,
+    eld: p.peakEld.p99 < TARGET_ELD_P99_MS,
+    heap: heapPerCall < TARGET_HEAP_PER_CALL,
+  }
   const yes = (ok: boolean) => (ok ? "met" : "**not met**")
-  const pct = (c: Cpu) => `${Math.round(c.host * 100)}% / ${Math.round(c.postgres * 100)}% / ${Math.round(c.nats * 100)}%`
+  const pct = (c: Cpu) =>
+    `${Math.round(c.host * 100)}% / ${Math.round(c.postgres * 100)}% / ${Math.round(c.nats * 100)}%`
   const db = real
     ? `PostgreSQL ${pgVersion} on the same machine over TCP loopback (scratch database), ${natsUrl ? "NATS on the same machine" : "the in-process bus"}`
     : "embedded PGlite and the in-process bus (slow; not the headline)"
@@ -413,7 +473,9 @@ ${rows.join("\n")}`
   if (p.snapshot !== null) process.stdout.write(`\nheap snapshot at the peak: ${p.snapshot}\n`)
   if (errorLines.length > 0) process.stdout.write(`\nerror lines (first 5):\n${errorLines.slice(0, 5).join("\n")}\n`)
   if (!real && process.env.BENCH_DIALER_RECORD_EMBEDDED !== "1") {
-    process.stdout.write("\nembedded run: not recorded in RESULTS.md (set DATABASE_URL and NATS_URL for the headline, or BENCH_DIALER_RECORD_EMBEDDED=1)\n")
+    process.stdout.write(
+      "\nembedded run: not recorded in RESULTS.md (set DATABASE_URL and NATS_URL for the headline, or BENCH_DIALER_RECORD_EMBEDDED=1)\n",
+    )
     return
   }
   if (process.env.BENCH_DIALER_RECORD === "0") return

@@ -15,19 +15,35 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 export async function benchHttp(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"))
-  const full = await startProcess(["dist/src/main/main.js", "serve", "--role", "all"], { HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LOG_LEVEL: "info" })
+  const full = await startProcess(["dist/src/main/main.js", "serve", "--role", "all"], {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "info",
+  })
   const bare = await startProcess(["--import", "tsx", "bench/servers/bare-uws.ts"], { PORT: "0" })
   const results: Record<"bare" | "full", Array<LoadResult & { cpuPerReq: number }>> = { bare: [], full: [] }
   try {
-    for (const p of [bare, full]) await load(`http://127.0.0.1:${p.port}/pricing`, { connections: CONNECTIONS, seconds: 2 }) // warm-up
+    for (const p of [bare, full])
+      await load(`http://127.0.0.1:${p.port}/pricing`, { connections: CONNECTIONS, seconds: 2 }) // warm-up
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, p] of (round % 2 === 0 ? [["bare", bare], ["full", full]] : [["full", full], ["bare", bare]]) as Array<["bare" | "full", typeof bare]>) {
+      for (const [name, p] of (round % 2 === 0
+        ? [
+            ["bare", bare],
+            ["full", full],
+          ]
+        : [
+            ["full", full],
+            ["bare", bare],
+          ]) as Array<["bare" | "full", typeof bare]>) {
         const cpu0 = cpuMicros(p.child.pid!)
         const r = await load(`http://127.0.0.1:${p.port}/pricing`, { connections: CONNECTIONS, seconds: SECONDS })
         const cpuPerReq = (cpuMicros(p.child.pid!) - cpu0) / r.requests
         if (r.errors > 0 || r.non2xx > 0) throw new Error(`${name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
         results[name].push({ ...r, cpuPerReq })
-        process.stdout.write(`round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`)
+        process.stdout.write(
+          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`,
+        )
       }
     }
   } finally {

@@ -27,8 +27,8 @@ interface Phase {
   readonly latencies: number[]
 }
 
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
-
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
 
 /** WRITERS loops calling `op` until `seconds` have passed; latency of every call, in ms. */
 async function drive(seconds: number, op: (writer: number, i: number) => Promise<void>): Promise<Phase> {
@@ -49,9 +49,16 @@ async function drive(seconds: number, op: (writer: number, i: number) => Promise
 
 async function newWallet(sql: Sql, name: string): Promise<number> {
   return (await sql.begin(async (tx) => {
-    const [t] = await tx<[{ id: number }]>`insert into tenants (name, country, currency) values (${name}, 'US', 'USD') returning id`
+    const [t] = await tx<
+      [{ id: number }]
+    >`insert into tenants (name, country, currency) values (${name}, 'US', 'USD') returning id`
     await openWallet(tx, t.id, "USD")
-    const credit = await postEntry(tx, { tenantId: t.id, amountMinor: START_MINOR, kind: "bench_credit", idempotencyKey: `bench:${t.id}:start` })
+    const credit = await postEntry(tx, {
+      tenantId: t.id,
+      amountMinor: START_MINOR,
+      kind: "bench_credit",
+      idempotencyKey: `bench:${t.id}:start`,
+    })
     if (!credit.ok) throw new Error("could not credit the bench wallet")
     return t.id
   })) as number
@@ -69,16 +76,22 @@ async function walletState(sql: Sql, tenantId: number): Promise<{ balance: numbe
 export async function benchLedger(): Promise<void> {
   const base = process.env.DATABASE_URL
   if (base === undefined || base === "") {
-    process.stdout.write("bench ledger needs real PostgreSQL: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/parley_dev); skipped.\n")
+    process.stdout.write(
+      "bench ledger needs real PostgreSQL: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/parley_dev); skipped.\n",
+    )
     return
   }
   const loadBefore = loadavg()[0]!
   const scratch = await scratchDatabase(base, "parley_bench", WRITERS)
   const { url, sql } = scratch
-  process.stdout.write(`scratch database ${redact(url)}; ${WRITERS} writers, ${ROUNDS} rounds of ${SECONDS} s per variant\n`)
+  process.stdout.write(
+    `scratch database ${redact(url)}; ${WRITERS} writers, ${ROUNDS} rounds of ${SECONDS} s per variant\n`,
+  )
   try {
     await migrate(sql)
-    const [server] = await sql<[{ version: string; sync: string }]>`select split_part(version(), ' ', 2) as version, current_setting('synchronous_commit') as sync`
+    const [server] = await sql<
+      [{ version: string; sync: string }]
+    >`select split_part(version(), ' ', 2) as version, current_setting('synchronous_commit') as sync`
     const hot = await newWallet(sql, "bench hot wallet")
     const cold = await newWallet(sql, "bench baseline wallet")
     const tag = randomBytes(4).toString("hex")
@@ -95,7 +108,14 @@ export async function benchLedger(): Promise<void> {
         baselineDebits++
       },
       ledger: (round) => async (w, i) => {
-        const r = await sql.begin((tx) => postEntry(tx, { tenantId: hot, amountMinor: -1, kind: "bench_debit", idempotencyKey: `${tag}:${round}:${w}:${i}` }))
+        const r = await sql.begin((tx) =>
+          postEntry(tx, {
+            tenantId: hot,
+            amountMinor: -1,
+            kind: "bench_debit",
+            idempotencyKey: `${tag}:${round}:${w}:${i}`,
+          }),
+        )
         if (!r.ok || r.replayed) throw new Error(`debit ${round}:${w}:${i} was not posted: ${JSON.stringify(r)}`)
         ledgerDebits++
       },
@@ -109,7 +129,9 @@ export async function benchLedger(): Promise<void> {
         const p = await drive(SECONDS, ops[v](`r${round}`))
         phases[v].push(p)
         const sorted = [...p.latencies].sort((a, b) => a - b)
-        process.stdout.write(`round ${round + 1} ${v}: ${Math.round(p.ops / p.seconds)} debits/s, p50 ${quantile(sorted, 0.5).toFixed(2)} ms, p99 ${quantile(sorted, 0.99).toFixed(2)} ms\n`)
+        process.stdout.write(
+          `round ${round + 1} ${v}: ${Math.round(p.ops / p.seconds)} debits/s, p50 ${quantile(sorted, 0.5).toFixed(2)} ms, p99 ${quantile(sorted, 0.99).toFixed(2)} ms\n`,
+        )
       }
     }
 
@@ -118,15 +140,22 @@ export async function benchLedger(): Promise<void> {
     if (h.balance !== h.sum || h.balance !== START_MINOR - ledgerDebits || h.entries !== 1 + ledgerDebits)
       throw new Error(`hot wallet inconsistent: ${JSON.stringify(h)} after ${ledgerDebits} debits from ${START_MINOR}`)
     const c = await walletState(sql, cold)
-    if (c.balance !== START_MINOR - baselineDebits) throw new Error(`baseline wallet lost updates: ${JSON.stringify(c)} after ${baselineDebits} debits`)
+    if (c.balance !== START_MINOR - baselineDebits)
+      throw new Error(`baseline wallet lost updates: ${JSON.stringify(c)} after ${baselineDebits} debits`)
 
     const summary = (ps: Phase[]) => {
       const sorted = ps.flatMap((p) => p.latencies).sort((a, b) => a - b)
       const ops = ps.reduce((a, p) => a + p.ops, 0)
-      return { ops, rate: ops / ps.reduce((a, p) => a + p.seconds, 0), p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) }
+      return {
+        ops,
+        rate: ops / ps.reduce((a, p) => a + p.seconds, 0),
+        p50: quantile(sorted, 0.5),
+        p99: quantile(sorted, 0.99),
+      }
     }
     const s = { bare: summary(phases.bare), tx: summary(phases.tx), ledger: summary(phases.ledger) }
-    const row = (v: Variant) => `| ${LABEL[v]} | ${Math.round(s[v].rate)} | ${s[v].p50.toFixed(2)} | ${s[v].p99.toFixed(2)} | ${s[v].ops} |`
+    const row = (v: Variant) =>
+      `| ${LABEL[v]} | ${Math.round(s[v].rate)} | ${s[v].p50.toFixed(2)} | ${s[v].p99.toFixed(2)} | ${s[v].ops} |`
     const md = `## ledger — postEntry debits on one hot wallet vs a bare balance update
 
 Machine: ${machine()}; PostgreSQL ${server.version} on the same machine over TCP loopback (synchronous_commit=${server.sync}). Run ${new Date().toISOString().slice(0, 10)}; scratch database, ${WRITERS} writers on a pool of ${WRITERS} connections, each looping one debit of 1 minor unit after the last, all on one wallet; ${ROUNDS} rounds of ${SECONDS} s per variant in alternating order after a ${WARMUP_SECONDS} s warm-up. Throughput over all rounds, latency percentiles over every debit. 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).

@@ -26,7 +26,11 @@ process.once("exit", () => {
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130))
 
 export async function startProcess(args: string[], env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "inherit"] })
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  })
   children.add(child)
   child.once("exit", () => children.delete(child))
   const port = await new Promise<number>((resolve, reject) => {
@@ -61,7 +65,14 @@ export interface LoadResult {
 
 export async function load(url: string, opts: { connections: number; seconds: number }): Promise<LoadResult> {
   const r = await autocannon({ url, connections: opts.connections, duration: opts.seconds, pipelining: 1 })
-  return { requests: r.requests.total, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx }
+  return {
+    requests: r.requests.total,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  }
 }
 
 /** CPU time (user + system) a process has used so far, in microseconds (Linux /proc). */
@@ -82,7 +93,9 @@ export function record(name: string, markdown: string): void {
   const start = `<!-- bench:${name} -->`
   const end = `<!-- /bench:${name} -->`
   const section = `${start}\n${markdown.trim()}\n${end}`
-  let text = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nWritten by `npm run bench`; each section is replaced by its bench's latest run.\n"
+  let text = existsSync(file)
+    ? readFileSync(file, "utf8")
+    : "# Benchmark results\n\nWritten by `npm run bench`; each section is replaced by its bench's latest run.\n"
   const i = text.indexOf(start)
   const j = text.indexOf(end)
   text = i >= 0 && j > i ? text.slice(0, i) + section + text.slice(j + end.length) : `${text.trimEnd()}\n\n${section}\n`
@@ -121,7 +134,9 @@ export async function scratchDatabase(baseUrl: string, prefix: string, poolMax =
 
 /** Opens the verification link the server mailed to `email` (runs need a verified owner). */
 export async function verifyEmail(base: string, outboxFile: string, email: string): Promise<void> {
-  const link = readOutbox(outboxFile).filter((m) => m.kind === "verify_email" && m.to === email).at(-1)?.links[0]
+  const link = readOutbox(outboxFile)
+    .filter((m) => m.kind === "verify_email" && m.to === email)
+    .at(-1)?.links[0]
   if (link === undefined) throw new Error(`no verification mail to ${email} in ${outboxFile}`)
   const token = new URL(link, base).searchParams.get("token") ?? ""
   const res = await fetch(`${base}/auth/verify-email?token=${encodeURIComponent(token)}`)

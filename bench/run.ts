@@ -7,7 +7,15 @@ import { benchHttp } from "./http.js"
 import { benchLedger } from "./ledger.js"
 import { benchSse } from "./sse.js"
 
-const benches: Record<string, () => Promise<void>> = { http: benchHttp, auth: benchAuth, ledger: benchLedger, audience: benchAudience, dialer: benchDialer, sse: benchSse, approvals: benchApprovals }
+const benches: Record<string, () => Promise<void>> = {
+  http: benchHttp,
+  auth: benchAuth,
+  ledger: benchLedger,
+  audience: benchAudience,
+  dialer: benchDialer,
+  sse: benchSse,
+  approvals: benchApprovals,
+}
 
 const names = process.argv.slice(2).filter((a) => a !== "--")
 for (const name of names.length > 0 ? names : Object.keys(benches)) {

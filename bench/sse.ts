@@ -43,7 +43,8 @@ const STALLS = (process.env.BENCH_SSE_STALL ?? "1000x1000,100x1000").split(",").
 })
 const TARGET_ID = 42
 /** One spoken sentence after the timestamp, as turns are. */
-const SENTENCE = "Thanks for taking my call, I'm following up on the membership renewal we mentioned last week. Do you have a minute?"
+const SENTENCE =
+  "Thanks for taking my call, I'm following up on the membership renewal we mentioned last week. Do you have a minute?"
 
 const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -74,7 +75,6 @@ function tcpKernelBytes(): number {
     return NaN
   }
 }
-
 
 /** SIGTERM, then SIGKILL if a server that fell behind does not stop within 3 s. */
 async function stopServer(p: ServerProcess): Promise<void> {
@@ -150,7 +150,10 @@ interface ClientPool {
   kill(): void
 }
 
-async function startClientProcess(): Promise<{ child: ChildProcess; ask<T>(cmd: string, extra: Record<string, unknown>): Promise<T> }> {
+async function startClientProcess(): Promise<{
+  child: ChildProcess
+  ask<T>(cmd: string, extra: Record<string, unknown>): Promise<T>
+}> {
   const child = fork(join(PROJECT_ROOT, "bench", "servers", "sse-clients.ts"), [], {
     cwd: PROJECT_ROOT,
     execArgv: ["--import", "tsx", ...(process.env.BENCH_SSE_CLIENT_FLAGS?.split(" ").filter((f) => f !== "") ?? [])],
@@ -187,7 +190,8 @@ async function startClientPool(n: number): Promise<ClientPool> {
   const procs = await Promise.all(Array.from({ length: n }, startClientProcess))
   return {
     pids: procs.map((p) => p.child.pid!),
-    all: <T>(cmd: string, extra: Record<string, unknown> = {}, share?: (i: number) => Record<string, unknown>) => Promise.all(procs.map((p, i) => p.ask<T>(cmd, { ...extra, ...share?.(i) }))),
+    all: <T>(cmd: string, extra: Record<string, unknown> = {}, share?: (i: number) => Record<string, unknown>) =>
+      Promise.all(procs.map((p, i) => p.ask<T>(cmd, { ...extra, ...share?.(i) }))),
     kill: () => {
       for (const p of procs) p.child.kill("SIGKILL")
     },
@@ -234,7 +238,15 @@ interface Published {
  * Publishes seq 1..count at `rate`/s on `subject`, each turn stamped with its publish time, in
  * catch-up bursts every millisecond; `stop` ends it early.
  */
-async function publish(nc: NatsConnection, subject: string, runId: number, rate: number, count: number, windowFrom: number, stop: () => boolean): Promise<Published> {
+async function publish(
+  nc: NatsConnection,
+  subject: string,
+  runId: number,
+  rate: number,
+  count: number,
+  windowFrom: number,
+  stop: () => boolean,
+): Promise<Published> {
   const t0 = performance.now()
   let sent = 0
   let windowStartUs = 0
@@ -246,7 +258,16 @@ async function publish(nc: NatsConnection, subject: string, runId: number, rate:
       const ts = nowUs()
       if (seq === windowFrom) windowStartUs = ts
       windowEndUs = ts
-      const turn = { seq, run_id: runId, target_id: TARGET_ID, call_id: 7, turn_index: seq, speaker: seq % 2 ? "callee" : "agent", text: `@${ts} ${SENTENCE}`, at: new Date(ts / 1000).toISOString() }
+      const turn = {
+        seq,
+        run_id: runId,
+        target_id: TARGET_ID,
+        call_id: 7,
+        turn_index: seq,
+        speaker: seq % 2 ? "callee" : "agent",
+        text: `@${ts} ${SENTENCE}`,
+        at: new Date(ts / 1000).toISOString(),
+      }
       nc.publish(subject, JSON.stringify(turn))
     }
     await sleep(1)
@@ -288,13 +309,23 @@ interface FanoutResult {
   readonly windowCount: number
 }
 
-async function fanout(nc: NatsConnection, pool: ClientPool, name: "parley" | "bare", start: () => Promise<Server>, opts: { clients: number; rate: number; seconds: number; stall?: number }): Promise<FanoutResult> {
+async function fanout(
+  nc: NatsConnection,
+  pool: ClientPool,
+  name: "parley" | "bare",
+  start: () => Promise<Server>,
+  opts: { clients: number; rate: number; seconds: number; stall?: number },
+): Promise<FanoutResult> {
   const server = await start()
   const pid = server.process.child.pid!
   try {
     await sleep(500)
     const rssIdle = rssBytes(pid)
-    await pool.all("connect", { host: "127.0.0.1", port: server.process.port, path: server.path, headers: server.headers, concurrency: 50 }, (i) => ({ n: shareOf(opts.clients, i, pool.pids.length) }))
+    await pool.all(
+      "connect",
+      { host: "127.0.0.1", port: server.process.port, path: server.path, headers: server.headers, concurrency: 50 },
+      (i) => ({ n: shareOf(opts.clients, i, pool.pids.length) }),
+    )
     // Clients that stop reading do so from the start: a socket that read at full speed first has a
     // grown receive window, and its first megabytes would wait in the kernel instead of the server.
     if (opts.stall) await pool.all("stall", {}, (i) => ({ count: shareOf(opts.stall!, i, pool.pids.length) }))
@@ -316,8 +347,20 @@ async function fanout(nc: NatsConnection, pool: ClientPool, name: "parley" | "ba
       rssSamples.push({ t, rss, kernel: tcpKernelBytes() - kernel0 })
       if (rss > RSS_LIMIT && stoppedAtS === undefined) stoppedAtS = t
     }, 250)
-    const cpu = { server: cpuMicros(pid), clients: pool.pids.reduce((a, p) => a + cpuMicros(p), 0), at: performance.now() }
-    const published = await publish(nc, server.subject, server.runId, opts.rate, warm + windowCount, warm + 1, () => stoppedAtS !== undefined)
+    const cpu = {
+      server: cpuMicros(pid),
+      clients: pool.pids.reduce((a, p) => a + cpuMicros(p), 0),
+      at: performance.now(),
+    }
+    const published = await publish(
+      nc,
+      server.subject,
+      server.runId,
+      opts.rate,
+      warm + windowCount,
+      warm + 1,
+      () => stoppedAtS !== undefined,
+    )
     const elapsedUs = (performance.now() - cpu.at) * 1000
     const serverCpu = (cpuMicros(pid) - cpu.server) / elapsedUs
     const clientsCpu = (pool.pids.reduce((a, p) => a + cpuMicros(p), 0) - cpu.clients) / elapsedUs
@@ -332,15 +375,37 @@ async function fanout(nc: NatsConnection, pool: ClientPool, name: "parley" | "ba
     const delivered = published.windowStartUs > 0 ? r.received / (spanUs / 1e6) : NaN
     let stalled: FanoutResult["stalled"]
     if (opts.stall) {
-      const rs = await pool.all<{ stalled: number; ended: number; maxInWindow: number }>("resume-stalled", { waitMs: 2000 })
-      stalled = { stalled: rs.reduce((a, x) => a + x.stalled, 0), ended: rs.reduce((a, x) => a + x.ended, 0), maxInWindow: Math.max(...rs.map((x) => x.maxInWindow)) }
+      const rs = await pool.all<{ stalled: number; ended: number; maxInWindow: number }>("resume-stalled", {
+        waitMs: 2000,
+      })
+      stalled = {
+        stalled: rs.reduce((a, x) => a + x.stalled, 0),
+        ended: rs.reduce((a, x) => a + x.ended, 0),
+        maxInWindow: Math.max(...rs.map((x) => x.maxInWindow)),
+      }
     }
     const drops = server.drops.slice(drops0).map((t) => (t - t0) / 1000 - WARMUP_S)
     const rssMax = Math.max(...rssSamples.map((s) => s.rss))
     process.stdout.write(
       `${name} ${opts.clients}×${opts.rate}/s${opts.stall ? ` (${opts.stall} stalled)` : ""}: delivered ${int(delivered)}/s, complete ${r.complete}/${r.clients} (slowest ${r.minPerClient}/${windowCount}, ${r.gaps} gaps, ${r.dups} dups, ${r.ended} ended), p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms, max ${f1(r.max)} ms; CPU server ${Math.round(serverCpu * 100)}%, clients ${Math.round(clientsCpu * 100)}%; RSS ${mib(rssIdle)} → ${mib(rssConnected)} → max ${mib(rssMax)}; ${drops.length} drops${drops.length > 0 ? ` (${f1(drops[0]!)}–${f1(drops.at(-1)!)} s)` : ""}${stalled ? `; stalled ended ${stalled.ended}/${stalled.stalled}` : ""}${stoppedAtS !== undefined ? `; RSS passed ${mib(RSS_LIMIT)} at ${f1(stoppedAtS)} s, publisher stopped` : ""}\n`,
     )
-    return { name, clients: opts.clients, rate: opts.rate, report: r, delivered, cpu: serverCpu, clientsCpu, rssIdle, rssConnected, rssMax, rssSamples, drops, windowCount, ...(stalled && { stalled }), ...(stoppedAtS !== undefined && { stoppedAtS }) }
+    return {
+      name,
+      clients: opts.clients,
+      rate: opts.rate,
+      report: r,
+      delivered,
+      cpu: serverCpu,
+      clientsCpu,
+      rssIdle,
+      rssConnected,
+      rssMax,
+      rssSamples,
+      drops,
+      windowCount,
+      ...(stalled && { stalled }),
+      ...(stoppedAtS !== undefined && { stoppedAtS }),
+    }
   } finally {
     await pool.all("close")
     await stopServer(server.process)
@@ -349,10 +414,19 @@ async function fanout(nc: NatsConnection, pool: ClientPool, name: "parley" | "ba
 
 // ---- set-up over HTTP, as a customer would ----
 
-async function call(base: string, method: string, path: string, body?: unknown, token?: string): Promise<Record<string, unknown>> {
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<Record<string, unknown>> {
   const res = await fetch(base + path, {
     method,
-    headers: { ...(body !== undefined && { "content-type": "application/json" }), ...(token !== undefined && { authorization: `Bearer ${token}` }) },
+    headers: {
+      ...(body !== undefined && { "content-type": "application/json" }),
+      ...(token !== undefined && { authorization: `Bearer ${token}` }),
+    },
     ...(body !== undefined && { body: JSON.stringify(body) }),
   })
   const text = await res.text()
@@ -368,21 +442,34 @@ export async function benchSse(): Promise<void> {
   const scratch = await scratchDatabase(baseUrl, "parley_bench_sse")
   const { url: dbUrl, sql } = scratch
   const pg = { version: scratch.pgVersion }
-  process.stdout.write(`database ${redact(dbUrl)}, NATS ${natsUrl}, namespace ${ns}, ${CLIENT_PROCS} client processes\n`)
+  process.stdout.write(
+    `database ${redact(dbUrl)}, NATS ${natsUrl}, namespace ${ns}, ${CLIENT_PROCS} client processes\n`,
+  )
 
   let pool: ClientPool | undefined
   let nc: NatsConnection | undefined
   const results: FanoutResult[] = []
   try {
     const startParley = async () => {
-      const p = await startProcess([...(process.env.BENCH_SSE_SERVER_FLAGS?.split(" ").filter((f) => f !== "") ?? []), "--import", "tsx", "src/main/main.ts", "serve", "--role", "api"], {
-        HOST: "127.0.0.1",
-        PORT: "0",
-        DATABASE_URL: dbUrl,
-        NATS_URL: natsUrl,
-        BUS_NAMESPACE: ns,
-        LOG_LEVEL: "info",
-      })
+      const p = await startProcess(
+        [
+          ...(process.env.BENCH_SSE_SERVER_FLAGS?.split(" ").filter((f) => f !== "") ?? []),
+          "--import",
+          "tsx",
+          "src/main/main.ts",
+          "serve",
+          "--role",
+          "api",
+        ],
+        {
+          HOST: "127.0.0.1",
+          PORT: "0",
+          DATABASE_URL: dbUrl,
+          NATS_URL: natsUrl,
+          BUS_NAMESPACE: ns,
+          LOG_LEVEL: "info",
+        },
+      )
       const drops: number[] = []
       createInterface({ input: p.child.stdout! }).on("line", (l) => {
         if (l.includes("dropping a turn-stream client")) drops.push(performance.now())
@@ -402,7 +489,17 @@ export async function benchSse(): Promise<void> {
     // One running run per workflow: a workflow for each scenario's run.
     const workflows: number[] = []
     for (let i = 0; i < ROUNDS * SCENARIOS.length + STALLS.length; i++)
-      workflows.push((await call(base, "POST", "/api/workflows", { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." }, token)).id as number)
+      workflows.push(
+        (
+          await call(
+            base,
+            "POST",
+            "/api/workflows",
+            { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." },
+            token,
+          )
+        ).id as number,
+      )
     await stopServer(first.p)
 
     pool = await startClientPool(CLIENT_PROCS)
@@ -410,14 +507,28 @@ export async function benchSse(): Promise<void> {
 
     // Each measurement gets a fresh server process, so one that fell behind does not carry its heap into the next.
     const parley = async (): Promise<Server> => {
-      const [run] = await sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${workflows.pop()!}, 'running') returning id`
+      const [run] = await sql<
+        [{ id: number }]
+      >`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${workflows.pop()!}, 'running') returning id`
       const { p, drops } = await startParley()
-      return { process: p, path: `/api/runs/${run.id}/turns/stream`, subject: `${ns}.turns.${tenantId}.${run.id}.${TARGET_ID}`, runId: run.id, headers: { Authorization: `Bearer ${token}` }, drops }
+      return {
+        process: p,
+        path: `/api/runs/${run.id}/turns/stream`,
+        subject: `${ns}.turns.${tenantId}.${run.id}.${TARGET_ID}`,
+        runId: run.id,
+        headers: { Authorization: `Bearer ${token}` },
+        drops,
+      }
     }
     let bareRuns = 0
     const bare = async (): Promise<Server> => {
       const runId = ++bareRuns
-      const p = await startProcess(["--import", "tsx", "bench/servers/sse-bare.ts"], { PORT: "0", NATS_URL: natsUrl, BARE_SUBJECT: `${ns}.bare.>`, ...(process.env.BARE_FANOUT && { BARE_FANOUT: process.env.BARE_FANOUT }) })
+      const p = await startProcess(["--import", "tsx", "bench/servers/sse-bare.ts"], {
+        PORT: "0",
+        NATS_URL: natsUrl,
+        BARE_SUBJECT: `${ns}.bare.>`,
+        ...(process.env.BARE_FANOUT && { BARE_FANOUT: process.env.BARE_FANOUT }),
+      })
       return { process: p, path: "/", subject: `${ns}.bare.${runId}`, runId, headers: {}, drops: [] }
     }
 
@@ -427,11 +538,31 @@ export async function benchSse(): Promise<void> {
     // Rounds alternate the order (bare first, then Parley first) so the shared machine's noise falls on both.
     for (let round = 0; round < ROUNDS; round++)
       for (const s of SCENARIOS)
-        for (const [name, start] of round % 2 === 0 ? ([["bare", bare], ["parley", parley]] as const) : ([["parley", parley], ["bare", bare]] as const))
-          if (wanted(name, `${s.clients}x${s.rate}`)) results.push(await fanout(nc, pool, name, start, { ...s, seconds: WINDOW_S }))
+        for (const [name, start] of round % 2 === 0
+          ? ([
+              ["bare", bare],
+              ["parley", parley],
+            ] as const)
+          : ([
+              ["parley", parley],
+              ["bare", bare],
+            ] as const))
+          if (wanted(name, `${s.clients}x${s.rate}`))
+            results.push(await fanout(nc, pool, name, start, { ...s, seconds: WINDOW_S }))
     for (const st of STALLS)
-      for (const [name, start] of [["parley", parley], ["bare", bare]] as const)
-        if (wanted(name, `stall${st.clients}x${st.rate}`)) results.push(await fanout(nc, pool, name, start, { clients: st.clients, rate: st.rate, seconds: STALL_S, stall: st.stalled }))
+      for (const [name, start] of [
+        ["parley", parley],
+        ["bare", bare],
+      ] as const)
+        if (wanted(name, `stall${st.clients}x${st.rate}`))
+          results.push(
+            await fanout(nc, pool, name, start, {
+              clients: st.clients,
+              rate: st.rate,
+              seconds: STALL_S,
+              stall: st.stalled,
+            }),
+          )
     if (only !== undefined) return
   } finally {
     await nc?.close().catch(() => {})
@@ -444,7 +575,8 @@ export async function benchSse(): Promise<void> {
 // ---- the report ----
 
 function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersion: string }): void {
-  const runsOf = (name: string, c: number, r: number) => results.filter((x) => x.name === name && x.clients === c && x.rate === r && x.stalled === undefined)
+  const runsOf = (name: string, c: number, r: number) =>
+    results.filter((x) => x.name === name && x.clients === c && x.rate === r && x.stalled === undefined)
   const summary = (rs: FanoutResult[]) => ({
     delivered: median(rs.map((x) => x.delivered)),
     p50: median(rs.map((x) => x.report.p50)),
@@ -474,7 +606,8 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
     const p99Met = Number.isFinite(p99Ratio) && p99Ratio <= TARGET_P99_RATIO
     allDelivered &&= p.allDelivered
     allP99 &&= p99Met
-    const ratio = (x: number, y: number) => (Number.isFinite(x / y) ? `${f2(x / y)}×` : "— (nothing arrived in the window)")
+    const ratio = (x: number, y: number) =>
+      Number.isFinite(x / y) ? `${f2(x / y)}×` : "— (nothing arrived in the window)"
     lines.push(
       `- ${s.clients} × ${s.rate}/s (offered ${int(s.clients * s.rate)} events/s): **Parley delivered ${ratio(p.delivered, b.delivered)} bare's events/s, p50 ${ratio(p.p50, b.p50)}, p99 ${ratio(p.p99, b.p99)}** (target ≤ ${TARGET_P99_RATIO}×: ${p99Met ? "met" : "**not met**"}); every event to every client: ${p.allDelivered ? "met" : `**not met** (the slowest client had ${p.slowest} of ${runsOf("parley", s.clients, s.rate)[0]?.windowCount} within ${TAIL_MS / 1000} s of the window's end)`}.`,
     )
@@ -486,7 +619,10 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
   const times = [-WARMUP_S, ...Array.from({ length: Math.ceil(STALL_S / step) }, (_, i) => i * step)]
   /** The sample at t s (or the last one, for "end"), unless publishing had stopped by then. */
   const sample = (x: FanoutResult, t: number | "end") => {
-    const s = t === "end" ? x.rssSamples.filter((y) => x.stoppedAtS === undefined || y.t <= x.stoppedAtS).at(-1) : x.rssSamples.find((y) => y.t >= t)
+    const s =
+      t === "end"
+        ? x.rssSamples.filter((y) => x.stoppedAtS === undefined || y.t <= x.stoppedAtS).at(-1)
+        : x.rssSamples.find((y) => y.t >= t)
     return s && (x.stoppedAtS === undefined || s.t <= x.stoppedAtS + 0.5) ? s : undefined
   }
   const cells = (x: FanoutResult, f: (s: { rss: number; kernel: number }) => number) =>
@@ -497,11 +633,18 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
   const stallSections: string[] = []
   const stallMet: Array<{ load: string; bounded: boolean; delivered: boolean }> = []
   for (const st of STALLS) {
-    const ps = results.find((x) => x.name === "parley" && x.stalled !== undefined && x.clients === st.clients && x.rate === st.rate)!
-    const bs = results.find((x) => x.name === "bare" && x.stalled !== undefined && x.clients === st.clients && x.rate === st.rate)!
+    const ps = results.find(
+      (x) => x.name === "parley" && x.stalled !== undefined && x.clients === st.clients && x.rate === st.rate,
+    )!
+    const bs = results.find(
+      (x) => x.name === "bare" && x.stalled !== undefined && x.clients === st.clients && x.rate === st.rate,
+    )!
     // Bounded: every stalled client dropped, and the RSS never more than two caps per stalled client
     // (what uWS holds when the cap is checked, and one turn's flush) plus 160 MiB for the collector above its level with everyone connected.
-    const bounded = ps.stoppedAtS === undefined && ps.drops.length >= st.stalled && ps.rssMax < ps.rssConnected + st.stalled * 2 * 2 ** 20 + 160 * 2 ** 20
+    const bounded =
+      ps.stoppedAtS === undefined &&
+      ps.drops.length >= st.stalled &&
+      ps.rssMax < ps.rssConnected + st.stalled * 2 * 2 ** 20 + 160 * 2 ** 20
     const delivered = ps.report.complete === ps.report.clients && ps.report.gaps === 0 && ps.report.dups === 0
     stallMet.push({ load: `${st.clients} × ${st.rate}/s`, bounded, delivered })
     stallSections.push(`**${st.clients} clients × ${st.rate}/s, ${st.stalled} of them stalled** (${STALL_S} s window). Server RSS, and the growth of the kernel's TCP buffers (machine-wide, /proc/net/sockstat) since the first turn, from the window's start (warm-up from −${WARMUP_S} s):

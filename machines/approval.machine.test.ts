@@ -24,7 +24,13 @@ const input: ApprovalInput = {
   now: T0,
 }
 
-const approve = (at: number, note?: string): ApprovalEvent => ({ type: "DECIDE", decision: "approve", by: 42, at, ...(note === undefined ? {} : { note }) })
+const approve = (at: number, note?: string): ApprovalEvent => ({
+  type: "DECIDE",
+  decision: "approve",
+  by: 42,
+  at,
+  ...(note === undefined ? {} : { note }),
+})
 const deny = (at: number): ApprovalEvent => ({ type: "DECIDE", decision: "deny", by: 42, at })
 
 function step(snapshot: ApprovalSnapshot, event: ApprovalEvent | { type: string }) {
@@ -47,7 +53,12 @@ describe("approval machine: pure transitions", () => {
     const { snapshot, actions } = step(pending(), approve(T0 + 1_000, "ok, 10 off"))
     expect(snapshot.value).toBe("approved")
     expect(snapshot.context).toMatchObject({ decidedBy: 42, decidedAt: T0 + 1_000, note: "ok, 10 off" })
-    expect(snapshot.output).toEqual<ApprovalOutput>({ approvalId: 55, status: "approved", decidedBy: 42, decidedAt: T0 + 1_000 })
+    expect(snapshot.output).toEqual<ApprovalOutput>({
+      approvalId: 55,
+      status: "approved",
+      decidedBy: 42,
+      decidedAt: T0 + 1_000,
+    })
     expect(actions.find((a) => a.type === "decided")?.params).toEqual<ApprovalResolution>({
       approvalId: 55,
       tenantId: 3,
@@ -71,7 +82,7 @@ describe("approval machine: pure transitions", () => {
     const { snapshot, actions } = step(pending(), expiryEvent)
     expect(snapshot.value).toBe("expired")
     expect(snapshot.output).toEqual({ approvalId: 55, status: "expired", decidedBy: null, decidedAt: null })
-    expect((actions.find((a) => a.type === "decided")?.params as ApprovalResolution).status).toBe("expired")
+    expect((actions.find((a) => a.type === "decided")!.params as ApprovalResolution).status).toBe("expired")
   })
 
   it("REARM past expiry re-enters pending (the ttl delay resolves to 0)", () => {
@@ -88,7 +99,11 @@ describe("approval machine: pure transitions", () => {
       expect(s.can(approve(T0 + TTL - 1))).toBe(true)
     })
     it("DECIDE after approved, denied or expired (409)", () => {
-      for (const s of [step(pending(), approve(T0)).snapshot, step(pending(), deny(T0)).snapshot, step(pending(), expiryEvent).snapshot]) {
+      for (const s of [
+        step(pending(), approve(T0)).snapshot,
+        step(pending(), deny(T0)).snapshot,
+        step(pending(), expiryEvent).snapshot,
+      ]) {
         expect(s.status).toBe("done")
         expect(s.can(approve(T0 + 1))).toBe(false)
         expect(s.can(deny(T0 + 1))).toBe(false)

@@ -130,19 +130,28 @@ export const approvalMachine = setup({
     approved: {
       description: "Approved by a human before expiry; the conversation applies the proposal.",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "decided", params: resolution("approved") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "decided", params: resolution("approved") },
+      ],
       output: { status: "approved" },
     },
     denied: {
       description: "Denied by a human before expiry.",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "decided", params: resolution("denied") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "decided", params: resolution("denied") },
+      ],
       output: { status: "denied" },
     },
     expired: {
       description: "Nobody decided before expiresAt.",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "decided", params: resolution("expired") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "decided", params: resolution("expired") },
+      ],
       output: { status: "expired" },
     },
   },

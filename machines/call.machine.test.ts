@@ -52,7 +52,10 @@ const input: CallInput = {
 // Done/error events of invoked actors are internal (not in CallEvent); the pure layer sends them by hand.
 type AnyCallEvent = CallEvent | { type: `xstate.${string}`; output?: unknown; error?: unknown }
 const done = (id: string, output?: unknown): AnyCallEvent => ({ type: `xstate.done.actor.${id}`, output })
-const error = (id: string, err: unknown = new Error("boom")): AnyCallEvent => ({ type: `xstate.error.actor.${id}`, error: err })
+const error = (id: string, err: unknown = new Error("boom")): AnyCallEvent => ({
+  type: `xstate.error.actor.${id}`,
+  error: err,
+})
 
 function step(snapshot: CallSnapshot, ...events: AnyCallEvent[]) {
   const actions: Array<{ type: string; params: unknown }> = []
@@ -104,7 +107,11 @@ describe("call machine: pure transitions", () => {
   })
 
   it("answered by a machine → voicemail: leave the line, or hang up", () => {
-    const leave = step(atDialing({ voicemail: "leave_opening_line" }), { type: "ANSWERED", by: "machine", at: T0 }).snapshot
+    const leave = step(atDialing({ voicemail: "leave_opening_line" }), {
+      type: "ANSWERED",
+      by: "machine",
+      at: T0,
+    }).snapshot
     expect(leave.value).toEqual({ voicemail: "leavingMessage" })
     expect(step(leave, done("leaveMessage")).snapshot.context.outcome).toBe("voicemail_left")
     expect(step(leave, done("leaveMessage")).snapshot.value).toBe("hangingUp")
@@ -126,7 +133,9 @@ describe("call machine: pure transitions", () => {
       expect(s.context.outcome).toBe(outcome)
       expect(s.context.connectedSeconds).toBe(0)
     }
-    expect(step(atDialing(), { type: "FAILED", reason: "invalid number" }).snapshot.context.failureReason).toBe("invalid number")
+    expect(step(atDialing(), { type: "FAILED", reason: "invalid number" }).snapshot.context.failureReason).toBe(
+      "invalid number",
+    )
   })
 
   it("ring timeout (the dialing state's delayed event) → no_answer → hangingUp", () => {
@@ -143,13 +152,24 @@ describe("call machine: pure transitions", () => {
 
   it("counts turns in both substates of connected", () => {
     const turn: CallEvent = { type: "TURN", speaker: "agent", text: "hi", at: T0 + 1 }
-    const { snapshot } = step(atConnected(), turn, turn, { type: "PROPOSE", action: "callback", valueMinor: null, rationale: "asked" }, turn)
+    const { snapshot } = step(
+      atConnected(),
+      turn,
+      turn,
+      { type: "PROPOSE", action: "callback", valueMinor: null, rationale: "asked" },
+      turn,
+    )
     expect(snapshot.context.turns).toBe(3)
     expect(snapshot.value).toEqual({ connected: "awaitingApproval" })
   })
 
   it("PROPOSE → awaitingApproval, asks the runtime for an approval", () => {
-    const { snapshot, actions } = step(atConnected(), { type: "PROPOSE", action: "concession", valueMinor: 500, rationale: "price" })
+    const { snapshot, actions } = step(atConnected(), {
+      type: "PROPOSE",
+      action: "concession",
+      valueMinor: 500,
+      rationale: "price",
+    })
     expect(snapshot.context.pendingProposal).toEqual({ action: "concession", valueMinor: 500, rationale: "price" })
     const request = actions.find((a) => a.type === "requestApproval")
     expect(request?.params).toEqual<ApprovalRequest>({
@@ -163,7 +183,12 @@ describe("call machine: pure transitions", () => {
   })
 
   it("APPROVAL_DECIDED must match the created approval; then back to talking, forwarded to converse", () => {
-    const waiting = step(atConnected(), { type: "PROPOSE", action: "concession", valueMinor: 500, rationale: "price" }).snapshot
+    const waiting = step(atConnected(), {
+      type: "PROPOSE",
+      action: "concession",
+      valueMinor: 500,
+      rationale: "price",
+    }).snapshot
     const decided = { type: "APPROVAL_DECIDED", approvalId: 55, decision: "approved" } as const
     expect(waiting.can(decided)).toBe(false) // not created yet
     const created = step(waiting, { type: "APPROVAL_CREATED", approvalId: 55 }).snapshot
@@ -177,7 +202,11 @@ describe("call machine: pure transitions", () => {
   })
 
   it("approval hold (delayed event) → back to talking, proposal cleared", () => {
-    const waiting = step(atConnected(), { type: "PROPOSE", action: "escalate", valueMinor: null, rationale: "human" }, { type: "APPROVAL_CREATED", approvalId: 9 }).snapshot
+    const waiting = step(
+      atConnected(),
+      { type: "PROPOSE", action: "escalate", valueMinor: null, rationale: "human" },
+      { type: "APPROVAL_CREATED", approvalId: 9 },
+    ).snapshot
     const { snapshot } = step(waiting, { type: "xstate.after.approvalHold.call.connected.awaitingApproval" })
     expect(snapshot.value).toEqual({ connected: "talking" })
     expect(snapshot.context).toMatchObject({ pendingProposal: null, approvalId: null })
@@ -230,7 +259,11 @@ describe("call machine: pure transitions", () => {
   })
 
   it("settle success → done with the output", () => {
-    const hanging = step(atConnected(), { type: "TURN", speaker: "callee", text: "yes", at: T0 + 1 }, { type: "CONVERSATION_ENDED", outcome: "interested", at: T0 + 30_000 }).snapshot
+    const hanging = step(
+      atConnected(),
+      { type: "TURN", speaker: "callee", text: "yes", at: T0 + 1 },
+      { type: "CONVERSATION_ENDED", outcome: "interested", at: T0 + 30_000 },
+    ).snapshot
     const s = step(hanging, done("hangUp", { at: T0 + 30_500 }), done("settle")).snapshot
     expect(s.output).toEqual<CallOutput>({
       callId: 501,
@@ -248,7 +281,13 @@ describe("call machine: pure transitions", () => {
     const answered: CallEvent = { type: "ANSWERED", by: "human", at: T0 }
     it("telephony events outside dialing", () => {
       const c = atConnected()
-      for (const e of [answered, { type: "RINGING" }, { type: "BUSY" }, { type: "NO_ANSWER" }, { type: "FAILED", reason: "x" }] as CallEvent[]) {
+      for (const e of [
+        answered,
+        { type: "RINGING" },
+        { type: "BUSY" },
+        { type: "NO_ANSWER" },
+        { type: "FAILED", reason: "x" },
+      ] as CallEvent[]) {
         expect(c.can(e), e.type).toBe(false)
       }
       expect(start().can(answered)).toBe(false)
@@ -319,7 +358,9 @@ function provideStubs(script: Script, fx: Effects) {
       }),
       placeCall: fromCallback<EventObject, LineInput>(({ input, sendBack }) => {
         fx.dialed.push(input)
-        later(() => (script.telephony ?? []).forEach((e) => sendBack(e)))
+        later(() => {
+          for (const e of script.telephony ?? []) sendBack(e)
+        })
         return () => {} // the provider leg is released by hangUp, not here
       }),
       leaveMessage: fromPromise<void, LineInput>(async ({ input }) => {
@@ -327,10 +368,14 @@ function provideStubs(script: Script, fx: Effects) {
       }),
       converse: fromCallback<ConverseInboundEvent, ConverseInput>(({ input, sendBack, receive }) => {
         fx.conversed.push(input)
-        later(() => (script.conversation ?? []).forEach((e) => sendBack(e)))
+        later(() => {
+          for (const e of script.conversation ?? []) sendBack(e)
+        })
         receive((event) => {
           fx.toConverse.push(event)
-          later(() => (script.afterDecision ?? []).forEach((e) => sendBack(e)))
+          later(() => {
+            for (const e of script.afterDecision ?? []) sendBack(e)
+          })
         })
       }),
       hangUp: fromPromise<HangUpOutput, HangUpInput>(({ input }) => {
@@ -358,7 +403,16 @@ function provideStubs(script: Script, fx: Effects) {
 }
 
 function newEffects(): Effects {
-  return { reserved: [], dialed: [], messages: [], conversed: [], toConverse: [], approvals: [], hungUp: [], settles: [] }
+  return {
+    reserved: [],
+    dialed: [],
+    messages: [],
+    conversed: [],
+    toConverse: [],
+    approvals: [],
+    hungUp: [],
+    settles: [],
+  }
 }
 
 function launch(script: Script, over: Partial<CallInput> = {}) {
@@ -371,8 +425,10 @@ function launch(script: Script, over: Partial<CallInput> = {}) {
 }
 
 type CallActor = ReturnType<typeof launch>["actor"]
-const finished = async (actor: CallActor) => (await waitFor(actor, (s) => s.status === "done", { timeout: 2_000 })).output
-const reach = (actor: CallActor, value: Parameters<CallSnapshot["matches"]>[0]) => waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
+const finished = async (actor: CallActor) =>
+  (await waitFor(actor, (s) => s.status === "done", { timeout: 2_000 })).output
+const reach = (actor: CallActor, value: Parameters<CallSnapshot["matches"]>[0]) =>
+  waitFor(actor, (s) => s.matches(value), { timeout: 2_000 })
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 const human: TelephonyEvent[] = [{ type: "RINGING" }, { type: "ANSWERED", by: "human", at: T0 }]
@@ -408,9 +464,16 @@ describe("call machine: actors with stubbed effects", () => {
     })
     expect(fx.reserved).toEqual([{ callId: 501, tenantId: 3, expectedSeconds: 180 }])
     expect(fx.dialed).toEqual([{ callId: 501, runId: 7, tenantId: 3, targetId: 90, phone: input.phone, attempt: 1 }])
-    expect(fx.approvals.map((a) => a.proposal)).toEqual([{ action: "concession", valueMinor: 1_000, rationale: "asked for a discount" }])
+    expect(fx.approvals.map((a) => a.proposal)).toEqual([
+      { action: "concession", valueMinor: 1_000, rationale: "asked for a discount" },
+    ])
     expect(fx.toConverse).toEqual([
-      { type: "APPROVAL_DECIDED", approvalId: 77, decision: "approved", proposal: { action: "concession", valueMinor: 1_000, rationale: "asked for a discount" } },
+      {
+        type: "APPROVAL_DECIDED",
+        approvalId: 77,
+        decision: "approved",
+        proposal: { action: "concession", valueMinor: 1_000, rationale: "asked for a discount" },
+      },
     ])
     expect(fx.hungUp).toEqual([{ callId: 501, tenantId: 3 }])
     expect(fx.settles).toEqual([{ callId: 501, tenantId: 3, connectedSeconds: 65, outcome: "interested" }])
@@ -418,7 +481,13 @@ describe("call machine: actors with stubbed effects", () => {
 
   it("busy: settles without hanging up, retryable", async () => {
     const { actor, fx } = launch({ telephony: [{ type: "RINGING" }, { type: "BUSY" }] })
-    expect(await finished(actor)).toMatchObject({ outcome: "busy", answered: false, retryable: true, connectedSeconds: 0, settled: true })
+    expect(await finished(actor)).toMatchObject({
+      outcome: "busy",
+      answered: false,
+      retryable: true,
+      connectedSeconds: 0,
+      settled: true,
+    })
     expect(fx.hungUp).toEqual([])
     expect(fx.settles).toEqual([{ callId: 501, tenantId: 3, connectedSeconds: 0, outcome: "busy" }])
   })
@@ -431,8 +500,16 @@ describe("call machine: actors with stubbed effects", () => {
   })
 
   it("voicemail, leave the opening line", async () => {
-    const { actor, fx } = launch({ telephony: [{ type: "ANSWERED", by: "machine", at: T0 }] }, { voicemail: "leave_opening_line" })
-    expect(await finished(actor)).toMatchObject({ outcome: "voicemail_left", answered: false, retryable: false, connectedSeconds: 0 })
+    const { actor, fx } = launch(
+      { telephony: [{ type: "ANSWERED", by: "machine", at: T0 }] },
+      { voicemail: "leave_opening_line" },
+    )
+    expect(await finished(actor)).toMatchObject({
+      outcome: "voicemail_left",
+      answered: false,
+      retryable: false,
+      connectedSeconds: 0,
+    })
     expect(fx.messages).toHaveLength(1)
     expect(fx.hungUp).toHaveLength(1)
     expect(fx.conversed).toEqual([])
@@ -499,7 +576,12 @@ describe("call machine: timers under a simulated clock", () => {
     clock.increment(input.ringTimeoutMs - 1)
     expect(actor.getSnapshot().value).toEqual({ dialing: "ringing" })
     clock.increment(1)
-    expect(await finished(actor)).toMatchObject({ outcome: "no_answer", retryable: true, answered: false, connectedSeconds: 0 })
+    expect(await finished(actor)).toMatchObject({
+      outcome: "no_answer",
+      retryable: true,
+      answered: false,
+      connectedSeconds: 0,
+    })
     expect(fx.hungUp).toHaveLength(1)
   })
 
@@ -523,7 +605,11 @@ describe("call machine: timers under a simulated clock", () => {
     expect(actor.getSnapshot().value).toEqual({ connected: "talking" })
     expect(actor.getSnapshot().context).toMatchObject({ pendingProposal: null, approvalId: null })
     expect(fx.toConverse).toEqual([
-      { type: "APPROVAL_TIMEOUT", approvalId: 12, proposal: { action: "callback", valueMinor: null, rationale: "call me Tuesday" } },
+      {
+        type: "APPROVAL_TIMEOUT",
+        approvalId: 12,
+        proposal: { action: "callback", valueMinor: null, rationale: "call me Tuesday" },
+      },
     ])
     // a late decision is refused
     expect(actor.getSnapshot().can({ type: "APPROVAL_DECIDED", approvalId: 12, decision: "approved" })).toBe(false)
@@ -543,12 +629,21 @@ describe("call machine: timers under a simulated clock", () => {
   })
 
   it("max duration: maxCallMs after answer → hang up, billed the cap", async () => {
-    const { actor, fx, clock } = launch({ telephony: human, conversation: [{ type: "TURN", speaker: "agent", text: "Hello", at: T0 + 500 }] })
+    const { actor, fx, clock } = launch({
+      telephony: human,
+      conversation: [{ type: "TURN", speaker: "agent", text: "Hello", at: T0 + 500 }],
+    })
     await reach(actor, { connected: "talking" })
     clock.increment(input.maxCallMs - 1)
     expect(actor.getSnapshot().matches("connected")).toBe(true)
     clock.increment(1)
-    expect(await finished(actor)).toMatchObject({ outcome: "max_duration", connectedSeconds: 300, answered: true, turns: 1, retryable: false })
+    expect(await finished(actor)).toMatchObject({
+      outcome: "max_duration",
+      connectedSeconds: 300,
+      answered: true,
+      turns: 1,
+      retryable: false,
+    })
     expect(fx.hungUp).toHaveLength(1)
     expect(fx.settles[0]?.connectedSeconds).toBe(300)
   })

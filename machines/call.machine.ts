@@ -257,11 +257,14 @@ export const callMachine = setup({
             approvalHold: {
               target: "talking",
               actions: [
-                sendTo("converse", ({ context }): ConverseInboundEvent => ({
-                  type: "APPROVAL_TIMEOUT",
-                  approvalId: context.approvalId,
-                  proposal: context.pendingProposal,
-                })),
+                sendTo(
+                  "converse",
+                  ({ context }): ConverseInboundEvent => ({
+                    type: "APPROVAL_TIMEOUT",
+                    approvalId: context.approvalId,
+                    proposal: context.pendingProposal,
+                  }),
+                ),
                 assign({ pendingProposal: null, approvalId: null }),
               ],
             },

@@ -51,7 +51,8 @@ export type KnownCallOutcome =
  */
 export const RETRYABLE_OUTCOMES = ["busy", "no_answer", "failed"] as const
 export type RetryableOutcome = (typeof RETRYABLE_OUTCOMES)[number]
-export const isRetryableOutcome = (o: string): o is RetryableOutcome => (RETRYABLE_OUTCOMES as readonly string[]).includes(o)
+export const isRetryableOutcome = (o: string): o is RetryableOutcome =>
+  (RETRYABLE_OUTCOMES as readonly string[]).includes(o)
 
 /** Settlement is retried this many times after the first attempt fails. */
 export const SETTLE_RETRIES = 5

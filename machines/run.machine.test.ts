@@ -56,7 +56,14 @@ describe("run machine: pure transitions", () => {
     const b = run([{ type: "CALL_ENDED", final: true }], a.snapshot)
     expect(b.snapshot.value).toBe("completed")
     expect(b.snapshot.status).toBe("done")
-    expect(b.snapshot.output).toEqual({ runId: 7, status: "completed", endReason: "all_targets_final", dialed: 1, connected: 0, finished: 1 })
+    expect(b.snapshot.output).toEqual({
+      runId: 7,
+      status: "completed",
+      endReason: "all_targets_final",
+      dialed: 1,
+      connected: 0,
+      finished: 1,
+    })
     expect(types(b.log)).toEqual(["persist", "stopDialing", "persist", "statusChanged"])
     expect(statuses(b.log)).toEqual(["completed"])
   })
@@ -66,7 +73,12 @@ describe("run machine: pure transitions", () => {
   })
 
   it("TARGETS_ADDED clears queueEmpty so the run does not complete", () => {
-    const { snapshot } = run([{ type: "CALL_STARTED" }, { type: "QUEUE_EMPTY" }, { type: "TARGETS_ADDED" }, { type: "CALL_ENDED", final: true }])
+    const { snapshot } = run([
+      { type: "CALL_STARTED" },
+      { type: "QUEUE_EMPTY" },
+      { type: "TARGETS_ADDED" },
+      { type: "CALL_ENDED", final: true },
+    ])
     expect(snapshot.value).toBe("running")
     expect(snapshot.context.queueEmpty).toBe(false)
   })
@@ -94,7 +106,12 @@ describe("run machine: pure transitions", () => {
   })
 
   it("pausing with an empty queue pauses rather than completes", () => {
-    const { snapshot } = run([{ type: "CALL_STARTED" }, { type: "QUEUE_EMPTY" }, { type: "PAUSE", reason: "user" }, { type: "CALL_ENDED", final: true }])
+    const { snapshot } = run([
+      { type: "CALL_STARTED" },
+      { type: "QUEUE_EMPTY" },
+      { type: "PAUSE", reason: "user" },
+      { type: "CALL_ENDED", final: true },
+    ])
     expect(snapshot.value).toBe("paused")
   })
 
@@ -114,7 +131,13 @@ describe("run machine: pure transitions", () => {
   })
 
   it("RESUME resets queueEmpty so the dialer looks again", () => {
-    const a = run([{ type: "CALL_STARTED" }, { type: "QUEUE_EMPTY" }, { type: "PAUSE", reason: "user" }, { type: "CALL_ENDED", final: true }, { type: "RESUME" }])
+    const a = run([
+      { type: "CALL_STARTED" },
+      { type: "QUEUE_EMPTY" },
+      { type: "PAUSE", reason: "user" },
+      { type: "CALL_ENDED", final: true },
+      { type: "RESUME" },
+    ])
     expect(a.snapshot.value).toBe("running")
     expect(a.snapshot.context.queueEmpty).toBe(false)
     expect(run([{ type: "QUEUE_EMPTY" }], a.snapshot).snapshot.value).toBe("completed")
@@ -132,7 +155,10 @@ describe("run machine: pure transitions", () => {
   })
 
   it("cancels from pausing and from paused", () => {
-    expect(run([{ type: "CALL_STARTED" }, { type: "PAUSE", reason: "user" }, { type: "CANCEL", reason: "workflow_retired" }]).snapshot.value).toBe("cancelling")
+    expect(
+      run([{ type: "CALL_STARTED" }, { type: "PAUSE", reason: "user" }, { type: "CANCEL", reason: "workflow_retired" }])
+        .snapshot.value,
+    ).toBe("cancelling")
     const { snapshot } = run([{ type: "PAUSE", reason: "user" }, { type: "CANCEL" }])
     expect(snapshot.value).toBe("cancelled")
     expect(runStatus(snapshot)).toBe("cancelled")
@@ -226,7 +252,14 @@ describe("run machine: actor with provided actions", () => {
     actor.send({ type: "RESUME" })
     actor.send({ type: "QUEUE_EMPTY" })
     expect(actor.getSnapshot().status).toBe("done")
-    expect(actor.getSnapshot().output).toEqual({ runId: 7, status: "completed", endReason: "all_targets_final", dialed: 1, connected: 0, finished: 1 })
+    expect(actor.getSnapshot().output).toEqual({
+      runId: 7,
+      status: "completed",
+      endReason: "all_targets_final",
+      dialed: 1,
+      connected: 0,
+      finished: 1,
+    })
     expect(calls.filter((c) => c !== "persist")).toEqual([
       "status:running",
       "start:7",
@@ -273,6 +306,13 @@ describe("run machine: persistence round trip", () => {
 
     expect(restored.getSnapshot().status).toBe("done")
     expect(restored.getSnapshot().output).toEqual(straight.getSnapshot().output)
-    expect(restored.getSnapshot().output).toEqual({ runId: 7, status: "completed", endReason: "all_targets_final", dialed: 3, connected: 1, finished: 2 })
+    expect(restored.getSnapshot().output).toEqual({
+      runId: 7,
+      status: "completed",
+      endReason: "all_targets_final",
+      dialed: 3,
+      connected: 1,
+      finished: 2,
+    })
   })
 })

@@ -152,7 +152,10 @@ export const runMachine = setup({
   states: {
     running: {
       description: "The dialer may start calls. Completes once the queue is empty and no call is in flight.",
-      entry: [{ type: "persist", params: ref }, { type: "startDialing", params: ref }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "startDialing", params: ref },
+      ],
       exit: [{ type: "stopDialing", params: ref }],
       always: { guard: "drained", target: "completed", actions: "setCompleted" },
       on: {
@@ -167,8 +170,7 @@ export const runMachine = setup({
       },
     },
     pausing: {
-      description:
-        "No new calls; calls in flight finish. Reported as running until the last call ends, then paused.",
+      description: "No new calls; calls in flight finish. Reported as running until the last call ends, then paused.",
       entry: [{ type: "persist", params: ref }],
       always: { guard: "idle", target: "paused" },
       on: {
@@ -183,7 +185,10 @@ export const runMachine = setup({
     },
     paused: {
       description: "No call in flight and none will start until RESUME.",
-      entry: [{ type: "persist", params: ref }, { type: "statusChanged", params: statusParams("paused") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "statusChanged", params: statusParams("paused") },
+      ],
       on: {
         TARGETS_ADDED: { actions: ["markTargetsAdded", { type: "persist", params: ref }] },
         RESUME: {
@@ -208,19 +213,28 @@ export const runMachine = setup({
     completed: {
       description: "Every target has a final outcome (the queue is empty and no call is in flight).",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "statusChanged", params: statusParams("completed") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "statusChanged", params: statusParams("completed") },
+      ],
       output: { status: "completed" },
     },
     cancelled: {
       description: "Cancelled and every call in flight has ended.",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "statusChanged", params: statusParams("cancelled") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "statusChanged", params: statusParams("cancelled") },
+      ],
       output: { status: "cancelled" },
     },
     failed: {
       description: "Stopped by an unrecoverable error (FAIL); calls still in flight finish on their own.",
       type: "final",
-      entry: [{ type: "persist", params: ref }, { type: "statusChanged", params: statusParams("failed") }],
+      entry: [
+        { type: "persist", params: ref },
+        { type: "statusChanged", params: statusParams("failed") },
+      ],
       output: { status: "failed" },
     },
   },

@@ -81,7 +81,9 @@ export class RunApprovals {
       },
     })
     const actor: ApprovalActor =
-      snapshot === undefined ? createActor(machine, { input }) : createActor(machine, { snapshot: snapshot as never, input })
+      snapshot === undefined
+        ? createActor(machine, { input })
+        : createActor(machine, { snapshot: snapshot as never, input })
     this.actors.set(input.approvalId, actor)
     actor.subscribe({ complete: () => this.actors.delete(input.approvalId) })
     actor.start()
@@ -92,7 +94,7 @@ export class RunApprovals {
   decided(approvalId: number, callId: number | null, status: "approved" | "denied", by: number | null): void {
     const actor = this.actors.get(approvalId)
     const decision = status === "approved" ? "approve" : "deny"
-    if (actor !== undefined && actor.getSnapshot().can({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() }))
+    if (actor?.getSnapshot().can({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() }))
       actor.send({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() })
     const call = callId === null ? undefined : this.scope.calls.get(callId)
     call?.actor.send({ type: "APPROVAL_DECIDED", approvalId, decision: status })

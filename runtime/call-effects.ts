@@ -140,7 +140,12 @@ export class CallEffects {
           const seconds =
             live.answeredAtMs === null
               ? 0
-              : billedSeconds(Date.now() - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
+              : billedSeconds(
+                  Date.now() - live.answeredAtMs,
+                  settings.timeScale,
+                  live.turns,
+                  s.ruleBook.max_call_seconds,
+                )
           const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0
         }),
@@ -293,7 +298,13 @@ export class CallEffects {
         // The callee agreed to a later call: a new attempt at that time, which is not a retry.
         const at = now + CALLBACK_DELAY_MS * settings.timeScale
         next = { kind: "retry", at, outcome }
-        decision = Decision.retry(live.targetId, now, "callback_scheduled", { ...detail, retry_at: at }, live.chargedMinor)
+        decision = Decision.retry(
+          live.targetId,
+          now,
+          "callback_scheduled",
+          { ...detail, retry_at: at },
+          live.chargedMinor,
+        )
       } else {
         const r = retryDecision({
           outcome,

@@ -52,7 +52,8 @@ const parseClock = (hhmm: string): number | undefined => {
   return Number(m[2]) < 60 && min <= 24 * 60 ? min : undefined
 }
 
-const fmtMin = (min: number): string => `${String(Math.floor(min / 60)).padStart(2, "0")}:${String(min % 60).padStart(2, "0")}`
+const fmtMin = (min: number): string =>
+  `${String(Math.floor(min / 60)).padStart(2, "0")}:${String(min % 60).padStart(2, "0")}`
 
 interface LocalView {
   readonly minute: number
@@ -157,19 +158,32 @@ const describeLocal = (tz: string, v: LocalView): string => `${tz} ${v.weekday} 
 export function callingWindowCheck(input: WindowCheckInput): WindowCheck {
   const { schedule, scheduleKind, now } = input
   const zones = calleeTimeZones(input.phoneE164, input.fallbackTz ?? schedule.timezone ?? DEFAULT_FALLBACK_TZ)
-  const startAtRaw = scheduleKind === "once" && schedule.start_at !== undefined ? Date.parse(schedule.start_at) : Number.NaN
+  const startAtRaw =
+    scheduleKind === "once" && schedule.start_at !== undefined ? Date.parse(schedule.start_at) : Number.NaN
   const startAt = Number.isFinite(startAtRaw) ? startAtRaw : null
   const beforeStart = startAt !== null && now < startAt
   if (input.any) {
     if (!beforeStart) return { ok: true, zones }
-    return { ok: false, reason: "before_start_at", nextOpenAt: startAt, detail: `start_at ${new Date(startAt).toISOString()}`, zones }
+    return {
+      ok: false,
+      reason: "before_start_at",
+      nextOpenAt: startAt,
+      detail: `start_at ${new Date(startAt).toISOString()}`,
+      zones,
+    }
   }
 
   const hours = schedule.calling_hours ?? DEFAULT_CALLING_HOURS
   const startMin = parseClock(hours.start)
   const endMin = parseClock(hours.end)
   if (startMin === undefined || endMin === undefined || startMin >= endMin) {
-    return { ok: false, reason: "window_never_open", nextOpenAt: null, detail: `calling_hours ${hours.start}–${hours.end} is not a window`, zones }
+    return {
+      ok: false,
+      reason: "window_never_open",
+      nextOpenAt: null,
+      detail: `calling_hours ${hours.start}–${hours.end} is not a window`,
+      zones,
+    }
   }
   const w: Window = { startMin, endMin, days: schedule.days === undefined ? null : new Set(schedule.days) }
   const span = `${hours.start}–${hours.end}`
@@ -184,13 +198,25 @@ export function callingWindowCheck(input: WindowCheckInput): WindowCheck {
     if (at === null) return neverOpen(zones, span, w)
     const local = describeLocal(closed.zone, closed.view)
     return offDay !== undefined
-      ? { ok: false, reason: "not_a_calling_day", nextOpenAt: at, detail: `${local} is not a calling day (${[...(w.days ?? [])].join(", ")})`, zones }
+      ? {
+          ok: false,
+          reason: "not_a_calling_day",
+          nextOpenAt: at,
+          detail: `${local} is not a calling day (${[...(w.days ?? [])].join(", ")})`,
+          zones,
+        }
       : { ok: false, reason: "outside_calling_hours", nextOpenAt: at, detail: `${local} is outside ${span}`, zones }
   }
 
   const at = nextOpen(w, zones, startAt)
   if (at === null) return neverOpen(zones, span, w)
-  return { ok: false, reason: "before_start_at", nextOpenAt: at, detail: `start_at ${new Date(startAt).toISOString()}`, zones }
+  return {
+    ok: false,
+    reason: "before_start_at",
+    nextOpenAt: at,
+    detail: `start_at ${new Date(startAt).toISOString()}`,
+    zones,
+  }
 }
 
 const neverOpen = (zones: readonly string[], span: string, w: Window): WindowCheck => ({

@@ -58,7 +58,8 @@ export function retryDecision(input: RetryInput): RetryDecision {
   const base = input.baseBackoffMs ?? 30 * MINUTE
   const cap = input.maxBackoffMs ?? DAY
   const scale = input.timeScale ?? 1
-  if (!(scale >= 0) || !Number.isFinite(scale)) throw new RangeError(`timeScale must be a non-negative number, got ${scale}`)
+  if (!(scale >= 0) || !Number.isFinite(scale))
+    throw new RangeError(`timeScale must be a non-negative number, got ${scale}`)
   if (!isRetryableOutcome(outcome)) return { retry: false, reason: "final_outcome" }
   const attempt = Math.max(1, Math.floor(input.attempt))
   if (attempt >= maxAttempts) return { retry: false, reason: "max_attempts_reached" }
@@ -88,7 +89,13 @@ export interface DialDecision {
 
 const decisionOf =
   (decision: DialDecisionKind) =>
-  (targetId: TargetId, at: number, reason: string, detail: Record<string, unknown> = {}, costMinor: number | null = null): DialDecision => ({
+  (
+    targetId: TargetId,
+    at: number,
+    reason: string,
+    detail: Record<string, unknown> = {},
+    costMinor: number | null = null,
+  ): DialDecision => ({
     targetId,
     at,
     decision,
@@ -108,11 +115,19 @@ export const Decision = {
   /** A closed window: held until it opens, or stopped when it never does. */
   fromWindow(targetId: TargetId, at: number, check: Exclude<WindowCheck, { ok: true }>): DialDecision {
     const detail = { zones: check.zones, next_open_at: check.nextOpenAt, detail: check.detail }
-    return check.nextOpenAt === null ? Decision.stop(targetId, at, check.reason, detail) : Decision.hold(targetId, at, check.reason, detail)
+    return check.nextOpenAt === null
+      ? Decision.stop(targetId, at, check.reason, detail)
+      : Decision.hold(targetId, at, check.reason, detail)
   },
 
   /** A finished attempt: retried at its time, or stopped. */
-  fromRetry(targetId: TargetId, at: number, r: RetryDecision, detail: Record<string, unknown> = {}, costMinor: number | null = null): DialDecision {
+  fromRetry(
+    targetId: TargetId,
+    at: number,
+    r: RetryDecision,
+    detail: Record<string, unknown> = {},
+    costMinor: number | null = null,
+  ): DialDecision {
     return r.retry
       ? Decision.retry(targetId, at, r.reason, { ...detail, retry_at: r.at, delay_ms: r.delayMs }, costMinor)
       : Decision.stop(targetId, at, r.reason, detail, costMinor)

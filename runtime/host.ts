@@ -43,7 +43,11 @@ export interface RuntimeHost {
 
 const APPROVAL_SWEEP_MS = 5_000
 
-export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony | Credentials> = Effect.gen(function* () {
+export const startRuntimeHost: Effect.Effect<
+  RuntimeHost,
+  never,
+  Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony | Credentials
+> = Effect.gen(function* () {
   const bus = yield* Bus
   const instance = yield* Instance
   const log = yield* Log
@@ -54,7 +58,8 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
   const credentials = yield* Credentials
   const clock = yield* Clock
   const context = yield* Effect.context<Db | Clock | Log | Bus | AppConfig>()
-  const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) => Effect.runPromise(Effect.either(Effect.provide(eff, context)))
+  const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) =>
+    Effect.runPromise(Effect.either(Effect.provide(eff, context)))
 
   const me = instance.id
   const settings: DialerSettings = {
@@ -69,7 +74,10 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
     approvalHoldMs: config.approvalHoldMs,
     approvalTtlMs: config.approvalTtlMs,
   }
-  const pacer = new Pacer({ ratePerSecond: config.dialer.cpsPerTenant, burst: Math.max(1, Math.ceil(config.dialer.cpsPerTenant)) })
+  const pacer = new Pacer({
+    ratePerSecond: config.dialer.cpsPerTenant,
+    burst: Math.max(1, Math.ceil(config.dialer.cpsPerTenant)),
+  })
   const pacedCarriers = new Set<string>()
   const carrierKey = (account: string): string => {
     const key = `carrier:${account}`
@@ -144,18 +152,24 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
   })
   const claim = leases.claim
 
-  const pong: RuntimePong = { instance_id: instance.id, host: instance.host, started_at: instance.startedAt.toISOString() }
+  const pong: RuntimePong = {
+    instance_id: instance.id,
+    host: instance.host,
+    started_at: instance.startedAt.toISOString(),
+  }
   const subscriptions = [
     bus.subscribe(RT_PING, (msg) => void msg.respond(pong), { queue: RUNTIME_QUEUE }),
     // Any one runtime process claims a started or resumed run; the lease row decides, not the message.
     bus.subscribe(RT_RUN_WAKE, (msg) => claim(msg.json<RunControl>().run_id), { queue: RUNTIME_QUEUE }),
     bus.subscribe(RT_RUN_CONTROL, (msg) => {
       const c = msg.json<RunControl>()
-      if (c.command === "pause" || c.command === "resume" || c.command === "cancel") drivers.get(c.run_id)?.control(c.command)
+      if (c.command === "pause" || c.command === "resume" || c.command === "cancel")
+        drivers.get(c.run_id)?.control(c.command)
     }),
     bus.subscribe(RT_APPROVAL_DECIDED, (msg) => {
       const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()
-      if (d.run_id !== null) drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
+      if (d.run_id !== null)
+        drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
     }),
   ]
 
@@ -168,7 +182,8 @@ export const startRuntimeHost: Effect.Effect<RuntimeHost, never, Bus | Instance 
       Effect.forever,
       Effect.forkIn(scope),
     )
-  const sweepApprovals = () => expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed"))
+  const sweepApprovals = () =>
+    expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed"))
   yield* every(config.runClaimIntervalMs, () => claim())
   yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
   yield* every(APPROVAL_SWEEP_MS, sweepApprovals)

@@ -27,7 +27,8 @@ export class TokenBucket {
 
   private refill(now: number): void {
     // A clock that steps back neither refills nor rewinds the bucket.
-    if (this.last !== null && now > this.last) this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.ratePerSecond) / 1000)
+    if (this.last !== null && now > this.last)
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.ratePerSecond) / 1000)
     if (this.last === null || now > this.last) this.last = now
   }
 
@@ -56,11 +57,14 @@ export class TokenBucket {
 }
 
 function assertRate(ratePerSecond: number, burst: number): void {
-  if (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond)) throw new RangeError(`rate must be a positive number, got ${ratePerSecond}`)
+  if (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond))
+    throw new RangeError(`rate must be a positive number, got ${ratePerSecond}`)
   if (!(burst >= 1) || !Number.isFinite(burst)) throw new RangeError(`burst must be at least 1, got ${burst}`)
 }
 
-export type Acquire = { readonly ok: true } | { readonly ok: false; readonly waitMs: number; readonly blockedBy: string }
+export type Acquire =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly waitMs: number; readonly blockedBy: string }
 
 /**
  * Several keyed buckets taken together ("carrier:sim", "tenant:42"): a call goes out only when
@@ -70,7 +74,12 @@ export class Pacer {
   private readonly buckets = new Map<string, TokenBucket>()
 
   /** Keys nobody configured get this rate (carriers allow 1–3 calls/s by default). */
-  constructor(private readonly defaults: { readonly ratePerSecond: number; readonly burst: number } = { ratePerSecond: 1, burst: 1 }) {
+  constructor(
+    private readonly defaults: { readonly ratePerSecond: number; readonly burst: number } = {
+      ratePerSecond: 1,
+      burst: 1,
+    },
+  ) {
     assertRate(defaults.ratePerSecond, defaults.burst)
   }
 

@@ -109,7 +109,8 @@ export class RunDriver implements RunScope {
   /** Pause or resume now (a control message arrived); Postgres has already decided it. */
   control(command: "pause" | "resume" | "cancel"): void {
     const snap = this.run.getSnapshot()
-    if (command === "pause" && snap.can({ type: "PAUSE", reason: "user" })) this.run.send({ type: "PAUSE", reason: "user" })
+    if (command === "pause" && snap.can({ type: "PAUSE", reason: "user" }))
+      this.run.send({ type: "PAUSE", reason: "user" })
     if (command === "resume" && snap.can({ type: "RESUME" })) this.run.send({ type: "RESUME" })
     if (command === "cancel" && snap.can({ type: "CANCEL" })) this.run.send({ type: "CANCEL", reason: "user" })
     this.poke()

@@ -22,7 +22,12 @@ export interface ClaimedRun {
  * lapsed lease (its last owner died while calls were in flight). SKIP LOCKED lets several runtime
  * processes claim side by side.
  */
-export const claimRun = async (sql: Sql, me: string, leaseMs: number, onlyRunId?: number): Promise<ClaimedRun | undefined> => {
+export const claimRun = async (
+  sql: Sql,
+  me: string,
+  leaseMs: number,
+  onlyRunId?: number,
+): Promise<ClaimedRun | undefined> => {
   const [row] = await sql<[ClaimedRun?]>`
     with candidate as (
       select id, owner_instance from runs
@@ -75,8 +80,14 @@ export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | 
   return row
 }
 
-export const runStatusOf = async (sql: Sql, runId: number, me: string): Promise<{ status: string; owned: boolean } | undefined> => {
-  const [row] = await sql<[{ status: string; owned: boolean }?]>`select status, owner_instance = ${me} as owned from runs where id = ${runId}`
+export const runStatusOf = async (
+  sql: Sql,
+  runId: number,
+  me: string,
+): Promise<{ status: string; owned: boolean } | undefined> => {
+  const [row] = await sql<
+    [{ status: string; owned: boolean }?]
+  >`select status, owner_instance = ${me} as owned from runs where id = ${runId}`
   return row
 }
 
@@ -115,7 +126,13 @@ export const saveRunSnapshot = (sql: Sql, runId: number, me: string, snapshot: u
   sql`update runs set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}, updated_at = now() where id = ${runId} and owner_instance = ${me}`
 
 /** Records the run's end (or pause) as the run actor reaches it; only the owner may. */
-export const setRunStatus = async (sql: Sql, runId: number, me: string, status: "completed" | "cancelled" | "failed" | "paused", reason: string | null): Promise<void> => {
+export const setRunStatus = async (
+  sql: Sql,
+  runId: number,
+  me: string,
+  status: "completed" | "cancelled" | "failed" | "paused",
+  reason: string | null,
+): Promise<void> => {
   if (status === "paused") {
     await sql`update runs set status = 'paused', pause_reason = coalesce(pause_reason, ${reason}), updated_at = now() where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
     return
@@ -132,7 +149,7 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
       update runs set status = 'paused', pause_reason = 'insufficient_funds', updated_at = now()
       where id = ${runId} and owner_instance = ${me} and status = 'running'
       returning workflow_id`
-    if (run) await tx`update workflows set status = 'paused', updated_at = now() where id = ${run.workflow_id} and status = 'live'`
+    if (run)
+      await tx`update workflows set status = 'paused', updated_at = now() where id = ${run.workflow_id} and status = 'live'`
   })
 }
-

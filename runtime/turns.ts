@@ -77,7 +77,17 @@ export class TurnSink {
 
   private emit(t: TurnIn, seq: number): void {
     const at = new Date(t.at)
-    this.rows.push({ tenant_id: t.tenantId, run_id: t.runId, target_id: t.targetId, call_id: t.callId, seq, turn_index: t.turnIndex, speaker: t.speaker, text: t.text, at })
+    this.rows.push({
+      tenant_id: t.tenantId,
+      run_id: t.runId,
+      target_id: t.targetId,
+      call_id: t.callId,
+      seq,
+      turn_index: t.turnIndex,
+      speaker: t.speaker,
+      text: t.text,
+      at,
+    })
     // Stored at once when nothing is being written (no timer to wait out: a watcher sees a turn
     // one insert after it was said); batched only under load, while an insert is in flight.
     this.inFlight ??= this.drain()
@@ -95,7 +105,16 @@ export class TurnSink {
         this.log.error({ err, turns: rows.length }, "could not store turns")
       }
       for (const r of rows) {
-        const msg: TurnMessage = { seq: r.seq, run_id: r.run_id, target_id: r.target_id, call_id: r.call_id, turn_index: r.turn_index, speaker: r.speaker, text: r.text, at: r.at.toISOString() }
+        const msg: TurnMessage = {
+          seq: r.seq,
+          run_id: r.run_id,
+          target_id: r.target_id,
+          call_id: r.call_id,
+          turn_index: r.turn_index,
+          speaker: r.speaker,
+          text: r.text,
+          at: r.at.toISOString(),
+        }
         try {
           this.bus.publish(turnSubject(r.tenant_id, r.run_id, r.target_id), msg)
         } catch (err) {

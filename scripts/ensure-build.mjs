@@ -21,9 +21,17 @@ function newest(dir) {
 
 const sources = ["src", "api", "runtime", "machines"].map((d) => join(root, d)).filter(existsSync)
 const built = existsSync(stamp) ? statSync(stamp).mtimeMs : 0
-const changed = Math.max(...sources.map(newest), statSync(join(root, "tsconfig.json")).mtimeMs, statSync(join(root, "package-lock.json")).mtimeMs)
+const changed = Math.max(
+  ...sources.map(newest),
+  statSync(join(root, "tsconfig.json")).mtimeMs,
+  statSync(join(root, "package-lock.json")).mtimeMs,
+)
 if (changed > built) {
   process.stderr.write("parley: building (tsc)…\n")
-  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit", cwd: root })
+  execFileSync(
+    process.execPath,
+    [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json")],
+    { stdio: "inherit", cwd: root },
+  )
   writeFileSync(stamp, new Date().toISOString())
 }

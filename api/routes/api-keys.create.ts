@@ -10,13 +10,18 @@ export default route({
   method: "POST",
   path: "/api-keys",
   auth: "jwt-only",
-  summary: "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create admin keys (403 FORBIDDEN)",
+  summary:
+    "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create admin keys (403 FORBIDDEN)",
   tags: ["api-keys"],
   validationStatus: 400,
   body: {
     json: z
       .object({
-        name: z.string({ error: "is required" }).trim().min(1, "is required").max(120, "must be at most 120 characters"),
+        name: z
+          .string({ error: "is required" })
+          .trim()
+          .min(1, "is required")
+          .max(120, "must be at most 120 characters"),
         scope: z.enum(["read", "write", "admin"], { error: "must be read, write or admin" }).default(DEFAULT_KEY_SCOPE),
         expires_in_days: z.number().int("must be a whole number of days").min(1).max(3650).optional(),
         expires_at: z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).optional(),
@@ -26,14 +31,30 @@ export default route({
         path: ["expires_at"],
       }),
   },
-  responses: { 201: { description: "The key, including its secret" }, 403: { description: "a member asked for an admin-scope key" } },
+  responses: {
+    201: { description: "The key, including its secret" },
+    403: { description: "a member asked for an admin-scope key" },
+  },
   handler: ({ principal, body, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
       const b = body!
       const expiresAt =
-        b.expires_at !== undefined ? new Date(b.expires_at) : b.expires_in_days !== undefined ? new Date(Date.now() + b.expires_in_days * 86_400_000) : null
-      const key = yield* createKey({ tenantId: user.tenantId, userId: user.userId, role: user.role, ip: clientIp, userAgent: headers["user-agent"] }, { name: b.name, scope: b.scope, expiresAt })
+        b.expires_at !== undefined
+          ? new Date(b.expires_at)
+          : b.expires_in_days !== undefined
+            ? new Date(Date.now() + b.expires_in_days * 86_400_000)
+            : null
+      const key = yield* createKey(
+        {
+          tenantId: user.tenantId,
+          userId: user.userId,
+          role: user.role,
+          ip: clientIp,
+          userAgent: headers["user-agent"],
+        },
+        { name: b.name, scope: b.scope, expiresAt },
+      )
       return json(key, 201)
     }),
 })

@@ -17,6 +17,11 @@ export default route({
   handler: ({ principal, params, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      return json(yield* deleteKey({ tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] }, params.key_id))
+      return json(
+        yield* deleteKey(
+          { tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] },
+          params.key_id,
+        ),
+      )
     }),
 })

@@ -14,7 +14,9 @@ export default route({
   summary: "Revoke an API key",
   tags: ["api-keys"],
   params: z.object({ key_id: Id }),
-  body: { json: z.object({ reason: z.string().trim().max(80, "must be at most 80 characters").optional() }).optional() },
+  body: {
+    json: z.object({ reason: z.string().trim().max(80, "must be at most 80 characters").optional() }).optional(),
+  },
   handler: ({ principal, params, body, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)

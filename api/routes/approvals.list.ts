@@ -18,7 +18,9 @@ export default route({
   tags: ["approvals"],
   query: z.object({
     workflow_id: Id.optional(),
-    status: z.enum(["pending", "approved", "denied", "expired"], { error: "must be pending, approved, denied or expired" }).optional(),
+    status: z
+      .enum(["pending", "approved", "denied", "expired"], { error: "must be pending, approved, denied or expired" })
+      .optional(),
     decided_after: Timestamp.optional(),
     created_after: Timestamp.optional(),
     before_id: Id.optional(),

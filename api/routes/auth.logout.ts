@@ -11,5 +11,6 @@ export default route({
   auth: "public",
   summary: "Sign out: the session's token stops working in every process",
   tags: ["auth"],
-  handler: ({ headers }) => Effect.as(logout(presentedSession(headers)), json({ ok: true }, 200, { "Set-Cookie": clearedSessionCookie() })),
+  handler: ({ headers }) =>
+    Effect.as(logout(presentedSession(headers)), json({ ok: true }, 200, { "Set-Cookie": clearedSessionCookie() })),
 })

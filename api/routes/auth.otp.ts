@@ -27,16 +27,33 @@ const send = (path: string, summary: string, mode: "start" | "resend") =>
       }),
   })
 
-export const otpStart = send("/auth/otp/start", "Email a 6-digit sign-in code (valid 10 minutes; at most 5 codes per address per hour)", "start")
-export const otpResend = send("/auth/otp/resend", "Email a new sign-in code after a start; at most once per 30 s and 5 codes per address per hour", "resend")
+export const otpStart = send(
+  "/auth/otp/start",
+  "Email a 6-digit sign-in code (valid 10 minutes; at most 5 codes per address per hour)",
+  "start",
+)
+export const otpResend = send(
+  "/auth/otp/resend",
+  "Email a new sign-in code after a start; at most once per 30 s and 5 codes per address per hour",
+  "resend",
+)
 
 export const otpVerify = route({
   method: "POST",
   path: "/auth/otp/verify",
   auth: "public",
-  summary: "Sign in with an emailed code; answers like /auth/login. Wrong guesses are budgeted per address and per IP per hour (429 past it)",
+  summary:
+    "Sign in with an emailed code; answers like /auth/login. Wrong guesses are budgeted per address and per IP per hour (429 past it)",
   tags: ["auth"],
-  body: { json: z.object({ email: Email, code: z.string().trim().regex(/^\d{6}$/, "must be the 6-digit code") }) },
+  body: {
+    json: z.object({
+      email: Email,
+      code: z
+        .string()
+        .trim()
+        .regex(/^\d{6}$/, "must be the 6-digit code"),
+    }),
+  },
   handler: ({ body, clientIp }) =>
     Effect.map(verifyCode(body!.email, body!.code, clientIp), (session) =>
       json(session, 200, { "Set-Cookie": sessionCookie(session.token), "Cache-Control": "no-store" }),

@@ -28,9 +28,13 @@ export const gwUpiCheckout = route({
       // a forged link cannot show or ask for another amount. The order id is the link's secret.
       if (config.gwUpi === undefined) return yield* Effect.fail(new NotFound({ message: "no such checkout" }))
       const intent = yield* upiCheckoutIntent(query.intent, query.order_id)
-      const back = (status: string) => `/billing/return?status=${status}&order_id=${encodeURIComponent(intent.external_id)}`
+      const back = (status: string) =>
+        `/billing/return?status=${status}&order_id=${encodeURIComponent(intent.external_id)}`
       if (intent.status !== "pending")
-        return page("Payment", `<h1>Wallet top-up</h1><p>This payment is already ${esc(intent.status)}.</p><p><a href="${esc(back(intent.status))}">Continue</a></p>`)
+        return page(
+          "Payment",
+          `<h1>Wallet top-up</h1><p>This payment is already ${esc(intent.status)}.</p><p><a href="${esc(back(intent.status))}">Continue</a></p>`,
+        )
       const options = {
         key: config.gwUpi.keyId,
         order_id: intent.external_id,
@@ -40,7 +44,8 @@ export const gwUpiCheckout = route({
         description: "Wallet top-up",
         ...(intent.save_method && { recurring: "1" }),
       }
-      const script = config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
+      const script =
+        config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
       return page(
         "Pay with UPI",
         `<h1>Parley wallet top-up</h1><p>Amount: <strong>${esc(formatMinor(intent.amount_minor, intent.currency))}</strong></p><p class="muted">Order ${esc(intent.external_id)}</p>
@@ -64,7 +69,8 @@ ${script}
 })
 
 const RETURN_TEXT: Record<string, string> = {
-  success: "Thank you. Your payment went through; the wallet is credited as soon as the payment gateway confirms it, usually within a minute.",
+  success:
+    "Thank you. Your payment went through; the wallet is credited as soon as the payment gateway confirms it, usually within a minute.",
   pending: "Your payment is being processed; the wallet is credited once the gateway confirms it.",
   dismissed: "The payment window was closed before paying. Nothing was charged.",
   cancelled: "The payment was cancelled. Nothing was charged.",

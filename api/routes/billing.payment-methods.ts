@@ -14,7 +14,8 @@ export const paymentMethodsList = route({
   auth: "jwt",
   summary: "Saved payment methods (for autocharge), newest first",
   tags: ["billing"],
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(listPaymentMethods(c.tenantId), (r) => json(r))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(listPaymentMethods(c.tenantId), (r) => json(r))),
 })
 
 export const paymentMethodsDelete = route({
@@ -25,5 +26,6 @@ export const paymentMethodsDelete = route({
   summary: "Forget a saved payment method (autocharge turns off when none is left for its gateway)",
   tags: ["billing"],
   params: z.object({ id: Id }),
-  handler: ({ principal, params }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(removePaymentMethod(c.tenantId, params.id), (r) => json(r))),
+  handler: ({ principal, params }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(removePaymentMethod(c.tenantId, params.id), (r) => json(r))),
 })

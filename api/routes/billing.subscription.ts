@@ -14,7 +14,8 @@ export const subscriptionGet = route({
   auth: "jwt",
   summary: "The byok platform-fee subscription, if any",
   tags: ["billing"],
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(getSubscription(c.tenantId), (r) => json(r))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(getSubscription(c.tenantId), (r) => json(r))),
 })
 
 export const subscriptionCreate = route({
@@ -39,5 +40,6 @@ export const subscriptionCancel = route({
   auth: "jwt",
   summary: "Cancel the subscription: no further monthly charges",
   tags: ["billing"],
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(cancelSubscription(c.tenantId), (s) => json(s))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(cancelSubscription(c.tenantId), (s) => json(s))),
 })

@@ -22,23 +22,39 @@ export const billingTopup = route({
   body: {
     json: z.object({
       amount_minor: Amount,
-      return_url: z.url({ protocol: /^https?$/ }).max(2000).optional(),
+      return_url: z
+        .url({ protocol: /^https?$/ })
+        .max(2000)
+        .optional(),
       /** Keep the payer's method (card, UPI token) for autocharge once this payment succeeds. */
       save_payment_method: z.boolean().optional(),
     }),
   },
-  responses: { 201: { description: "{intent_id, amount_minor, currency, status: pending, external_id, checkout_url}" } },
+  responses: {
+    201: { description: "{intent_id, amount_minor, currency, status: pending, external_id, checkout_url}" },
+  },
   handler: ({ principal, body, headers }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
       const config = yield* AppConfig
       const b = body!
-      return json(yield* topup(c.tenantId, b.amount_minor, { returnUrl: b.return_url, baseUrl: baseUrl(config, headers), saveMethod: b.save_payment_method === true }), 201)
+      return json(
+        yield* topup(c.tenantId, b.amount_minor, {
+          returnUrl: b.return_url,
+          baseUrl: baseUrl(config, headers),
+          saveMethod: b.save_payment_method === true,
+        }),
+        201,
+      )
     }),
 })
 
 const AutochargeBody = z
-  .object({ enabled: z.boolean(), threshold_minor: Amount.nullable().optional(), amount_minor: Amount.nullable().optional() })
+  .object({
+    enabled: z.boolean(),
+    threshold_minor: Amount.nullable().optional(),
+    amount_minor: Amount.nullable().optional(),
+  })
   .refine((b) => !b.enabled || (b.threshold_minor != null && b.amount_minor != null), {
     message: "enabling autocharge needs threshold_minor and amount_minor",
     path: ["threshold_minor"],
@@ -49,14 +65,19 @@ const autocharge = (method: "PUT" | "POST") =>
     method,
     path: "/billing/autocharge",
     auth: "jwt",
-    summary: "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 PAYMENT_METHOD_REQUIRED without one)",
+    summary:
+      "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 PAYMENT_METHOD_REQUIRED without one)",
     tags: ["billing"],
     body: { json: AutochargeBody },
     handler: ({ principal, body }) =>
       Effect.gen(function* () {
         const c = yield* callerOf(principal)
         const b = body!
-        const settings = yield* setAutocharge(c.tenantId, { enabled: b.enabled, thresholdMinor: b.threshold_minor ?? null, amountMinor: b.amount_minor ?? null })
+        const settings = yield* setAutocharge(c.tenantId, {
+          enabled: b.enabled,
+          thresholdMinor: b.threshold_minor ?? null,
+          amountMinor: b.amount_minor ?? null,
+        })
         return json({ autocharge: settings })
       }),
   })

@@ -13,7 +13,8 @@ export const billingBalance = route({
   auth: "jwt",
   summary: "The wallet: balance, rate, minutes remaining, autocharge and top-up presets",
   tags: ["billing"],
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(balance(c.tenantId), (w) => json(w))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(balance(c.tenantId), (w) => json(w))),
 })
 
 export const billingPrecheck = route({
@@ -24,7 +25,9 @@ export const billingPrecheck = route({
   tags: ["billing"],
   query: z.object({ expected_seconds: QueryInt(1, 86_400).optional() }),
   handler: ({ principal, query }) =>
-    Effect.flatMap(callerOf(principal), (c) => Effect.map(precheck(c.tenantId, query.expected_seconds ?? DEFAULT_PRECHECK_SECONDS), (r) => json(r))),
+    Effect.flatMap(callerOf(principal), (c) =>
+      Effect.map(precheck(c.tenantId, query.expected_seconds ?? DEFAULT_PRECHECK_SECONDS), (r) => json(r)),
+    ),
 })
 
 export const billingHistory = route({
@@ -35,5 +38,7 @@ export const billingHistory = route({
   tags: ["billing"],
   query: z.object({ limit: QueryInt(1, 200).optional(), before: QueryInt(1, Number.MAX_SAFE_INTEGER).optional() }),
   handler: ({ principal, query }) =>
-    Effect.flatMap(callerOf(principal), (c) => Effect.map(history(c.tenantId, query.limit ?? 50, query.before), (r) => json(r))),
+    Effect.flatMap(callerOf(principal), (c) =>
+      Effect.map(history(c.tenantId, query.limit ?? 50, query.before), (r) => json(r)),
+    ),
 })

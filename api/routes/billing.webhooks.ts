@@ -7,7 +7,11 @@ import { z } from "zod"
 import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/payments.service.js"
 import { BadRequestBody, NotFound, Unauthenticated } from "../../src/platform/errors.js"
 import { Payments } from "../../src/providers/Payments.js"
-import { verifyGenericSignature, verifyGwCardSignature, verifyGwUpiSignature } from "../../src/providers/payments/signatures.js"
+import {
+  verifyGenericSignature,
+  verifyGwCardSignature,
+  verifyGwUpiSignature,
+} from "../../src/providers/payments/signatures.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { Clock } from "../../src/platform/Clock.js"
 import { json } from "../reply.js"
@@ -18,9 +22,11 @@ import { route, type Route } from "../route.js"
  * here (uWS v20.30) drops any request whose header names contain "_" before we see it (fixed
  * upstream in builds that need a newer glibc), so a proxy in front renames them; see the README.
  */
-const specHeader = (headers: Readonly<Record<string, string>>, name: string): string | undefined => headers[name] ?? headers[name.replace(/_/g, "-")]
+const specHeader = (headers: Readonly<Record<string, string>>, name: string): string | undefined =>
+  headers[name] ?? headers[name.replace(/_/g, "-")]
 
-const badSignature = () => Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))
+const badSignature = () =>
+  Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))
 
 function parse<T>(raw: Buffer, schema: z.ZodType<T>): Effect.Effect<T, BadRequestBody> {
   let value: unknown
@@ -30,7 +36,14 @@ function parse<T>(raw: Buffer, schema: z.ZodType<T>): Effect.Effect<T, BadReques
     return Effect.fail(new BadRequestBody({ code: "BAD_JSON", message: "webhook body is not valid JSON" }))
   }
   const r = schema.safeParse(value)
-  return r.success ? Effect.succeed(r.data) : Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: `unexpected webhook body: ${r.error.issues[0]?.message ?? "invalid"}` }))
+  return r.success
+    ? Effect.succeed(r.data)
+    : Effect.fail(
+        new BadRequestBody({
+          code: "BAD_REQUEST",
+          message: `unexpected webhook body: ${r.error.issues[0]?.message ?? "invalid"}`,
+        }),
+      )
 }
 
 const ack = (ev: GatewayEvent) => Effect.map(applyGatewayEvent(ev), (r) => json({ received: true, outcome: r.outcome }))
@@ -40,9 +53,11 @@ const webhook = (path: string, summary: string, handler: Route["handler"]) =>
 
 const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined)
 const num = (v: unknown) => (typeof v === "number" && Number.isSafeInteger(v) ? v : undefined)
-const record = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+const record = (v: unknown): Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
 /** Our intent id as we put it in the gateway's metadata or notes (a decimal string). */
-const ourIntentId = (v: unknown): number | undefined => (typeof v === "string" && /^[1-9]\d{0,15}$/.test(v) ? Number(v) : undefined)
+const ourIntentId = (v: unknown): number | undefined =>
+  typeof v === "string" && /^[1-9]\d{0,15}$/.test(v) ? Number(v) : undefined
 
 /** A UPI address shown masked: "ab•••@okbank". */
 const maskVpa = (vpa: string | undefined): string => {
@@ -57,55 +72,73 @@ const GwCardEvent = z.object({
   data: z.object({ object: z.record(z.string(), z.unknown()) }),
 })
 
-export const gwCardWebhook = webhook("/billing/webhooks/gw_card", "Card gateway events (gw_card-Signature)", ({ rawBody, headers }) =>
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const clock = yield* Clock
-    const secret = config.gwCardWebhookSecret
-    if (secret === undefined || !verifyGwCardSignature(rawBody, specHeader(headers, "gw_card-signature"), secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
-    const ev = yield* parse(rawBody, GwCardEvent)
-    const obj = ev.data.object
-    let externalId: string | undefined
-    let outcome: GatewayEvent["outcome"] = "ignore"
-    let amount: number | undefined
-    let intentId: number | undefined
-    let savedMethod: SavedMethodInfo | undefined
-    if (ev.type.startsWith("checkout.session.")) {
-      externalId = str(obj["id"])
-      amount = num(obj["amount_total"])
-      if (ev.type === "checkout.session.completed" || ev.type === "checkout.session.async_payment_succeeded")
-        outcome = obj["payment_status"] === "unpaid" ? "ignore" : "succeeded"
-      else if (ev.type === "checkout.session.async_payment_failed" || ev.type === "checkout.session.expired") outcome = "failed"
-    } else if (ev.type.startsWith("payment_intent.")) {
-      // A PaymentIntent object names itself by id; older payloads name it in payment_intent.
-      externalId = obj["object"] === "payment_intent" ? str(obj["id"]) : str(obj["payment_intent"])
-      amount = num(obj["amount_received"]) ?? num(obj["amount"])
-      intentId = ourIntentId(record(obj["metadata"])["intent_id"])
-      if (ev.type === "payment_intent.succeeded") outcome = "succeeded"
-      else if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled") outcome = "failed"
-      const customerId = str(obj["customer"])
-      const methodId = str(obj["payment_method"])
-      if (outcome === "succeeded" && customerId !== undefined && methodId !== undefined) {
-        const card = record(record(obj["payment_method_details"])["card"])
-        const brand = str(card["brand"])
-        const last4 = str(card["last4"])
-        savedMethod = { customerId, methodId, hint: last4 === undefined ? "card" : `${brand ?? "card"} •••• ${last4.slice(-4)}` }
+export const gwCardWebhook = webhook(
+  "/billing/webhooks/gw_card",
+  "Card gateway events (gw_card-Signature)",
+  ({ rawBody, headers }) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const clock = yield* Clock
+      const secret = config.gwCardWebhookSecret
+      if (
+        secret === undefined ||
+        !verifyGwCardSignature(
+          rawBody,
+          specHeader(headers, "gw_card-signature"),
+          secret,
+          Math.floor(clock.nowMs() / 1000),
+        )
+      )
+        return yield* badSignature()
+      const ev = yield* parse(rawBody, GwCardEvent)
+      const obj = ev.data.object
+      let externalId: string | undefined
+      let outcome: GatewayEvent["outcome"] = "ignore"
+      let amount: number | undefined
+      let intentId: number | undefined
+      let savedMethod: SavedMethodInfo | undefined
+      if (ev.type.startsWith("checkout.session.")) {
+        externalId = str(obj["id"])
+        amount = num(obj["amount_total"])
+        if (ev.type === "checkout.session.completed" || ev.type === "checkout.session.async_payment_succeeded")
+          outcome = obj["payment_status"] === "unpaid" ? "ignore" : "succeeded"
+        else if (ev.type === "checkout.session.async_payment_failed" || ev.type === "checkout.session.expired")
+          outcome = "failed"
+      } else if (ev.type.startsWith("payment_intent.")) {
+        // A PaymentIntent object names itself by id; older payloads name it in payment_intent.
+        externalId = obj["object"] === "payment_intent" ? str(obj["id"]) : str(obj["payment_intent"])
+        amount = num(obj["amount_received"]) ?? num(obj["amount"])
+        intentId = ourIntentId(record(obj["metadata"])["intent_id"])
+        if (ev.type === "payment_intent.succeeded") outcome = "succeeded"
+        else if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled")
+          outcome = "failed"
+        const customerId = str(obj["customer"])
+        const methodId = str(obj["payment_method"])
+        if (outcome === "succeeded" && customerId !== undefined && methodId !== undefined) {
+          const card = record(record(obj["payment_method_details"])["card"])
+          const brand = str(card["brand"])
+          const last4 = str(card["last4"])
+          savedMethod = {
+            customerId,
+            methodId,
+            hint: last4 === undefined ? "card" : `${brand ?? "card"} •••• ${last4.slice(-4)}`,
+          }
+        }
       }
-    }
-    return yield* ack({
-      source: "gw_card",
-      eventId: ev.id,
-      type: ev.type,
-      intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId },
-      outcome,
-      amountMinor: amount,
-      currency: str(obj["currency"]),
-      requireAmount: true,
-      intentId,
-      savedMethod,
-      payload: ev,
-    })
-  }),
+      return yield* ack({
+        source: "gw_card",
+        eventId: ev.id,
+        type: ev.type,
+        intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId },
+        outcome,
+        amountMinor: amount,
+        currency: str(obj["currency"]),
+        requireAmount: true,
+        intentId,
+        savedMethod,
+        payload: ev,
+      })
+    }),
 )
 
 const GwUpiEvent = z.object({
@@ -130,33 +163,44 @@ const GwUpiEvent = z.object({
     .optional(),
 })
 
-export const gwUpiWebhook = webhook("/billing/webhooks/gw_upi", "UPI gateway events (X-gw_upi-Signature)", ({ rawBody, headers }) =>
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const secret = config.gwUpiWebhookSecret
-    if (secret === undefined || !verifyGwUpiSignature(rawBody, specHeader(headers, "x-gw_upi-signature"), secret)) return yield* badSignature()
-    const ev = yield* parse(rawBody, GwUpiEvent)
-    const payment = ev.payload?.payment?.entity
-    const eventId = specHeader(headers, "x-gw_upi-event-id") || payment?.id
-    if (eventId === undefined) return yield* Effect.fail(new BadRequestBody({ code: "BAD_REQUEST", message: "the event has no id (X-gw_upi-Event-Id or payment id)" }))
-    const outcome: GatewayEvent["outcome"] = ev.event === "payment.captured" ? "succeeded" : ev.event === "payment.failed" ? "failed" : "ignore"
-    // A recurring token the payer granted with this payment (orders created to save the method).
-    const customerId = str(payment?.customer_id)
-    const tokenId = str(payment?.token_id)
-    return yield* ack({
-      source: "gw_upi",
-      eventId,
-      type: ev.event,
-      intent: payment?.order_id ? { gateway: "gw_upi", externalId: payment.order_id } : undefined,
-      outcome,
-      amountMinor: payment?.amount,
-      currency: payment?.currency,
-      requireAmount: true,
-      intentId: ourIntentId(record(payment?.notes)["intent_id"]),
-      savedMethod: customerId !== undefined && tokenId !== undefined ? { customerId, methodId: tokenId, hint: maskVpa(str(payment?.vpa)) } : undefined,
-      payload: ev,
-    })
-  }),
+export const gwUpiWebhook = webhook(
+  "/billing/webhooks/gw_upi",
+  "UPI gateway events (X-gw_upi-Signature)",
+  ({ rawBody, headers }) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const secret = config.gwUpiWebhookSecret
+      if (secret === undefined || !verifyGwUpiSignature(rawBody, specHeader(headers, "x-gw_upi-signature"), secret))
+        return yield* badSignature()
+      const ev = yield* parse(rawBody, GwUpiEvent)
+      const payment = ev.payload?.payment?.entity
+      const eventId = specHeader(headers, "x-gw_upi-event-id") || payment?.id
+      if (eventId === undefined)
+        return yield* Effect.fail(
+          new BadRequestBody({ code: "BAD_REQUEST", message: "the event has no id (X-gw_upi-Event-Id or payment id)" }),
+        )
+      const outcome: GatewayEvent["outcome"] =
+        ev.event === "payment.captured" ? "succeeded" : ev.event === "payment.failed" ? "failed" : "ignore"
+      // A recurring token the payer granted with this payment (orders created to save the method).
+      const customerId = str(payment?.customer_id)
+      const tokenId = str(payment?.token_id)
+      return yield* ack({
+        source: "gw_upi",
+        eventId,
+        type: ev.event,
+        intent: payment?.order_id ? { gateway: "gw_upi", externalId: payment.order_id } : undefined,
+        outcome,
+        amountMinor: payment?.amount,
+        currency: payment?.currency,
+        requireAmount: true,
+        intentId: ourIntentId(record(payment?.notes)["intent_id"]),
+        savedMethod:
+          customerId !== undefined && tokenId !== undefined
+            ? { customerId, methodId: tokenId, hint: maskVpa(str(payment?.vpa)) }
+            : undefined,
+        payload: ev,
+      })
+    }),
 )
 
 const GenericEvent = z.object({
@@ -164,45 +208,65 @@ const GenericEvent = z.object({
   external_id: z.string().min(1),
   status: z.enum(["succeeded", "failed"]),
   amount_minor: z.number().int().optional(),
-  currency: z.string().regex(/^[A-Za-z]{3}$/, "must be a 3-letter currency code").optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Za-z]{3}$/, "must be a 3-letter currency code")
+    .optional(),
 })
 
-export const paymentWebhook = webhook("/billing/webhooks/payment", "Generic payment events (X-SVC-Signature)", ({ rawBody, headers }) =>
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const clock = yield* Clock
-    const secret = config.paymentWebhookSecret
-    if (secret === undefined || !verifyGenericSignature(rawBody, headers["x-svc-signature"], secret, Math.floor(clock.nowMs() / 1000))) return yield* badSignature()
-    const ev = yield* parse(rawBody, GenericEvent)
-    return yield* ack({
-      source: "payment",
-      eventId: ev.id,
-      type: `payment.${ev.status}`,
-      intent: { gateway: "any", externalId: ev.external_id },
-      outcome: ev.status,
-      amountMinor: ev.amount_minor,
-      currency: ev.currency,
-      payload: ev,
-    })
-  }),
+export const paymentWebhook = webhook(
+  "/billing/webhooks/payment",
+  "Generic payment events (X-SVC-Signature)",
+  ({ rawBody, headers }) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const clock = yield* Clock
+      const secret = config.paymentWebhookSecret
+      if (
+        secret === undefined ||
+        !verifyGenericSignature(rawBody, headers["x-svc-signature"], secret, Math.floor(clock.nowMs() / 1000))
+      )
+        return yield* badSignature()
+      const ev = yield* parse(rawBody, GenericEvent)
+      return yield* ack({
+        source: "payment",
+        eventId: ev.id,
+        type: `payment.${ev.status}`,
+        intent: { gateway: "any", externalId: ev.external_id },
+        outcome: ev.status,
+        amountMinor: ev.amount_minor,
+        currency: ev.currency,
+        payload: ev,
+      })
+    }),
 )
 
-const StubEvent = z.object({ external_id: z.string().min(1).max(200), status: z.enum(["succeeded", "failed"]), amount_minor: z.number().int().optional() })
+const StubEvent = z.object({
+  external_id: z.string().min(1).max(200),
+  status: z.enum(["succeeded", "failed"]),
+  amount_minor: z.number().int().optional(),
+})
 
-export const stubWebhook = webhook("/billing/webhooks/stub", "Settle a stub-gateway intent (no signature; idempotent on external_id and status)", ({ rawBody }) =>
-  Effect.gen(function* () {
-    // Unsigned, so it exists only in deployments that run the stub (PAYMENTS=stub, no real gateway).
-    const payments = yield* Payments
-    if (payments.mode !== "stub") return yield* Effect.fail(new NotFound({ message: "the stub payment gateway is not enabled in this deployment" }))
-    const ev = yield* parse(rawBody, StubEvent)
-    return yield* ack({
-      source: "stub",
-      eventId: `${ev.external_id}:${ev.status}`,
-      type: `stub.${ev.status}`,
-      intent: { gateway: "stub", externalId: ev.external_id },
-      outcome: ev.status,
-      amountMinor: ev.amount_minor,
-      payload: ev,
-    })
-  }),
+export const stubWebhook = webhook(
+  "/billing/webhooks/stub",
+  "Settle a stub-gateway intent (no signature; idempotent on external_id and status)",
+  ({ rawBody }) =>
+    Effect.gen(function* () {
+      // Unsigned, so it exists only in deployments that run the stub (PAYMENTS=stub, no real gateway).
+      const payments = yield* Payments
+      if (payments.mode !== "stub")
+        return yield* Effect.fail(
+          new NotFound({ message: "the stub payment gateway is not enabled in this deployment" }),
+        )
+      const ev = yield* parse(rawBody, StubEvent)
+      return yield* ack({
+        source: "stub",
+        eventId: `${ev.external_id}:${ev.status}`,
+        type: `stub.${ev.status}`,
+        intent: { gateway: "stub", externalId: ev.external_id },
+        outcome: ev.status,
+        amountMinor: ev.amount_minor,
+        payload: ev,
+      })
+    }),
 )

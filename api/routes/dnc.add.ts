@@ -15,7 +15,11 @@ export default route({
   tags: ["dnc"],
   body: {
     json: z.object({
-      phone_e164: z.string({ error: "is required" }).trim().min(1, "is required").max(64, "must be at most 64 characters"),
+      phone_e164: z
+        .string({ error: "is required" })
+        .trim()
+        .min(1, "is required")
+        .max(64, "must be at most 64 characters"),
       reason: z.string().trim().max(REASON_MAX, `must be at most ${REASON_MAX} characters`).nullish(),
     }),
   },

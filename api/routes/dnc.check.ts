@@ -15,7 +15,12 @@ export default route({
   summary: "Check a number against the DNC list, the national registry and the cool-down",
   tags: ["dnc"],
   // An unencoded + arrives as a space: " 9198…" is "+9198…".
-  query: z.object({ phone_e164: z.string({ error: "is required" }).transform(restorePlus).pipe(z.string().trim().min(1, "is required").max(64, "must be at most 64 characters")) }),
+  query: z.object({
+    phone_e164: z
+      .string({ error: "is required" })
+      .transform(restorePlus)
+      .pipe(z.string().trim().min(1, "is required").max(64, "must be at most 64 characters")),
+  }),
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)

@@ -21,7 +21,9 @@ export default route({
       rows: z
         .array(
           z.object({
-            phone_e164: z.union([z.string().max(64, "must be at most 64 characters"), z.number()], { error: "is required (a string or a number)" }),
+            phone_e164: z.union([z.string().max(64, "must be at most 64 characters"), z.number()], {
+              error: "is required (a string or a number)",
+            }),
             reason: z.string().trim().max(REASON_MAX, `must be at most ${REASON_MAX} characters`).nullish(),
           }),
           { error: "must be an array of rows" },

@@ -21,6 +21,8 @@ export default route({
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
-      return json(yield* listDnc(caller.tenantId, { limit: query.limit ?? 50, offset: query.offset ?? 0, source: query.source }))
+      return json(
+        yield* listDnc(caller.tenantId, { limit: query.limit ?? 50, offset: query.offset ?? 0, source: query.source }),
+      )
     }),
 })

@@ -25,7 +25,8 @@ const timed = <A>(p: () => Promise<A>): Effect.Effect<Check<A>> =>
     Effect.catchAll((e) => Effect.succeed<Check<A>>({ ok: false, timedOut: isTimeout(e), detail: describe(e) })),
   )
 
-const isTimeout = (e: unknown): boolean => typeof e === "object" && e !== null && "_tag" in e && e._tag === "TimeoutException"
+const isTimeout = (e: unknown): boolean =>
+  typeof e === "object" && e !== null && "_tag" in e && e._tag === "TimeoutException"
 
 function describe(e: unknown): string {
   if (isTimeout(e)) return `no answer within ${CHECK_TIMEOUT_MS} ms`
@@ -48,7 +49,10 @@ export default route({
       const payments = yield* Payments
       const log = yield* Log
       const [database, runtime] = yield* Effect.all(
-        [timed(() => db.ping()), timed(() => bus.request(RT_PING, {}, { timeoutMs: 1_000 }).then((m) => m.json<RuntimePong>()))],
+        [
+          timed(() => db.ping()),
+          timed(() => bus.request(RT_PING, {}, { timeoutMs: 1_000 }).then((m) => m.json<RuntimePong>())),
+        ],
         { concurrency: "unbounded" },
       )
       const busStatus = bus.status()
@@ -74,7 +78,9 @@ export default route({
           database: database.ok
             ? { ok: true, kind: db.kind, latency_ms: Math.round(database.value * 100) / 100 }
             : { ok: false, kind: db.kind, code: database.timedOut ? "DATABASE_TIMEOUT" : "DATABASE_UNREACHABLE" },
-          bus: busStatus.connected ? { ok: true, kind: busStatus.kind } : { ok: false, kind: busStatus.kind, code: "BUS_DISCONNECTED" },
+          bus: busStatus.connected
+            ? { ok: true, kind: busStatus.kind }
+            : { ok: false, kind: busStatus.kind, code: "BUS_DISCONNECTED" },
           runtime: runtime.ok
             ? { ok: true, answered_by: runtime.value.instance_id }
             : { ok: false, code: runtime.timedOut ? "RUNTIME_TIMEOUT" : "RUNTIME_UNREACHABLE" },

@@ -31,7 +31,12 @@ export default route({
   handler: ({ systemTenantId, body }) =>
     Effect.gen(function* () {
       if (systemTenantId === undefined)
-        return yield* Effect.fail(new ValidationFailed({ message: "X-Tenant-Id is required", errors: [{ field: "X-Tenant-Id", message: "is required" }] }))
+        return yield* Effect.fail(
+          new ValidationFailed({
+            message: "X-Tenant-Id is required",
+            errors: [{ field: "X-Tenant-Id", message: "is required" }],
+          }),
+        )
       const { turn, created } = yield* ingestTurn(systemTenantId, body!)
       return json({ ...turn, duplicate: !created }, 201)
     }),

@@ -14,7 +14,8 @@ export default route({
   method: "POST",
   path: "/numbers/import",
   auth: "jwt",
-  summary: "Import a number the byok workspace owns (phone_number, provider? telco_a, workflow_id?); 409 in bundled mode",
+  summary:
+    "Import a number the byok workspace owns (phone_number, provider? telco_a, workflow_id?); 409 in bundled mode",
   tags: ["numbers"],
   body: {
     json: z.object({
@@ -27,6 +28,13 @@ export default route({
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
       const config = yield* AppConfig
-      return json(yield* importNumber(caller.tenantId, { phoneNumber: body!.phone_number, workflowId: body!.workflow_id }, baseUrl(config, headers)), 201)
+      return json(
+        yield* importNumber(
+          caller.tenantId,
+          { phoneNumber: body!.phone_number, workflowId: body!.workflow_id },
+          baseUrl(config, headers),
+        ),
+        201,
+      )
     }),
 })

@@ -11,14 +11,22 @@ import { route } from "../route.js"
 import { callerOf } from "../session.js"
 import { AreaCode, Country } from "./numbers.search.js"
 
-export const PhoneNumber = z.string({ error: "must be a phone number" }).trim().min(1, "is required").max(64, "must be at most 64 characters")
-export const WorkflowId = z.number({ error: "must be a workflow id" }).int("must be a workflow id").positive("must be a workflow id")
+export const PhoneNumber = z
+  .string({ error: "must be a phone number" })
+  .trim()
+  .min(1, "is required")
+  .max(64, "must be at most 64 characters")
+export const WorkflowId = z
+  .number({ error: "must be a workflow id" })
+  .int("must be a workflow id")
+  .positive("must be a workflow id")
 
 export default route({
   method: "POST",
   path: "/numbers/provision",
   auth: "jwt",
-  summary: "Provision a number (phone_number?, else the first free one for country?/area_code?; workflow_id? answers its inbound calls)",
+  summary:
+    "Provision a number (phone_number?, else the first free one for country?/area_code?; workflow_id? answers its inbound calls)",
   tags: ["numbers"],
   body: {
     json: z
@@ -34,7 +42,12 @@ export default route({
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
       const config = yield* AppConfig
-      const req = { phoneNumber: body?.phone_number, country: body?.country, areaCode: body?.area_code, workflowId: body?.workflow_id }
+      const req = {
+        phoneNumber: body?.phone_number,
+        country: body?.country,
+        areaCode: body?.area_code,
+        workflowId: body?.workflow_id,
+      }
       return json(yield* provisionNumber(caller.tenantId, req, baseUrl(config, headers)), 201)
     }),
 })

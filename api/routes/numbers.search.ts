@@ -15,7 +15,10 @@ export const Country = z
   .regex(/^[A-Za-z]+$/, "must be letters (a country code such as US or IN)")
   .transform((c) => c.toUpperCase())
 
-export const AreaCode = z.string().trim().regex(/^\d{1,6}$/, "must be 1 to 6 digits")
+export const AreaCode = z
+  .string()
+  .trim()
+  .regex(/^\d{1,6}$/, "must be 1 to 6 digits")
 
 export default route({
   method: "POST",
@@ -37,6 +40,12 @@ export default route({
   handler: ({ principal, body }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
-      return json(yield* searchNumbers(caller.tenantId, { country: body!.country, areaCode: body!.area_code, limit: body!.limit }))
+      return json(
+        yield* searchNumbers(caller.tenantId, {
+          country: body!.country,
+          areaCode: body!.area_code,
+          limit: body!.limit,
+        }),
+      )
     }),
 })

@@ -13,5 +13,6 @@ export default route({
   summary: "Complete onboarding (409 ONBOARDING_INCOMPLETE listing what is missing); answers the status",
   tags: ["onboarding"],
   responses: { 409: { description: "{error, code: ONBOARDING_INCOMPLETE, missing: [checklist item, …]}" } },
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(completeOnboarding(c.tenantId), (s) => json(s))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(completeOnboarding(c.tenantId), (s) => json(s))),
 })

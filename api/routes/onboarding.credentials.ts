@@ -21,12 +21,19 @@ export const credentialsPut = route({
   body: {
     json: z.object({
       primary_id: z.string({ error: "must be a string" }).trim().max(200, "must be at most 200 characters").optional(),
-      secret: z.string({ error: "is required" }).trim().min(1, "is required").max(4096, "must be at most 4096 characters"),
+      secret: z
+        .string({ error: "is required" })
+        .trim()
+        .min(1, "is required")
+        .max(4096, "must be at most 4096 characters"),
       extra: z.record(z.string(), z.unknown(), { error: "must be an object" }).optional(),
     }),
   },
   responses: {
-    200: { description: "{saved: true, validated, error?, credential: {provider, status, hint, primary_id, extra, validated_at, …}}" },
+    200: {
+      description:
+        "{saved: true, validated, error?, credential: {provider, status, hint, primary_id, extra, validated_at, …}}",
+    },
     409: { description: "MODE_IS_BUNDLED: switch to byok first" },
     503: { description: "ENCRYPTION_UNAVAILABLE: the server has no CREDENTIALS_MASTER_KEY" },
   },

@@ -12,5 +12,6 @@ export default route({
   auth: "jwt",
   summary: "Onboarding mode, credential validation state per provider, and the completion checklist",
   tags: ["onboarding"],
-  handler: ({ principal }) => Effect.flatMap(callerOf(principal), (c) => Effect.map(onboardingStatus(c.tenantId), (s) => json(s))),
+  handler: ({ principal }) =>
+    Effect.flatMap(callerOf(principal), (c) => Effect.map(onboardingStatus(c.tenantId), (s) => json(s))),
 })

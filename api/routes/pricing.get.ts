@@ -13,5 +13,6 @@ export default route({
   auth: "public",
   summary: "Price catalogue in INR and USD",
   tags: ["pricing"],
-  handler: () => Effect.succeed(bytes("application/json; charset=utf-8", body, 200, { "Cache-Control": "public, max-age=300" })),
+  handler: () =>
+    Effect.succeed(bytes("application/json; charset=utf-8", body, 200, { "Cache-Control": "public, max-age=300" })),
 })

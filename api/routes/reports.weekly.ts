@@ -12,13 +12,16 @@ export default route({
   method: "GET",
   path: "/api/reports/weekly",
   auth: "jwt",
-  summary: "Report of a period as a PDF: from and to are inclusive dates (YYYY-MM-DD, UTC), to not before from, at most 366 days",
+  summary:
+    "Report of a period as a PDF: from and to are inclusive dates (YYYY-MM-DD, UTC), to not before from, at most 366 days",
   tags: ["reports"],
   query: z.object({
     from: z.string({ error: "is required" }).max(10, "must be a date written YYYY-MM-DD"),
     to: z.string({ error: "is required" }).max(10, "must be a date written YYYY-MM-DD"),
   }),
-  responses: { 200: { description: "The report (attachment parley-report-<from>-to-<to>.pdf)", contentType: "application/pdf" } },
+  responses: {
+    200: { description: "The report (attachment parley-report-<from>-to-<to>.pdf)", contentType: "application/pdf" },
+  },
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)

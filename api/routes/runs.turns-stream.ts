@@ -15,11 +15,18 @@ export default route({
   method: "GET",
   path: "/api/runs/{run_id}/turns/stream",
   auth: "jwt",
-  summary: "Stream a run's turns (text/event-stream): history after since_seq, then live; keepalive every 15 s, closed after 30 min idle",
+  summary:
+    "Stream a run's turns (text/event-stream): history after since_seq, then live; keepalive every 15 s, closed after 30 min idle",
   tags: ["runs", "turns"],
   params: z.object({ run_id: Id }),
   query: z.object({ since_seq: QueryInt(-1, MAX_SEQ).optional(), target_id: Id.optional() }),
-  responses: { 200: { description: "Unnamed events: `id: <seq>` and `data: {seq, run_id, target_id, call_id, turn_index, speaker, text, at}`", contentType: "text/event-stream" } },
+  responses: {
+    200: {
+      description:
+        "Unnamed events: `id: <seq>` and `data: {seq, run_id, target_id, call_id, turn_index, speaker, text, at}`",
+      contentType: "text/event-stream",
+    },
+  },
   handler: ({ principal, params, query, headers }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
@@ -28,10 +35,21 @@ export default route({
       if (sinceSeq === undefined && headers["last-event-id"] !== undefined) {
         const last = headers["last-event-id"].trim()
         if (!/^-?\d{1,16}$/.test(last) || Number(last) < -1)
-          return yield* Effect.fail(new ValidationFailed({ message: "Last-Event-ID must be a turn seq", errors: [{ field: "Last-Event-ID", message: "must be an integer of at least -1" }] }))
+          return yield* Effect.fail(
+            new ValidationFailed({
+              message: "Last-Event-ID must be a turn seq",
+              errors: [{ field: "Last-Event-ID", message: "must be an integer of at least -1" }],
+            }),
+          )
         sinceSeq = Number(last)
       }
-      const serve = yield* openTurnStream(c.tenantId, params.run_id, { sinceSeq: sinceSeq ?? -1, targetId: query.target_id })
-      return stream("text/event-stream; charset=utf-8", serve, 200, { "Cache-Control": "no-cache", "X-Accel-Buffering": "no" })
+      const serve = yield* openTurnStream(c.tenantId, params.run_id, {
+        sinceSeq: sinceSeq ?? -1,
+        targetId: query.target_id,
+      })
+      return stream("text/event-stream; charset=utf-8", serve, 200, {
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+      })
     }),
 })

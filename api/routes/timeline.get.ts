@@ -3,7 +3,13 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { restorePlus } from "../../src/phones/phone.js"
-import { TIMELINE_DEFAULT_N, TIMELINE_MAX_N, cursorOf, getTimeline, subjectOf } from "../../src/timeline/timeline.service.js"
+import {
+  TIMELINE_DEFAULT_N,
+  TIMELINE_MAX_N,
+  cursorOf,
+  getTimeline,
+  subjectOf,
+} from "../../src/timeline/timeline.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Email, Id, QueryInt } from "../schemas.js"
@@ -19,7 +25,11 @@ export default route({
   tags: ["timeline"],
   query: z.object({
     // An unencoded + arrives as a space: " 1415…" is "+1415…".
-    phone: z.string().transform(restorePlus).pipe(z.string().trim().min(1, "must not be empty").max(64, "must be at most 64 characters")).optional(),
+    phone: z
+      .string()
+      .transform(restorePlus)
+      .pipe(z.string().trim().min(1, "must not be empty").max(64, "must be at most 64 characters"))
+      .optional(),
     user_id: Id.optional(),
     email: Email.optional(),
     n: QueryInt(1, TIMELINE_MAX_N).optional(),

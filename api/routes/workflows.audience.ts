@@ -16,7 +16,9 @@ const AudienceRows = z.object({
   rows: z
     .array(
       z.looseObject({
-        phone: z.union([z.string().max(64, "must be at most 64 characters"), z.number()], { error: "is required (a string or a number)" }),
+        phone: z.union([z.string().max(64, "must be at most 64 characters"), z.number()], {
+          error: "is required (a string or a number)",
+        }),
         name: z.string().max(NAME_MAX, `must be at most ${NAME_MAX} characters`).nullish(),
       }),
       { error: "must be an array of rows" },

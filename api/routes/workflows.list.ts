@@ -13,7 +13,8 @@ export default route({
   method: "GET",
   path: "/api/workflows",
   auth: "jwt",
-  summary: "List workflows (soft-deleted ones only with include_archived=true); limit 1–200 (default 50), cursor = next_cursor of the page before",
+  summary:
+    "List workflows (soft-deleted ones only with include_archived=true); limit 1–200 (default 50), cursor = next_cursor of the page before",
   tags: ["workflows"],
   query: z.object({
     status: z.enum(WORKFLOW_STATUSES, { error: `must be one of ${WORKFLOW_STATUSES.join(", ")}` }).optional(),
@@ -22,12 +23,19 @@ export default route({
     cursor: PageCursor.optional(),
   }),
   responses: {
-    200: { description: "{tenant_id, workflows:[{id,name,status,persona,schedule_kind,rule_book_id,updated_at,created_at,archived_at}], next_cursor (null on the last page)}" },
+    200: {
+      description:
+        "{tenant_id, workflows:[{id,name,status,persona,schedule_kind,rule_book_id,updated_at,created_at,archived_at}], next_cursor (null on the last page)}",
+    },
   },
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      const page = yield* listWorkflows(c.tenantId, { status: query.status, includeArchived: query.include_archived ?? false }, { limit: query.limit, before: query.cursor })
+      const page = yield* listWorkflows(
+        c.tenantId,
+        { status: query.status, includeArchived: query.include_archived ?? false },
+        { limit: query.limit, before: query.cursor },
+      )
       return json({ tenant_id: c.tenantId, ...page })
     }),
 })

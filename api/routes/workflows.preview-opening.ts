@@ -3,7 +3,13 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { Auth } from "../../src/auth/Auth.js"
-import { CLIP_ID, MAX_PREVIEW_TEXT_CHARS, previewAudio, previewOpening, type PreviewCaller } from "../../src/previews/previews.service.js"
+import {
+  CLIP_ID,
+  MAX_PREVIEW_TEXT_CHARS,
+  previewAudio,
+  previewOpening,
+  type PreviewCaller,
+} from "../../src/previews/previews.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { baseUrl } from "../base-url.js"
@@ -30,7 +36,11 @@ const PreviewRequest = z.object({
  * credential with 401 would break a page that works without one; counting it as anonymous cannot
  * be used to escape the per-address budget.
  */
-const previewCaller = (req: { method: string; headers: Readonly<Record<string, string>>; clientIp: string }): Effect.Effect<PreviewCaller, never, Auth> =>
+const previewCaller = (req: {
+  method: string
+  headers: Readonly<Record<string, string>>
+  clientIp: string
+}): Effect.Effect<PreviewCaller, never, Auth> =>
   Effect.gen(function* () {
     const anonymous: PreviewCaller = { kind: "anonymous", ip: req.clientIp }
     const auth = yield* Auth
@@ -49,7 +59,12 @@ export const previewOpeningCreate = route({
   responses: {
     200: {
       description: "The clip, stored and ready to fetch",
-      schema: z.object({ mp3_url: z.string(), duration_ms: z.number().int(), persona: z.string(), clip_id: z.string() }),
+      schema: z.object({
+        mp3_url: z.string(),
+        duration_ms: z.number().int(),
+        persona: z.string(),
+        clip_id: z.string(),
+      }),
     },
     429: {
       description:

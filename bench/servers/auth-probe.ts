@@ -18,8 +18,22 @@ const running = await serve({
   config,
   logger,
   extraRoutes: [
-    route({ method: "GET", path: "/bench/open", auth: "public", summary: "bench probe, no auth", tags: ["bench"], handler }),
-    route({ method: "GET", path: "/bench/keyed", auth: "jwt", summary: "bench probe, API key or session (GET: scope read)", tags: ["bench"], handler }),
+    route({
+      method: "GET",
+      path: "/bench/open",
+      auth: "public",
+      summary: "bench probe, no auth",
+      tags: ["bench"],
+      handler,
+    }),
+    route({
+      method: "GET",
+      path: "/bench/keyed",
+      auth: "jwt",
+      summary: "bench probe, API key or session (GET: scope read)",
+      tags: ["bench"],
+      handler,
+    }),
   ],
 })
 logger.info({ role: "all", port: running.port, instance: running.instance.id }, "parley started")

@@ -14,5 +14,5 @@ uws
   })
   .listen("127.0.0.1", Number(process.env.PORT ?? 0), (socket) => {
     if (!socket) process.exit(1)
-    process.stdout.write(JSON.stringify({ msg: "parley started", port: uws.us_socket_local_port(socket) }) + "\n")
+    process.stdout.write(`${JSON.stringify({ msg: "parley started", port: uws.us_socket_local_port(socket) })}\n`)
   })

@@ -76,7 +76,12 @@ export interface BareResult {
 const SAMPLE_MS = 250
 const send = (m: unknown) => process.send!(m)
 const ms = (ns: number) => ns / 1e6
-const eldStats = (h: IntervalHistogram): EldStats => ({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean) })
+const eldStats = (h: IntervalHistogram): EldStats => ({
+  p50: ms(h.percentile(50)),
+  p99: ms(h.percentile(99)),
+  max: ms(h.max),
+  mean: ms(h.mean),
+})
 
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) throw new Error("dialer-host needs node --expose-gc")
@@ -95,7 +100,10 @@ function heap(): Heap {
 
 /** A call's shape without its work: ring, then a turn every few seconds, then hang up. */
 const bareMachine = setup({
-  types: {} as { context: { turns: number; ringMs: number; turnMs: number }; input: { ringMs: number; turnMs: number } },
+  types: {} as {
+    context: { turns: number; ringMs: number; turnMs: number }
+    input: { ringMs: number; turnMs: number }
+  },
   delays: { ring: ({ context }) => context.ringMs, turn: ({ context }) => context.turnMs },
 }).createMachine({
   id: "bare",
@@ -121,7 +129,9 @@ async function bare(n: number, scale: number, windowS: number): Promise<void> {
   const t0 = performance.now()
   for (let i = 0; i < n; i++) {
     // The sim's ranges: ring 3–8 s, an utterance every 1.5–4 s, both times the scale.
-    const actor = createActor(bareMachine, { input: { ringMs: (3000 + ((i * 7919) % 5000)) * scale, turnMs: (1500 + ((i * 104729) % 2500)) * scale } })
+    const actor = createActor(bareMachine, {
+      input: { ringMs: (3000 + ((i * 7919) % 5000)) * scale, turnMs: (1500 + ((i * 104729) % 2500)) * scale },
+    })
     actor.start()
     actors.push(actor)
   }
@@ -137,7 +147,17 @@ async function bare(n: number, scale: number, windowS: number): Promise<void> {
   const alive = actors.filter((a) => a.getSnapshot().status === "active").length
   const transitions = actors.reduce((s, a) => s + (a.getSnapshot().context as { turns: number }).turns, 0)
   for (const a of actors) a.stop()
-  send({ type: "bare", actors: n, startMs, heapBefore: before, heapAfter: after, alive, eld, transitions, windowS } satisfies BareResult)
+  send({
+    type: "bare",
+    actors: n,
+    startMs,
+    heapBefore: before,
+    heapAfter: after,
+    alive,
+    eld,
+    transitions,
+    windowS,
+  } satisfies BareResult)
   process.disconnect()
 }
 
@@ -198,7 +218,15 @@ async function parley(): Promise<void> {
         .finally(() => (counting = false))
     }
     if (runId === undefined) return
-    send({ type: "sample", t: Date.now() - t0, legs: telephony.activeLegs, ...last, heapUsed: process.memoryUsage().heapUsed, eldP99: eld.p99, eldMax: eld.max } satisfies HostSample)
+    send({
+      type: "sample",
+      t: Date.now() - t0,
+      legs: telephony.activeLegs,
+      ...last,
+      heapUsed: process.memoryUsage().heapUsed,
+      eldP99: eld.p99,
+      eldMax: eld.max,
+    } satisfies HostSample)
   }, SAMPLE_MS)
 
   process.on("message", (raw) => {
@@ -224,7 +252,9 @@ async function parley(): Promise<void> {
         win.disable()
         return void profile.end().then(() => reply({ eld: eldStats(win) }))
       case "turns":
-        return void probeSql<[{ n: number }]>`select count(*)::int as n from turns where run_id = ${runId ?? 0}`.then(([r]) => reply({ turns: r.n }))
+        return void probeSql<[{ n: number }]>`select count(*)::int as n from turns where run_id = ${runId ?? 0}`.then(
+          ([r]) => reply({ turns: r.n }),
+        )
       case "snapshot": {
         const dir = process.env.BENCH_DIALER_HEAP_SNAPSHOT
         return reply({ path: dir ? writeHeapSnapshot(join(dir, `dialer-${m.name}.heapsnapshot`)) : null })

@@ -46,13 +46,17 @@ uws
   .get("/*", (res) => {
     res.onAborted(() => clients.delete(res))
     res.cork(() => {
-      res.writeStatus("200 OK").writeHeader("Content-Type", "text/event-stream; charset=utf-8").writeHeader("Cache-Control", "no-cache").write("retry: 2000\n\n")
+      res
+        .writeStatus("200 OK")
+        .writeHeader("Content-Type", "text/event-stream; charset=utf-8")
+        .writeHeader("Cache-Control", "no-cache")
+        .write("retry: 2000\n\n")
     })
     clients.add(res)
   })
   .listen("127.0.0.1", Number(process.env.PORT ?? 0), (socket) => {
     if (!socket) process.exit(1)
-    process.stdout.write(JSON.stringify({ msg: "parley started", port: uws.us_socket_local_port(socket) }) + "\n")
+    process.stdout.write(`${JSON.stringify({ msg: "parley started", port: uws.us_socket_local_port(socket) })}\n`)
   })
 
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => process.exit(0))

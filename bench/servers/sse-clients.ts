@@ -108,7 +108,11 @@ function onData(c: Client, data: Buffer): void {
   if (c.headersDone && !c.ended) {
     if (data.indexOf(LAST_CHUNK) >= 0) c.ended = true
     // Split across two reads, the rest of it starts this one with \r, \n or 0.
-    else if ((data[0] === 13 || data[0] === 10 || data[0] === 48) && Buffer.concat([c.tail, data.subarray(0, LAST_CHUNK.length)]).indexOf(LAST_CHUNK) >= 0) c.ended = true
+    else if (
+      (data[0] === 13 || data[0] === 10 || data[0] === 48) &&
+      Buffer.concat([c.tail, data.subarray(0, LAST_CHUNK.length)]).indexOf(LAST_CHUNK) >= 0
+    )
+      c.ended = true
     c.tail = data.subarray(Math.max(0, data.length - LAST_CHUNK.length))
   }
   let buf = c.carry === undefined ? data : Buffer.concat([c.carry, data])
@@ -133,8 +137,27 @@ const pendingHeads = new Map<Client, () => void>()
 function open(host: string, port: number, path: string, headers: Record<string, string>): Promise<Client> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, noDelay: true })
-    const c: Client = { socket, status: 0, headersDone: false, carry: undefined, tail: Buffer.alloc(0), inWindow: 0, lastSeq: -1, gaps: 0, dups: 0, ended: false, stalled: false }
-    const head = [`GET ${path} HTTP/1.1`, `Host: ${host}:${port}`, "Accept: text/event-stream", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), "", ""].join("\r\n")
+    const c: Client = {
+      socket,
+      status: 0,
+      headersDone: false,
+      carry: undefined,
+      tail: Buffer.alloc(0),
+      inWindow: 0,
+      lastSeq: -1,
+      gaps: 0,
+      dups: 0,
+      ended: false,
+      stalled: false,
+    }
+    const head = [
+      `GET ${path} HTTP/1.1`,
+      `Host: ${host}:${port}`,
+      "Accept: text/event-stream",
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      "",
+      "",
+    ].join("\r\n")
     socket.once("connect", () => socket.write(head))
     socket.on("data", (d: Buffer) => onData(c, d))
     const done = () => {
@@ -153,7 +176,16 @@ function open(host: string, port: number, path: string, headers: Record<string, 
 }
 
 type Command =
-  | { id: number; cmd: "connect"; host: string; port: number; path: string; headers: Record<string, string>; n: number; concurrency: number }
+  | {
+      id: number
+      cmd: "connect"
+      host: string
+      port: number
+      path: string
+      headers: Record<string, string>
+      n: number
+      concurrency: number
+    }
   | { id: number; cmd: "window"; from: number; to: number }
   | { id: number; cmd: "stall"; count: number }
   | { id: number; cmd: "report" }

@@ -64,14 +64,26 @@ export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
     limit ${f.limit}`
 
 export type DecideOutcome =
-  | { readonly kind: "decided"; readonly row: ApprovalRow; readonly callEnded: boolean; readonly runTargetId: number | null }
+  | {
+      readonly kind: "decided"
+      readonly row: ApprovalRow
+      readonly callEnded: boolean
+      readonly runTargetId: number | null
+    }
   | { readonly kind: "not_found" }
   | { readonly kind: "conflict"; readonly status: ApprovalStatus }
 
 /** Decides a pending approval: exactly one of any number of concurrent decisions wins. */
 export const decide = async (
   sql: Sql,
-  d: { tenantId: number; approvalId: number; status: "approved" | "denied"; userId: number | null; apiKeyId: number | null; note: string | null },
+  d: {
+    tenantId: number
+    approvalId: number
+    status: "approved" | "denied"
+    userId: number | null
+    apiKeyId: number | null
+    note: string | null
+  },
 ): Promise<DecideOutcome> =>
   (await sql.begin(async (tx) => {
     const [row] = await tx<[ApprovalRow?]>`
@@ -85,8 +97,15 @@ export const decide = async (
         from approvals where id = ${d.approvalId} and tenant_id = ${d.tenantId}`
       return existing === undefined ? { kind: "not_found" } : { kind: "conflict", status: existing.status }
     }
-    const [call] = await tx<[{ status: string; run_target_id: number }?]>`select status, run_target_id from calls where id = ${row.call_id}`
-    return { kind: "decided", row, callEnded: call === undefined || call.status === "ended", runTargetId: call?.run_target_id ?? null }
+    const [call] = await tx<
+      [{ status: string; run_target_id: number }?]
+    >`select status, run_target_id from calls where id = ${row.call_id}`
+    return {
+      kind: "decided",
+      row,
+      callEnded: call === undefined || call.status === "ended",
+      runTargetId: call?.run_target_id ?? null,
+    }
   })) as DecideOutcome
 
 /**
@@ -122,7 +141,10 @@ export interface NewApproval {
   readonly ttlMs: number
 }
 
-export const insertApproval = async (sql: Sql, a: NewApproval): Promise<{ id: number; expires_at: Date; created_at: Date }> => {
+export const insertApproval = async (
+  sql: Sql,
+  a: NewApproval,
+): Promise<{ id: number; expires_at: Date; created_at: Date }> => {
   const [row] = await sql<[{ id: number; expires_at: Date; created_at: Date }]>`
     insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context, expires_at)
     values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor}, ${a.currency}, ${a.rationale},
@@ -139,7 +161,8 @@ export const expireApproval = (sql: Sql, approvalId: number) =>
   sql`update approvals set status = 'expired' where id = ${approvalId} and status = 'pending' and expires_at <= now()`
 
 /** Every runtime process sweeps approvals whose actor is gone (their run ended or moved). */
-export const expireDueApprovals = (sql: Sql) => sql`update approvals set status = 'expired' where status = 'pending' and expires_at <= now()`
+export const expireDueApprovals = (sql: Sql) =>
+  sql`update approvals set status = 'expired' where status = 'pending' and expires_at <= now()`
 
 export interface PendingApprovalRow {
   readonly id: number

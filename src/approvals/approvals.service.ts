@@ -43,7 +43,12 @@ export const listApprovals = (tenantId: number, f: repo.ListFilter) =>
     return rows.map(approvalView)
   })
 
-export const decideApproval = (caller: Principal, approvalId: number, decision: "approve" | "deny", note: string | null) =>
+export const decideApproval = (
+  caller: Principal,
+  approvalId: number,
+  decision: "approve" | "deny",
+  note: string | null,
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const bus = yield* Bus
@@ -60,22 +65,40 @@ export const decideApproval = (caller: Principal, approvalId: number, decision: 
         note,
       }),
     )
-    if (outcome.kind === "not_found") return yield* Effect.fail(new NotFound({ message: `approval ${approvalId} not found` }))
+    if (outcome.kind === "not_found")
+      return yield* Effect.fail(new NotFound({ message: `approval ${approvalId} not found` }))
     if (outcome.kind === "conflict")
       return yield* Effect.fail(
         new Conflict({
           code: outcome.status === "expired" ? "APPROVAL_EXPIRED" : "APPROVAL_ALREADY_DECIDED",
-          message: outcome.status === "expired" ? `approval ${approvalId} has expired` : `approval ${approvalId} was already ${outcome.status}`,
+          message:
+            outcome.status === "expired"
+              ? `approval ${approvalId} has expired`
+              : `approval ${approvalId} was already ${outcome.status}`,
           details: { status: outcome.status },
         }),
       )
     const row = outcome.row
     // The call, if still live somewhere, resumes as soon as its runtime process hears this.
-    const message: ApprovalDecided & { decided_by: number | null } = { approval_id: row.id, call_id: row.call_id, run_id: row.run_id, status, decided_by: row.decided_by }
+    const message: ApprovalDecided & { decided_by: number | null } = {
+      approval_id: row.id,
+      call_id: row.call_id,
+      run_id: row.run_id,
+      status,
+      decided_by: row.decided_by,
+    }
     yield* Effect.try(() => bus.publish(RT_APPROVAL_DECIDED, message)).pipe(
-      Effect.catchAll((err) => Effect.sync(() => log.warn({ err, approval_id: row.id }, "could not announce an approval decision"))),
+      Effect.catchAll((err) =>
+        Effect.sync(() => log.warn({ err, approval_id: row.id }, "could not announce an approval decision")),
+      ),
     )
-    if (outcome.callEnded && status === "approved" && row.proposed_action === "callback" && row.run_id !== null && outcome.runTargetId !== null) {
+    if (
+      outcome.callEnded &&
+      status === "approved" &&
+      row.proposed_action === "callback" &&
+      row.run_id !== null &&
+      outcome.runTargetId !== null
+    ) {
       const at = new Date(Date.now() + CALLBACK_DELAY_MS * config.simTimeScale)
       yield* Effect.promise(() => repo.scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
     }

@@ -10,7 +10,17 @@ export const AUDIENCE_LAYOUT: CsvLayout<AudienceRole> = {
   key: "phone",
   roles: {
     phone: PHONE_HEADERS,
-    name: ["name", "full_name", "fullname", "customer_name", "contact_name", "first_name", "firstname", "first", "given_name"],
+    name: [
+      "name",
+      "full_name",
+      "fullname",
+      "customer_name",
+      "contact_name",
+      "first_name",
+      "firstname",
+      "first",
+      "given_name",
+    ],
   },
   positional: ["phone", "name"],
 }
@@ -67,7 +77,12 @@ interface Candidate {
  * Normalises each candidate and hands valid rows on in batches. One loop, no generator per
  * stage: at 100,000 rows the per-row async hops would cost as much as csv-parse itself.
  */
-async function drain<T>(items: AsyncIterable<T> | Iterable<T>, candidate: (item: T) => Candidate, country: TenantCountry, sink: BatchSink): Promise<ParseTally> {
+async function drain<T>(
+  items: AsyncIterable<T> | Iterable<T>,
+  candidate: (item: T) => Candidate,
+  country: TenantCountry,
+  sink: BatchSink,
+): Promise<ParseTally> {
   let rows = 0
   let invalid = 0
   const invalidRows: InvalidRow[] = []
@@ -85,7 +100,8 @@ async function drain<T>(items: AsyncIterable<T> | Iterable<T>, candidate: (item:
       continue
     }
     invalid++
-    if (invalidRows.length < INVALID_ROWS_SHOWN) invalidRows.push({ line: c.line, phone: String(c.phone).slice(0, 64), reason: phone.reason })
+    if (invalidRows.length < INVALID_ROWS_SHOWN)
+      invalidRows.push({ line: c.line, phone: String(c.phone).slice(0, 64), reason: phone.reason })
   }
   if (batch.length > 0) await sink.onBatch(batch)
   return { rows, invalid, invalidRows }
@@ -95,10 +111,19 @@ async function drain<T>(items: AsyncIterable<T> | Iterable<T>, candidate: (item:
  * Reads an audience CSV as it streams in. Throws CsvFormatError for a file with no phone
  * column or unreadable CSV, and passes on any failure of the source itself.
  */
-export function parseAudienceCsv(input: Readable | AsyncIterable<Buffer | string>, country: TenantCountry, sink: BatchSink): Promise<ParseTally> {
+export function parseAudienceCsv(
+  input: Readable | AsyncIterable<Buffer | string>,
+  country: TenantCountry,
+  sink: BatchSink,
+): Promise<ParseTally> {
   const candidate = (row: CsvRow<AudienceRole>): Candidate => {
     const name = row.cells.name
-    return { line: row.line, phone: row.cells.phone ?? "", name: name === undefined || name === "" ? null : name.slice(0, NAME_MAX), fields: row.extra }
+    return {
+      line: row.line,
+      phone: row.cells.phone ?? "",
+      name: name === undefined || name === "" ? null : name.slice(0, NAME_MAX),
+      fields: row.extra,
+    }
   }
   return drain(readCsv(input, AUDIENCE_LAYOUT), candidate, country, sink)
 }
@@ -107,16 +132,26 @@ export function parseAudienceCsv(input: Readable | AsyncIterable<Buffer | string
 function jsonWithoutNul(value: unknown): unknown {
   if (typeof value === "string") return withoutNul(value)
   if (Array.isArray(value)) return value.map(jsonWithoutNul)
-  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [withoutNul(k), jsonWithoutNul(v)]))
+  if (typeof value === "object" && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [withoutNul(k), jsonWithoutNul(v)]))
   return value
 }
 
 /** The rows of a JSON body (already validated), the same way; a row's line is its 1-based position. */
-export function parseAudienceJson(rows: ReadonlyArray<JsonAudienceRow>, country: TenantCountry, sink: BatchSink): Promise<ParseTally> {
+export function parseAudienceJson(
+  rows: ReadonlyArray<JsonAudienceRow>,
+  country: TenantCountry,
+  sink: BatchSink,
+): Promise<ParseTally> {
   let line = 0
   const candidate = ({ phone, name, ...fields }: JsonAudienceRow): Candidate => {
     const clean = name === undefined || name === null ? "" : withoutNul(name).trim()
-    return { line: ++line, phone, name: clean === "" ? null : clean, fields: jsonWithoutNul(fields) as Record<string, unknown> }
+    return {
+      line: ++line,
+      phone,
+      name: clean === "" ? null : clean,
+      fields: jsonWithoutNul(fields) as Record<string, unknown>,
+    }
   }
   return drain(rows, candidate, country, sink)
 }

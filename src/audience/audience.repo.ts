@@ -19,7 +19,10 @@ export async function attachTarget(sql: Sql, tenantId: number, workflowId: numbe
   return row
 }
 
-export async function openUpload(sql: Sql, u: { tenantId: number; workflowId: number; format: "csv" | "json"; userId: number | null; now: Date }): Promise<number> {
+export async function openUpload(
+  sql: Sql,
+  u: { tenantId: number; workflowId: number; format: "csv" | "json"; userId: number | null; now: Date },
+): Promise<number> {
   const [row] = await sql<[{ id: number }]>`
     insert into audience_uploads (tenant_id, workflow_id, format, created_by_user_id, created_at)
     values (${u.tenantId}, ${u.workflowId}, ${u.format}, ${u.userId}, ${u.now})
@@ -46,10 +49,22 @@ export async function stage(sql: Sql, uploadId: number, rows: ReadonlyArray<Audi
     insert into audience_staging (upload_id, line_no, phone_e164, name, fields)
     select ${uploadId}, l, p, n, f::jsonb
     from unnest(
-      ${sql.array(rows.map((r) => r.line), 23)}::int[],
-      ${sql.array(rows.map((r) => r.phone), 25)}::text[],
-      ${sql.array(rows.map((r) => r.name), 25)}::text[],
-      ${sql.array(rows.map((r) => JSON.stringify(r.fields)), 25)}::text[]
+      ${sql.array(
+        rows.map((r) => r.line),
+        23,
+      )}::int[],
+      ${sql.array(
+        rows.map((r) => r.phone),
+        25,
+      )}::text[],
+      ${sql.array(
+        rows.map((r) => r.name),
+        25,
+      )}::text[],
+      ${sql.array(
+        rows.map((r) => JSON.stringify(r.fields)),
+        25,
+      )}::text[]
     ) as t(l, p, n, f)`
 }
 
@@ -68,7 +83,10 @@ export interface MergeCounts {
   readonly total_targets: number
 }
 
-export type MergeOutcome = { readonly kind: "applied"; readonly counts: MergeCounts } | { readonly kind: "retired" } | { readonly kind: "gone" }
+export type MergeOutcome =
+  | { readonly kind: "applied"; readonly counts: MergeCounts }
+  | { readonly kind: "retired" }
+  | { readonly kind: "gone" }
 
 /**
  * Merges an upload's staging rows into the workflow's audience in one transaction: the first
@@ -81,7 +99,14 @@ export type MergeOutcome = { readonly kind: "applied"; readonly counts: MergeCou
  */
 export async function merge(
   sql: Sql,
-  m: { tenantId: number; workflowId: number; uploadId: number; cooldownSince: Date; now: Date; extra: Readonly<Record<string, unknown>> },
+  m: {
+    tenantId: number
+    workflowId: number
+    uploadId: number
+    cooldownSince: Date
+    now: Date
+    extra: Readonly<Record<string, unknown>>
+  },
 ): Promise<MergeOutcome> {
   return (await sql.begin(async (tx) => {
     const [wf] = await tx<[{ status: string; archived: boolean; ncpr_category: string | null }?]>`
@@ -95,7 +120,18 @@ export async function merge(
     // the merge (~0.3 s at 100,000 rows) than running it; the sorts fit in memory at this size.
     await tx`set local jit = off`
     await tx`set local work_mem = '32MB'`
-    const [c] = await tx<[{ valid: number; distinct_numbers: number; accepted: number; rejected_dnc: number; rejected_ncpr: number; rejected_cooldown: number }]>`
+    const [c] = await tx<
+      [
+        {
+          valid: number
+          distinct_numbers: number
+          accepted: number
+          rejected_dnc: number
+          rejected_ncpr: number
+          rejected_cooldown: number
+        },
+      ]
+    >`
       with firsts as (
         select distinct on (phone_e164) line_no, phone_e164, name, fields
         from audience_staging where upload_id = ${m.uploadId}
@@ -135,7 +171,9 @@ export async function merge(
         (count(*) filter (where verdict = 'ncpr'))::int as rejected_ncpr,
         (count(*) filter (where verdict = 'cooldown'))::int as rejected_cooldown
       from verdicts`
-    const [t] = await tx<[{ total: number }]>`select count(*)::int as total from audience_targets where workflow_id = ${m.workflowId}`
+    const [t] = await tx<
+      [{ total: number }]
+    >`select count(*)::int as total from audience_targets where workflow_id = ${m.workflowId}`
     const counts: MergeCounts = {
       accepted: c.accepted,
       rejected_dnc: c.rejected_dnc,

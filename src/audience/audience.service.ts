@@ -9,7 +9,15 @@ import type { TenantCountry } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { COOLDOWN_MS } from "../compliance/dnc.service.js"
-import { BATCH_SIZE, parseAudienceCsv, parseAudienceJson, type InvalidRow, type JsonAudienceRow, type ParseTally, type BatchSink } from "./audience.parse.js"
+import {
+  BATCH_SIZE,
+  parseAudienceCsv,
+  parseAudienceJson,
+  type InvalidRow,
+  type JsonAudienceRow,
+  type ParseTally,
+  type BatchSink,
+} from "./audience.parse.js"
 import * as repo from "./audience.repo.js"
 
 /** An upload still "receiving" after this long belongs to a process that died. */
@@ -41,7 +49,9 @@ export type AudienceSource =
   | { readonly kind: "json"; readonly rows: ReadonlyArray<JsonAudienceRow> }
   | { readonly kind: "csv"; readonly open: () => Promise<Readable | AsyncIterable<Buffer | string> | undefined> }
 
-type Ingested = { readonly ok: true; readonly result: AttachResult } | { readonly ok: false; readonly error: DomainError }
+type Ingested =
+  | { readonly ok: true; readonly result: AttachResult }
+  | { readonly ok: false; readonly error: DomainError }
 
 const fileError = (message: string) => new ValidationFailed({ message, errors: [{ field: "file", message }] })
 
@@ -50,9 +60,12 @@ export const checkAttachable = (tenantId: number, workflowId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const target = yield* Effect.promise(() => repo.attachTarget(sql, tenantId, workflowId))
-    if (target === undefined || target.archived) return yield* Effect.fail(new NotFound({ message: `workflow ${workflowId} not found` }))
+    if (target === undefined || target.archived)
+      return yield* Effect.fail(new NotFound({ message: `workflow ${workflowId} not found` }))
     if (target.status === "retired")
-      return yield* Effect.fail(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired and takes no audience` }))
+      return yield* Effect.fail(
+        new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired and takes no audience` }),
+      )
     return target
   })
 
@@ -63,7 +76,14 @@ export const checkAttachable = (tenantId: number, workflowId: number) =>
  */
 async function ingest(
   sql: Sql,
-  a: { tenantId: number; workflowId: number; uploadId: number; country: TenantCountry; source: AudienceSource; now: () => Date },
+  a: {
+    tenantId: number
+    workflowId: number
+    uploadId: number
+    country: TenantCountry
+    source: AudienceSource
+    now: () => Date
+  },
 ): Promise<Ingested> {
   let applied = false
   // One staging insert in flight while the next batch is parsed (two batches in memory at most).
@@ -81,7 +101,8 @@ async function ingest(
     if (a.source.kind === "json") tally = await parseAudienceJson(a.source.rows, a.country, sink)
     else {
       const input = await a.source.open()
-      if (input === undefined) return { ok: false, error: fileError("the form has no file part: send the CSV as a file") }
+      if (input === undefined)
+        return { ok: false, error: fileError("the form has no file part: send the CSV as a file") }
       try {
         tally = await parseAudienceCsv(input, a.country, sink)
       } catch (e) {
@@ -99,9 +120,16 @@ async function ingest(
       now,
       extra: { rows: tally.rows, rejected_invalid: tally.invalid },
     })
-    if (outcome.kind === "gone") return { ok: false, error: new NotFound({ message: `workflow ${a.workflowId} not found` }) }
+    if (outcome.kind === "gone")
+      return { ok: false, error: new NotFound({ message: `workflow ${a.workflowId} not found` }) }
     if (outcome.kind === "retired")
-      return { ok: false, error: new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${a.workflowId} was retired during the upload` }) }
+      return {
+        ok: false,
+        error: new Conflict({
+          code: "WORKFLOW_RETIRED",
+          message: `workflow ${a.workflowId} was retired during the upload`,
+        }),
+      }
     applied = true
     const c = outcome.counts
     return {
@@ -149,7 +177,16 @@ export const attachAudience = (
     const uploadId = yield* Effect.promise(() =>
       repo.openUpload(sql, { tenantId: who.tenantId, workflowId, format: source.kind, userId: who.userId, now }),
     )
-    const done = yield* run(() => ingest(sql, { tenantId: who.tenantId, workflowId, uploadId, country: target.country, source, now: () => clock.now() }))
+    const done = yield* run(() =>
+      ingest(sql, {
+        tenantId: who.tenantId,
+        workflowId,
+        uploadId,
+        country: target.country,
+        source,
+        now: () => clock.now(),
+      }),
+    )
     if (!done.ok) return yield* Effect.fail(done.error)
     return done.result
   })

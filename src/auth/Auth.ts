@@ -37,7 +37,9 @@ export const AuthLive: Layer.Layer<Auth, never, AppConfig | Bus | Clock | Db | L
     )
 
     const flush = Effect.tryPromise(() => auth.flushKeyUses()).pipe(
-      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e.error }, "could not record API key usage; will retry"))),
+      Effect.catchAll((e) =>
+        Effect.sync(() => log.warn({ err: e.error }, "could not record API key usage; will retry")),
+      ),
     )
     yield* flush.pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.keyUsageFlushMs))), Effect.forkScoped)
     yield* Effect.addFinalizer(() => flush)

@@ -15,10 +15,22 @@ export class Challenge extends Context.Tag("parley/Challenge")<Challenge, Altcha
       const config = yield* AppConfig
       if (!config.altchaRequired) return
       if (payload === undefined)
-        return yield* Effect.fail(new BadRequest({ code: "CHALLENGE_REQUIRED", field: "altcha", message: "solve the challenge from GET /auth/altcha/challenge and send it as altcha" }))
+        return yield* Effect.fail(
+          new BadRequest({
+            code: "CHALLENGE_REQUIRED",
+            field: "altcha",
+            message: "solve the challenge from GET /auth/altcha/challenge and send it as altcha",
+          }),
+        )
       const altcha = yield* Challenge
       if (!(yield* Effect.promise(() => altcha.verify(payload))))
-        return yield* Effect.fail(new BadRequest({ code: "CHALLENGE_FAILED", field: "altcha", message: "the challenge solution is wrong, expired or already used" }))
+        return yield* Effect.fail(
+          new BadRequest({
+            code: "CHALLENGE_FAILED",
+            field: "altcha",
+            message: "the challenge solution is wrong, expired or already used",
+          }),
+        )
     })
   }
 }

@@ -56,7 +56,10 @@ export const findUserByEmail = async (sql: Sql, email: string): Promise<UserRow 
   return row
 }
 
-export const findUserAndTenant = async (sql: Sql, userId: number): Promise<{ user: UserRow; tenant: TenantRow } | undefined> => {
+export const findUserAndTenant = async (
+  sql: Sql,
+  userId: number,
+): Promise<{ user: UserRow; tenant: TenantRow } | undefined> => {
   const [user] = await sql<[UserRow?]>`select * from users where id = ${userId}`
   if (!user) return undefined
   const tenant = await findTenant(sql, user.tenant_id)
@@ -69,8 +72,13 @@ export const findTenant = async (sql: Sql, tenantId: number): Promise<TenantRow 
 }
 
 /** The workspace's currency and plan tier (the billing pages read only these). */
-export const findTenantPlan = async (sql: Sql | Tx, tenantId: number): Promise<{ currency: Currency; plan_tier: string }> => {
-  const [row] = await sql<[{ currency: Currency; plan_tier: string }]>`select currency, plan_tier from tenants where id = ${tenantId}`
+export const findTenantPlan = async (
+  sql: Sql | Tx,
+  tenantId: number,
+): Promise<{ currency: Currency; plan_tier: string }> => {
+  const [row] = await sql<
+    [{ currency: Currency; plan_tier: string }]
+  >`select currency, plan_tier from tenants where id = ${tenantId}`
   return row
 }
 
@@ -94,7 +102,10 @@ export const ownerEmailVerified = async (sql: Sql | Tx, tenantId: number): Promi
   return row.ok
 }
 
-export const insertEmailVerification = async (tx: Tx, v: { tokenSha256: Buffer; userId: number; expiresAt: Date }): Promise<void> => {
+export const insertEmailVerification = async (
+  tx: Tx,
+  v: { tokenSha256: Buffer; userId: number; expiresAt: Date },
+): Promise<void> => {
   await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId}, ${v.expiresAt})`
 }
 
@@ -118,7 +129,8 @@ export const consumeEmailVerification = async (sql: Sql, tokenSha256: Buffer, no
       select user_id, expires_at, used_at from email_verifications where token_sha256 = ${tokenSha256} for update`
     if (!v) return { kind: "unknown" } as const
     if (v.used_at === null && v.expires_at <= now) return { kind: "expired" } as const
-    if (v.used_at === null) await tx`update email_verifications set used_at = ${now} where token_sha256 = ${tokenSha256}`
+    if (v.used_at === null)
+      await tx`update email_verifications set used_at = ${now} where token_sha256 = ${tokenSha256}`
     const [u] = await tx<[{ email: string; email_verified_at: Date }]>`
       update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now})
       where id = ${v.user_id}

@@ -47,16 +47,30 @@ const sendVerification = (to: string, token: string, baseUrl: string) => {
  * mailed only with a trusted `baseUrl` (PUBLIC_BASE_URL or an allowed Host): a link built from a
  * Host the client chose would hand the token to whoever owns that host.
  */
-export const signup = (input: { email: string; password: string; fullName: string | undefined; country: Country; baseUrl: string | undefined; ip: string }) =>
+export const signup = (input: {
+  email: string
+  password: string
+  fullName: string | undefined
+  country: Country
+  baseUrl: string | undefined
+  ip: string
+}) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const config = yield* AppConfig
     const log = yield* Log
     const clock = yield* Clock
     const now = clock.now()
-    const budget = yield* Effect.promise(() => counters.hit(sql, `signup:ip:${input.ip}`, { limit: config.signupsPerIpHour, windowMs: counters.HOUR_MS }, now))
+    const budget = yield* Effect.promise(() =>
+      counters.hit(sql, `signup:ip:${input.ip}`, { limit: config.signupsPerIpHour, windowMs: counters.HOUR_MS }, now),
+    )
     if (!budget.allowed)
-      return yield* Effect.fail(new RateLimited({ retryAfterSeconds: budget.retryAfterSeconds, message: "too many signups from this address; try again later" }))
+      return yield* Effect.fail(
+        new RateLimited({
+          retryAfterSeconds: budget.retryAfterSeconds,
+          message: "too many signups from this address; try again later",
+        }),
+      )
     const currency = currencyFor(input.country)
     const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
     const token = randomBytes(32).toString("base64url")
@@ -69,10 +83,25 @@ export const signup = (input: { email: string; password: string; fullName: strin
             currency,
             trialExpiresAt: new Date(now.getTime() + TRIAL_DAYS * 86_400_000),
           })
-          const user = await repo.insertUser(tx, { tenantId: tenant.id, email: input.email, fullName: input.fullName ?? null, passwordHash })
+          const user = await repo.insertUser(tx, {
+            tenantId: tenant.id,
+            email: input.email,
+            fullName: input.fullName ?? null,
+            passwordHash,
+          })
           await openWallet(tx, tenant.id, currency)
-          await postEntry(tx, { tenantId: tenant.id, amountMinor: TRIAL_CREDIT_MINOR[currency], kind: "trial_credit", reference: "signup", idempotencyKey: `trial_credit:${tenant.id}` })
-          await repo.insertEmailVerification(tx, { tokenSha256: sha256(token), userId: user.id, expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000) })
+          await postEntry(tx, {
+            tenantId: tenant.id,
+            amountMinor: TRIAL_CREDIT_MINOR[currency],
+            kind: "trial_credit",
+            reference: "signup",
+            idempotencyKey: `trial_credit:${tenant.id}`,
+          })
+          await repo.insertEmailVerification(tx, {
+            tokenSha256: sha256(token),
+            userId: user.id,
+            expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000),
+          })
           return { tenant, user }
         }) as Promise<{ tenant: repo.TenantRow; user: repo.UserRow }>,
       catch: (e) => e,
@@ -85,7 +114,10 @@ export const signup = (input: { email: string; password: string; fullName: strin
     )
     let sent = false
     if (input.baseUrl === undefined)
-      log.warn({ userId: created.user.id }, "verification email not sent: no trusted base URL (set PUBLIC_BASE_URL or ALLOWED_HOSTS)")
+      log.warn(
+        { userId: created.user.id },
+        "verification email not sent: no trusted base URL (set PUBLIC_BASE_URL or ALLOWED_HOSTS)",
+      )
     else sent = yield* sendVerification(input.email, token, input.baseUrl)
     return { tenant: repo.tenantView(created.tenant), user: repo.userView(created.user), verify_email_sent: sent }
   })
@@ -97,9 +129,17 @@ export const verifyEmail = (token: string) =>
     const outcome = yield* Effect.promise(() => repo.consumeEmailVerification(sql, sha256(token), clock.now()))
     switch (outcome.kind) {
       case "unknown":
-        return yield* Effect.fail(new BadRequest({ code: "INVALID_TOKEN", field: "token", message: "this verification link is not valid" }))
+        return yield* Effect.fail(
+          new BadRequest({ code: "INVALID_TOKEN", field: "token", message: "this verification link is not valid" }),
+        )
       case "expired":
-        return yield* Effect.fail(new BadRequest({ code: "TOKEN_EXPIRED", field: "token", message: "this verification link has expired; sign in to get a new one" }))
+        return yield* Effect.fail(
+          new BadRequest({
+            code: "TOKEN_EXPIRED",
+            field: "token",
+            message: "this verification link has expired; sign in to get a new one",
+          }),
+        )
       case "verified":
         return { ok: true, email: outcome.email, verified_at: outcome.verifiedAt.toISOString() }
     }
@@ -111,9 +151,18 @@ export const issueSession = (user: repo.UserRow, tenant: repo.TenantRow) =>
     const auth = yield* Auth
     const clock = yield* Clock
     const { token, claims } = yield* Effect.promise(() =>
-      auth.jwt.sign({ id: user.id, tenantId: tenant.id, role: user.role, email: user.email }, Math.floor(clock.nowMs() / 1000)),
+      auth.jwt.sign(
+        { id: user.id, tenantId: tenant.id, role: user.role, email: user.email },
+        Math.floor(clock.nowMs() / 1000),
+      ),
     )
-    return { token, expires_in: SESSION_SECONDS, expires_at: new Date(claims.exp * 1000).toISOString(), user: repo.userView(user), tenant: repo.tenantView(tenant) }
+    return {
+      token,
+      expires_in: SESSION_SECONDS,
+      expires_at: new Date(claims.exp * 1000).toISOString(),
+      user: repo.userView(user),
+      tenant: repo.tenantView(tenant),
+    }
   })
 
 /** Refuses sign-in for accounts that may not have a session. */
@@ -130,12 +179,21 @@ export const login = (input: { email: string; password: string; ip: string }) =>
     const keys = [throttle.accountKey(input.email), throttle.addressKey(input.ip)]
     const locked = yield* Effect.promise(() => throttle.lockedFor(sql, keys, now))
     if (locked !== undefined)
-      return yield* Effect.fail(new RateLimited({ retryAfterSeconds: locked, message: "too many failed sign-ins; try again later" }))
+      return yield* Effect.fail(
+        new RateLimited({ retryAfterSeconds: locked, message: "too many failed sign-ins; try again later" }),
+      )
 
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, input.email))
     if (user && user.password_hash === null)
-      return yield* Effect.fail(new BadRequest({ code: "OAUTH_ONLY_ACCOUNT", message: "this account signs in through its identity provider, not a password" }))
-    const ok = user?.password_hash ? yield* Effect.promise(() => verifyPassword(user.password_hash!, input.password)) : false
+      return yield* Effect.fail(
+        new BadRequest({
+          code: "OAUTH_ONLY_ACCOUNT",
+          message: "this account signs in through its identity provider, not a password",
+        }),
+      )
+    const ok = user?.password_hash
+      ? yield* Effect.promise(() => verifyPassword(user.password_hash!, input.password))
+      : false
     if (!user || !ok) {
       if (!user) yield* Effect.promise(() => burnPasswordCheck(input.password))
       const [account] = yield* Effect.promise(() =>
@@ -145,7 +203,9 @@ export const login = (input: { email: string; password: string; ip: string }) =>
         ]),
       )
       yield* Effect.sleep(throttle.failureDelayMs(account))
-      return yield* Effect.fail(new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "wrong email or password" }))
+      return yield* Effect.fail(
+        new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "wrong email or password" }),
+      )
     }
     const tenant = yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id))
     if (!tenant) return yield* Effect.die(new Error(`user ${user.id} has no tenant`))
@@ -164,7 +224,9 @@ export const logout = (token: string | undefined) =>
     const verified = yield* Effect.promise(() => auth.jwt.verify(token, Math.floor(clock.nowMs() / 1000)))
     if (!verified.ok) return
     const c = verified.claims
-    yield* Effect.promise(() => repo.revokeSession(sql, { jti: c.jti, userId: Number(c.sub), expiresAt: new Date(c.exp * 1000) }))
+    yield* Effect.promise(() =>
+      repo.revokeSession(sql, { jti: c.jti, userId: Number(c.sub), expiresAt: new Date(c.exp * 1000) }),
+    )
     yield* Effect.promise(() => auth.invalidate({ kind: "session", jti: c.jti }))
   })
 
@@ -173,5 +235,9 @@ export const me = (principal: UserPrincipal) =>
     const { sql } = yield* Db
     const found = yield* Effect.promise(() => repo.findUserAndTenant(sql, principal.userId))
     if (!found) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
-    return { user: repo.userView(found.user), tenant: repo.tenantView(found.tenant), expires_at: new Date(principal.expiresAt * 1000).toISOString() }
+    return {
+      user: repo.userView(found.user),
+      tenant: repo.tenantView(found.tenant),
+      expires_at: new Date(principal.expiresAt * 1000).toISOString(),
+    }
   })

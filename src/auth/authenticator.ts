@@ -10,7 +10,15 @@ import type { Sql } from "../platform/Db.js"
 import type { WallClock } from "../platform/Clock.js"
 import { findKeyBySecret, findSession, recordKeyUses, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
-import { AUTH_INVALIDATE_SUBJECT, SCOPE_RANK, type Invalidation, type KeyPrincipal, type Principal, type Scope, type UserPrincipal } from "./principal.js"
+import {
+  AUTH_INVALIDATE_SUBJECT,
+  SCOPE_RANK,
+  type Invalidation,
+  type KeyPrincipal,
+  type Principal,
+  type Scope,
+  type UserPrincipal,
+} from "./principal.js"
 
 export const SESSION_COOKIE = "svc_session"
 export const API_KEY_PREFIX = "svc_live_"
@@ -107,7 +115,8 @@ export class Authenticator {
       return this.session(token, "bearer").then((p) => this.authorize(p, need))
     }
     const cookie = parseCookies(req.headers["cookie"])[SESSION_COOKIE]
-    if (cookie === undefined || cookie === "") return new Unauthenticated({ message: "sign in, or send an API key as 'Authorization: Bearer svc_live_…'" })
+    if (cookie === undefined || cookie === "")
+      return new Unauthenticated({ message: "sign in, or send an API key as 'Authorization: Bearer svc_live_…'" })
     return this.session(cookie, "cookie").then((p) => {
       if (!(p instanceof Error) && !SAFE_METHODS.has(req.method)) {
         const csrf = this.checkOrigin(req)
@@ -121,12 +130,19 @@ export class Authenticator {
     if (p instanceof Error) return p
     if (p.kind === "api_key") {
       if (need.level === "jwt-only")
-        return new Forbidden({ code: "API_KEY_NOT_ALLOWED", message: "this endpoint needs a signed-in user; API keys are not accepted" })
+        return new Forbidden({
+          code: "API_KEY_NOT_ALLOWED",
+          message: "this endpoint needs a signed-in user; API keys are not accepted",
+        })
       if (SCOPE_RANK[p.scope] < SCOPE_RANK[need.scope])
-        return new Forbidden({ code: "INSUFFICIENT_SCOPE", message: `this API key has scope ${p.scope}; the endpoint needs ${need.scope}` })
+        return new Forbidden({
+          code: "INSUFFICIENT_SCOPE",
+          message: `this API key has scope ${p.scope}; the endpoint needs ${need.scope}`,
+        })
       return p
     }
-    if (need.scope === "admin" && p.role === "member") return new Forbidden({ message: "only workspace owners and admins may do this" })
+    if (need.scope === "admin" && p.role === "member")
+      return new Forbidden({ message: "only workspace owners and admins may do this" })
     return p
   }
 
@@ -143,7 +159,10 @@ export class Authenticator {
     if (origin !== undefined && allowed.has(origin)) return undefined
     return new Forbidden({
       code: "CSRF_REJECTED",
-      message: origin === undefined ? "a cookie-authenticated change must send Origin or Referer" : `origin ${origin} may not make cookie-authenticated changes`,
+      message:
+        origin === undefined
+          ? "a cookie-authenticated change must send Origin or Referer"
+          : `origin ${origin} may not make cookie-authenticated changes`,
     })
   }
 
@@ -152,7 +171,9 @@ export class Authenticator {
     const verified = await this.deps.jwt.verify(token, Math.floor(now / 1000))
     if (!verified.ok)
       return new Unauthenticated(
-        verified.reason === "expired" ? { code: "TOKEN_EXPIRED", message: "session expired; sign in again" } : { message: "invalid session token" },
+        verified.reason === "expired"
+          ? { code: "TOKEN_EXPIRED", message: "session expired; sign in again" }
+          : { message: "invalid session token" },
       )
     const c = verified.claims
     const userId = Number(c.sub)
@@ -164,9 +185,19 @@ export class Authenticator {
     const row = cached.value
     if (!row) return new Unauthenticated({ message: "invalid session token" })
     if (row.revoked) return new Unauthenticated({ message: "this session was signed out" })
-    if (row.status !== "active" || row.tenant_status !== "active") return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this account is not active" })
+    if (row.status !== "active" || row.tenant_status !== "active")
+      return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this account is not active" })
     if (row.tenant_id !== c.tid) return new Forbidden({ message: "the user is not a member of this workspace" })
-    return { kind: "user", userId, tenantId: row.tenant_id, role: row.role, email: c.email, jti: c.jti, expiresAt: c.exp, via }
+    return {
+      kind: "user",
+      userId,
+      tenantId: row.tenant_id,
+      role: row.role,
+      email: c.email,
+      jti: c.jti,
+      expiresAt: c.exp,
+      via,
+    }
   }
 
   private apiKey(secret: string, ip: string): KeyPrincipal | DomainError | Promise<KeyPrincipal | DomainError> {
@@ -174,7 +205,8 @@ export class Authenticator {
     // One-shot hash straight to a string: this runs on every API-key request.
     const id = hash("sha256", secret, "base64")
     const cached = this.keys.get(id)
-    if (cached && now - cached.at <= (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS)) return this.keyPrincipal(cached.value, now, ip)
+    if (cached && now - cached.at <= (cached.value ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS))
+      return this.keyPrincipal(cached.value, now, ip)
     return findKeyBySecret(this.deps.sql, Buffer.from(id, "base64")).then((row) => {
       this.keys.set(id, { at: now, value: row })
       return this.keyPrincipal(row, now, ip)
@@ -184,8 +216,10 @@ export class Authenticator {
   private keyPrincipal(row: KeyRow | undefined, now: number, ip: string): KeyPrincipal | DomainError {
     if (!row) return new Unauthenticated({ message: "invalid API key" })
     if (row.revoked) return new Unauthenticated({ code: "KEY_REVOKED", message: "this API key was revoked" })
-    if (row.expires_at !== null && row.expires_at.getTime() <= now) return new Unauthenticated({ code: "KEY_EXPIRED", message: "this API key has expired" })
-    if (row.tenant_status !== "active") return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is not active" })
+    if (row.expires_at !== null && row.expires_at.getTime() <= now)
+      return new Unauthenticated({ code: "KEY_EXPIRED", message: "this API key has expired" })
+    if (row.tenant_status !== "active")
+      return new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is not active" })
     this.keyUses.set(row.id, { at: now, ip })
     return { kind: "api_key", keyId: row.id, tenantId: row.tenant_id, scope: row.scope, expiresAt: row.expires_at }
   }
@@ -198,8 +232,12 @@ export class Authenticator {
    */
   async invalidate(inv: Invalidation): Promise<void> {
     this.apply(inv)
-    const acks = await this.deps.bus.gather(AUTH_INVALIDATE_SUBJECT, inv, { stallMs: INVALIDATION_STALL_MS, maxWaitMs: 2_000 })
-    if (acks.length === 0) this.deps.log.warn({ kind: inv.kind }, "auth invalidation: no process acknowledged (not even this one)")
+    const acks = await this.deps.bus.gather(AUTH_INVALIDATE_SUBJECT, inv, {
+      stallMs: INVALIDATION_STALL_MS,
+      maxWaitMs: 2_000,
+    })
+    if (acks.length === 0)
+      this.deps.log.warn({ kind: inv.kind }, "auth invalidation: no process acknowledged (not even this one)")
   }
 
   /**

@@ -58,7 +58,12 @@ export const systemSecretOr = async (sql: Sql, name: string, candidate: string):
  * Records a verified ALTCHA solution as spent; false when it already was. Purges rows past
  * `purgeBefore` in the same statement: one round trip, and the index on expires_at keeps it cheap.
  */
-export const spendAltcha = async (sql: Sql, signature: string, expiresAt: Date, purgeBefore: Date): Promise<boolean> => {
+export const spendAltcha = async (
+  sql: Sql,
+  signature: string,
+  expiresAt: Date,
+  purgeBefore: Date,
+): Promise<boolean> => {
   const rows = await sql`
     with purged as (
       delete from altcha_spent where expires_at < ${purgeBefore}

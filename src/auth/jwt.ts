@@ -18,7 +18,10 @@ export interface SessionClaims {
 export type VerifyResult = { ok: true; claims: SessionClaims } | { ok: false; reason: "expired" | "invalid" }
 
 export interface JwtKeys {
-  sign(user: { id: number; tenantId: number; role: string; email: string }, nowSeconds: number): Promise<{ token: string; claims: SessionClaims }>
+  sign(
+    user: { id: number; tenantId: number; role: string; email: string },
+    nowSeconds: number,
+  ): Promise<{ token: string; claims: SessionClaims }>
   verify(token: string, nowSeconds: number): Promise<VerifyResult>
 }
 
@@ -48,7 +51,16 @@ export function makeJwtKeys(secret: string): JwtKeys {
       try {
         const { payload } = await jwtVerify(token, key, { algorithms: ["HS256"], currentDate: new Date(now * 1000) })
         const { sub, tid, role, email, iat, exp, jti } = payload as Record<string, unknown>
-        if (typeof sub !== "string" || !/^\d+$/.test(sub) || typeof tid !== "number" || typeof role !== "string" || typeof email !== "string" || typeof iat !== "number" || typeof exp !== "number" || typeof jti !== "string")
+        if (
+          typeof sub !== "string" ||
+          !/^\d+$/.test(sub) ||
+          typeof tid !== "number" ||
+          typeof role !== "string" ||
+          typeof email !== "string" ||
+          typeof iat !== "number" ||
+          typeof exp !== "number" ||
+          typeof jti !== "string"
+        )
           return { ok: false, reason: "invalid" }
         return { ok: true, claims: { sub, tid, role, email, iat, exp, jti } }
       } catch (e) {

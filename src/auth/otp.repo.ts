@@ -31,7 +31,11 @@ export const lastSentAt = async (sql: Sql, email: string): Promise<Date> => {
 }
 
 /** The live code's digest for `email`, locked for the rest of the transaction. */
-export const lockLiveCode = async (tx: Tx, email: string, now: Date): Promise<{ code_sha256: Uint8Array; attempts: number } | undefined> => {
+export const lockLiveCode = async (
+  tx: Tx,
+  email: string,
+  now: Date,
+): Promise<{ code_sha256: Uint8Array; attempts: number } | undefined> => {
   const [row] = await tx<[{ code_sha256: Uint8Array; attempts: number }?]>`
     select code_sha256, attempts from otp_codes
     where email = ${email} and code_sha256 is not null and expires_at > ${now}

@@ -27,9 +27,15 @@ export const OTP_SENDS_PER_ADDRESS_HOUR = 5
 // Bound to the address so one code's hash says nothing about another's.
 const codeHash = (email: string, code: string) => createHash("sha256").update(`${email}\n${code}`).digest()
 
-const ACCEPTED = { ok: true, message: "if an account exists for this address, a sign-in code is on its way", expires_in: OTP_TTL_SECONDS, resend_after: OTP_RESEND_SECONDS } as const
+const ACCEPTED = {
+  ok: true,
+  message: "if an account exists for this address, a sign-in code is on its way",
+  expires_in: OTP_TTL_SECONDS,
+  resend_after: OTP_RESEND_SECONDS,
+} as const
 
-const WRONG = () => new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "the code is wrong, expired or used up" })
+const WRONG = () =>
+  new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "the code is wrong, expired or used up" })
 
 const keys = {
   sendAddress: (email: string) => `otp:send:addr:${email}`,
@@ -58,8 +64,12 @@ export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
     const config = yield* AppConfig
     const clock = yield* Clock
     const now = clock.now()
-    const byIp = yield* Effect.promise(() => counters.hit(sql, keys.sendIp(ip), hourly(config.otpGuessesPerIpHour), now))
-    const byAddress = yield* Effect.promise(() => counters.exhausted(sql, keys.sendAddress(email), hourly(OTP_SENDS_PER_ADDRESS_HOUR), now))
+    const byIp = yield* Effect.promise(() =>
+      counters.hit(sql, keys.sendIp(ip), hourly(config.otpGuessesPerIpHour), now),
+    )
+    const byAddress = yield* Effect.promise(() =>
+      counters.exhausted(sql, keys.sendAddress(email), hourly(OTP_SENDS_PER_ADDRESS_HOUR), now),
+    )
     const limited = refused([byIp, byAddress], "too many sign-in codes were asked for; try again later")
     if (limited) return yield* Effect.fail(limited)
     if (mode === "resend") {
@@ -77,7 +87,9 @@ export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
     if (!issued) {
       const last = yield* Effect.promise(() => otp.lastSentAt(sql, email))
       const wait = Math.max(1, Math.ceil((last.getTime() + OTP_RESEND_SECONDS * 1000 - now.getTime()) / 1000))
-      return yield* Effect.fail(new RateLimited({ retryAfterSeconds: wait, message: `a code was sent moments ago; ask again in ${wait} s` }))
+      return yield* Effect.fail(
+        new RateLimited({ retryAfterSeconds: wait, message: `a code was sent moments ago; ask again in ${wait} s` }),
+      )
     }
     // Counted for unknown addresses too, so the budget's answers reveal nothing.
     yield* Effect.promise(() => counters.hit(sql, keys.sendAddress(email), hourly(OTP_SENDS_PER_ADDRESS_HOUR), now))
@@ -129,7 +141,9 @@ export const verifyCode = (email: string, code: string, ip: string) =>
     if (limited) return yield* Effect.fail(limited)
     const ok = yield* Effect.promise(() => checkCode(sql, email, code, now))
     if (!ok) return yield* Effect.fail(WRONG())
-    yield* Effect.promise(() => Promise.all([counters.reset(sql, keys.guessAddress(email)), counters.refund(sql, keys.guessIp(ip))]))
+    yield* Effect.promise(() =>
+      Promise.all([counters.reset(sql, keys.guessAddress(email)), counters.refund(sql, keys.guessIp(ip))]),
+    )
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
     const tenant = user && (yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id)))
     if (!user || !tenant) return yield* Effect.fail(WRONG())

@@ -4,7 +4,11 @@ import { randomUUID } from "node:crypto"
 import { Cause, Effect, Option } from "effect"
 import { Conflict, ValidationFailed, type FieldError } from "../platform/errors.js"
 import { Payments } from "../providers/Payments.js"
-import { PaymentGatewayError, type PaymentGateway, type SavedChargeResult } from "../providers/payments/payments.interface.js"
+import {
+  PaymentGatewayError,
+  type PaymentGateway,
+  type SavedChargeResult,
+} from "../providers/payments/payments.interface.js"
 import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import * as repo from "./payments.repo.js"
@@ -18,7 +22,10 @@ import { loadWallet } from "./wallet.service.js"
  * active method saved with the gateway that takes this workspace's currency. Enabling again
  * clears the count of failed charges.
  */
-export const setAutocharge = (tenantId: number, s: { enabled: boolean; thresholdMinor: number | null; amountMinor: number | null }) =>
+export const setAutocharge = (
+  tenantId: number,
+  s: { enabled: boolean; thresholdMinor: number | null; amountMinor: number | null },
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const payments = yield* Payments
@@ -26,24 +33,39 @@ export const setAutocharge = (tenantId: number, s: { enabled: boolean; threshold
     const c = wallet.currency
     const max = AUTOCHARGE_MAX_MINOR[c]
     const errors: FieldError[] = []
-    if (s.thresholdMinor !== null && s.thresholdMinor > max) errors.push({ field: "threshold_minor", message: `must be at most ${max} (${formatMinor(max, c)})` })
+    if (s.thresholdMinor !== null && s.thresholdMinor > max)
+      errors.push({ field: "threshold_minor", message: `must be at most ${max} (${formatMinor(max, c)})` })
     if (s.amountMinor !== null && (s.amountMinor < TOPUP_MINIMUM_MINOR[c] || s.amountMinor > max))
-      errors.push({ field: "amount_minor", message: `must be between ${TOPUP_MINIMUM_MINOR[c]} and ${max} (${formatMinor(TOPUP_MINIMUM_MINOR[c], c)} to ${formatMinor(max, c)})` })
-    if (errors.length > 0) return yield* Effect.fail(new ValidationFailed({ message: errors.map((e) => `${e.field}: ${e.message}`).join("; "), errors }))
+      errors.push({
+        field: "amount_minor",
+        message: `must be between ${TOPUP_MINIMUM_MINOR[c]} and ${max} (${formatMinor(TOPUP_MINIMUM_MINOR[c], c)} to ${formatMinor(max, c)})`,
+      })
+    if (errors.length > 0)
+      return yield* Effect.fail(
+        new ValidationFailed({ message: errors.map((e) => `${e.field}: ${e.message}`).join("; "), errors }),
+      )
     if (s.enabled) {
       const gateway = payments.forCurrency(c)
-      const method = gateway?.chargeSaved === undefined ? false : yield* Effect.promise(() => repo.hasActiveMethod(sql, tenantId, gateway.name))
+      const method =
+        gateway?.chargeSaved === undefined
+          ? false
+          : yield* Effect.promise(() => repo.hasActiveMethod(sql, tenantId, gateway.name))
       if (!method)
         return yield* Effect.fail(
           new Conflict({
             code: "PAYMENT_METHOD_REQUIRED",
-            message: "autocharge needs a saved payment method: top up once with save_payment_method: true, then enable it",
+            message:
+              "autocharge needs a saved payment method: top up once with save_payment_method: true, then enable it",
           }),
         )
     }
     yield* Effect.promise(() => wallets.updateAutocharge(sql, tenantId, s))
     const w = yield* loadWallet(sql, tenantId)
-    return { enabled: w.autocharge_enabled, threshold_minor: w.autocharge_threshold_minor, amount_minor: w.autocharge_amount_minor }
+    return {
+      enabled: w.autocharge_enabled,
+      threshold_minor: w.autocharge_threshold_minor,
+      amount_minor: w.autocharge_amount_minor,
+    }
   })
 
 /** An autocharge intent older than this no longer blocks the next one (its gateway went quiet). */
@@ -77,7 +99,8 @@ export const maybeAutocharge = (tenantId: number) =>
       () =>
         sql.begin(async (tx) => {
           const w = await wallets.lockWallet(tx, tenantId)
-          if (!w.autocharge_enabled || w.autocharge_threshold_minor === null || w.autocharge_amount_minor === null) return undefined
+          if (!w.autocharge_enabled || w.autocharge_threshold_minor === null || w.autocharge_amount_minor === null)
+            return undefined
           if (w.balance_minor >= w.autocharge_threshold_minor) return undefined
           const gateway = payments.value.forCurrency(w.currency)
           if (gateway?.chargeSaved === undefined) return undefined
@@ -108,7 +131,16 @@ export const maybeAutocharge = (tenantId: number) =>
     // The reservation must not wait on a gateway: the charge runs on its own fiber.
     yield* Effect.forkDaemon(chargeAutocharge(decision))
     return decision.intentId
-  }).pipe(Effect.catchAllCause((cause) => Effect.flatMap(Log, (log) => Effect.sync(() => (log.error({ tenant_id: tenantId, cause: Cause.pretty(cause) }, "autocharge decision failed"), undefined)))))
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.flatMap(Log, (log) =>
+        Effect.sync(() => {
+          log.error({ tenant_id: tenantId, cause: Cause.pretty(cause) }, "autocharge decision failed")
+          return undefined
+        }),
+      ),
+    ),
+  )
 
 /** Charges the saved method for a pending autocharge intent and settles what the gateway answered. */
 const chargeAutocharge = (d: AutochargeDecision) =>
@@ -117,7 +149,14 @@ const chargeAutocharge = (d: AutochargeDecision) =>
     const log = yield* Log
     const charged = yield* Effect.either(
       Effect.tryPromise(() =>
-        d.gateway.chargeSaved!({ intentId: d.intentId, tenantId: d.tenantId, amountMinor: d.amountMinor, currency: d.currency, customerId: d.customerId, methodId: d.methodId }),
+        d.gateway.chargeSaved!({
+          intentId: d.intentId,
+          tenantId: d.tenantId,
+          amountMinor: d.amountMinor,
+          currency: d.currency,
+          customerId: d.customerId,
+          methodId: d.methodId,
+        }),
       ),
     )
     let result: SavedChargeResult
@@ -126,12 +165,25 @@ const chargeAutocharge = (d: AutochargeDecision) =>
       // Unreachable or 5xx after retries: the charge may have happened, so the intent stays pending
       // for the webhook; it stops blocking the next autocharge after AUTOCHARGE_STALE_AFTER.
       if (!(err instanceof PaymentGatewayError) || err.retryable) {
-        log.warn({ tenant_id: d.tenantId, intent_id: d.intentId, err: (err as Error).message }, "autocharge outcome unknown; waiting for the gateway's webhook")
+        log.warn(
+          { tenant_id: d.tenantId, intent_id: d.intentId, err: (err as Error).message },
+          "autocharge outcome unknown; waiting for the gateway's webhook",
+        )
         return
       }
-      result = { status: "failed", externalId: undefined, amountMinor: undefined, currency: undefined, reason: err.message, raw: { error: err.message } }
+      result = {
+        status: "failed",
+        externalId: undefined,
+        amountMinor: undefined,
+        currency: undefined,
+        reason: err.message,
+        raw: { error: err.message },
+      }
     } else result = charged.right
-    log.info({ tenant_id: d.tenantId, intent_id: d.intentId, status: result.status, reason: result.reason }, "autocharge charged")
+    log.info(
+      { tenant_id: d.tenantId, intent_id: d.intentId, status: result.status, reason: result.reason },
+      "autocharge charged",
+    )
     if (result.status === "pending") {
       if (result.externalId !== undefined)
         yield* Effect.promise(() => repo.assignExternalId(sql, d.intentId, result.externalId!))
@@ -150,5 +202,14 @@ const chargeAutocharge = (d: AutochargeDecision) =>
       payload: { charge: result.raw, ...(result.reason !== undefined && { reason: result.reason }) },
     })
     if (settled.outcome === "amount_mismatch" || settled.outcome === "currency_mismatch")
-      log.error({ tenant_id: d.tenantId, intent_id: d.intentId, outcome: settled.outcome }, "autocharge charged an unexpected amount; not credited")
-  }).pipe(Effect.catchAllCause((cause) => Effect.flatMap(Log, (log) => Effect.sync(() => log.error({ intent_id: d.intentId, cause: Cause.pretty(cause) }, "autocharge failed")))))
+      log.error(
+        { tenant_id: d.tenantId, intent_id: d.intentId, outcome: settled.outcome },
+        "autocharge charged an unexpected amount; not credited",
+      )
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.flatMap(Log, (log) =>
+        Effect.sync(() => log.error({ intent_id: d.intentId, cause: Cause.pretty(cause) }, "autocharge failed")),
+      ),
+    ),
+  )

@@ -13,7 +13,12 @@ export interface ByokReadiness {
  * telephony and language-model credential exist (a telephony one only counts when it can be
  * dialed with: `platformTelcoA`, or its own api_base_url).
  */
-export const byokReadiness = async (sql: Sql | Tx, tenantId: number, now: Date, platformTelcoA: boolean): Promise<ByokReadiness | undefined> => {
+export const byokReadiness = async (
+  sql: Sql | Tx,
+  tenantId: number,
+  now: Date,
+  platformTelcoA: boolean,
+): Promise<ByokReadiness | undefined> => {
   const [row] = await sql<[ByokReadiness?]>`
     select t.onboarding_mode as mode,
       exists (select 1 from subscriptions s where s.tenant_id = t.id and s.status = 'active' and s.current_period_end > ${now}) as subscribed,

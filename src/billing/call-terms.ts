@@ -23,7 +23,12 @@ export interface CallTerms {
  * `platformTelcoA`: whether TELCO_A_API_URL is set, the API root a credential without its own
  * api_base_url is reached at (a credential nobody can dial with is not a leg of its own).
  */
-export async function callTerms(sql: Sql | Tx, tenantId: number, now: Date, platformTelcoA: boolean): Promise<CallTerms> {
+export async function callTerms(
+  sql: Sql | Tx,
+  tenantId: number,
+  now: Date,
+  platformTelcoA: boolean,
+): Promise<CallTerms> {
   const row = await byokReadiness(sql, tenantId, now, platformTelcoA)
   if (row === undefined || row.mode === "bundled") return BUNDLED
   const missing: ByokGap[] = [

@@ -40,8 +40,11 @@ export async function openWallet(tx: Tx, tenantId: number, currency: Currency): 
  * concurrent replays of one key, are serialised there, and the lock is held for one round trip.
  */
 export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
-  if (!Number.isSafeInteger(p.amountMinor) || p.amountMinor === 0) throw new RangeError(`amount_minor must be a non-zero integer, got ${p.amountMinor}`)
-  let result: { outcome: "posted" | "replayed"; entry: RawEntry } | { outcome: "insufficient_funds"; balance_minor: number }
+  if (!Number.isSafeInteger(p.amountMinor) || p.amountMinor === 0)
+    throw new RangeError(`amount_minor must be a non-zero integer, got ${p.amountMinor}`)
+  let result:
+    | { outcome: "posted" | "replayed"; entry: RawEntry }
+    | { outcome: "insufficient_funds"; balance_minor: number }
   try {
     const [row] = await tx<[{ r: typeof result }]>`
       select ledger_post(${p.tenantId}, ${p.amountMinor}, ${p.kind}, ${p.reference ?? null}, ${p.idempotencyKey}) as r`
@@ -52,7 +55,8 @@ export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
     if (code === "P0001" || code === "P0002") throw new Error((e as Error).message)
     throw e
   }
-  if (result.outcome === "insufficient_funds") return { ok: false, reason: "insufficient_funds", balanceMinor: Number(result.balance_minor) }
+  if (result.outcome === "insufficient_funds")
+    return { ok: false, reason: "insufficient_funds", balanceMinor: Number(result.balance_minor) }
   return { ok: true, entry: fromJson(result.entry), replayed: result.outcome === "replayed" }
 }
 
@@ -65,7 +69,12 @@ interface RawEntry extends Omit<LedgerEntry, "created_at"> {
 const fromJson = (e: RawEntry): LedgerEntry => ({ ...e, created_at: new Date(e.created_at) })
 
 /** The workspace's entries, newest first, `limit` of them from before entry `beforeId` when given. */
-export const listEntries = (sql: Sql, tenantId: number, limit: number, beforeId: number | undefined): Promise<LedgerEntry[]> =>
+export const listEntries = (
+  sql: Sql,
+  tenantId: number,
+  limit: number,
+  beforeId: number | undefined,
+): Promise<LedgerEntry[]> =>
   sql<LedgerEntry[]>`
     select id, tenant_id, currency, amount_minor, kind, reference, balance_after_minor, idempotency_key, created_at
     from ledger_entries

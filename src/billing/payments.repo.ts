@@ -81,7 +81,12 @@ export const insertIntent = async (
   return row.id
 }
 
-export const attachCheckout = async (sql: Sql, intentId: number, externalId: string, checkoutUrl: string | null): Promise<IntentView> => {
+export const attachCheckout = async (
+  sql: Sql,
+  intentId: number,
+  externalId: string,
+  checkoutUrl: string | null,
+): Promise<IntentView> => {
   const [row] = await sql<[IntentView]>`
     update payment_intents set external_id = ${externalId}, checkout_url = ${checkoutUrl}
     where id = ${intentId}
@@ -102,7 +107,11 @@ export const assignExternalId = async (sql: Sql, intentId: number, externalId: s
   await sql`update payment_intents set external_id = ${externalId} where id = ${intentId} and external_id like 'unassigned:%'`
 }
 
-export const findCheckoutIntent = async (sql: Sql, intentId: number, orderId: string): Promise<CheckoutIntent | undefined> => {
+export const findCheckoutIntent = async (
+  sql: Sql,
+  intentId: number,
+  orderId: string,
+): Promise<CheckoutIntent | undefined> => {
   const [row] = await sql<[CheckoutIntent?]>`
     select id, amount_minor, currency, status, external_id, save_method from payment_intents
     where id = ${intentId} and gateway = 'gw_upi' and external_id = ${orderId}`
@@ -110,7 +119,11 @@ export const findCheckoutIntent = async (sql: Sql, intentId: number, orderId: st
 }
 
 /** The intent a gateway's external id names (of that gateway, or any), locked. */
-export const lockIntentByExternal = async (tx: Tx, externalId: string, gateway: GatewayName | "any"): Promise<IntentRow | undefined> => {
+export const lockIntentByExternal = async (
+  tx: Tx,
+  externalId: string,
+  gateway: GatewayName | "any",
+): Promise<IntentRow | undefined> => {
   const [row] = await tx<[IntentRow?]>`
     select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method from payment_intents
     where external_id = ${externalId} ${gateway === "any" ? tx`` : tx`and gateway = ${gateway}`}
@@ -119,7 +132,11 @@ export const lockIntentByExternal = async (tx: Tx, externalId: string, gateway: 
 }
 
 /** Our intent still waiting for its charge id, locked. */
-export const lockUnassignedIntent = async (tx: Tx, intentId: number, gateway: GatewayName): Promise<IntentRow | undefined> => {
+export const lockUnassignedIntent = async (
+  tx: Tx,
+  intentId: number,
+  gateway: GatewayName,
+): Promise<IntentRow | undefined> => {
   const [row] = await tx<[IntentRow?]>`
     select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method from payment_intents
     where id = ${intentId} and gateway = ${gateway} and external_id like 'unassigned:%'
@@ -150,7 +167,10 @@ export const autochargeInFlight = async (tx: Tx, tenantId: number, staleAfter: s
 // --- gateway events -----------------------------------------------------------------------
 
 /** Records an event once per source and id; undefined when it was recorded before. */
-export const recordEvent = async (tx: Tx, e: { source: string; eventId: string; type: string; payload: unknown }): Promise<number | undefined> => {
+export const recordEvent = async (
+  tx: Tx,
+  e: { source: string; eventId: string; type: string; payload: unknown },
+): Promise<number | undefined> => {
   const [row] = await tx<[{ id: number }?]>`
     insert into payment_events (source, event_id, type, payload)
     values (${e.source}, ${e.eventId}, ${e.type}, ${tx.json(e.payload as never)})
@@ -159,14 +179,20 @@ export const recordEvent = async (tx: Tx, e: { source: string; eventId: string; 
   return row?.id
 }
 
-export const setEventOutcome = async (tx: Tx, eventId: number, outcome: string, intentId: number | null): Promise<void> => {
+export const setEventOutcome = async (
+  tx: Tx,
+  eventId: number,
+  outcome: string,
+  intentId: number | null,
+): Promise<void> => {
   await tx`update payment_events set outcome = ${outcome}, intent_id = ${intentId} where id = ${eventId}`
 }
 
 // --- saved methods ------------------------------------------------------------------------
 
 export const hasActiveMethod = async (sql: Sql | Tx, tenantId: number, gateway: GatewayName): Promise<boolean> => {
-  const [row] = await sql`select 1 from payment_methods where tenant_id = ${tenantId} and gateway = ${gateway} and status = 'active' limit 1`
+  const [row] =
+    await sql`select 1 from payment_methods where tenant_id = ${tenantId} and gateway = ${gateway} and status = 'active' limit 1`
   return row !== undefined
 }
 

@@ -18,7 +18,15 @@ import { authoriseSubscription } from "./subscription.service.js"
 import * as wallets from "./wallet.repo.js"
 import { loadWallet } from "./wallet.service.js"
 
-const intentView = (i: { id: number; amount_minor: number; currency: Currency; status: string; external_id: string; checkout_url: string | null; gateway: GatewayName }) => ({
+const intentView = (i: {
+  id: number
+  amount_minor: number
+  currency: Currency
+  status: string
+  external_id: string
+  checkout_url: string | null
+  gateway: GatewayName
+}) => ({
   intent_id: i.id,
   amount_minor: i.amount_minor,
   currency: i.currency,
@@ -32,14 +40,21 @@ const intentView = (i: { id: number; amount_minor: number; currency: Currency; s
  * Opens a pending intent with the gateway for the workspace's currency; nothing is credited yet.
  * `saveMethod` asks the gateway to keep the payer's method for autocharge once this payment succeeds.
  */
-export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: string | undefined; baseUrl: string; saveMethod?: boolean }) =>
+export const topup = (
+  tenantId: number,
+  amountMinor: number,
+  opts: { returnUrl: string | undefined; baseUrl: string; saveMethod?: boolean },
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const payments = yield* Payments
     const wallet = yield* loadWallet(sql, tenantId)
     // No gateway for the currency (and no stub deployment): refuse before storing anything.
     const gateway = payments.forCurrency(wallet.currency)
-    if (gateway === undefined) return yield* Effect.fail(new GatewayUnavailable({ message: `no payment gateway is configured for ${wallet.currency} top-ups` }))
+    if (gateway === undefined)
+      return yield* Effect.fail(
+        new GatewayUnavailable({ message: `no payment gateway is configured for ${wallet.currency} top-ups` }),
+      )
     const saveMethod = opts.saveMethod === true
     const returnUrl = opts.returnUrl ?? `${opts.baseUrl}/billing/return`
     const intentId = yield* Effect.promise(() =>
@@ -56,10 +71,24 @@ export const topup = (tenantId: number, amountMinor: number, opts: { returnUrl: 
     )
     const intent = { id: intentId }
     const session = yield* Effect.tryPromise({
-      try: () => gateway.createCheckout({ intentId: intent.id, tenantId, amountMinor, currency: wallet.currency, returnUrl, baseUrl: opts.baseUrl, savePaymentMethod: saveMethod }),
-      catch: (e) => new GatewayUnavailable({ message: `the ${gateway.name} gateway did not create the checkout: ${(e as Error).message}` }),
+      try: () =>
+        gateway.createCheckout({
+          intentId: intent.id,
+          tenantId,
+          amountMinor,
+          currency: wallet.currency,
+          returnUrl,
+          baseUrl: opts.baseUrl,
+          savePaymentMethod: saveMethod,
+        }),
+      catch: (e) =>
+        new GatewayUnavailable({
+          message: `the ${gateway.name} gateway did not create the checkout: ${(e as Error).message}`,
+        }),
     }).pipe(Effect.tapError(() => Effect.promise(() => repo.markIntentFailed(sql, intent.id))))
-    const row = yield* Effect.promise(() => repo.attachCheckout(sql, intent.id, session.externalId, session.checkoutUrl))
+    const row = yield* Effect.promise(() =>
+      repo.attachCheckout(sql, intent.id, session.externalId, session.checkoutUrl),
+    )
     return intentView(row)
   })
 
@@ -145,7 +174,10 @@ export const applyGatewayEvent = (ev: GatewayEvent) =>
     return result
   })
 
-async function findIntent(tx: Tx, ev: GatewayEvent & { intent: NonNullable<GatewayEvent["intent"]> }): Promise<IntentRow | undefined> {
+async function findIntent(
+  tx: Tx,
+  ev: GatewayEvent & { intent: NonNullable<GatewayEvent["intent"]> },
+): Promise<IntentRow | undefined> {
   const { gateway, externalId } = ev.intent
   if (externalId !== "") {
     const byExternal = await repo.lockIntentByExternal(tx, externalId, gateway)
@@ -166,13 +198,23 @@ async function settle(tx: Tx, ev: GatewayEvent): Promise<SettleResult> {
     // Not a payment of ours: perhaps the authorisation of a subscription's mandate.
     if (ev.source !== "stub" || ev.outcome !== "succeeded") return { outcome: "unknown_intent", tenantId: undefined }
     const authorised = await authoriseSubscription(tx, ev.intent.externalId, new Date())
-    return { outcome: authorised === "activated" ? "subscription_activated" : authorised === "unknown" ? "unknown_intent" : "already_settled", tenantId: undefined }
+    return {
+      outcome:
+        authorised === "activated"
+          ? "subscription_activated"
+          : authorised === "unknown"
+            ? "unknown_intent"
+            : "already_settled",
+      tenantId: undefined,
+    }
   }
   const base = { intentId: intent.id, tenantId: intent.tenant_id }
   if (ev.outcome === "succeeded") {
     // A payment in another currency or of another amount is not this intent's, whatever it names.
-    if (ev.currency !== undefined ? ev.currency.toUpperCase() !== intent.currency : ev.requireAmount === true) return { outcome: "currency_mismatch", ...base }
-    if (ev.amountMinor !== undefined ? ev.amountMinor !== intent.amount_minor : ev.requireAmount === true) return { outcome: "amount_mismatch", ...base }
+    if (ev.currency !== undefined ? ev.currency.toUpperCase() !== intent.currency : ev.requireAmount === true)
+      return { outcome: "currency_mismatch", ...base }
+    if (ev.amountMinor !== undefined ? ev.amountMinor !== intent.amount_minor : ev.requireAmount === true)
+      return { outcome: "amount_mismatch", ...base }
     await saveMethodForIntent(tx, ev, intent)
   }
   if (intent.status !== "pending") return { outcome: "already_settled", ...base }
@@ -186,7 +228,13 @@ async function settle(tx: Tx, ev: GatewayEvent): Promise<SettleResult> {
     return { outcome: "failed", ...base, ...(disable && { autochargeDisabled: intent.tenant_id }) }
   }
   await repo.markIntentSucceeded(tx, intent.id)
-  await postEntry(tx, { tenantId: intent.tenant_id, amountMinor: intent.amount_minor, kind: intent.purpose, reference: `intent:${intent.id}`, idempotencyKey: `intent:${intent.id}` })
+  await postEntry(tx, {
+    tenantId: intent.tenant_id,
+    amountMinor: intent.amount_minor,
+    kind: intent.purpose,
+    reference: `intent:${intent.id}`,
+    idempotencyKey: `intent:${intent.id}`,
+  })
   if (intent.purpose === "autocharge") await wallets.resetAutochargeFailures(tx, intent.tenant_id)
   return { outcome: "credited", ...base }
 }
@@ -201,9 +249,12 @@ async function saveMethodForIntent(tx: Tx, ev: GatewayEvent, found: IntentRow | 
   if (intent === undefined && ev.source === "gw_card" && ev.intentId !== undefined) {
     intent = await repo.findCardIntent(tx, ev.intentId)
   }
-  if (!intent || !intent.save_method || intent.purpose !== "topup") return
+  if (!intent?.save_method || intent.purpose !== "topup") return
   const method: SavedMethodInfo | undefined =
-    ev.savedMethod ?? (intent.gateway === "stub" ? { customerId: `stub_cus_${intent.tenant_id}`, methodId: `stub_pm_${intent.id}`, hint: "stub test method" } : undefined)
+    ev.savedMethod ??
+    (intent.gateway === "stub"
+      ? { customerId: `stub_cus_${intent.tenant_id}`, methodId: `stub_pm_${intent.id}`, hint: "stub test method" }
+      : undefined)
   if (method === undefined) return
   await repo.upsertMethod(tx, {
     tenantId: intent.tenant_id,
@@ -221,13 +272,25 @@ const notifyAutochargeDisabled = (tenantId: number) =>
     const log = yield* Log
     // Optional: the usage API runs where only the core services are promised (runtime host).
     const mail = yield* Effect.serviceOption(Mail)
-    if (Option.isNone(mail)) return log.warn({ tenant_id: tenantId }, "autocharge disabled; no mail service to tell the admins")
+    if (Option.isNone(mail))
+      return log.warn({ tenant_id: tenantId }, "autocharge disabled; no mail service to tell the admins")
     const admins = yield* Effect.promise(() => adminEmails(sql, tenantId))
     const text = `Parley tried to top up your wallet automatically ${AUTOCHARGE_MAX_FAILURES} times in a row and the payment failed each time, so autocharge is now off. Top up manually or save a new payment method, then turn autocharge on again.`
     for (const email of admins) {
       yield* Effect.tryPromise(() =>
-        mail.value.send({ to: email, kind: "autocharge_disabled", subject: "Parley autocharge turned off after failed payments", text, html: `<p>${text}</p>`, links: [] }),
-      ).pipe(Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e.error, tenant_id: tenantId }, "autocharge mail not sent"))))
+        mail.value.send({
+          to: email,
+          kind: "autocharge_disabled",
+          subject: "Parley autocharge turned off after failed payments",
+          text,
+          html: `<p>${text}</p>`,
+          links: [],
+        }),
+      ).pipe(
+        Effect.catchAll((e) =>
+          Effect.sync(() => log.warn({ err: e.error, tenant_id: tenantId }, "autocharge mail not sent")),
+        ),
+      )
     }
   })
 

@@ -3,7 +3,10 @@
 import { Effect, Schedule } from "effect"
 import { Log } from "../platform/Log.js"
 
-export const chargeEveryMinute = <R>(tick: Effect.Effect<number, never, R>, what: string): Effect.Effect<never, never, R | Log> =>
+export const chargeEveryMinute = <R>(
+  tick: Effect.Effect<number, never, R>,
+  what: string,
+): Effect.Effect<never, never, R | Log> =>
   Effect.gen(function* () {
     const log = yield* Log
     const once = tick.pipe(

@@ -61,7 +61,10 @@ const EXAMPLE_HOURS_PER_MONTH = 8 * 22
 
 const LOCALE: PerCurrency<string> = { INR: "en-IN", USD: "en-US" }
 const formatters = Object.fromEntries(
-  CURRENCIES.map((c) => [c, new Intl.NumberFormat(LOCALE[c], { style: "currency", currency: c, minimumFractionDigits: 2 })]),
+  CURRENCIES.map((c) => [
+    c,
+    new Intl.NumberFormat(LOCALE[c], { style: "currency", currency: c, minimumFractionDigits: 2 }),
+  ]),
 ) as Record<Currency, Intl.NumberFormat>
 
 /** Minor units to a display string: 700 INR → "₹7.00", 10 USD → "$0.10". */
@@ -90,7 +93,8 @@ export function priceCatalogue() {
       },
     },
     numbers: {
-      billing: "monthly per number on the platform's account, from the wallet; first month at provisioning, none after release",
+      billing:
+        "monthly per number on the platform's account, from the wallet; first month at provisioning, none after release",
       monthly_minor: NUMBER_MONTHLY_MINOR,
       monthly_display: display(NUMBER_MONTHLY_MINOR),
     },

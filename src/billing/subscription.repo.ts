@@ -19,7 +19,9 @@ export interface SubscriptionRow {
 
 /** The workspace's subscription that is not cancelled (at most one, by index). */
 export const findOpen = async (sql: Sql | Tx, tenantId: number): Promise<SubscriptionRow | undefined> => {
-  const [row] = await sql<[SubscriptionRow?]>`select * from subscriptions where tenant_id = ${tenantId} and status <> 'cancelled'`
+  const [row] = await sql<
+    [SubscriptionRow?]
+  >`select * from subscriptions where tenant_id = ${tenantId} and status <> 'cancelled'`
   return row
 }
 

@@ -8,7 +8,6 @@ import { Conflict, NotFound } from "../platform/errors.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation, type Tx } from "../platform/Db.js"
 import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
-import { Log } from "../platform/Log.js"
 import { postEntry } from "./ledger.repo.js"
 import { chargeEveryMinute } from "./periodic.js"
 import { BYOK_FEE_MINOR } from "./pricing.js"
@@ -31,7 +30,17 @@ export const subscriptionView = (s: SubscriptionRow) => ({
 
 /** One calendar month after `d` (the 31st becomes the month's last day). */
 export function addMonth(d: Date): Date {
-  const next = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds()))
+  const next = new Date(
+    Date.UTC(
+      d.getUTCFullYear(),
+      d.getUTCMonth() + 1,
+      1,
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+      d.getUTCMilliseconds(),
+    ),
+  )
   const lastDay = new Date(Date.UTC(next.getUTCFullYear(), next.getUTCMonth() + 1, 0)).getUTCDate()
   next.setUTCDate(Math.min(d.getUTCDate(), lastDay))
   return next
@@ -42,7 +51,12 @@ export const getSubscription = (tenantId: number) =>
     const { sql } = yield* Db
     const open = yield* Effect.promise(() => repo.findOpen(sql, tenantId))
     const t = yield* Effect.promise(() => findTenantPlan(sql, tenantId))
-    return { subscription: open ? subscriptionView(open) : null, plan_tier: t.plan_tier, fee_minor: BYOK_FEE_MINOR[t.currency], currency: t.currency }
+    return {
+      subscription: open ? subscriptionView(open) : null,
+      plan_tier: t.plan_tier,
+      fee_minor: BYOK_FEE_MINOR[t.currency],
+      currency: t.currency,
+    }
   })
 
 /** Starts a subscription waiting for the customer to authorise the mandate at `short_url`. */
@@ -50,7 +64,10 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const existing = yield* Effect.promise(() => repo.findOpen(sql, tenantId))
-    if (existing?.status === "active") return yield* Effect.fail(new Conflict({ code: "SUBSCRIPTION_EXISTS", message: "the workspace already has an active subscription" }))
+    if (existing?.status === "active")
+      return yield* Effect.fail(
+        new Conflict({ code: "SUBSCRIPTION_EXISTS", message: "the workspace already has an active subscription" }),
+      )
     if (existing) return { created: false, subscription: subscriptionView(existing) }
     const t = yield* Effect.promise(() => findTenantPlan(sql, tenantId))
     // The mandate is authorised through the stub gateway's link until a gateway adapter supports
@@ -58,7 +75,14 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
     const externalId = `sub_${randomBytes(12).toString("hex")}`
     const shortUrl = `${baseUrl}/billing/return?status=mandate_pending&order_id=${externalId}`
     return yield* Effect.tryPromise({
-      try: () => repo.insertPending(sql, { tenantId, amountMinor: BYOK_FEE_MINOR[t.currency], currency: t.currency, externalId, shortUrl }),
+      try: () =>
+        repo.insertPending(sql, {
+          tenantId,
+          amountMinor: BYOK_FEE_MINOR[t.currency],
+          currency: t.currency,
+          externalId,
+          shortUrl,
+        }),
       catch: (e) => e,
     }).pipe(
       Effect.map((row) => ({ created: true, subscription: subscriptionView(row) })),
@@ -66,7 +90,10 @@ export const createSubscription = (tenantId: number, baseUrl: string) =>
       // else is a database failure, not a race.
       Effect.catchAll((e) =>
         isUniqueViolation(e, "subscriptions_one_open")
-          ? Effect.promise(async () => ({ created: false, subscription: subscriptionView((await repo.findOpen(sql, tenantId))!) }))
+          ? Effect.promise(async () => ({
+              created: false,
+              subscription: subscriptionView((await repo.findOpen(sql, tenantId))!),
+            }))
           : Effect.die(e),
       ),
     )
@@ -85,14 +112,30 @@ export const cancelSubscription = (tenantId: number) =>
 async function chargePeriod(tx: Tx, s: SubscriptionRow, start: Date, end: Date): Promise<boolean> {
   if (!(await repo.insertCharge(tx, s, start, end))) return false
   const key = `subscription:${s.id}:${start.toISOString()}`
-  await postEntry(tx, { tenantId: s.tenant_id, amountMinor: s.amount_minor, kind: "mandate_payment", reference: s.external_id, idempotencyKey: `${key}:in` })
-  await postEntry(tx, { tenantId: s.tenant_id, amountMinor: -s.amount_minor, kind: "platform_fee", reference: s.external_id, idempotencyKey: `${key}:fee` })
+  await postEntry(tx, {
+    tenantId: s.tenant_id,
+    amountMinor: s.amount_minor,
+    kind: "mandate_payment",
+    reference: s.external_id,
+    idempotencyKey: `${key}:in`,
+  })
+  await postEntry(tx, {
+    tenantId: s.tenant_id,
+    amountMinor: -s.amount_minor,
+    kind: "platform_fee",
+    reference: s.external_id,
+    idempotencyKey: `${key}:fee`,
+  })
   await repo.setPeriod(tx, s.id, start, end)
   return true
 }
 
 /** The mandate was authorised: activate and charge the first period. Idempotent. */
-export async function authoriseSubscription(tx: Tx, externalId: string, now: Date): Promise<"activated" | "already_active" | "unknown" | "cancelled"> {
+export async function authoriseSubscription(
+  tx: Tx,
+  externalId: string,
+  now: Date,
+): Promise<"activated" | "already_active" | "unknown" | "cancelled"> {
   const s = await repo.lockByExternalId(tx, externalId)
   if (!s) return "unknown"
   if (s.status === "cancelled") return "cancelled"
@@ -114,7 +157,8 @@ export const renewDueSubscriptions = Effect.gen(function* () {
         // skip locked: another runtime process renewing at the same time takes the rest.
         const due = await repo.lockDue(tx, now, 100)
         let charged = 0
-        for (const s of due) if (await chargePeriod(tx, s, s.current_period_end!, addMonth(s.current_period_end!))) charged++
+        for (const s of due)
+          if (await chargePeriod(tx, s, s.current_period_end!, addMonth(s.current_period_end!))) charged++
         return charged
       }) as Promise<number>,
   )

@@ -22,26 +22,45 @@ export type { Reservation } from "./usage.repo.js"
  * a run resolves its accounts once, so a workspace that became byok-ready mid-run still pays for
  * the calls that run places on the platform's accounts).
  */
-export const reserveCall = (tenantId: number, callRef: string, expectedSeconds: number, opts: { onOwnAccounts: boolean } = { onOwnAccounts: false }) =>
+export const reserveCall = (
+  tenantId: number,
+  callRef: string,
+  expectedSeconds: number,
+  opts: { onOwnAccounts: boolean } = { onOwnAccounts: false },
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const config = yield* AppConfig
     const clock = yield* Clock
     const tenant = yield* loadTenant(sql, tenantId)
     const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
-    if (terms.billing === "byok" && opts.onOwnAccounts) return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
+    if (terms.billing === "byok" && opts.onOwnAccounts)
+      return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
     const cost = callCostMinor(expectedSeconds, tenant.currency)
     const r = yield* Effect.promise(
       () =>
         sql.begin(async (tx) => {
           const existing = await repo.findReservation(tx, callRef)
           if (existing) return existing
-          const posted = await postEntry(tx, { tenantId, amountMinor: -cost, kind: "call_reservation", reference: callRef, idempotencyKey: `reserve:${callRef}` })
+          const posted = await postEntry(tx, {
+            tenantId,
+            amountMinor: -cost,
+            kind: "call_reservation",
+            reference: callRef,
+            idempotencyKey: `reserve:${callRef}`,
+          })
           if (!posted.ok) return posted
           return repo.insertReservation(tx, tenantId, callRef, cost)
         }) as Promise<Reservation | { ok: false; balanceMinor: number }>,
     )
-    if ("ok" in r) return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay for this call", balanceMinor: r.balanceMinor, requiredMinor: cost }))
+    if ("ok" in r)
+      return yield* Effect.fail(
+        new InsufficientFunds({
+          message: "the wallet cannot pay for this call",
+          balanceMinor: r.balanceMinor,
+          requiredMinor: cost,
+        }),
+      )
     yield* maybeAutocharge(tenantId)
     return r
   })
@@ -58,14 +77,32 @@ export const settleCall = (callRef: string, connectedSeconds: number) =>
         sql.begin(async (tx) => {
           const r = await repo.lockReservation(tx, callRef)
           if (!r) return undefined
-          if (r.status !== "reserved") return { call_ref: callRef, reserved_minor: r.reserved_minor, status: r.status, settled_minor: r.settled_minor }
+          if (r.status !== "reserved")
+            return {
+              call_ref: callRef,
+              reserved_minor: r.reserved_minor,
+              status: r.status,
+              settled_minor: r.settled_minor,
+            }
           const t = await findTenantPlan(tx, r.tenant_id)
           const charged = Math.min(r.reserved_minor, callCostMinor(connectedSeconds, t.currency))
           const unused = r.reserved_minor - charged
-          if (unused > 0) await postEntry(tx, { tenantId: r.tenant_id, amountMinor: unused, kind: "call_release", reference: callRef, idempotencyKey: `release:${callRef}` })
+          if (unused > 0)
+            await postEntry(tx, {
+              tenantId: r.tenant_id,
+              amountMinor: unused,
+              kind: "call_release",
+              reference: callRef,
+              idempotencyKey: `release:${callRef}`,
+            })
           const status = connectedSeconds > 0 ? "settled" : "released"
           await repo.markSettled(tx, callRef, status, charged)
-          return { call_ref: callRef, reserved_minor: r.reserved_minor, status, settled_minor: charged } satisfies Reservation
+          return {
+            call_ref: callRef,
+            reserved_minor: r.reserved_minor,
+            status,
+            settled_minor: charged,
+          } satisfies Reservation
         }) as Promise<Reservation | undefined>,
     )
   })

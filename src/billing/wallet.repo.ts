@@ -46,13 +46,21 @@ export const updateAutocharge = async (
 }
 
 /** The autocharge state, locked for the rest of the transaction. */
-export const lockAutochargeState = async (tx: Tx, tenantId: number): Promise<{ autocharge_enabled: boolean; autocharge_failures: number }> => {
+export const lockAutochargeState = async (
+  tx: Tx,
+  tenantId: number,
+): Promise<{ autocharge_enabled: boolean; autocharge_failures: number }> => {
   const [w] = await tx<[{ autocharge_enabled: boolean; autocharge_failures: number }]>`
     select autocharge_enabled, autocharge_failures from wallets where tenant_id = ${tenantId} for update`
   return w
 }
 
-export const setAutochargeFailures = async (tx: Tx, tenantId: number, failures: number, enabled: boolean): Promise<void> => {
+export const setAutochargeFailures = async (
+  tx: Tx,
+  tenantId: number,
+  failures: number,
+  enabled: boolean,
+): Promise<void> => {
   await tx`update wallets set autocharge_failures = ${failures}, autocharge_enabled = ${enabled} where tenant_id = ${tenantId}`
 }
 

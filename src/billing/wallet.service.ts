@@ -15,7 +15,8 @@ import { findWallet, type WalletRow } from "./wallet.repo.js"
 export const DEFAULT_PRECHECK_SECONDS = 180
 
 /** Cost of `seconds` of a connected call at the bundled rate, billed per second, rounded up. */
-export const callCostMinor = (seconds: number, currency: Currency): number => Math.ceil((seconds * RATE_PER_MINUTE_MINOR[currency]) / 60)
+export const callCostMinor = (seconds: number, currency: Currency): number =>
+  Math.ceil((seconds * RATE_PER_MINUTE_MINOR[currency]) / 60)
 
 export const loadTenant = (sql: Sql, tenantId: number) =>
   Effect.flatMap(
@@ -35,7 +36,11 @@ const walletView = (t: TenantRow, w: WalletRow) => {
     trial_expires_at: t.trial_expires_at?.toISOString() ?? null,
     minutes_remaining_at_bundled_rate: Math.floor(w.balance_minor / rate),
     rate_per_minute_minor: rate,
-    autocharge: { enabled: w.autocharge_enabled, threshold_minor: w.autocharge_threshold_minor, amount_minor: w.autocharge_amount_minor },
+    autocharge: {
+      enabled: w.autocharge_enabled,
+      threshold_minor: w.autocharge_threshold_minor,
+      amount_minor: w.autocharge_amount_minor,
+    },
     topup_presets_minor: TOPUP_PRESETS_MINOR[w.currency],
   }
 }
@@ -68,7 +73,11 @@ export const precheck = (tenantId: number, expectedSeconds: number) =>
     const required = terms.billing === "byok" ? 0 : callCostMinor(expectedSeconds, wallet.currency)
     let status: PrecheckStatus = "ok"
     if (tenant.status !== "active") status = "account_suspended"
-    else if (tenant.plan_tier === "free" && tenant.trial_expires_at !== null && tenant.trial_expires_at <= clock.now()) {
+    else if (
+      tenant.plan_tier === "free" &&
+      tenant.trial_expires_at !== null &&
+      tenant.trial_expires_at <= clock.now()
+    ) {
       // The trial's end only stops a workspace that never paid: top-ups are theirs to spend.
       const paid = yield* Effect.promise(() => payments.hasPaid(sql, tenantId))
       if (!paid) status = "trial_expired"

@@ -29,7 +29,17 @@ export type AttemptRefusal = "not_owner" | "not_due" | "tenant_cap"
  */
 export const beginAttempt = async (
   sql: Sql,
-  a: { me: string; runId: number; tenantId: number; workflowId: number; runTargetId: number; provider: string; tenantCap: number; slotLeaseMs: number; decision: DecisionEntry },
+  a: {
+    me: string
+    runId: number
+    tenantId: number
+    workflowId: number
+    runTargetId: number
+    provider: string
+    tenantCap: number
+    slotLeaseMs: number
+    decision: DecisionEntry
+  },
 ): Promise<{ callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal> => {
   try {
     return (await sql.begin(async (tx) => {
@@ -49,7 +59,10 @@ export const beginAttempt = async (
       await tx`
         insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId}, ${target.phone_e164}, now())
         on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
-      await insertDecision(tx, a.tenantId, a.runId, call.id, { ...a.decision, detail: { ...a.decision.detail, attempt: target.attempts } })
+      await insertDecision(tx, a.tenantId, a.runId, call.id, {
+        ...a.decision,
+        detail: { ...a.decision.detail, attempt: target.attempts },
+      })
       // The tenant's concurrency last: its lock serialises every attempt of the tenant across
       // processes, so it is held for as few statements as possible (count, slot, commit).
       await tx`select pg_advisory_xact_lock(hashtextextended('dial_slots:' || ${a.tenantId}::text, 0))`
@@ -123,14 +136,27 @@ export const finishAttempt = async (
   })) as boolean
 
 /** A target the dialer will not call (compliance) or holds until its window opens. */
-export const skipTarget = async (sql: Sql, tenantId: number, runId: number, runTargetId: number, d: DecisionEntry): Promise<void> => {
+export const skipTarget = async (
+  sql: Sql,
+  tenantId: number,
+  runId: number,
+  runTargetId: number,
+  d: DecisionEntry,
+): Promise<void> => {
   await sql.begin(async (tx) => {
     await tx`update run_targets set status = 'skipped', outcome = ${d.reason}, updated_at = now() where id = ${runTargetId} and status in ('queued', 'waiting')`
     await insertDecision(tx, tenantId, runId, null, d)
   })
 }
 
-export const holdTarget = async (sql: Sql, tenantId: number, runId: number, runTargetId: number, until: Date, d: DecisionEntry): Promise<void> => {
+export const holdTarget = async (
+  sql: Sql,
+  tenantId: number,
+  runId: number,
+  runTargetId: number,
+  until: Date,
+  d: DecisionEntry,
+): Promise<void> => {
   await sql.begin(async (tx) => {
     await tx`update run_targets set status = 'waiting', next_attempt_at = ${until}, updated_at = now() where id = ${runTargetId} and status in ('queued', 'waiting')`
     await insertDecision(tx, tenantId, runId, null, d)
@@ -154,7 +180,8 @@ export const orphanCalls = (sql: Sql, runId: number, me: string) =>
     from calls c where c.run_id = ${runId} and c.status <> 'ended' and c.owner_instance <> ${me}`
 
 /** Takes an orphaned call over so this process may finish it (finishAttempt checks the owner). */
-export const adoptCall = (sql: Sql, callId: number, me: string) => sql`update calls set owner_instance = ${me} where id = ${callId} and status <> 'ended'`
+export const adoptCall = (sql: Sql, callId: number, me: string) =>
+  sql`update calls set owner_instance = ${me} where id = ${callId} and status <> 'ended'`
 
 /** Extends the dial slots this process holds (renewed with its run leases). */
 export const renewDialSlots = async (sql: Sql, me: string, leaseMs: number): Promise<void> => {

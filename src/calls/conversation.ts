@@ -66,7 +66,8 @@ export type ConversationOutcome = (typeof CONVERSATION_OUTCOMES)[number]
 
 export const DEFAULT_MAX_TURNS = 32
 
-const APOLOGY = "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."
+const APOLOGY =
+  "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."
 
 /** `f()` as a promise, a synchronous throw included. */
 const settled = <T>(f: () => Promise<T>): Promise<T> => new Promise<T>((resolve) => resolve(f()))
@@ -79,7 +80,8 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   const book = o.ruleBook
   const now = o.now ?? (() => Date.now())
   const maxTurns = o.maxTurns ?? DEFAULT_MAX_TURNS
-  const fill = (text: string): string => fillPlaceholders(text, { name: o.callee.name, agentName: o.agentName, company: o.company })
+  const fill = (text: string): string =>
+    fillPlaceholders(text, { name: o.callee.name, agentName: o.agentName, company: o.company })
   const history: TranscriptLine[] = []
   let calleeHungUp = false
   /** An outcome reached before the last line was spoken survives the callee hanging up on it. */
@@ -105,15 +107,29 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   /** Speaks one agent turn: "ok", or why the call cannot go on. */
   const speak = async (text: string): Promise<"ok" | "gone" | Aborted> => {
     turn("agent", text, now())
-    const spoken = await race(o.leg.say(text).then(() => "ok" as const, () => "gone" as const))
+    const spoken = await race(
+      o.leg.say(text).then(
+        () => "ok" as const,
+        () => "gone" as const,
+      ),
+    )
     if (spoken === "gone") calleeHungUp = true
     return spoken
   }
 
   /** The model's next line, one retry on failure; "error" after the second. */
-  const ask = async (decision: { action: ProposalAction; status: DecisionStatus } | undefined): Promise<AgentReply | "error" | Aborted> => {
+  const ask = async (
+    decision: { action: ProposalAction; status: DecisionStatus } | undefined,
+  ): Promise<AgentReply | "error" | Aborted> => {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const request = { ruleBook: book, history: history.slice(), callee: o.callee, agentName: o.agentName, company: o.company, ...(decision !== undefined && { decision }) }
+      const request = {
+        ruleBook: book,
+        history: history.slice(),
+        callee: o.callee,
+        agentName: o.agentName,
+        company: o.company,
+        ...(decision !== undefined && { decision }),
+      }
       const answer = await race(
         settled(() => o.llm.reply(request)).then(
           (r) => (typeof r?.text === "string" && r.text.trim() !== "" ? r : undefined),
@@ -127,7 +143,12 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
 
   const decisions = new Map<ProposalAction, DecisionStatus>()
   const decide = async (p: Proposal): Promise<DecisionStatus | Aborted> => {
-    const policy = p.action === "concession" ? book.concession_policy : p.action === "callback" ? book.callback_policy : book.escalation_policy
+    const policy =
+      p.action === "concession"
+        ? book.concession_policy
+        : p.action === "callback"
+          ? book.callback_policy
+          : book.escalation_policy
     // A repeated proposal gets the answer the human already gave in this call.
     const earlier = decisions.get(p.action)
     let status: DecisionStatus | Aborted
@@ -135,8 +156,15 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     else if (!policy.allowed || (p.action === "concession" && book.concession_policy.cap_minor <= 0)) status = "denied"
     else if (!policy.requires_approval) status = "approved"
     else {
-      const value = p.action === "concession" && p.value_minor !== null ? Math.min(Math.max(0, Math.round(p.value_minor)), book.concession_policy.cap_minor) : null
-      status = await race(settled(() => o.requestApproval({ action: p.action, value_minor: value, rationale: p.rationale })).catch((): DecisionStatus => "timeout"))
+      const value =
+        p.action === "concession" && p.value_minor !== null
+          ? Math.min(Math.max(0, Math.round(p.value_minor)), book.concession_policy.cap_minor)
+          : null
+      status = await race(
+        settled(() => o.requestApproval({ action: p.action, value_minor: value, rationale: p.rationale })).catch(
+          (): DecisionStatus => "timeout",
+        ),
+      )
       if (status !== ABORTED && status !== "approved" && status !== "denied") status = "timeout"
     }
     if (status !== ABORTED) decisions.set(p.action, status)
@@ -145,7 +173,8 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
 
   const result = (outcome: string): ConversationResult => ({ outcome, turns: history.length, calleeHungUp })
   /** Where the call stands when the leg is gone or the signal fired. */
-  const stopped = (why: "gone" | Aborted): ConversationResult => result(why === ABORTED ? (reached ?? "aborted") : (reached ?? "callee_hung_up"))
+  const stopped = (why: "gone" | Aborted): ConversationResult =>
+    result(why === ABORTED ? (reached ?? "aborted") : (reached ?? "callee_hung_up"))
 
   try {
     if (o.signal.aborted) return result("aborted")

@@ -14,7 +14,11 @@ export const tenantOfCall = async (sql: Sql, callId: number): Promise<number | u
 }
 
 /** The workspace's name with the opening line and persona of the workflow (if any) behind a number. */
-export const greetingContext = async (sql: Sql, tenantId: number, workflowId: number | null): Promise<GreetingContext | undefined> => {
+export const greetingContext = async (
+  sql: Sql,
+  tenantId: number,
+  workflowId: number | null,
+): Promise<GreetingContext | undefined> => {
   const [ctx] = await sql<[GreetingContext?]>`
     select t.name as tenant_name, rb.body->>'opening_line' as opening, w.persona
     from tenants t

@@ -18,7 +18,8 @@ import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { findVoice } from "../voices/voices.catalog.js"
 
-const badSignature = () => new Unauthenticated({ code: "INVALID_SIGNATURE", message: "webhook signature missing or not valid" })
+const badSignature = () =>
+  new Unauthenticated({ code: "INVALID_SIGNATURE", message: "webhook signature missing or not valid" })
 
 /** How long a voice webhook may wait for the runtime's answer (the agent deciding what to say). */
 const VOICE_WAIT_MS = 15_000
@@ -49,7 +50,8 @@ const authenticate = (w: TelcoAWebhook) =>
     if (tenantId === undefined) return yield* Effect.fail(badSignature())
     const own = yield* Effect.promise(() => credentials.active(tenantId, "telco_a"))
     const token = own?.secret ?? config.telcoA?.authToken
-    if (token === undefined || !verifyTelcoA(token, w.url, w.params, w.signature)) return yield* Effect.fail(badSignature())
+    if (token === undefined || !verifyTelcoA(token, w.url, w.params, w.signature))
+      return yield* Effect.fail(badSignature())
     return { tenantId, callId, number }
   })
 
@@ -84,7 +86,12 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
     const bus = yield* Bus
     if (who.callId !== undefined) {
       const message: TelcoWebhookMessage = { kind: "status", params: w.params }
-      yield* Effect.promise(() => bus.request(rtTelcoCall(who.callId!), message, { timeoutMs: 3_000 }).then(() => undefined, () => undefined))
+      yield* Effect.promise(() =>
+        bus.request(rtTelcoCall(who.callId!), message, { timeoutMs: 3_000 }).then(
+          () => undefined,
+          () => undefined,
+        ),
+      )
       return
     }
     const sid = w.params["CallSid"]
@@ -93,7 +100,13 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
     const ended = ["completed", "busy", "no-answer", "failed", "canceled"].includes(w.params["CallStatus"] ?? "")
     const status = w.params["CallStatus"] ?? "unknown"
     yield* Effect.promise(() =>
-      repo.updateInboundStatus(sql, { tenantId: who.tenantId, providerCallId: sid, status, durationSeconds: duration, ended }),
+      repo.updateInboundStatus(sql, {
+        tenantId: who.tenantId,
+        providerCallId: sid,
+        status,
+        durationSeconds: duration,
+        ended,
+      }),
     )
   })
 
@@ -101,13 +114,21 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
  * A call to one of our numbers: the persona of the number's workflow greets the caller with the
  * rule book's opening line and promises a call back; the call is recorded for the timeline.
  */
-const answerInbound = (tenantId: number, number: NonNullable<Awaited<ReturnType<typeof findActiveByPhone>>>, params: Record<string, string>, provider: "telco_a" | "telco_b") =>
+const answerInbound = (
+  tenantId: number,
+  number: NonNullable<Awaited<ReturnType<typeof findActiveByPhone>>>,
+  params: Record<string, string>,
+  provider: "telco_a" | "telco_b",
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const ctx = yield* Effect.promise(() => repo.greetingContext(sql, tenantId, number.workflow_id))
     const agent = findVoice(ctx?.persona ?? "amelia")?.name ?? "Amelia"
     const company = ctx?.tenant_name ?? "us"
-    const opening = ctx?.opening !== null && ctx?.opening !== undefined ? fillPlaceholders(ctx.opening, { name: null, agentName: agent, company }) : `Hello, this is ${agent} from ${company}.`
+    const opening =
+      ctx?.opening !== null && ctx?.opening !== undefined
+        ? fillPlaceholders(ctx.opening, { name: null, agentName: agent, company })
+        : `Hello, this is ${agent} from ${company}.`
     const greeting = `${opening} Thank you for calling. Someone from ${company} will call you back shortly. Goodbye.`
     const sid = params["CallSid"] ?? params["uuid"] ?? `unknown-${Date.now()}`
     const from = params["From"] ?? params["from"] ?? ""
@@ -123,7 +144,9 @@ const answerInbound = (tenantId: number, number: NonNullable<Awaited<ReturnType<
         greeting,
       }),
     )
-    return provider === "telco_a" ? twiml([greeting], { hangup: true }) : JSON.stringify([{ action: "talk", text: greeting }])
+    return provider === "telco_a"
+      ? twiml([greeting], { hangup: true })
+      : JSON.stringify([{ action: "talk", text: greeting }])
   })
 
 /**
@@ -145,7 +168,8 @@ export const telcoBVoice = (raw: Buffer, signature: string | undefined) =>
     const number = yield* Effect.promise(() => findActiveByPhone(sql, to))
     if (number === undefined) return yield* Effect.fail(badSignature())
     const own = yield* Effect.promise(() => credentials.active(number.tenant_id, "telco_b"))
-    if (own === undefined || signature === undefined || !/^[0-9a-fA-F]{64}$/.test(signature.trim())) return yield* Effect.fail(badSignature())
+    if (own === undefined || signature === undefined || !/^[0-9a-fA-F]{64}$/.test(signature.trim()))
+      return yield* Effect.fail(badSignature())
     const expected = createHmac("sha256", own.secret).update(raw).digest()
     if (!timingSafeEqual(expected, Buffer.from(signature.trim(), "hex"))) return yield* Effect.fail(badSignature())
     return yield* answerInbound(number.tenant_id, number, { ...body, From: body["from"] ?? "" }, "telco_b")

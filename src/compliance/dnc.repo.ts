@@ -18,19 +18,28 @@ export async function tenantCountry(sql: Sql, tenantId: number): Promise<TenantC
   return row.country
 }
 
-export async function list(sql: Sql, tenantId: number, page: { limit: number; offset: number; source: DncSource | undefined }): Promise<{ rows: DncRow[]; total: number }> {
+export async function list(
+  sql: Sql,
+  tenantId: number,
+  page: { limit: number; offset: number; source: DncSource | undefined },
+): Promise<{ rows: DncRow[]; total: number }> {
   const bySource = page.source === undefined ? sql`` : sql`and source = ${page.source}`
   const rows = await sql<DncRow[]>`
     select id, phone_e164, reason, source, added_at from dnc_entries
     where tenant_id = ${tenantId} ${bySource}
     order by added_at desc, id desc
     limit ${page.limit} offset ${page.offset}`
-  const [{ total }] = await sql<[{ total: number }]>`select count(*)::int as total from dnc_entries where tenant_id = ${tenantId} ${bySource}`
+  const [{ total }] = await sql<
+    [{ total: number }]
+  >`select count(*)::int as total from dnc_entries where tenant_id = ${tenantId} ${bySource}`
   return { rows: [...rows], total }
 }
 
 /** Adds a number, or refreshes its entry (one row per number: added_at and reason are the new ones). */
-export async function upsert(sql: Sql, e: { tenantId: number; phone: string; reason: string | null; source: DncSource; now: Date }): Promise<DncRow> {
+export async function upsert(
+  sql: Sql,
+  e: { tenantId: number; phone: string; reason: string | null; source: DncSource; now: Date },
+): Promise<DncRow> {
   const [row] = await sql<[DncRow]>`
     insert into dnc_entries (tenant_id, phone_e164, reason, source, added_at)
     values (${e.tenantId}, ${e.phone}, ${e.reason}, ${e.source}, ${e.now})
@@ -40,11 +49,20 @@ export async function upsert(sql: Sql, e: { tenantId: number; phone: string; rea
 }
 
 /** Adds the numbers not on the list yet (a batch, one statement); returns how many were added. */
-export async function addMissing(sql: Sql, b: { tenantId: number; rows: ReadonlyArray<{ phone: string; reason: string | null }>; source: DncSource; now: Date }): Promise<number> {
+export async function addMissing(
+  sql: Sql,
+  b: { tenantId: number; rows: ReadonlyArray<{ phone: string; reason: string | null }>; source: DncSource; now: Date },
+): Promise<number> {
   const added = await sql`
     insert into dnc_entries (tenant_id, phone_e164, reason, source, added_at)
     select ${b.tenantId}, p, r, ${b.source}, ${b.now}
-    from unnest(${sql.array(b.rows.map((r) => r.phone), 25)}::text[], ${sql.array(b.rows.map((r) => r.reason), 25)}::text[]) with ordinality as t(p, r, i)
+    from unnest(${sql.array(
+      b.rows.map((r) => r.phone),
+      25,
+    )}::text[], ${sql.array(
+      b.rows.map((r) => r.reason),
+      25,
+    )}::text[]) with ordinality as t(p, r, i)
     order by i
     on conflict (tenant_id, phone_e164) do nothing
     returning 1`
@@ -52,7 +70,11 @@ export async function addMissing(sql: Sql, b: { tenantId: number; rows: Readonly
 }
 
 /** Deletes the first of `candidates` on the tenant's list; returns the number deleted, if any. */
-export async function removeFirst(sql: Sql, tenantId: number, candidates: ReadonlyArray<string>): Promise<string | undefined> {
+export async function removeFirst(
+  sql: Sql,
+  tenantId: number,
+  candidates: ReadonlyArray<string>,
+): Promise<string | undefined> {
   const [row] = await sql<[{ phone_e164: string }?]>`
     delete from dnc_entries where id = (
       select id from dnc_entries
@@ -64,7 +86,12 @@ export async function removeFirst(sql: Sql, tenantId: number, candidates: Readon
 }
 
 /** Whether the number is on the tenant's list, and whether the tenant reached it since `cooldownSince`. */
-export async function suppression(sql: Sql, tenantId: number, phone: string, cooldownSince: Date): Promise<{ on_dnc: boolean; in_cooldown: boolean }> {
+export async function suppression(
+  sql: Sql,
+  tenantId: number,
+  phone: string,
+  cooldownSince: Date,
+): Promise<{ on_dnc: boolean; in_cooldown: boolean }> {
   const [row] = await sql<[{ on_dnc: boolean; in_cooldown: boolean }]>`
     select
       exists (select 1 from dnc_entries where tenant_id = ${tenantId} and phone_e164 = ${phone}) as on_dnc,

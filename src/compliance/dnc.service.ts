@@ -17,11 +17,20 @@ export const COOLDOWN_MS = COOLDOWN_DAYS * 86_400_000
 export const REASON_MAX = 200
 const IMPORT_BATCH_SIZE = 1000
 
-export const DNC_SOURCES = ["manual", "import", "call", "unsubscribe", "erasure"] as const satisfies ReadonlyArray<DncSource>
+export const DNC_SOURCES = [
+  "manual",
+  "import",
+  "call",
+  "unsubscribe",
+  "erasure",
+] as const satisfies ReadonlyArray<DncSource>
 
 export const DNC_LAYOUT: CsvLayout<"phone" | "reason"> = {
   key: "phone",
-  roles: { phone: PHONE_HEADERS, reason: ["reason", "note", "notes", "comment", "comments", "remark", "remarks", "description"] },
+  roles: {
+    phone: PHONE_HEADERS,
+    reason: ["reason", "note", "notes", "comment", "comments", "remark", "remarks", "description"],
+  },
   positional: ["phone", "reason"],
 }
 
@@ -33,10 +42,19 @@ export interface DncEntry {
   readonly added_at: string
 }
 
-const view = (r: DncRow): DncEntry => ({ id: r.id, phone_e164: r.phone_e164, reason: r.reason, source: r.source, added_at: r.added_at.toISOString() })
+const view = (r: DncRow): DncEntry => ({
+  id: r.id,
+  phone_e164: r.phone_e164,
+  reason: r.reason,
+  source: r.source,
+  added_at: r.added_at.toISOString(),
+})
 
 const invalidPhone = (field: string, reason: string) =>
-  new ValidationFailed({ message: `${field}: not a valid phone number (${reason})`, errors: [{ field, message: `must be a valid phone number (${reason})` }] })
+  new ValidationFailed({
+    message: `${field}: not a valid phone number (${reason})`,
+    errors: [{ field, message: `must be a valid phone number (${reason})` }],
+  })
 
 /** A number as the tenant typed it → E.164 in the tenant's country, or 422 on `field`. */
 const normalised = (sql: Sql, tenantId: number, raw: string, field: string) =>
@@ -59,7 +77,15 @@ export const addDnc = (tenantId: number, raw: string, reason: string | null, sou
     const { sql } = yield* Db
     const clock = yield* Clock
     const phone = yield* normalised(sql, tenantId, raw, "phone_e164")
-    const row = yield* Effect.promise(() => repo.upsert(sql, { tenantId, phone, reason: reason === null ? null : withoutNul(reason), source, now: clock.now() }))
+    const row = yield* Effect.promise(() =>
+      repo.upsert(sql, {
+        tenantId,
+        phone,
+        reason: reason === null ? null : withoutNul(reason),
+        source,
+        now: clock.now(),
+      }),
+    )
     return { entry: view(row) }
   })
 
@@ -74,7 +100,8 @@ export const removeDnc = (tenantId: number, raw: string) =>
       return yield* Effect.fail(invalidPhone("phone_e164", r.ok ? "invalid_number" : r.reason))
     }
     const deleted = yield* Effect.promise(() => repo.removeFirst(sql, tenantId, candidates))
-    if (deleted === undefined) return yield* Effect.fail(new NotFound({ message: `${candidates[0]} is not on the do-not-call list` }))
+    if (deleted === undefined)
+      return yield* Effect.fail(new NotFound({ message: `${candidates[0]} is not on the do-not-call list` }))
     return { deleted: true as const, phone_e164: deleted }
   })
 
@@ -90,7 +117,10 @@ export const checkDnc = (tenantId: number, raw: string) =>
     const phone = yield* normalised(sql, tenantId, raw, "phone_e164")
     const since = new Date(clock.nowMs() - COOLDOWN_MS)
     const [{ on_dnc, in_cooldown }, registration] = yield* Effect.promise(() =>
-      Promise.all([repo.suppression(sql, tenantId, phone, since), isIndian(phone) ? lookupNcpr(sql, phone) : Promise.resolve(undefined)]),
+      Promise.all([
+        repo.suppression(sql, tenantId, phone, since),
+        isIndian(phone) ? lookupNcpr(sql, phone) : Promise.resolve(undefined),
+      ]),
     )
     const on_ncpr = registration !== undefined
     return { phone_e164: phone, on_dnc, on_ncpr, in_cooldown, would_be_filtered: on_dnc || on_ncpr || in_cooldown }
@@ -111,11 +141,19 @@ export interface DncImportResult {
   readonly skipped_invalid: number
 }
 
-type Imported = { readonly ok: true; readonly result: DncImportResult } | { readonly ok: false; readonly error: DomainError }
+type Imported =
+  | { readonly ok: true; readonly result: DncImportResult }
+  | { readonly ok: false; readonly error: DomainError }
 
 const fileError = (message: string) => new ValidationFailed({ message, errors: [{ field: "file", message }] })
 
-async function importRows(sql: Sql, tenantId: number, country: TenantCountry, rows: AsyncIterable<ImportRow> | Iterable<ImportRow>, now: Date): Promise<DncImportResult> {
+async function importRows(
+  sql: Sql,
+  tenantId: number,
+  country: TenantCountry,
+  rows: AsyncIterable<ImportRow> | Iterable<ImportRow>,
+  now: Date,
+): Promise<DncImportResult> {
   let added = 0
   let existing = 0
   let invalid = 0
@@ -123,7 +161,11 @@ async function importRows(sql: Sql, tenantId: number, country: TenantCountry, ro
     for await (const r of rows) {
       const phone = toE164(r.phone, country)
       if (!phone.ok) invalid++
-      else yield { phone: phone.e164, reason: r.reason === null || r.reason === "" ? null : withoutNul(r.reason).slice(0, REASON_MAX) }
+      else
+        yield {
+          phone: phone.e164,
+          reason: r.reason === null || r.reason === "" ? null : withoutNul(r.reason).slice(0, REASON_MAX),
+        }
     }
   }
   for await (const batch of inBatches(valid(), IMPORT_BATCH_SIZE)) {
@@ -140,17 +182,24 @@ async function importRows(sql: Sql, tenantId: number, country: TenantCountry, ro
  * committed as they are read: an import that fails half-way keeps what it added (a longer
  * list only suppresses more), and sending it again adds the rest.
  */
-export const importDnc = (tenantId: number, source: DncImportSource, run: <A>(work: () => Promise<A>) => Effect.Effect<A, DomainError>) =>
+export const importDnc = (
+  tenantId: number,
+  source: DncImportSource,
+  run: <A>(work: () => Promise<A>) => Effect.Effect<A, DomainError>,
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const country = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
     const done = yield* run(async (): Promise<Imported> => {
-      if (source.kind === "json") return { ok: true, result: await importRows(sql, tenantId, country, source.rows, clock.now()) }
+      if (source.kind === "json")
+        return { ok: true, result: await importRows(sql, tenantId, country, source.rows, clock.now()) }
       const input = await source.open()
-      if (input === undefined) return { ok: false, error: fileError("the form has no file part: send the CSV as a file") }
+      if (input === undefined)
+        return { ok: false, error: fileError("the form has no file part: send the CSV as a file") }
       async function* rows(): AsyncGenerator<ImportRow> {
-        for await (const r of readCsv(input!, DNC_LAYOUT)) yield { phone: r.cells.phone ?? "", reason: r.cells.reason ?? null }
+        for await (const r of readCsv(input!, DNC_LAYOUT))
+          yield { phone: r.cells.phone ?? "", reason: r.cells.reason ?? null }
       }
       try {
         return { ok: true, result: await importRows(sql, tenantId, country, rows(), clock.now()) }

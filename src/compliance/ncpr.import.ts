@@ -15,9 +15,28 @@ export const NCPR_LAYOUT: CsvLayout<NcprRole> = {
   key: "number",
   roles: {
     number: ["service_area_number", "subscriber_number", ...PHONE_HEADERS],
-    preference: ["preference", "preferences", "pref", "prefs", "categories", "category", "preferred_categories", "pref_category", "ncpr_preference", "opted_categories"],
+    preference: [
+      "preference",
+      "preferences",
+      "pref",
+      "prefs",
+      "categories",
+      "category",
+      "preferred_categories",
+      "pref_category",
+      "ncpr_preference",
+      "opted_categories",
+    ],
     op: ["op", "optype", "op_type", "operation", "action", "activity"],
-    date: ["date", "registered_at", "registration_date", "date_of_registration", "reg_date", "date_of_preference", "updated_at"],
+    date: [
+      "date",
+      "registered_at",
+      "registration_date",
+      "date_of_registration",
+      "reg_date",
+      "date_of_preference",
+      "updated_at",
+    ],
   },
   positional: ["number", "preference", "op", "date"],
 }
@@ -50,7 +69,18 @@ export function ncprBlocks(preference: string, category: number | string | null)
 
 function parseOp(raw: string | undefined): "add" | "delete" | undefined {
   const op = (raw ?? "").trim().toUpperCase()
-  if (op === "" || op === "A" || op === "ADD" || op === "I" || op === "INSERT" || op === "M" || op === "U" || op === "MODIFY" || op === "UPDATE") return "add"
+  if (
+    op === "" ||
+    op === "A" ||
+    op === "ADD" ||
+    op === "I" ||
+    op === "INSERT" ||
+    op === "M" ||
+    op === "U" ||
+    op === "MODIFY" ||
+    op === "UPDATE"
+  )
+    return "add"
   if (op === "D" || op === "DEL" || op === "DELETE") return "delete"
   return undefined
 }
@@ -100,7 +130,11 @@ interface Change {
  * leaves the table emptier than it was; readers never see it empty either.
  * Throws CsvFormatError for a file with no number column or unreadable CSV.
  */
-export async function importNcpr(sql: Sql, input: Readable | AsyncIterable<Buffer | string>, opts: { replace?: boolean } = {}): Promise<NcprImportResult> {
+export async function importNcpr(
+  sql: Sql,
+  input: Readable | AsyncIterable<Buffer | string>,
+  opts: { replace?: boolean } = {},
+): Promise<NcprImportResult> {
   const stamp = await repo.databaseNow(sql)
   let imported = 0
   let deleted = 0

@@ -26,9 +26,18 @@ export const upsertRegistrations = async (sql: Sql, adds: readonly NcprAdd[], st
     insert into ncpr_registry (phone_e164, preference, registered_at, imported_at)
     select p, pref, reg, ${stamp}
     from unnest(
-      ${sql.array(adds.map((c) => c.phone), 25)}::text[],
-      ${sql.array(adds.map((c) => c.preference), 25)}::text[],
-      ${sql.array(adds.map((c) => (c.registeredAt === null ? null : c.registeredAt.toISOString())), 25)}::timestamptz[]
+      ${sql.array(
+        adds.map((c) => c.phone),
+        25,
+      )}::text[],
+      ${sql.array(
+        adds.map((c) => c.preference),
+        25,
+      )}::text[],
+      ${sql.array(
+        adds.map((c) => (c.registeredAt === null ? null : c.registeredAt.toISOString())),
+        25,
+      )}::timestamptz[]
     ) as t(p, pref, reg)
     on conflict (phone_e164) do update set
       preference = excluded.preference,
@@ -38,7 +47,8 @@ export const upsertRegistrations = async (sql: Sql, adds: readonly NcprAdd[], st
 
 /** Deletes the numbers' registrations; returns how many there were. */
 export const deleteRegistrations = async (sql: Sql, phones: string[]): Promise<number> => {
-  const gone = await sql`delete from ncpr_registry where phone_e164 = any (${sql.array(phones, 25)}::text[]) returning 1`
+  const gone =
+    await sql`delete from ncpr_registry where phone_e164 = any (${sql.array(phones, 25)}::text[]) returning 1`
   return gone.count
 }
 
@@ -49,6 +59,8 @@ export const deleteImportedBefore = async (sql: Sql, stamp: Date): Promise<numbe
 }
 
 export const findRegistration = async (sql: Sql, e164: string): Promise<NcprRegistration | undefined> => {
-  const [row] = await sql<[NcprRegistration?]>`select phone_e164, preference, registered_at from ncpr_registry where phone_e164 = ${e164}`
+  const [row] = await sql<
+    [NcprRegistration?]
+  >`select phone_e164, preference, registered_at from ncpr_registry where phone_e164 = ${e164}`
   return row
 }

@@ -36,7 +36,9 @@ export const listKeys = (sql: Sql, tenantId: number, now: Date): Promise<KeyRow[
   sql<KeyRow[]>`select ${columns(sql, now)} from api_keys where tenant_id = ${tenantId} order by id desc`
 
 export const findKey = async (sql: Sql, tenantId: number, keyId: number, now: Date): Promise<KeyRow | undefined> => {
-  const [row] = await sql<[KeyRow?]>`select ${columns(sql, now)} from api_keys where id = ${keyId} and tenant_id = ${tenantId}`
+  const [row] = await sql<
+    [KeyRow?]
+  >`select ${columns(sql, now)} from api_keys where id = ${keyId} and tenant_id = ${tenantId}`
   return row
 }
 
@@ -59,7 +61,16 @@ export const countActive = async (tx: Tx, tenantId: number, now: Date): Promise<
 
 export const insertKey = async (
   tx: Tx,
-  k: { tenantId: number; name: string; prefix: string; secretSha256: Buffer; scope: Scope; now: Date; userId: number; expiresAt: Date | null },
+  k: {
+    tenantId: number
+    name: string
+    prefix: string
+    secretSha256: Buffer
+    scope: Scope
+    now: Date
+    userId: number
+    expiresAt: Date | null
+  },
 ): Promise<KeyRow> => {
   const [row] = await tx<[KeyRow]>`
     insert into api_keys (tenant_id, name, prefix, secret_sha256, scope, created_at, created_by_user_id, expires_at)

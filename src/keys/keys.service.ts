@@ -86,15 +86,22 @@ export const DEFAULT_KEY_SCOPE: Scope = "read"
 /** An admin key does what only owners and admins may, so only they may mint one. */
 export const mayMint = (role: UserPrincipal["role"], scope: Scope): boolean => scope !== "admin" || role !== "member"
 
-export const createKey = (actor: Actor & { readonly role: UserPrincipal["role"] }, input: { name: string; scope: Scope; expiresAt: Date | null }) =>
+export const createKey = (
+  actor: Actor & { readonly role: UserPrincipal["role"] },
+  input: { name: string; scope: Scope; expiresAt: Date | null },
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
     if (!mayMint(actor.role, input.scope))
-      return yield* Effect.fail(new Forbidden({ message: "only workspace owners and admins may create admin-scope API keys" }))
+      return yield* Effect.fail(
+        new Forbidden({ message: "only workspace owners and admins may create admin-scope API keys" }),
+      )
     if (input.expiresAt !== null && input.expiresAt <= now)
-      return yield* Effect.fail(new BadRequest({ code: "VALIDATION_FAILED", field: "expires_at", message: "expires_at must be in the future" }))
+      return yield* Effect.fail(
+        new BadRequest({ code: "VALIDATION_FAILED", field: "expires_at", message: "expires_at must be in the future" }),
+      )
     const secret = newSecret()
     const created = yield* Effect.promise(
       () =>
@@ -118,7 +125,10 @@ export const createKey = (actor: Actor & { readonly role: UserPrincipal["role"] 
     )
     if (!created)
       return yield* Effect.fail(
-        new BadRequest({ code: "API_KEY_LIMIT_REACHED", message: `a workspace may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one first` }),
+        new BadRequest({
+          code: "API_KEY_LIMIT_REACHED",
+          message: `a workspace may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one first`,
+        }),
       )
     return { ...view(created), secret }
   })

@@ -2,28 +2,44 @@
 // the bottom, then the database (migrated), the bus and the providers on top.
 import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
-import { Auth, AuthLive } from "../auth/Auth.js"
-import { Challenge, ChallengeLive } from "../auth/Challenge.js"
+import { type Auth, AuthLive } from "../auth/Auth.js"
+import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
 import type { Config } from "../platform/config.js"
-import { Llm, LlmLive } from "../providers/Llm.js"
-import { Mail, MailLive } from "../providers/Mail.js"
-import { Payments, PaymentsLive } from "../providers/Payments.js"
+import { type Llm, LlmLive } from "../providers/Llm.js"
+import { type Mail, MailLive } from "../providers/Mail.js"
+import { type Payments, PaymentsLive } from "../providers/Payments.js"
 import { Speech } from "../providers/Speech.js"
 import { PreviewSweeperLive } from "../previews/previews.sweeper.js"
 import { NumberAccounts } from "../numbers/numbers.service.js"
 import { Credentials, CredentialsLive } from "../onboarding/Credentials.js"
-import { Telephony, TelephonyLive } from "../providers/Telephony.js"
-import { TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
+import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
+import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus, BusLive } from "../platform/Bus.js"
+import { type Bus, BusLive } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, DbLive } from "../platform/Db.js"
 import { Instance, type ProcessInstance } from "../platform/Instance.js"
 import { Log } from "../platform/Log.js"
 import { migrate } from "../platform/Migrator.js"
-import { VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
+import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
 
-export type AppServices = AppConfig | Log | Clock | Instance | Db | Bus | Speech | VoiceSamples | Auth | Challenge | Mail | Payments | Llm | Telephony | TurnStreams | Credentials
+export type AppServices =
+  | AppConfig
+  | Log
+  | Clock
+  | Instance
+  | Db
+  | Bus
+  | Speech
+  | VoiceSamples
+  | Auth
+  | Challenge
+  | Mail
+  | Payments
+  | Llm
+  | Telephony
+  | TurnStreams
+  | Credentials
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -35,14 +51,34 @@ const Migrated = Layer.effectDiscard(
   }),
 )
 
-export function appLayer(deps: { config: Config; logger: Logger; instance: ProcessInstance }): Layer.Layer<AppServices> {
-  const base = Layer.mergeAll(AppConfig.layer(deps.config), Log.layer(deps.logger), Clock.live, Instance.layer(deps.instance))
+export function appLayer(deps: {
+  config: Config
+  logger: Logger
+  instance: ProcessInstance
+}): Layer.Layer<AppServices> {
+  const base = Layer.mergeAll(
+    AppConfig.layer(deps.config),
+    Log.layer(deps.logger),
+    Clock.live,
+    Instance.layer(deps.instance),
+  )
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
-  const providers = Layer.mergeAll(VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)), MailLive, PaymentsLive, LlmLive, TelephonyLive)
+  const providers = Layer.mergeAll(
+    VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)),
+    MailLive,
+    PaymentsLive,
+    LlmLive,
+    TelephonyLive,
+  )
   const infra = Layer.mergeAll(db, BusLive, providers).pipe(Layer.provideMerge(base))
   // byok workspaces' numbers live on their own telco_a account, from their stored credential.
-  const numberAccounts = Layer.effect(NumberAccounts, Effect.map(Credentials, (c) => ({ byokTelcoA: c.telcoAAccount })))
+  const numberAccounts = Layer.effect(
+    NumberAccounts,
+    Effect.map(Credentials, (c) => ({ byokTelcoA: c.telcoAAccount })),
+  )
   const credentials = numberAccounts.pipe(Layer.provideMerge(CredentialsLive))
   // Background loops with no service of their own (each checks the process role itself).
-  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials, PreviewSweeperLive).pipe(Layer.provideMerge(infra))
+  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials, PreviewSweeperLive).pipe(
+    Layer.provideMerge(infra),
+  )
 }

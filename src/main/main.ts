@@ -29,7 +29,10 @@ function exit(code: number): never {
   process.exit(code)
 }
 
-type Command = { command: "serve"; role: Role } | { command: "migrate" } | { command: "ncpr-import"; file: string; replace: boolean }
+type Command =
+  | { command: "serve"; role: Role }
+  | { command: "migrate" }
+  | { command: "ncpr-import"; file: string; replace: boolean }
 
 function parseArgs(argv: string[]): Command {
   const [command = "serve", ...rest] = argv
@@ -37,7 +40,8 @@ function parseArgs(argv: string[]): Command {
   if (command === "ncpr") {
     const [sub, ...opts] = rest
     const files = opts.filter((o) => o !== "--replace")
-    if (sub !== "import" || files.length !== 1 || (files[0]!.startsWith("--") && files[0] !== "-")) fail(`usage: parley ncpr import <file|-> [--replace]`)
+    if (sub !== "import" || files.length !== 1 || (files[0]!.startsWith("--") && files[0] !== "-"))
+      fail(`usage: parley ncpr import <file|-> [--replace]`)
     return { command: "ncpr-import", file: files[0]!, replace: opts.includes("--replace") }
   }
   if (command !== "serve") fail(`unknown command ${JSON.stringify(command)}\n${USAGE}`)
@@ -46,7 +50,8 @@ function parseArgs(argv: string[]): Command {
     const arg = rest[i]!
     const value = arg.startsWith("--role=") ? arg.slice(7) : arg === "--role" ? rest[++i] : undefined
     if (value === undefined) fail(`unknown option ${JSON.stringify(arg)}\n${USAGE}`)
-    if (value !== "all" && value !== "api" && value !== "runtime") fail(`--role must be all, api or runtime (got ${JSON.stringify(value)})`)
+    if (value !== "all" && value !== "api" && value !== "runtime")
+      fail(`--role must be all, api or runtime (got ${JSON.stringify(value)})`)
     role = value
   }
   return { command: "serve", role }
@@ -59,7 +64,10 @@ async function runMigrate(config: Config): Promise<void> {
     return yield* Effect.promise(() => migrate(db.sql))
   }).pipe(Effect.provide(DbLive.pipe(Layer.provide(Layer.merge(AppConfig.layer(config), Log.layer(logger))))))
   const exit = await Effect.runPromiseExit(Effect.scoped(program))
-  if (Exit.isFailure(exit)) fail(`migration failed: ${Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : Cause.pretty(exit.cause)}`)
+  if (Exit.isFailure(exit))
+    fail(
+      `migration failed: ${Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : Cause.pretty(exit.cause)}`,
+    )
   logger.info({ applied: exit.value }, exit.value.length > 0 ? "migrations applied" : "database is up to date")
   logger.flush()
 }
@@ -93,7 +101,8 @@ async function main(): Promise<void> {
   }
   // One-off commands may run long statements (a migration rewriting a table, a registry import).
   if (args.command === "migrate") return runMigrate({ ...config, dbStatementTimeoutMs: 0 })
-  if (args.command === "ncpr-import") return runNcprImport({ ...config, dbStatementTimeoutMs: 0 }, args.file, args.replace)
+  if (args.command === "ncpr-import")
+    return runNcprImport({ ...config, dbStatementTimeoutMs: 0 }, args.file, args.replace)
 
   const logger = makeLogger(config, { role: args.role }, { buffered: true })
   let running: Awaited<ReturnType<typeof serve>> | undefined
@@ -106,7 +115,10 @@ async function main(): Promise<void> {
     if (stopping) return
     stopping = true
     // Should the stop itself hang (the state is unknown after a crash), exit anyway.
-    setTimeout(() => void flushLogs(logger).finally(() => exit(Math.max(exitCode, 1))), config.shutdownTimeoutMs + 5_000).unref()
+    setTimeout(
+      () => void flushLogs(logger).finally(() => exit(Math.max(exitCode, 1))),
+      config.shutdownTimeoutMs + 5_000,
+    ).unref()
     void (running?.stop() ?? Promise.resolve()).then(
       async () => {
         await flushLogs(logger)

@@ -42,7 +42,8 @@ export async function serve(opts: {
   try {
     await runtime.runtime()
     if (role !== "api") host = await runtime.runPromise(startRuntimeHost)
-    if (role !== "runtime") api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
+    if (role !== "runtime")
+      api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
   } catch (e) {
     await host?.stop().catch(() => {})
     await runtime.dispose().catch(() => {})

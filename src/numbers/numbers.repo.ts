@@ -73,7 +73,11 @@ export async function dropClaim(sql: Sql | Tx, id: number): Promise<void> {
   await sql`delete from phone_numbers where id = ${id} and status = 'pending'`
 }
 
-export async function activate(tx: Tx, id: number, a: { providerNumberId: string; now: Date; periodEnd: Date | null }): Promise<NumberRow> {
+export async function activate(
+  tx: Tx,
+  id: number,
+  a: { providerNumberId: string; now: Date; periodEnd: Date | null },
+): Promise<NumberRow> {
   const [row] = await tx<[NumberRow]>`
     update phone_numbers set status = 'active', provider_number_id = ${a.providerNumberId}, activated_at = ${a.now},
       current_period_start = ${a.periodEnd === null ? null : a.now}, current_period_end = ${a.periodEnd}, rent_due_at = ${a.periodEnd}
@@ -91,7 +95,12 @@ export async function held(sql: Sql, phones: ReadonlyArray<string>): Promise<Set
 }
 
 /** One page of the workspace's numbers, newest first (one row more to tell if there is a next); claims in flight are not shown. */
-export async function list(sql: Sql, tenantId: number, status: "active" | "released" | undefined, page: ListPage): Promise<NumberRow[]> {
+export async function list(
+  sql: Sql,
+  tenantId: number,
+  status: "active" | "released" | undefined,
+  page: ListPage,
+): Promise<NumberRow[]> {
   const rows = await sql<NumberRow[]>`
     select * from phone_numbers
     where tenant_id = ${tenantId} and ${status === undefined ? sql`status <> 'pending'` : sql`status = ${status}`}
@@ -102,7 +111,9 @@ export async function list(sql: Sql, tenantId: number, status: "active" | "relea
 }
 
 export async function find(sql: Sql, tenantId: number, id: number): Promise<NumberRow | undefined> {
-  const [row] = await sql<[NumberRow?]>`select * from phone_numbers where id = ${id} and tenant_id = ${tenantId} and status <> 'pending'`
+  const [row] = await sql<
+    [NumberRow?]
+  >`select * from phone_numbers where id = ${id} and tenant_id = ${tenantId} and status <> 'pending'`
   return row
 }
 
@@ -122,7 +133,8 @@ export async function markReleased(sql: Sql, tenantId: number, id: number, now: 
 }
 
 export async function workflowInTenant(sql: Sql, tenantId: number, workflowId: number): Promise<boolean> {
-  const [row] = await sql`select 1 from workflows where id = ${workflowId} and tenant_id = ${tenantId} and archived_at is null`
+  const [row] =
+    await sql`select 1 from workflows where id = ${workflowId} and tenant_id = ${tenantId} and archived_at is null`
   return row !== undefined
 }
 

@@ -2,13 +2,20 @@
 // with our webhooks wired, first month charged), import an owned number (byok), list, release
 // (unwired at the provider, rental stopped), and the monthly rental renewal.
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
-import { Context, Effect, Schedule } from "effect"
+import { Context, Effect } from "effect"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { postEntry } from "../billing/ledger.repo.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
 import { balanceOf } from "../billing/wallet.repo.js"
 import { addMonth } from "../billing/subscription.service.js"
-import { Conflict, GatewayUnavailable, InsufficientFunds, NotFound, ValidationFailed, type DomainError } from "../platform/errors.js"
+import {
+  Conflict,
+  GatewayUnavailable,
+  InsufficientFunds,
+  NotFound,
+  ValidationFailed,
+  type DomainError,
+} from "../platform/errors.js"
 import { pageOf, type ListPage } from "../platform/page.cursor.js"
 import { toE164, type TenantCountry } from "../phones/phone.js"
 import { ProviderCallError } from "../providers/http.util.js"
@@ -26,7 +33,7 @@ import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import * as repo from "./numbers.repo.js"
-import type { AccountOwner, NumberRow } from "./numbers.repo.js"
+import type { NumberRow } from "./numbers.repo.js"
 import { iso } from "../platform/time.js"
 
 export const SEARCH_LIMIT_MAX = 50
@@ -58,16 +65,23 @@ export class NumberAccounts extends Context.Reference<NumberAccounts>()("parley/
  * The account a workspace buys numbers on: bundled → the platform's (src/providers/accounts.ts);
  * byok → the workspace's own telco_a account from the injected resolver (see NumberAccounts).
  */
-export const accountFor = (tenant: Pick<TenantRow, "id" | "onboarding_mode">): Effect.Effect<NumberAccount, Conflict, AppConfig> =>
+export const accountFor = (
+  tenant: Pick<TenantRow, "id" | "onboarding_mode">,
+): Effect.Effect<NumberAccount, Conflict, AppConfig> =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const seam = yield* NumberAccounts
-    if (tenant.onboarding_mode !== "byok" || seam.byokTelcoA === undefined) return platformNumberAccount(config, seam.telcoA)
+    if (tenant.onboarding_mode !== "byok" || seam.byokTelcoA === undefined)
+      return platformNumberAccount(config, seam.telcoA)
     const resolve = seam.byokTelcoA
     const own = yield* Effect.promise(() => resolve(tenant.id))
     if (own === undefined)
       return yield* Effect.fail(
-        new Conflict({ code: "CREDENTIAL_MISSING", message: "byok mode buys numbers on your own telco_a account: save a valid telco_a credential under /onboarding/credentials/telco_a first" }),
+        new Conflict({
+          code: "CREDENTIAL_MISSING",
+          message:
+            "byok mode buys numbers on your own telco_a account: save a valid telco_a credential under /onboarding/credentials/telco_a first",
+        }),
       )
     return tenantNumberAccount(own, config, seam.telcoA)
   })
@@ -78,7 +92,10 @@ const inventoryOfRow = (row: NumberRow) =>
     if (row.provider === "sim") return makeSimNumbers()
     const config = yield* AppConfig
     const seam = yield* NumberAccounts
-    if (row.account === "platform") return config.telcoA?.accountSid === row.account_ref ? platformNumberAccount(config, seam.telcoA).inventory : undefined
+    if (row.account === "platform")
+      return config.telcoA?.accountSid === row.account_ref
+        ? platformNumberAccount(config, seam.telcoA).inventory
+        : undefined
     const resolve = seam.byokTelcoA
     if (resolve === undefined) return undefined
     const own = yield* Effect.promise(() => resolve(row.tenant_id))
@@ -137,27 +154,45 @@ const phoneOf = (raw: string, country: string) =>
     const r = toE164(raw, country as TenantCountry)
     return r.ok
       ? Effect.succeed(r.e164)
-      : Effect.fail(new ValidationFailed({ message: `phone_number: not a valid phone number (${r.reason})`, errors: [{ field: "phone_number", message: `must be a valid phone number (${r.reason})` }] }))
+      : Effect.fail(
+          new ValidationFailed({
+            message: `phone_number: not a valid phone number (${r.reason})`,
+            errors: [{ field: "phone_number", message: `must be a valid phone number (${r.reason})` }],
+          }),
+        )
   })
 
 const countryOf = (phone: string, fallback: string) => parsePhoneNumberFromString(phone)?.country ?? fallback
 
 /** What Parley charges a month for a number on this account: the rental on the platform's, nothing on the workspace's own. */
-const monthlyPrice = (account: NumberAccount, tenant: TenantRow) => (account.owner === "platform" ? NUMBER_MONTHLY_MINOR[tenant.currency] : 0)
+const monthlyPrice = (account: NumberAccount, tenant: TenantRow) =>
+  account.owner === "platform" ? NUMBER_MONTHLY_MINOR[tenant.currency] : 0
 
 /** A provider failure as the caller's answer; anything that is not a provider error is a defect. */
-function providerFailure(e: unknown, account: Pick<NumberAccount, "owner">, provider: string, phone: string): Effect.Effect<never, DomainError> {
+function providerFailure(
+  e: unknown,
+  account: Pick<NumberAccount, "owner">,
+  provider: string,
+  phone: string,
+): Effect.Effect<never, DomainError> {
   if (!(e instanceof ProviderCallError)) return Effect.die(e)
   const reason = e instanceof NumberInventoryError ? e.reason : "failed"
   switch (reason) {
     case "not_available":
-      return Effect.fail(new Conflict({ code: "NUMBER_UNAVAILABLE", message: `${phone} is not available from ${provider}` }))
+      return Effect.fail(
+        new Conflict({ code: "NUMBER_UNAVAILABLE", message: `${phone} is not available from ${provider}` }),
+      )
     case "not_owned":
-      return Effect.fail(new Conflict({ code: "NUMBER_NOT_OWNED", message: `your ${provider} account does not own ${phone}` }))
+      return Effect.fail(
+        new Conflict({ code: "NUMBER_NOT_OWNED", message: `your ${provider} account does not own ${phone}` }),
+      )
     case "unauthorised":
       return Effect.fail(
         account.owner === "tenant"
-          ? new Conflict({ code: "CREDENTIAL_REJECTED", message: `${provider} refused your stored credential: save it again under /onboarding/credentials/${provider}` })
+          ? new Conflict({
+              code: "CREDENTIAL_REJECTED",
+              message: `${provider} refused your stored credential: save it again under /onboarding/credentials/${provider}`,
+            })
           : new GatewayUnavailable({ message: `${provider} refused the platform's account` }),
       )
     case "failed":
@@ -166,15 +201,24 @@ function providerFailure(e: unknown, account: Pick<NumberAccount, "owner">, prov
 }
 
 /** Offers from the account's inventory that no workspace holds, up to `limit`. */
-const freeOffers = (sql: Sql, account: NumberAccount, q: { country: string; areaCode: string | undefined; limit: number }) =>
+const freeOffers = (
+  sql: Sql,
+  account: NumberAccount,
+  q: { country: string; areaCode: string | undefined; limit: number },
+) =>
   Effect.gen(function* () {
     const inventory = account.inventory
     const ask = (limit: number) =>
-      Effect.tryPromise({ try: () => inventory.search({ country: q.country, ...(q.areaCode !== undefined && { areaCode: q.areaCode }), limit }), catch: (e) => e }).pipe(
-        Effect.catchAll((e) => providerFailure(e, account, inventory.provider, `numbers in ${q.country}`)),
-      )
+      Effect.tryPromise({
+        try: () =>
+          inventory.search({ country: q.country, ...(q.areaCode !== undefined && { areaCode: q.areaCode }), limit }),
+        catch: (e) => e,
+      }).pipe(Effect.catchAll((e) => providerFailure(e, account, inventory.provider, `numbers in ${q.country}`)))
     const free = async (offers: AvailableNumber[]) => {
-      const taken = await repo.held(sql, offers.map((o) => o.phone_e164))
+      const taken = await repo.held(
+        sql,
+        offers.map((o) => o.phone_e164),
+      )
       return offers.filter((o) => !taken.has(o.phone_e164))
     }
     let offers = yield* ask(q.limit)
@@ -229,17 +273,35 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
     if (price > 0) {
       const balance = yield* Effect.promise(() => balanceOf(sql, tenantId))
       if (balance < price)
-        return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay the number's first month", balanceMinor: balance, requiredMinor: price }))
+        return yield* Effect.fail(
+          new InsufficientFunds({
+            message: "the wallet cannot pay the number's first month",
+            balanceMinor: balance,
+            requiredMinor: price,
+          }),
+        )
     }
     const webhooks = webhooksFor(baseUrl, tenantId)
 
     // The number to buy: the one asked for, or the first offer nobody holds.
     let candidates: Array<{ phone: string; capabilities: { voice: boolean; sms: boolean } }>
     if (req.phoneNumber !== undefined) {
-      candidates = [{ phone: yield* phoneOf(req.phoneNumber, tenant.country), capabilities: { voice: true, sms: false } }]
+      candidates = [
+        { phone: yield* phoneOf(req.phoneNumber, tenant.country), capabilities: { voice: true, sms: false } },
+      ]
     } else {
-      const offers = yield* freeOffers(sql, account, { country: (req.country ?? tenant.country).toUpperCase(), areaCode: req.areaCode, limit: AUTO_PICK_OFFERS })
-      if (offers.length === 0) return yield* Effect.fail(new Conflict({ code: "NO_NUMBERS_AVAILABLE", message: "no number is available for that country and area code" }))
+      const offers = yield* freeOffers(sql, account, {
+        country: (req.country ?? tenant.country).toUpperCase(),
+        areaCode: req.areaCode,
+        limit: AUTO_PICK_OFFERS,
+      })
+      if (offers.length === 0)
+        return yield* Effect.fail(
+          new Conflict({
+            code: "NO_NUMBERS_AVAILABLE",
+            message: "no number is available for that country and area code",
+          }),
+        )
       candidates = offers.map((o) => ({ phone: o.phone_e164, capabilities: o.capabilities }))
     }
     let claimed: { id: number; phone: string } | undefined
@@ -266,11 +328,27 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
       }
     }
     if (claimed === undefined)
-      return yield* Effect.fail(new Conflict({ code: "NUMBER_UNAVAILABLE", message: req.phoneNumber !== undefined ? `${candidates[0]!.phone} is already in use` : "every offered number was taken meanwhile; try again" }))
+      return yield* Effect.fail(
+        new Conflict({
+          code: "NUMBER_UNAVAILABLE",
+          message:
+            req.phoneNumber !== undefined
+              ? `${candidates[0]!.phone} is already in use`
+              : "every offered number was taken meanwhile; try again",
+        }),
+      )
     const { id, phone } = claimed
 
-    const bought = yield* Effect.tryPromise({ try: () => account.inventory.provision({ phoneE164: phone, ...webhooks }), catch: (e) => e }).pipe(
-      Effect.catchAll((e) => Effect.zipRight(Effect.promise(() => repo.dropClaim(sql, id)), providerFailure(e, account, provider, phone))),
+    const bought = yield* Effect.tryPromise({
+      try: () => account.inventory.provision({ phoneE164: phone, ...webhooks }),
+      catch: (e) => e,
+    }).pipe(
+      Effect.catchAll((e) =>
+        Effect.zipRight(
+          Effect.promise(() => repo.dropClaim(sql, id)),
+          providerFailure(e, account, provider, phone),
+        ),
+      ),
     )
 
     const now = clock.now()
@@ -279,19 +357,38 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
       () =>
         sql.begin(async (tx) => {
           if (price > 0) {
-            const posted = await postEntry(tx, { tenantId, amountMinor: -price, kind: "number_rental", reference: `number:${id}`, idempotencyKey: `number:${id}:${now.toISOString()}` })
+            const posted = await postEntry(tx, {
+              tenantId,
+              amountMinor: -price,
+              kind: "number_rental",
+              reference: `number:${id}`,
+              idempotencyKey: `number:${id}:${now.toISOString()}`,
+            })
             if (!posted.ok) return { ok: false as const, balanceMinor: posted.balanceMinor }
           }
-          return { ok: true as const, row: await repo.activate(tx, id, { providerNumberId: bought.providerNumberId, now, periodEnd }) }
+          return {
+            ok: true as const,
+            row: await repo.activate(tx, id, { providerNumberId: bought.providerNumberId, now, periodEnd }),
+          }
         }) as Promise<{ ok: true; row: NumberRow } | { ok: false; balanceMinor: number }>,
     )
     if (!done.ok) {
       // The wallet was spent meanwhile: give the number back rather than hold it unpaid.
       yield* Effect.tryPromise(() => account.inventory.release(bought.providerNumberId)).pipe(
-        Effect.catchAll((e) => Effect.sync(() => log.error({ number_id: id, provider, err: String(e) }, "number bought but unpaid; releasing it failed"))),
+        Effect.catchAll((e) =>
+          Effect.sync(() =>
+            log.error({ number_id: id, provider, err: String(e) }, "number bought but unpaid; releasing it failed"),
+          ),
+        ),
       )
       yield* Effect.promise(() => repo.dropClaim(sql, id))
-      return yield* Effect.fail(new InsufficientFunds({ message: "the wallet cannot pay the number's first month", balanceMinor: done.balanceMinor, requiredMinor: price }))
+      return yield* Effect.fail(
+        new InsufficientFunds({
+          message: "the wallet cannot pay the number's first month",
+          balanceMinor: done.balanceMinor,
+          requiredMinor: price,
+        }),
+      )
     }
     log.info({ tenant_id: tenantId, number_id: id, provider, account: account.owner }, "number provisioned")
     return { number: numberView(done.row), charged_minor: price }
@@ -301,7 +398,11 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
  * Registers a number the byok workspace already owns on its provider account, with our webhooks
  * set there. The stored credential is used as it is (no re-validation); nothing is charged.
  */
-export const importNumber = (tenantId: number, req: { phoneNumber: string; workflowId: number | undefined }, baseUrl: string) =>
+export const importNumber = (
+  tenantId: number,
+  req: { phoneNumber: string; workflowId: number | undefined },
+  baseUrl: string,
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
@@ -309,7 +410,11 @@ export const importNumber = (tenantId: number, req: { phoneNumber: string; workf
     const tenant = yield* loadTenant(sql, tenantId)
     if (tenant.onboarding_mode !== "byok")
       return yield* Effect.fail(
-        new Conflict({ code: "BYOK_REQUIRED", message: "importing a number needs byok mode (PUT /onboarding/mode) and your own telco_a credential; bundled workspaces provision numbers instead" }),
+        new Conflict({
+          code: "BYOK_REQUIRED",
+          message:
+            "importing a number needs byok mode (PUT /onboarding/mode) and your own telco_a credential; bundled workspaces provision numbers instead",
+        }),
       )
     yield* checkWorkflow(sql, tenantId, req.workflowId)
     const phone = yield* phoneOf(req.phoneNumber, tenant.country)
@@ -332,11 +437,25 @@ export const importNumber = (tenantId: number, req: { phoneNumber: string; workf
         ...webhooks,
       }),
     )
-    if (id === undefined) return yield* Effect.fail(new Conflict({ code: "NUMBER_UNAVAILABLE", message: `${phone} is already in use` }))
-    const owned = yield* Effect.tryPromise({ try: () => account.inventory.registerOwned({ phoneE164: phone, ...webhooks }), catch: (e) => e }).pipe(
-      Effect.catchAll((e) => Effect.zipRight(Effect.promise(() => repo.dropClaim(sql, id)), providerFailure(e, account, provider, phone))),
+    if (id === undefined)
+      return yield* Effect.fail(new Conflict({ code: "NUMBER_UNAVAILABLE", message: `${phone} is already in use` }))
+    const owned = yield* Effect.tryPromise({
+      try: () => account.inventory.registerOwned({ phoneE164: phone, ...webhooks }),
+      catch: (e) => e,
+    }).pipe(
+      Effect.catchAll((e) =>
+        Effect.zipRight(
+          Effect.promise(() => repo.dropClaim(sql, id)),
+          providerFailure(e, account, provider, phone),
+        ),
+      ),
     )
-    const row = yield* Effect.promise(() => sql.begin((tx) => repo.activate(tx, id, { providerNumberId: owned.providerNumberId, now: clock.now(), periodEnd: null })) as Promise<NumberRow>)
+    const row = yield* Effect.promise(
+      () =>
+        sql.begin((tx) =>
+          repo.activate(tx, id, { providerNumberId: owned.providerNumberId, now: clock.now(), periodEnd: null }),
+        ) as Promise<NumberRow>,
+    )
     log.info({ tenant_id: tenantId, number_id: id, provider }, "number imported")
     return { number: numberView(row) }
   })
@@ -347,7 +466,10 @@ export const importNumber = (tenantId: number, req: { phoneNumber: string; workf
 export const listNumbers = (tenantId: number, status: "active" | "released" | undefined, page: ListPage) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.list(sql, tenantId, status, page)), page.limit)
+    const { rows, next_cursor } = pageOf(
+      yield* Effect.promise(() => repo.list(sql, tenantId, status, page)),
+      page.limit,
+    )
     return { numbers: rows.map(numberView), next_cursor }
   })
 
@@ -369,11 +491,15 @@ export const releaseNumber = (tenantId: number, numberId: number) =>
     const inventory = yield* inventoryOfRow(row)
     if (inventory !== undefined && row.provider_number_id !== null) {
       const sid = row.provider_number_id
-      yield* Effect.tryPromise({ try: () => inventory.release(sid, { keep: row.source === "imported" }), catch: (e) => e }).pipe(
-        Effect.catchAll((e) => providerFailure(e, { owner: row.account }, row.provider, row.phone_e164)),
-      )
+      yield* Effect.tryPromise({
+        try: () => inventory.release(sid, { keep: row.source === "imported" }),
+        catch: (e) => e,
+      }).pipe(Effect.catchAll((e) => providerFailure(e, { owner: row.account }, row.provider, row.phone_e164)))
     } else {
-      log.warn({ tenant_id: tenantId, number_id: numberId, provider: row.provider, account: row.account }, "number released without unwiring: its provider account is not reachable any more")
+      log.warn(
+        { tenant_id: tenantId, number_id: numberId, provider: row.provider, account: row.account },
+        "number released without unwiring: its provider account is not reachable any more",
+      )
     }
     const updated = yield* Effect.promise(() => repo.markReleased(sql, tenantId, numberId, clock.now()))
     // undefined: a concurrent release marked it first.
@@ -383,4 +509,5 @@ export const releaseNumber = (tenantId: number, numberId: number) =>
   })
 
 /** The active number with this E.164 and the workspace (and workflow) it belongs to; for inbound calls. */
-export const activeNumber = (phoneE164: string) => Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.findActiveByPhone(sql, phoneE164)))
+export const activeNumber = (phoneE164: string) =>
+  Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.findActiveByPhone(sql, phoneE164)))

@@ -35,7 +35,12 @@ export async function activeCredential(
   if (crypto === undefined) return undefined
   const row = await activeCredentialRow(sql, tenantId, provider)
   if (row === undefined) return undefined
-  return { provider, primaryId: row.primary_id, secret: crypto.decrypt(row.secret_enc, { tenantId, provider }), extra: row.extra }
+  return {
+    provider,
+    primaryId: row.primary_id,
+    secret: crypto.decrypt(row.secret_enc, { tenantId, provider }),
+    extra: row.extra,
+  }
 }
 
 let cached: { readonly key: string; readonly crypto: CredentialCrypto } | undefined

@@ -62,7 +62,8 @@ export function makeCredentialCrypto(masterKeyBase64: string): CredentialCrypto 
     },
     decrypt(envelope, aad) {
       const sep = envelope.indexOf(":")
-      if (sep < 0 || envelope.slice(0, sep) !== VERSION) throw new CredentialDecryptError("unknown credential envelope version")
+      if (sep < 0 || envelope.slice(0, sep) !== VERSION)
+        throw new CredentialDecryptError("unknown credential envelope version")
       const raw = Buffer.from(envelope.slice(sep + 1), "base64")
       if (raw.length < NONCE_BYTES + TAG_BYTES) throw new CredentialDecryptError("credential envelope is truncated")
       const nonce = raw.subarray(0, NONCE_BYTES)

@@ -63,7 +63,9 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
     case "llm": {
       const own = str(cred.extra.base_url)
       const base = own ?? platform.llmBaseUrl
-      return base === undefined ? undefined : { url: `${trimSlash(base)}/models`, authorization: bearer, source: own === undefined ? "platform" : "tenant" }
+      return base === undefined
+        ? undefined
+        : { url: `${trimSlash(base)}/models`, authorization: bearer, source: own === undefined ? "platform" : "tenant" }
     }
     case "telco_a": {
       const own = str(cred.extra.api_base_url)
@@ -79,17 +81,26 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
     case "tts":
     case "stt": {
       const base = str(cred.extra.api_base_url)
-      return base === undefined ? undefined : { url: `${trimSlash(base)}/v1/account`, authorization: bearer, source: "tenant" }
+      return base === undefined
+        ? undefined
+        : { url: `${trimSlash(base)}/v1/account`, authorization: bearer, source: "tenant" }
     }
   }
 }
 
 /** Validates `cred` against its provider; never throws, and no message carries the secret. */
-export async function validateCredential(provider: ProviderId, cred: CheckedCredential, opts: ValidatorOptions): Promise<ValidationOutcome> {
+export async function validateCredential(
+  provider: ProviderId,
+  cred: CheckedCredential,
+  opts: ValidatorOptions,
+): Promise<ValidationOutcome> {
   const probe = probeFor(provider, cred, opts.platform)
   if (probe === undefined) return { result: "valid", method: "format" }
   const outbound = outboundFor(
-    { allowPrivateProviderUrls: opts.allowPrivateProviderUrls ?? false, providerResponseLimitBytes: opts.providerResponseLimitBytes ?? DEFAULT_RESPONSE_LIMIT_BYTES },
+    {
+      allowPrivateProviderUrls: opts.allowPrivateProviderUrls ?? false,
+      providerResponseLimitBytes: opts.providerResponseLimitBytes ?? DEFAULT_RESPONSE_LIMIT_BYTES,
+    },
     probe.source,
   )
   const timeoutMs = opts.timeoutMs ?? 5_000
@@ -105,7 +116,11 @@ export async function validateCredential(provider: ProviderId, cred: CheckedCred
       // providerFetch refuses it (an "answered HTTP 3xx" failure, not retried).
       res = await providerFetch(
         probe!.url,
-        { method: "GET", headers: { authorization: probe!.authorization, accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs) },
+        {
+          method: "GET",
+          headers: { authorization: probe!.authorization, accept: "application/json" },
+          signal: AbortSignal.timeout(timeoutMs),
+        },
         outbound,
         opts.fetch,
       )
@@ -113,17 +128,32 @@ export async function validateCredential(provider: ProviderId, cred: CheckedCred
       await res.body?.cancel().catch(() => {})
     } catch (e) {
       const f = fetchFailure(e, timeoutMs)
-      const message = f.status !== undefined ? `${label} ${f.message}; the credentials could not be checked` : `${label} ${scrub(f.message)}`
-      return { ok: false, error: new ProviderCallError(message, f.retryable, f.status === undefined ? undefined : { status: f.status }) }
+      const message =
+        f.status !== undefined
+          ? `${label} ${f.message}; the credentials could not be checked`
+          : `${label} ${scrub(f.message)}`
+      return {
+        ok: false,
+        error: new ProviderCallError(message, f.retryable, f.status === undefined ? undefined : { status: f.status }),
+      }
     }
     if (res.status === 200) return { ok: true, value: true }
     if (res.status === 401 || res.status === 403)
-      return { ok: false, error: new ProviderCallError(`${label} rejected the credentials (HTTP ${res.status})`, false, { status: res.status }) }
+      return {
+        ok: false,
+        error: new ProviderCallError(`${label} rejected the credentials (HTTP ${res.status})`, false, {
+          status: res.status,
+        }),
+      }
     const retryable = res.status === 429 || res.status >= 500
     const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
     return {
       ok: false,
-      error: new ProviderCallError(`${label} answered HTTP ${res.status}; the credentials could not be checked`, retryable, { status: res.status }),
+      error: new ProviderCallError(
+        `${label} answered HTTP ${res.status}; the credentials could not be checked`,
+        retryable,
+        { status: res.status },
+      ),
       ...(retryAfterMs !== undefined && { retryAfterMs }),
     }
   }
@@ -137,5 +167,7 @@ export async function validateCredential(provider: ProviderId, cred: CheckedCred
     await sleep(Math.min(Math.max(RETRY_BACKOFF_MS, r.retryAfterMs ?? 0), MAX_RETRY_AFTER_MS))
   }
   const message = scrub(last!.message)
-  return last!.status === 401 || last!.status === 403 ? { result: "rejected", message } : { result: "unavailable", message }
+  return last!.status === 401 || last!.status === 403
+    ? { result: "rejected", message }
+    : { result: "unavailable", message }
 }

@@ -49,7 +49,9 @@ export const lockTenantOnboarding = async (tx: Tx, tenantId: number): Promise<Te
 }
 
 export const listCredentials = (sql: Sql | Tx, tenantId: number) =>
-  sql<CredentialRow[]>`select ${credentialColumns(sql)} from provider_credentials where tenant_id = ${tenantId} order by provider`
+  sql<
+    CredentialRow[]
+  >`select ${credentialColumns(sql)} from provider_credentials where tenant_id = ${tenantId} order by provider`
 
 export const readinessFacts = async (sql: Sql | Tx, tenantId: number): Promise<ReadinessFacts> => {
   const [row] = await sql<[ReadinessFacts]>`
@@ -90,7 +92,8 @@ export const upsertCredential = async (tx: Tx, w: CredentialWrite): Promise<Cred
 }
 
 export const deleteCredential = async (tx: Tx, tenantId: number, provider: string): Promise<boolean> => {
-  const rows = await tx`delete from provider_credentials where tenant_id = ${tenantId} and provider = ${provider} returning id`
+  const rows =
+    await tx`delete from provider_credentials where tenant_id = ${tenantId} and provider = ${provider} returning id`
   return rows.length > 0
 }
 
@@ -117,7 +120,11 @@ export interface SecretRow {
 }
 
 /** The credential a byok tenant's runtime may use: validated, and the tenant in byok mode. */
-export const activeCredentialRow = async (sql: Sql | Tx, tenantId: number, provider: string): Promise<SecretRow | undefined> => {
+export const activeCredentialRow = async (
+  sql: Sql | Tx,
+  tenantId: number,
+  provider: string,
+): Promise<SecretRow | undefined> => {
   const [row] = await sql<[SecretRow?]>`
     select c.provider, c.primary_id, c.secret_enc, c.extra
     from provider_credentials c join tenants t on t.id = c.tenant_id

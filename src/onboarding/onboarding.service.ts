@@ -13,7 +13,13 @@ import { maskSecret } from "./credentials.crypto.js"
 import { validateCredential, type ValidationOutcome } from "./credentials.validators.js"
 import * as repo from "./onboarding.repo.js"
 import type { CredentialRow, CredentialStatus, Mode, ReadinessFacts } from "./onboarding.repo.js"
-import { checkCredentialInput, isProviderId, PROVIDERS, type CredentialInput, type ProviderId } from "./providers.catalogue.js"
+import {
+  checkCredentialInput,
+  isProviderId,
+  PROVIDERS,
+  type CredentialInput,
+  type ProviderId,
+} from "./providers.catalogue.js"
 import { privateUrlReason } from "./public-url.js"
 import { iso } from "../platform/time.js"
 
@@ -98,8 +104,17 @@ const credentialItem = (
   const saved = providers.map((p) => creds.get(p)).find((c) => c !== undefined)
   const where = providers.map((p) => `PUT /onboarding/credentials/${p}`).join(" or ")
   if (saved === undefined) return { item, done: false, detail: `${what}: save a credential (${where})` }
-  if (saved.status === "failed") return { item, done: false, detail: `${what}: the ${saved.provider} credential failed validation (${saved.validation_error ?? "rejected"}); save a working one` }
-  return { item, done: false, detail: `${what}: the ${saved.provider} credential could not be validated yet (${saved.validation_error ?? "no answer"}); save it again` }
+  if (saved.status === "failed")
+    return {
+      item,
+      done: false,
+      detail: `${what}: the ${saved.provider} credential failed validation (${saved.validation_error ?? "rejected"}); save a working one`,
+    }
+  return {
+    item,
+    done: false,
+    detail: `${what}: the ${saved.provider} credential could not be validated yet (${saved.validation_error ?? "no answer"}); save it again`,
+  }
 }
 
 /**
@@ -121,14 +136,22 @@ export function checklistFor(
     return [
       email,
       facts.balance_minor > 0
-        ? { item: "wallet_funded", done: true, detail: `wallet balance ${formatMinor(facts.balance_minor, tenant.currency)}` }
+        ? {
+            item: "wallet_funded",
+            done: true,
+            detail: `wallet balance ${formatMinor(facts.balance_minor, tenant.currency)}`,
+          }
         : { item: "wallet_funded", done: false, detail: "the wallet is empty: top it up (POST /billing/topup)" },
     ]
   return [
     email,
     tenant.plan_tier === "byok"
       ? { item: "byok_subscription", done: true, detail: "the byok platform-fee subscription is active" }
-      : { item: "byok_subscription", done: false, detail: "subscribe to the byok plan (POST /billing/subscription) and authorise the mandate" },
+      : {
+          item: "byok_subscription",
+          done: false,
+          detail: "subscribe to the byok plan (POST /billing/subscription) and authorise the mandate",
+        },
     credentialItem("llm_credential", "language model", ["llm"], creds),
     credentialItem("telephony_credential", "telephony", ["telco_a", "telco_b"], creds),
     credentialItem("tts_credential", "speech synthesis", ["tts"], creds),
@@ -136,7 +159,10 @@ export function checklistFor(
   ]
 }
 
-async function readStatus(sql: Sql | Tx, tenantId: number): Promise<{ status: OnboardingStatus; tenant: repo.TenantOnboardingRow }> {
+async function readStatus(
+  sql: Sql | Tx,
+  tenantId: number,
+): Promise<{ status: OnboardingStatus; tenant: repo.TenantOnboardingRow }> {
   const tenant = await repo.tenantOnboarding(sql, tenantId)
   const rows = await repo.listCredentials(sql, tenantId)
   const facts = await repo.readinessFacts(sql, tenantId)
@@ -187,7 +213,9 @@ export const setOnboardingMode = (tenantId: number, mode: Mode) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const log = yield* Log
-    const changed = yield* Effect.promise(() => sql.begin((tx) => repo.switchMode(tx, tenantId, mode)) as Promise<boolean>)
+    const changed = yield* Effect.promise(
+      () => sql.begin((tx) => repo.switchMode(tx, tenantId, mode)) as Promise<boolean>,
+    )
     if (changed) log.info({ tenant_id: tenantId, mode }, "onboarding mode switched")
     return yield* onboardingStatus(tenantId)
   })
@@ -198,9 +226,15 @@ const providerOf = (provider: string) =>
     : Effect.fail(new NotFound({ message: `no provider ${provider}; GET /onboarding/providers lists them` }))
 
 const bundledConflict = () =>
-  new Conflict({ code: "MODE_IS_BUNDLED", message: "the workspace is in bundled mode and uses the platform's providers; switch to byok first (PUT /onboarding/mode)" })
+  new Conflict({
+    code: "MODE_IS_BUNDLED",
+    message:
+      "the workspace is in bundled mode and uses the platform's providers; switch to byok first (PUT /onboarding/mode)",
+  })
 
-const storedOutcome = (o: ValidationOutcome): { status: CredentialStatus; method: "live" | "format" | null; error: string | null } =>
+const storedOutcome = (
+  o: ValidationOutcome,
+): { status: CredentialStatus; method: "live" | "format" | null; error: string | null } =>
   o.result === "valid"
     ? { status: "validated", method: o.method, error: null }
     : { status: o.result === "rejected" ? "failed" : "unvalidated", method: "live", error: o.message.slice(0, 500) }
@@ -230,9 +264,16 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
     if (tenant.mode === "bundled") return yield* Effect.fail(bundledConflict())
     const crypto = credentialCryptoFor(config)
     if (crypto === undefined)
-      return yield* Effect.fail(new EncryptionUnavailable({ message: "provider credentials cannot be stored: the server has no CREDENTIALS_MASTER_KEY configured" }))
+      return yield* Effect.fail(
+        new EncryptionUnavailable({
+          message: "provider credentials cannot be stored: the server has no CREDENTIALS_MASTER_KEY configured",
+        }),
+      )
     const checked = checkCredentialInput(provider, input)
-    if (!checked.ok) return yield* Effect.fail(new ValidationFailed({ message: `the ${provider} credential is invalid`, errors: checked.errors }))
+    if (!checked.ok)
+      return yield* Effect.fail(
+        new ValidationFailed({ message: `the ${provider} credential is invalid`, errors: checked.errors }),
+      )
     const cred = checked.value
     if (!config.allowPrivateProviderUrls)
       for (const field of ["api_base_url", "base_url"] as const) {
@@ -241,7 +282,10 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
         const reason = yield* Effect.promise(() => privateUrlReason(url))
         if (reason !== undefined)
           return yield* Effect.fail(
-            new ValidationFailed({ message: `the ${provider} credential is invalid`, errors: [{ field: `extra.${field}`, message: reason }] }),
+            new ValidationFailed({
+              message: `the ${provider} credential is invalid`,
+              errors: [{ field: `extra.${field}`, message: reason }],
+            }),
           )
       }
 
@@ -278,7 +322,10 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
         }) as Promise<CredentialRow | undefined>,
     )
     if (row === undefined) return yield* Effect.fail(bundledConflict())
-    log.info({ tenant_id: tenantId, provider, status: stored.status, validation: stored.method }, "provider credential saved")
+    log.info(
+      { tenant_id: tenantId, provider, status: stored.status, validation: stored.method },
+      "provider credential saved",
+    )
     const result: SaveResult = {
       saved: true,
       validated: stored.status === "validated",
@@ -326,7 +373,11 @@ export const completeOnboarding = (tenantId: number) =>
     )
     if (missing.length > 0)
       return yield* Effect.fail(
-        new Conflict({ code: "ONBOARDING_INCOMPLETE", message: `onboarding is not ready: ${missing.join(", ")} missing`, details: { missing } }),
+        new Conflict({
+          code: "ONBOARDING_INCOMPLETE",
+          message: `onboarding is not ready: ${missing.join(", ")} missing`,
+          details: { missing },
+        }),
       )
     return yield* onboardingStatus(tenantId)
   })

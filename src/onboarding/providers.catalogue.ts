@@ -50,19 +50,41 @@ const apiKey = (label: string): CredentialField => ({
   max_length: 512,
   format: "8 to 512 characters without spaces",
 })
-const baseUrl = (name: string, hint: string): CredentialField => ({ name, label: "API base URL", required: false, secret: false, type: "url", max_length: 500, hint })
+const baseUrl = (name: string, hint: string): CredentialField => ({
+  name,
+  label: "API base URL",
+  required: false,
+  secret: false,
+  type: "url",
+  max_length: 500,
+  hint,
+})
 
 export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
   {
     id: "llm",
     kind: "language_model",
     name: "Language model (OpenAI-compatible)",
-    description: "Generates rule books and speaks the agent's lines, through any OpenAI-compatible chat-completions API.",
+    description:
+      "Generates rule books and speaks the agent's lines, through any OpenAI-compatible chat-completions API.",
     byok_requirement: "required",
     fields: [
       apiKey("API key"),
-      baseUrl("extra.base_url", "the API root including its version, e.g. https://api.openai.com/v1; default: the platform's"),
-      { name: "extra.model", label: "Model", required: false, secret: false, type: "string", pattern: "^\\S{1,200}$", max_length: 200, format: "1 to 200 characters without spaces", hint: "e.g. gpt-4o-mini; default: the platform's" },
+      baseUrl(
+        "extra.base_url",
+        "the API root including its version, e.g. https://api.openai.com/v1; default: the platform's",
+      ),
+      {
+        name: "extra.model",
+        label: "Model",
+        required: false,
+        secret: false,
+        type: "string",
+        pattern: "^\\S{1,200}$",
+        max_length: 200,
+        format: "1 to 200 characters without spaces",
+        hint: "e.g. gpt-4o-mini; default: the platform's",
+      },
     ],
     validation: "GET {base_url}/models with the key as a bearer token: 200 valid, 401/403 rejected",
   },
@@ -73,12 +95,41 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     description: "Places and receives calls through your own telco_a account.",
     byok_requirement: "one_of_kind",
     fields: [
-      { name: "primary_id", label: "Account SID", required: true, secret: false, type: "string", pattern: "^AC[0-9a-fA-F]{32}$", max_length: 34, format: "AC followed by 32 hexadecimal characters" },
-      { name: "secret", label: "Auth token", required: true, secret: true, type: "string", pattern: "^[0-9a-fA-F]{32}$", max_length: 32, format: "32 hexadecimal characters" },
+      {
+        name: "primary_id",
+        label: "Account SID",
+        required: true,
+        secret: false,
+        type: "string",
+        pattern: "^AC[0-9a-fA-F]{32}$",
+        max_length: 34,
+        format: "AC followed by 32 hexadecimal characters",
+      },
+      {
+        name: "secret",
+        label: "Auth token",
+        required: true,
+        secret: true,
+        type: "string",
+        pattern: "^[0-9a-fA-F]{32}$",
+        max_length: 32,
+        format: "32 hexadecimal characters",
+      },
       baseUrl("extra.api_base_url", "default: the platform's telco_a API"),
-      { name: "extra.caller_id", label: "Caller ID", required: false, secret: false, type: "e164", pattern: "^\\+[1-9]\\d{6,14}$", max_length: 16, format: "an E.164 phone number (+ and 7 to 15 digits)", hint: "a number of the account, e.g. +14155550100" },
+      {
+        name: "extra.caller_id",
+        label: "Caller ID",
+        required: false,
+        secret: false,
+        type: "e164",
+        pattern: "^\\+[1-9]\\d{6,14}$",
+        max_length: 16,
+        format: "an E.164 phone number (+ and 7 to 15 digits)",
+        hint: "a number of the account, e.g. +14155550100",
+      },
     ],
-    validation: "GET {api_base_url}/2010-04-01/Accounts/{primary_id}.json with HTTP Basic auth (sid:token): 200 valid, 401/403 rejected",
+    validation:
+      "GET {api_base_url}/2010-04-01/Accounts/{primary_id}.json with HTTP Basic auth (sid:token): 200 valid, 401/403 rejected",
   },
   {
     id: "telco_b",
@@ -87,7 +138,16 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     description: "Places and receives calls through your own telco_b account.",
     byok_requirement: "one_of_kind",
     fields: [
-      { name: "primary_id", label: "Account ID", required: true, secret: false, type: "string", pattern: "^[A-Za-z0-9_-]{4,64}$", max_length: 64, format: "4 to 64 letters, digits, _ or -" },
+      {
+        name: "primary_id",
+        label: "Account ID",
+        required: true,
+        secret: false,
+        type: "string",
+        pattern: "^[A-Za-z0-9_-]{4,64}$",
+        max_length: 64,
+        format: "4 to 64 letters, digits, _ or -",
+      },
       apiKey("API key"),
       baseUrl("extra.api_base_url", "the provider's API root"),
     ],
@@ -102,7 +162,14 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     fields: [
       apiKey("API key"),
       baseUrl("extra.api_base_url", "the provider's API root"),
-      { name: "extra.voice_map", label: "Voice map", required: false, secret: false, type: "string_map", hint: "persona → the provider's voice id, e.g. {\"amelia\": \"v_123\"}; at most 50 entries" },
+      {
+        name: "extra.voice_map",
+        label: "Voice map",
+        required: false,
+        secret: false,
+        type: "string_map",
+        hint: 'persona → the provider\'s voice id, e.g. {"amelia": "v_123"}; at most 50 entries',
+      },
     ],
     validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
   },
@@ -143,17 +210,27 @@ const MAX_MAP_ENTRIES = 50
  * primary_id where the provider takes none, no extra keys the catalogue does not name. Messages
  * never repeat the value (it may be a secret).
  */
-export function checkCredentialInput(id: ProviderId, input: CredentialInput): { ok: true; value: CheckedCredential } | { ok: false; errors: FieldError[] } {
+export function checkCredentialInput(
+  id: ProviderId,
+  input: CredentialInput,
+): { ok: true; value: CheckedCredential } | { ok: false; errors: FieldError[] } {
   const entry = providerEntry(id)
   const errors: FieldError[] = []
   const extraIn = input.extra ?? {}
   const extra: Record<string, unknown> = {}
   const named = new Set(entry.fields.map((f) => f.name))
-  if (input.primary_id !== undefined && input.primary_id !== "" && !named.has("primary_id")) errors.push({ field: "primary_id", message: `${id} takes no primary_id` })
-  for (const key of Object.keys(extraIn)) if (!named.has(`extra.${key}`)) errors.push({ field: `extra.${key}`, message: `is not a field of ${id}` })
+  if (input.primary_id !== undefined && input.primary_id !== "" && !named.has("primary_id"))
+    errors.push({ field: "primary_id", message: `${id} takes no primary_id` })
+  for (const key of Object.keys(extraIn))
+    if (!named.has(`extra.${key}`)) errors.push({ field: `extra.${key}`, message: `is not a field of ${id}` })
 
   for (const f of entry.fields) {
-    const raw = f.name === "primary_id" ? input.primary_id : f.name === "secret" ? input.secret : extraIn[f.name.slice("extra.".length)]
+    const raw =
+      f.name === "primary_id"
+        ? input.primary_id
+        : f.name === "secret"
+          ? input.secret
+          : extraIn[f.name.slice("extra.".length)]
     const absent = raw === undefined || raw === null || raw === ""
     if (absent) {
       if (f.required) errors.push({ field: f.name, message: "is required" })
@@ -161,7 +238,8 @@ export function checkCredentialInput(id: ProviderId, input: CredentialInput): { 
     }
     const problem = checkValue(f, raw)
     if (problem !== undefined) errors.push({ field: f.name, message: problem })
-    else if (f.name.startsWith("extra.")) extra[f.name.slice("extra.".length)] = f.type === "url" ? (raw as string).replace(/\/+$/, "") : raw
+    else if (f.name.startsWith("extra."))
+      extra[f.name.slice("extra.".length)] = f.type === "url" ? (raw as string).replace(/\/+$/, "") : raw
   }
   if (errors.length > 0) return { ok: false, errors }
   const primaryId = input.primary_id === undefined || input.primary_id === "" ? null : input.primary_id
@@ -175,7 +253,8 @@ function checkValue(f: CredentialField, v: unknown): string | undefined {
     if (entries.length > MAX_MAP_ENTRIES) return `must have at most ${MAX_MAP_ENTRIES} entries`
     for (const [k, val] of entries) {
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(k)) return "keys must be 1 to 64 letters, digits, _ or -"
-      if (typeof val !== "string" || val.length === 0 || val.length > 200) return "values must be strings of 1 to 200 characters"
+      if (typeof val !== "string" || val.length === 0 || val.length > 200)
+        return "values must be strings of 1 to 200 characters"
     }
     return undefined
   }
@@ -194,6 +273,7 @@ function checkValue(f: CredentialField, v: unknown): string | undefined {
     if (u.search !== "" || u.hash !== "") return "must not have a query or fragment"
     return undefined
   }
-  if (f.pattern !== undefined && !new RegExp(f.pattern).test(v)) return f.format === undefined ? "has the wrong format" : `must be ${f.format}`
+  if (f.pattern !== undefined && !new RegExp(f.pattern).test(v))
+    return f.format === undefined ? "has the wrong format" : `must be ${f.format}`
   return undefined
 }

@@ -100,7 +100,10 @@ function planFor<R extends string>(first: string[], layout: CsvLayout<R>): { pla
   if (!isHeader) {
     if (!first.some(hasDigit) && first.some((c) => c !== ""))
       throw new CsvFormatError(
-        `no ${layout.key} column: the header (${first.slice(0, 8).map((c) => JSON.stringify(c)).join(", ")}) names none; ` +
+        `no ${layout.key} column: the header (${first
+          .slice(0, 8)
+          .map((c) => JSON.stringify(c))
+          .join(", ")}) names none; ` +
           `call it one of ${layout.roles[layout.key].slice(0, 6).join(", ")}, … or leave out the header and put the ${layout.key} first`,
       )
     return { plan: { roleAt: new Map(layout.positional.map((r, i) => [i, r])), names: [] }, header: false }
@@ -152,7 +155,10 @@ function rowOf<R extends string>(located: Located, plan: Plan<R>): CsvRow<R> {
  * limit, a client gone) is thrown as it is; unreadable CSV is a CsvFormatError.
  * An empty file, or one with only blank lines, has no key column either (CsvFormatError).
  */
-export async function* readCsv<R extends string>(input: Readable | AsyncIterable<Buffer | string>, layout: CsvLayout<R>): AsyncGenerator<CsvRow<R>> {
+export async function* readCsv<R extends string>(
+  input: Readable | AsyncIterable<Buffer | string>,
+  layout: CsvLayout<R>,
+): AsyncGenerator<CsvRow<R>> {
   // Where each record starts: one line past where the last one ended, plus the blank lines skipped.
   let lastEnd = 0
   let lastEmpty = 0

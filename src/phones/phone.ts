@@ -6,9 +6,18 @@ import { parsePhoneNumberFromString, validatePhoneNumberLength, type CountryCode
 export type TenantCountry = "IN" | "US" | "GB" | "AU" | "CA" | "SG" | "AE"
 
 /** Why a value is not a phone number, as reported per row (invalid_rows[].reason). */
-export type InvalidPhoneReason = "missing" | "not_a_number" | "invalid_country" | "too_short" | "too_long" | "invalid_length" | "invalid_number"
+export type InvalidPhoneReason =
+  | "missing"
+  | "not_a_number"
+  | "invalid_country"
+  | "too_short"
+  | "too_long"
+  | "invalid_length"
+  | "invalid_number"
 
-export type PhoneResult = { readonly ok: true; readonly e164: string } | { readonly ok: false; readonly reason: InvalidPhoneReason }
+export type PhoneResult =
+  | { readonly ok: true; readonly e164: string }
+  | { readonly ok: false; readonly reason: InvalidPhoneReason }
 
 const LENGTH_REASON: Readonly<Record<string, InvalidPhoneReason>> = {
   NOT_A_NUMBER: "not_a_number",
@@ -20,7 +29,7 @@ const LENGTH_REASON: Readonly<Record<string, InvalidPhoneReason>> = {
 
 const valid = (text: string, country?: CountryCode): string | undefined => {
   const p = parsePhoneNumberFromString(text, country)
-  return p !== undefined && p.isValid() ? p.number : undefined
+  return p?.isValid() ? p.number : undefined
 }
 
 /** Digits that are valid as an international number once a + is put back (or "00" read as +). */

@@ -32,7 +32,8 @@ export const isUniqueViolation = (e: unknown, constraint?: string): boolean =>
  * A statement Postgres cancelled (SQLSTATE 57014): statement_timeout ran out, or an operator
  * cancelled it. The HTTP layer answers it 503 DATABASE_TIMEOUT rather than 500.
  */
-export const isStatementTimeout = (e: unknown): boolean => typeof e === "object" && e !== null && (e as { code?: unknown }).code === "57014"
+export const isStatementTimeout = (e: unknown): boolean =>
+  typeof e === "object" && e !== null && (e as { code?: unknown }).code === "57014"
 
 /** Runs a query; a database failure is a defect (500), not a domain error. */
 export const query = <A>(f: (sql: Sql) => PromiseLike<A>): Effect.Effect<A, never, Db> =>
@@ -66,7 +67,9 @@ export function withDatabase(url: string, database: string): string {
  * its locks. PGlite accepts the setting but does not enforce it (it has no timer to cancel with).
  */
 export function connectPostgres(url: string, max: number, opts: { statementTimeoutMs?: number } = {}): Sql {
-  const connection = opts.statementTimeoutMs ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs } : clientOptions.connection
+  const connection = opts.statementTimeoutMs
+    ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs }
+    : clientOptions.connection
   return postgres(url, { ...clientOptions, connection, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
 }
 

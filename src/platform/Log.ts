@@ -26,7 +26,11 @@ export function releaseStdout(): void {
   exiting = true
 }
 
-export function makeLogger(config: Pick<Config, "logLevel">, bindings: Record<string, unknown> = {}, opts: { buffered?: boolean } = {}): Logger {
+export function makeLogger(
+  config: Pick<Config, "logLevel">,
+  bindings: Record<string, unknown> = {},
+  opts: { buffered?: boolean } = {},
+): Logger {
   const destination = opts.buffered
     ? pino.destination({ dest: 1, sync: false, minLength: 4096, retryEAGAIN })
     : pino.destination({ dest: 1, sync: true, retryEAGAIN })

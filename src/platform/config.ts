@@ -26,10 +26,20 @@ const Env = z.object({
   HOST: z.string().min(1).default("0.0.0.0"),
   PORT: port.default(8080),
   /** Postgres connection string; unset → embedded PGlite in DATA_DIR. */
-  DATABASE_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional()),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
+      .optional(),
+  ),
   DB_POOL_MAX: positiveInt.max(200).default(10),
   /** NATS server(s), comma-separated; unset → in-process bus. */
-  NATS_URL: optionalString.pipe(z.string().regex(/^(nats|tls|ws|wss):\/\//, "must be a nats:// URL").optional()),
+  NATS_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^(nats|tls|ws|wss):\/\//, "must be a nats:// URL")
+      .optional(),
+  ),
   /** Prefix for every bus subject of this deployment (share one NATS between deployments). */
   BUS_NAMESPACE: z
     .string()
@@ -50,17 +60,30 @@ const Env = z.object({
   /** HS256 key for session JWTs; unset → a random key generated once and kept in the database. */
   JWT_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
   /** AES-256-GCM key (32 bytes, base64) for tenants' provider secrets; unset → credential saves answer 503. */
-  CREDENTIALS_MASTER_KEY: optionalString.pipe(z.string().refine((s) => isBase64Key(s, 32), "must be 32 bytes encoded in base64").optional()),
+  CREDENTIALS_MASTER_KEY: optionalString.pipe(
+    z
+      .string()
+      .refine((s) => isBase64Key(s, 32), "must be 32 bytes encoded in base64")
+      .optional(),
+  ),
   /** How often API keys' last_used_at/last_used_ip are written (batched, not per request). */
   KEY_USAGE_FLUSH_MS: positiveInt.max(3_600_000).default(5_000),
   /** Origins allowed to send cookie-authenticated state changes (CSRF), comma-separated. */
   ALLOWED_ORIGINS: z
     .string()
     .default("")
-    .transform((s) => s.split(",").map((o) => o.trim().replace(/\/+$/, "")).filter((o) => o !== ""))
+    .transform((s) =>
+      s
+        .split(",")
+        .map((o) => o.trim().replace(/\/+$/, ""))
+        .filter((o) => o !== ""),
+    )
     .pipe(z.array(z.url({ protocol: /^https?$/, error: "must be a comma-separated list of http(s) origins" }))),
   /** true → signup, OTP start and demo calls need a solved ALTCHA challenge in field `altcha`. */
-  ALTCHA_REQUIRED: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  ALTCHA_REQUIRED: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
   /** HMAC key for ALTCHA challenges; unset → derived from the deployment's generated secret. */
   ALTCHA_HMAC_KEY: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
   /** Where the outbox mail simulator appends messages; default <DATA_DIR>/outbox.jsonl. */
@@ -90,14 +113,27 @@ const Env = z.object({
   TELCO_A_ACCOUNT_SID: optionalString,
   TELCO_A_AUTH_TOKEN: optionalString,
   /** The platform account's caller id for outbound calls (E.164). */
-  TELCO_A_CALLER_ID: optionalString.pipe(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be an E.164 number").optional()),
+  TELCO_A_CALLER_ID: optionalString.pipe(
+    z
+      .string()
+      .regex(/^\+[1-9]\d{6,14}$/, "must be an E.164 number")
+      .optional(),
+  ),
   /** true: tenants' provider base URLs may name loopback or private addresses (tests, private deployments). */
-  ALLOW_PRIVATE_PROVIDER_URLS: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  ALLOW_PRIVATE_PROVIDER_URLS: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
   /** Proxies whose X-Forwarded-Proto/Host are believed when rebuilding a signed webhook's URL (comma-separated IPs). */
   TRUSTED_PROXIES: z
     .string()
     .default("")
-    .transform((s) => s.split(",").map((x) => x.trim()).filter((x) => x !== "")),
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== ""),
+    ),
   /** An OpenAI-compatible API root including its version (…/v1); unset → the language-model simulator. */
   LLM_BASE_URL: optionalString.pipe(z.url().optional()),
   /** Bearer key for LLM_BASE_URL; optional, since local model servers often need none. */
@@ -141,7 +177,12 @@ const Env = z.object({
   ALLOWED_HOSTS: z
     .string()
     .default("")
-    .transform((s) => s.split(",").map((x) => x.trim().toLowerCase()).filter((x) => x !== "")),
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim().toLowerCase())
+        .filter((x) => x !== ""),
+    ),
   /** Failed OTP guesses per address, and per client IP, in an hour before further guesses are refused. */
   OTP_GUESSES_PER_ADDRESS_HOUR: positiveInt.max(1000).default(10),
   OTP_GUESSES_PER_IP_HOUR: positiveInt.max(100_000).default(50),
@@ -259,7 +300,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mailApiKey: e.MAIL_API_KEY,
     mailFrom: e.MAIL_FROM,
     // A gateway is live only with everything it needs; otherwise top-ups use the stub gateway.
-    gwCard: e.GW_CARD_API_URL && e.GW_CARD_SECRET_KEY ? { apiUrl: e.GW_CARD_API_URL.replace(/\/+$/, ""), secretKey: e.GW_CARD_SECRET_KEY } : undefined,
+    gwCard:
+      e.GW_CARD_API_URL && e.GW_CARD_SECRET_KEY
+        ? { apiUrl: e.GW_CARD_API_URL.replace(/\/+$/, ""), secretKey: e.GW_CARD_SECRET_KEY }
+        : undefined,
     gwCardWebhookSecret: e.GW_CARD_WEBHOOK_SECRET,
     gwUpi:
       e.GW_UPI_API_URL && e.GW_UPI_KEY_ID && e.GW_UPI_KEY_SECRET
@@ -273,7 +317,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     allowPrivateProviderUrls: e.ALLOW_PRIVATE_PROVIDER_URLS,
     telcoA:
       e.TELCO_A_API_URL && e.TELCO_A_ACCOUNT_SID && e.TELCO_A_AUTH_TOKEN
-        ? { apiUrl: e.TELCO_A_API_URL.replace(/\/+$/, ""), accountSid: e.TELCO_A_ACCOUNT_SID, authToken: e.TELCO_A_AUTH_TOKEN }
+        ? {
+            apiUrl: e.TELCO_A_API_URL.replace(/\/+$/, ""),
+            accountSid: e.TELCO_A_ACCOUNT_SID,
+            authToken: e.TELCO_A_AUTH_TOKEN,
+          }
         : undefined,
     llmBaseUrl: e.LLM_BASE_URL?.replace(/\/+$/, ""),
     llmApiKey: e.LLM_API_KEY,

@@ -32,7 +32,13 @@ export const UNAUTHENTICATED_CODES = [
 ] as const
 export type UnauthenticatedCode = (typeof UNAUTHENTICATED_CODES)[number]
 
-export const FORBIDDEN_CODES = ["FORBIDDEN", "API_KEY_NOT_ALLOWED", "CSRF_REJECTED", "INSUFFICIENT_SCOPE", "ACCOUNT_INACTIVE"] as const
+export const FORBIDDEN_CODES = [
+  "FORBIDDEN",
+  "API_KEY_NOT_ALLOWED",
+  "CSRF_REJECTED",
+  "INSUFFICIENT_SCOPE",
+  "ACCOUNT_INACTIVE",
+] as const
 export type ForbiddenCode = (typeof FORBIDDEN_CODES)[number]
 
 export const CONFLICT_CODES = [
@@ -77,7 +83,14 @@ export const FIXED_CODES = [
 
 /** Every code an error response can carry, each once. */
 export const ERROR_CODES = [
-  ...new Set([...BAD_REQUEST_CODES, ...BAD_BODY_CODES, ...UNAUTHENTICATED_CODES, ...FORBIDDEN_CODES, ...CONFLICT_CODES, ...FIXED_CODES]),
+  ...new Set([
+    ...BAD_REQUEST_CODES,
+    ...BAD_BODY_CODES,
+    ...UNAUTHENTICATED_CODES,
+    ...FORBIDDEN_CODES,
+    ...CONFLICT_CODES,
+    ...FIXED_CODES,
+  ]),
 ] as ReadonlyArray<ErrorCode>
 export type ErrorCode =
   | BadRequestCode
@@ -169,7 +182,7 @@ export class GatewayUnavailable extends Data.TaggedError("GatewayUnavailable")<{
   readonly message: string
 }> {}
 
-export class ShuttingDown extends Data.TaggedError("ShuttingDown")<{}> {}
+export class ShuttingDown extends Data.TaggedError("ShuttingDown")<Record<never, never>> {}
 
 /** Provider secrets cannot be stored: CREDENTIALS_MASTER_KEY is not configured (503). */
 export class EncryptionUnavailable extends Data.TaggedError("EncryptionUnavailable")<{

@@ -34,7 +34,10 @@ export function parseListCursor(raw: string): number | undefined {
  * Rows read with `limit + 1`, newest first → the page and the cursor after its last row; the
  * extra row only says there is more, so the last page's cursor is null.
  */
-export function pageOf<T extends { readonly id: number }>(rows: ReadonlyArray<T>, limit: number): { rows: T[]; next_cursor: string | null } {
+export function pageOf<T extends { readonly id: number }>(
+  rows: ReadonlyArray<T>,
+  limit: number,
+): { rows: T[]; next_cursor: string | null } {
   const page = rows.slice(0, limit)
   const last = page[page.length - 1]
   return { rows: page, next_cursor: rows.length > limit && last !== undefined ? encodeListCursor(last.id) : null }

@@ -8,7 +8,9 @@ export interface Budget {
   readonly windowMs: number
 }
 
-export type HitResult = { readonly allowed: true; readonly hits: number } | { readonly allowed: false; readonly hits: number; readonly retryAfterSeconds: number }
+export type HitResult =
+  | { readonly allowed: true; readonly hits: number }
+  | { readonly allowed: false; readonly hits: number; readonly retryAfterSeconds: number }
 
 /**
  * Counts one hit against `key` and says whether it is within the budget. A hit past the budget is

@@ -31,7 +31,9 @@ export interface NewClip extends ClipMeta {
 /** The clip without its audio: enough to answer a repeated preview request. */
 export const findClipMeta = (id: string): Effect.Effect<ClipUse | undefined, never, Db> =>
   query(async (sql) => {
-    const [row] = await sql<ClipUse[]>`select id, persona, duration_ms, last_used_at, anonymous from speech_clips where id = ${id}`
+    const [row] = await sql<
+      ClipUse[]
+    >`select id, persona, duration_ms, last_used_at, anonymous from speech_clips where id = ${id}`
     return row
   })
 

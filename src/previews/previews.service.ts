@@ -31,7 +31,9 @@ export const WORKSPACE_PREVIEWS_PER_HOUR = 600
  * Who asks for a preview. The endpoint is public; a caller presenting a valid session or API key
  * is its workspace (own budget, normal synthesis priority), anyone else is their client address.
  */
-export type PreviewCaller = { readonly kind: "anonymous"; readonly ip: string } | { readonly kind: "workspace"; readonly tenantId: number }
+export type PreviewCaller =
+  | { readonly kind: "anonymous"; readonly ip: string }
+  | { readonly kind: "workspace"; readonly tenantId: number }
 
 /** A clip id: the first 128 bits of the content hash, in hex. */
 export const CLIP_ID = /^[0-9a-f]{32}$/
@@ -59,14 +61,22 @@ const sha256 = (data: string): Buffer => createHash("sha256").update(data, "utf8
  * it renders with (so a retuned persona gets new clips rather than stale ones), and the text.
  */
 function clipId(provider: string, voice: Voice, text: string): string {
-  return sha256(JSON.stringify(["preview-opening/1", provider, voice.id, voice.speech, text])).subarray(0, 16).toString("hex")
+  return sha256(JSON.stringify(["preview-opening/1", provider, voice.id, voice.speech, text]))
+    .subarray(0, 16)
+    .toString("hex")
 }
 
 // Concurrent requests for the same clip in this process share one synthesis; per provider, since
 // tests run several servers (each with its own provider) in one process.
 const inFlight = new WeakMap<SpeechProvider, Map<string, Promise<SynthesizedAudio>>>()
 
-function synthesizeOnce(speech: SpeechProvider, id: string, voice: Voice, text: string, priority: SpeechPriority): Promise<SynthesizedAudio> {
+function synthesizeOnce(
+  speech: SpeechProvider,
+  id: string,
+  voice: Voice,
+  text: string,
+  priority: SpeechPriority,
+): Promise<SynthesizedAudio> {
   let pending = inFlight.get(speech)
   if (pending === undefined) inFlight.set(speech, (pending = new Map()))
   const existing = pending.get(id)
@@ -86,10 +96,16 @@ function toDomainError(err: unknown): SynthesisFailure {
   if (!(err instanceof SpeechSynthesisError)) return new GatewayUnavailable({ message: "speech synthesis failed" })
   switch (err.code) {
     case "BUSY":
-      return new RateLimited({ message: "speech synthesis is busy; retry shortly", retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS })
+      return new RateLimited({
+        message: "speech synthesis is busy; retry shortly",
+        retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS,
+      })
     case "EMPTY_TEXT":
     case "TEXT_TOO_LONG":
-      return new ValidationFailed({ message: `invalid request body: text: ${err.message}`, errors: [{ field: "text", message: err.message }] })
+      return new ValidationFailed({
+        message: `invalid request body: text: ${err.message}`,
+        errors: [{ field: "text", message: err.message }],
+      })
     case "UNSUPPORTED_VOICE":
     case "ENGINE_FAILURE":
       return new GatewayUnavailable({ message: `speech synthesis failed: ${err.message}` })
@@ -105,7 +121,9 @@ export function addressBucket(ip: string): string {
   const [head = "", tail = ""] = ip.toLowerCase().split("::")
   const left = head === "" ? [] : head.split(":")
   const right = ip.includes("::") ? (tail === "" ? [] : tail.split(":")) : []
-  const groups = ip.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left
+  const groups = ip.includes("::")
+    ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right]
+    : left
   return `${groups
     .slice(0, 4)
     .map((g) => g.replace(/^0+(?=.)/, ""))
@@ -148,7 +166,10 @@ export const previewOpening = (input: {
     const voice = findVoice(input.persona)
     if (voice === undefined) {
       return yield* Effect.fail(
-        new ValidationFailed({ message: `invalid request body: persona: unknown persona`, errors: [{ field: "persona", message: "unknown persona" }] }),
+        new ValidationFailed({
+          message: `invalid request body: persona: unknown persona`,
+          errors: [{ field: "persona", message: "unknown persona" }],
+        }),
       )
     }
     yield* spendBudget(input.caller)
@@ -186,6 +207,7 @@ export const previewAudio = (id: string): Effect.Effect<PreviewAudio, NotFound, 
     const clip = CLIP_ID.test(id) ? yield* findClip(id) : undefined
     if (clip === undefined) return yield* Effect.fail(new NotFound({ message: `preview clip ${id} not found` }))
     const clock = yield* Clock
-    if (clock.nowMs() - clip.last_used_at.getTime() > TOUCH_AFTER_SECONDS * 1000) yield* touchClip(id, TOUCH_AFTER_SECONDS)
+    if (clock.nowMs() - clip.last_used_at.getTime() > TOUCH_AFTER_SECONDS * 1000)
+      yield* touchClip(id, TOUCH_AFTER_SECONDS)
     return { clip_id: clip.id, persona: clip.persona, duration_ms: clip.duration_ms, audio: clip.audio }
   })

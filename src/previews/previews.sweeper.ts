@@ -53,7 +53,10 @@ const drain = (step: Effect.Effect<number, never, Db>, batch: number): Effect.Ef
  * One sweep as of `now`: clips last used more than the TTL before it go, then anonymous clips
  * beyond their cap, then any beyond the total cap. Safe to run in several processes at once.
  */
-export const sweepPreviewClips = (now: Date, limits: Partial<SweepLimits> = {}): Effect.Effect<SweepResult, never, Db | AppConfig> =>
+export const sweepPreviewClips = (
+  now: Date,
+  limits: Partial<SweepLimits> = {},
+): Effect.Effect<SweepResult, never, Db | AppConfig> =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const { maxAnonymous = MAX_ANONYMOUS_CLIPS, maxClips = MAX_CLIPS, batch = SWEEP_BATCH } = limits
@@ -68,16 +71,19 @@ export const sweepPreviewClips = (now: Date, limits: Partial<SweepLimits> = {}):
  * The hourly sweep, started with the layer and stopped with its scope; only processes serving
  * HTTP run it (the runtime role never stores clips). A failed sweep is logged and the next runs.
  */
-export const PreviewSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log> = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const instance = yield* Instance
-    if (instance.role === "runtime") return
-    const clock = yield* Clock
-    const log = yield* Log
-    const once = Effect.suspend(() => sweepPreviewClips(clock.now())).pipe(
-      Effect.tap((r) => (r.expired + r.evicted > 0 ? Effect.sync(() => log.info(r, "preview clips swept")) : Effect.void)),
-      Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "preview clip sweep failed"))),
-    )
-    yield* once.pipe(Effect.repeat(Schedule.spaced(SWEEP_EVERY)), Effect.forkScoped)
-  }),
-)
+export const PreviewSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log> =
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const instance = yield* Instance
+      if (instance.role === "runtime") return
+      const clock = yield* Clock
+      const log = yield* Log
+      const once = Effect.suspend(() => sweepPreviewClips(clock.now())).pipe(
+        Effect.tap((r) =>
+          r.expired + r.evicted > 0 ? Effect.sync(() => log.info(r, "preview clips swept")) : Effect.void,
+        ),
+        Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "preview clip sweep failed"))),
+      )
+      yield* once.pipe(Effect.repeat(Schedule.spaced(SWEEP_EVERY)), Effect.forkScoped)
+    }),
+  )

@@ -16,7 +16,12 @@ export const MailLive: Layer.Layer<Mail, never, AppConfig> = Layer.effect(
     // The adapter needs both: with only one set, every send would be refused by the API, so the
     // deployment keeps working on the outbox instead.
     config.mailApiUrl !== undefined && config.mailApiKey !== undefined
-      ? makeHttpMail({ baseUrl: config.mailApiUrl, apiKey: config.mailApiKey, from: config.mailFrom, outbound: outboundFor(config, "platform") })
+      ? makeHttpMail({
+          baseUrl: config.mailApiUrl,
+          apiKey: config.mailApiKey,
+          from: config.mailFrom,
+          outbound: outboundFor(config, "platform"),
+        })
       : makeOutboxMail(config.outboxFile),
   ),
 )
@@ -35,6 +40,11 @@ export const sendBestEffort = (mail: OutgoingMail): Effect.Effect<boolean, never
     return yield* Effect.tryPromise(() => provider.send(mail)).pipe(
       Effect.timeout(BEST_EFFORT_TIMEOUT),
       Effect.as(true),
-      Effect.catchAll((e) => Effect.sync(() => (log.warn({ err: "error" in e ? e.error : e, kind: mail.kind, provider: provider.name }, "mail not sent"), false))),
+      Effect.catchAll((e) =>
+        Effect.sync(() => {
+          log.warn({ err: "error" in e ? e.error : e, kind: mail.kind, provider: provider.name }, "mail not sent")
+          return false
+        }),
+      ),
     )
   })

@@ -26,13 +26,17 @@ export interface PaymentsService {
 export class Payments extends Context.Tag("parley/Payments")<Payments, PaymentsService>() {}
 
 /** Builds the service from configuration; `fetch` replaces the global one (tests). */
-export function makePayments(config: Pick<Config, "gwCard" | "gwUpi" | "paymentsMode">, options: { fetch?: typeof fetch } = {}): PaymentsService {
+export function makePayments(
+  config: Pick<Config, "gwCard" | "gwUpi" | "paymentsMode">,
+  options: { fetch?: typeof fetch } = {},
+): PaymentsService {
   const withFetch = options.fetch === undefined ? {} : { fetch: options.fetch }
   const gwCard = config.gwCard === undefined ? undefined : makeGwCardGateway({ ...config.gwCard, ...withFetch })
   const gwUpi = config.gwUpi === undefined ? undefined : makeGwUpiGateway({ ...config.gwUpi, ...withFetch })
   // A deployment with any real gateway never runs the stub, whatever PAYMENTS says: a currency
   // left without its gateway refuses payments instead of crediting on an unsigned request.
-  const stub = config.paymentsMode === "stub" && gwCard === undefined && gwUpi === undefined ? makeStubGateway() : undefined
+  const stub =
+    config.paymentsMode === "stub" && gwCard === undefined && gwUpi === undefined ? makeStubGateway() : undefined
   return {
     forCurrency: (c) => stub ?? (c === "INR" ? gwUpi : gwCard),
     mode: stub === undefined ? "gateways" : "stub",

@@ -83,7 +83,11 @@ export class PrivateAddressRefused extends Error {
     readonly host: string,
     readonly address: string,
   ) {
-    super(host === address ? `refused to connect to ${address}: not a public address` : `refused to connect to ${host}: it resolves to ${address}, not a public address`)
+    super(
+      host === address
+        ? `refused to connect to ${address}: not a public address`
+        : `refused to connect to ${host}: it resolves to ${address}, not a public address`,
+    )
   }
 }
 
@@ -95,15 +99,26 @@ function guardedLookup(
 ): void {
   resolver(hostname).then(
     (found) => {
-      if (found.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }), "")
+      if (found.length === 0)
+        return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }), "")
       // Any private answer refuses the name, as the save-time check does: the resolver may hand
       // either address to the next connection.
       const inner = found.find((a) => isPrivateAddress(a.address))
       if (inner !== undefined) return callback(new PrivateAddressRefused(hostname, inner.address), "")
-      const wanted = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0
+      const wanted =
+        options.family === 4 || options.family === "IPv4"
+          ? 4
+          : options.family === 6 || options.family === "IPv6"
+            ? 6
+            : 0
       const usable = found.filter((a) => wanted === 0 || a.family === wanted)
-      if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no IPv${wanted} address`), { code: "ENOTFOUND" }), "")
-      if (options.all === true) return callback(null, usable.map((a) => ({ address: a.address, family: a.family })))
+      if (usable.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no IPv${wanted} address`), { code: "ENOTFOUND" }), "")
+      if (options.all === true)
+        return callback(
+          null,
+          usable.map((a) => ({ address: a.address, family: a.family })),
+        )
       return callback(null, usable[0]!.address, usable[0]!.family)
     },
     (e: unknown) => callback(e instanceof Error ? e : new Error(String(e)), ""),
@@ -120,7 +135,8 @@ function makeGuardedAgent(): Agent {
   return new Agent({
     connect(opts, callback) {
       const literal = opts.hostname.replace(/^\[|\]$/g, "")
-      if (isIP(literal) !== 0 && isPrivateAddress(literal)) return callback(new PrivateAddressRefused(literal, literal), null)
+      if (isIP(literal) !== 0 && isPrivateAddress(literal))
+        return callback(new PrivateAddressRefused(literal, literal), null)
       connect(opts, callback)
     },
   })
@@ -181,7 +197,9 @@ export class ResponseTooLarge extends ProviderCallError {
     readonly limitBytes: number,
     status: number,
   ) {
-    super(`answered with more than ${limitBytes} bytes (answer larger than ${limitBytes} bytes, cut off)`, false, { status })
+    super(`answered with more than ${limitBytes} bytes (answer larger than ${limitBytes} bytes, cut off)`, false, {
+      status,
+    })
   }
 }
 
@@ -192,9 +210,18 @@ type FetchInit = RequestInit & { dispatcher?: Dispatcher }
  * 304 rejects with RedirectRefused, its body discarded). `doFetch` replaces undici's fetch (tests);
  * the signal in `init` should be the attempt's timeout, which also covers reading the answer.
  */
-export async function providerFetch(url: string, init: RequestInit, outbound: Outbound, doFetch?: typeof fetch): Promise<Response> {
+export async function providerFetch(
+  url: string,
+  init: RequestInit,
+  outbound: Outbound,
+  doFetch?: typeof fetch,
+): Promise<Response> {
   const f = (doFetch ?? (undiciFetch as unknown as typeof fetch)) as (url: string, init: FetchInit) => Promise<Response>
-  const res = await f(url, { ...init, redirect: "manual", ...(outbound.dispatcher !== undefined && { dispatcher: outbound.dispatcher }) })
+  const res = await f(url, {
+    ...init,
+    redirect: "manual",
+    ...(outbound.dispatcher !== undefined && { dispatcher: outbound.dispatcher }),
+  })
   if (res.status >= 300 && res.status < 400 && res.status !== 304) {
     await res.body?.cancel().catch(() => {})
     throw new RedirectRefused(res.status)
@@ -240,11 +267,13 @@ export interface FetchFailure {
 
 /** Classifies what providerFetch or readBounded threw. */
 export function fetchFailure(e: unknown, timeoutMs: number): FetchFailure {
-  if (e instanceof ProviderCallError) return { message: e.message, retryable: e.retryable, timedOut: false, status: e.status }
+  if (e instanceof ProviderCallError)
+    return { message: e.message, retryable: e.retryable, timedOut: false, status: e.status }
   const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
   if (timedOut) return { message: `unreachable: no answer within ${timeoutMs} ms`, retryable: true, timedOut }
   const cause = e instanceof Error ? e.cause : undefined
   // The guard's refusal is the same on every attempt.
-  if (cause instanceof PrivateAddressRefused) return { message: `unreachable: ${cause.message}`, retryable: false, timedOut }
+  if (cause instanceof PrivateAddressRefused)
+    return { message: `unreachable: ${cause.message}`, retryable: false, timedOut }
   return { message: `unreachable: ${describeNetworkError(e)}`, retryable: true, timedOut }
 }

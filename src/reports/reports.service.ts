@@ -13,7 +13,9 @@ export function periodOf(from: string, to: string): Effect.Effect<Period, Valida
   const p = parsePeriod(from, to)
   if (!("errors" in p)) return Effect.succeed(p)
   const first = p.errors[0]!
-  return Effect.fail(new ValidationFailed({ message: `invalid query: ${first.field}: ${first.message}`, errors: p.errors }))
+  return Effect.fail(
+    new ValidationFailed({ message: `invalid query: ${first.field}: ${first.message}`, errors: p.errors }),
+  )
 }
 
 export const weeklyReport = (tenantId: number, period: Period): Effect.Effect<WeeklyFigures, never, Db | Clock> =>
@@ -30,8 +32,18 @@ export const weeklyReport = (tenantId: number, period: Period): Effect.Effect<We
         repo.approvalCounts(sql, tenantId, r, now),
       ]),
     )
-    if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
-    return weeklyFigures({ workspace: tenant.name, currency: tenant.currency, period, totals, outcomes, perDay, approvals, generatedAt: now })
+    if (tenant === undefined)
+      return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
+    return weeklyFigures({
+      workspace: tenant.name,
+      currency: tenant.currency,
+      period,
+      totals,
+      outcomes,
+      perDay,
+      approvals,
+      generatedAt: now,
+    })
   })
 
 export const reportFilename = (p: { from: string; to: string }) => `parley-report-${p.from}-to-${p.to}.pdf`

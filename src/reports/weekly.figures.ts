@@ -35,7 +35,12 @@ export function parsePeriod(from: string, to: string): Period | { readonly error
   if (start === undefined || last === undefined) return { errors }
   const days = Math.round((last.getTime() - start.getTime()) / DAY_MS) + 1
   if (days < 1) return { errors: [{ field: "to", message: "must not be before from" }] }
-  if (days > MAX_REPORT_DAYS) return { errors: [{ field: "to", message: `the period may cover at most ${MAX_REPORT_DAYS} days (this one covers ${days})` }] }
+  if (days > MAX_REPORT_DAYS)
+    return {
+      errors: [
+        { field: "to", message: `the period may cover at most ${MAX_REPORT_DAYS} days (this one covers ${days})` },
+      ],
+    }
   return { from, to, days, range: { start, end: new Date(last.getTime() + DAY_MS) } }
 }
 
@@ -96,7 +101,11 @@ export function weeklyFigures(d: WeeklyData): WeeklyFigures {
   }
   const outcomes = [...d.outcomes]
     .sort((a, b) => b.calls - a.calls || a.outcome.localeCompare(b.outcome))
-    .map((o) => ({ outcome: o.outcome, calls: o.calls, share_pct: placed === 0 ? 0 : oneDecimal((o.calls / placed) * 100) }))
+    .map((o) => ({
+      outcome: o.outcome,
+      calls: o.calls,
+      share_pct: placed === 0 ? 0 : oneDecimal((o.calls / placed) * 100),
+    }))
   return {
     workspace: d.workspace,
     currency: d.currency,

@@ -36,14 +36,16 @@ const RULE = "#cbd2d9"
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 /** 2025-03-07 → "7 Mar 2025". */
-const longDate = (day: string) => `${Number(day.slice(8, 10))} ${MONTHS[Number(day.slice(5, 7)) - 1]} ${day.slice(0, 4)}`
+const longDate = (day: string) =>
+  `${Number(day.slice(8, 10))} ${MONTHS[Number(day.slice(5, 7)) - 1]} ${day.slice(0, 4)}`
 
 /** A round axis maximum at or above `max`, with its tick step. */
 export function axisScale(max: number): { top: number; step: number } {
   if (max <= 0) return { top: 4, step: 1 }
   const raw = max / 4
   const magnitude = 10 ** Math.floor(Math.log10(raw))
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw && Number.isInteger(s)) ?? Math.ceil(raw)
+  const step =
+    [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw && Number.isInteger(s)) ?? Math.ceil(raw)
   return { top: Math.ceil(max / step) * step, step }
 }
 
@@ -67,7 +69,9 @@ export function drawWeeklyPdf(f: WeeklyFigures, opts: PdfOptions = {}): PDFKit.P
   doc.moveDown(0.2)
   doc.font("Helvetica").fontSize(11).fillColor(MUTED)
   doc.text(pdfText(`Workspace: ${f.workspace}`))
-  doc.text(`Period: ${longDate(f.period.from)} to ${longDate(f.period.to)} (${f.period.days} ${f.period.days === 1 ? "day" : "days"}, UTC)`)
+  doc.text(
+    `Period: ${longDate(f.period.from)} to ${longDate(f.period.to)} (${f.period.days} ${f.period.days === 1 ? "day" : "days"}, UTC)`,
+  )
   doc.text(`Generated ${f.generated_at.slice(0, 16).replace("T", " ")} UTC`)
   rule(doc, width)
 
@@ -80,7 +84,10 @@ export function drawWeeklyPdf(f: WeeklyFigures, opts: PdfOptions = {}): PDFKit.P
   const pair = (label: string, value: string) => {
     const y = doc.y
     doc.font("Helvetica").fontSize(11).fillColor(MUTED).text(label, MARGIN, y, { width: 200, lineBreak: false })
-    doc.font("Helvetica-Bold").fillColor(INK).text(pdfText(value), MARGIN + 210, y, { width: width - 210, lineBreak: false })
+    doc
+      .font("Helvetica-Bold")
+      .fillColor(INK)
+      .text(pdfText(value), MARGIN + 210, y, { width: width - 210, lineBreak: false })
     doc.x = MARGIN
     doc.y = y + 17
   }
@@ -114,13 +121,19 @@ export function drawWeeklyPdf(f: WeeklyFigures, opts: PdfOptions = {}): PDFKit.P
     const row = (cells: string[], bold: boolean) => {
       if (doc.y + 17 > bottom()) doc.addPage()
       const y = doc.y
-      doc.font(bold ? "Helvetica-Bold" : "Helvetica").fontSize(11).fillColor(bold ? INK : MUTED)
-      cells.forEach((c, i) => doc.text(pdfText(c), cols[i]!, y, { width: i === 0 ? 250 : 90, lineBreak: false }))
+      doc
+        .font(bold ? "Helvetica-Bold" : "Helvetica")
+        .fontSize(11)
+        .fillColor(bold ? INK : MUTED)
+      cells.forEach((c, i) => {
+        doc.text(pdfText(c), cols[i]!, y, { width: i === 0 ? 250 : 90, lineBreak: false })
+      })
       doc.x = MARGIN
       doc.y = y + 17
     }
     row(["Outcome", "Calls", "Share"], true)
-    for (const o of f.outcomes) row([o.outcome.replace(/_/g, " "), String(o.calls), `${o.share_pct.toFixed(1)}%`], false)
+    for (const o of f.outcomes)
+      row([o.outcome.replace(/_/g, " "), String(o.calls), `${o.share_pct.toFixed(1)}%`], false)
   }
 
   doc.end()
@@ -129,7 +142,12 @@ export function drawWeeklyPdf(f: WeeklyFigures, opts: PdfOptions = {}): PDFKit.P
 
 function rule(doc: PDFKit.PDFDocument, width: number) {
   doc.moveDown(0.6)
-  doc.moveTo(MARGIN, doc.y).lineTo(MARGIN + width, doc.y).lineWidth(0.5).strokeColor(RULE).stroke()
+  doc
+    .moveTo(MARGIN, doc.y)
+    .lineTo(MARGIN + width, doc.y)
+    .lineWidth(0.5)
+    .strokeColor(RULE)
+    .stroke()
 }
 
 /** One bar per day on labelled axes: calls (y) against the day (x, UTC). */
@@ -147,7 +165,12 @@ function drawChart(doc: PDFKit.PDFDocument, f: WeeklyFigures, x0: number, y0: nu
   doc.font("Helvetica").fontSize(8).fillColor(MUTED)
   for (let v = 0; v <= top; v += step) {
     const y = baseY - (v / top) * plotH
-    doc.moveTo(left, y).lineTo(left + plotW, y).lineWidth(0.25).strokeColor(RULE).stroke()
+    doc
+      .moveTo(left, y)
+      .lineTo(left + plotW, y)
+      .lineWidth(0.25)
+      .strokeColor(RULE)
+      .stroke()
     doc.text(String(v), x0 + 10, y - 3, { width: 30, align: "right", lineBreak: false })
   }
 
@@ -157,14 +180,26 @@ function drawChart(doc: PDFKit.PDFDocument, f: WeeklyFigures, x0: number, y0: nu
     if (d.calls === 0) return
     const h = (d.calls / top) * plotH
     const x = left + i * slot + (slot - barW) / 2
-    doc.rect(x, baseY - h, barW, h).fillColor(ACCENT).fill()
+    doc
+      .rect(x, baseY - h, barW, h)
+      .fillColor(ACCENT)
+      .fill()
     if (f.per_day.length <= 31) {
-      doc.fillColor(INK).fontSize(7).text(String(d.calls), x - 6, baseY - h - 9, { width: barW + 12, align: "center", lineBreak: false })
+      doc
+        .fillColor(INK)
+        .fontSize(7)
+        .text(String(d.calls), x - 6, baseY - h - 9, { width: barW + 12, align: "center", lineBreak: false })
     }
   })
 
   // Axes
-  doc.moveTo(left, plotTop).lineTo(left, baseY).lineTo(left + plotW, baseY).lineWidth(0.8).strokeColor(INK).stroke()
+  doc
+    .moveTo(left, plotTop)
+    .lineTo(left, baseY)
+    .lineTo(left + plotW, baseY)
+    .lineWidth(0.8)
+    .strokeColor(INK)
+    .stroke()
 
   // Day labels, thinned so they never overlap (about 34 pt each)
   const every = Math.max(1, Math.ceil(34 / slot))
@@ -172,7 +207,12 @@ function drawChart(doc: PDFKit.PDFDocument, f: WeeklyFigures, x0: number, y0: nu
   f.per_day.forEach((d, i) => {
     if (i % every !== 0) return
     const cx = left + i * slot + slot / 2
-    doc.moveTo(cx, baseY).lineTo(cx, baseY + 3).lineWidth(0.5).strokeColor(INK).stroke()
+    doc
+      .moveTo(cx, baseY)
+      .lineTo(cx, baseY + 3)
+      .lineWidth(0.5)
+      .strokeColor(INK)
+      .stroke()
     doc.text(d.day.slice(5), cx - 17, baseY + 5, { width: 34, align: "center", lineBreak: false })
   })
 

@@ -27,7 +27,12 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
 }
 
 /** A new run over the workflow's whole audience: one run_targets row per target. */
-export const insertRun = async (tx: Tx, tenantId: number, workflowId: number, ruleBookId: number): Promise<{ id: number; queued: number }> => {
+export const insertRun = async (
+  tx: Tx,
+  tenantId: number,
+  workflowId: number,
+  ruleBookId: number,
+): Promise<{ id: number; queued: number }> => {
   const [run] = await tx<[{ id: number }]>`
     insert into runs (tenant_id, workflow_id, rule_book_id, status) values (${tenantId}, ${workflowId}, ${ruleBookId}, 'running')
     returning id`
@@ -54,7 +59,11 @@ export const setWorkflowStatus = async (tx: Tx, workflowId: number, status: "liv
 }
 
 /** Pauses the workflow's running run (queued targets stop; calls in flight finish). */
-export const pauseRunningRun = async (tx: Tx, workflowId: number, reason: "user" | "insufficient_funds"): Promise<number | undefined> => {
+export const pauseRunningRun = async (
+  tx: Tx,
+  workflowId: number,
+  reason: "user" | "insufficient_funds",
+): Promise<number | undefined> => {
   const [row] = await tx<[{ id: number }?]>`
     update runs set status = 'paused', pause_reason = ${reason}, updated_at = now()
     where workflow_id = ${workflowId} and status = 'running'

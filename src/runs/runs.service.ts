@@ -34,7 +34,9 @@ const notify = (subject: string, payload: RunControl) =>
     const bus = yield* Bus
     const log = yield* Log
     // Best effort: runtime processes also poll Postgres, so a lost message only delays the change.
-    yield* Effect.try(() => bus.publish(subject, payload)).pipe(Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e, subject }, "runtime notification not sent"))))
+    yield* Effect.try(() => bus.publish(subject, payload)).pipe(
+      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e, subject }, "runtime notification not sent"))),
+    )
   })
 
 /**
@@ -50,15 +52,24 @@ export const startRun = (tenantId: number, workflowId: number) =>
         .begin(async (tx) => {
           const gate = await repo.lockRunGate(tx, tenantId, workflowId)
           if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
-          if (gate.status === "retired") throw new Refused(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired` }))
+          if (gate.status === "retired")
+            throw new Refused(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired` }))
           if (gate.running_run_id !== null)
             throw new Refused(
-              new Conflict({ code: "RUN_IN_PROGRESS", message: `run ${gate.running_run_id} is already running`, details: { run_id: gate.running_run_id } }),
+              new Conflict({
+                code: "RUN_IN_PROGRESS",
+                message: `run ${gate.running_run_id} is already running`,
+                details: { run_id: gate.running_run_id },
+              }),
             )
           const missing = readinessGaps(gate, await ownerEmailVerified(tx, tenantId))
           if (missing.length > 0)
             throw new Refused(
-              new Conflict({ code: "WORKFLOW_NOT_READY", message: `workflow ${workflowId} is not ready to run: missing ${missing.join(", ")}`, details: { missing } }),
+              new Conflict({
+                code: "WORKFLOW_NOT_READY",
+                message: `workflow ${workflowId} is not ready to run: missing ${missing.join(", ")}`,
+                details: { missing },
+              }),
             )
           if (wallet.status !== "ok") return { wallet: wallet.status }
           const run =
@@ -75,14 +86,17 @@ export const startRun = (tenantId: number, workflowId: number) =>
     )
     if ("refused" in outcome) return yield* Effect.fail(outcome.refused)
     if ("wallet" in outcome) {
-      if (outcome.wallet === "account_suspended") return yield* Effect.fail(new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is suspended" }))
+      if (outcome.wallet === "account_suspended")
+        return yield* Effect.fail(new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this workspace is suspended" }))
       return yield* Effect.fail(
         new InsufficientFunds({
           message:
             outcome.wallet === "trial_expired"
               ? "the free trial has ended: top up the wallet to start a run"
               : `the wallet cannot pay for one ${DEFAULT_PRECHECK_SECONDS}-second call: top up to start a run${
-                  wallet.byok_missing === undefined ? "" : ` (calls are billed at the bundled rate until byok is complete: missing ${wallet.byok_missing.join(", ")})`
+                  wallet.byok_missing === undefined
+                    ? ""
+                    : ` (calls are billed at the bundled rate until byok is complete: missing ${wallet.byok_missing.join(", ")})`
                 }`,
           balanceMinor: wallet.balance_minor,
           requiredMinor: wallet.required_minor,
@@ -91,7 +105,13 @@ export const startRun = (tenantId: number, workflowId: number) =>
     }
     const { run } = outcome
     yield* notify(RT_RUN_WAKE, { run_id: run.id, tenant_id: tenantId, command: run.resumed ? "resume" : "start" })
-    return { run_id: run.id, status: "running" as const, targets_queued: run.queued, resumed: run.resumed, workflow_id: workflowId }
+    return {
+      run_id: run.id,
+      status: "running" as const,
+      targets_queued: run.queued,
+      resumed: run.resumed,
+      workflow_id: workflowId,
+    }
   })
 
 /** POST /api/workflows/{id}/pause: queued targets stop at once; calls in flight finish. */
@@ -105,7 +125,12 @@ export const pauseRun = (tenantId: number, workflowId: number) =>
           if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
           if (gate.status === "paused") return { runId: gate.paused_run_id, changed: false }
           if (gate.status !== "live")
-            throw new Refused(new Conflict({ code: "WORKFLOW_NOT_LIVE", message: `workflow ${workflowId} is ${gate.status}, not live` }))
+            throw new Refused(
+              new Conflict({
+                code: "WORKFLOW_NOT_LIVE",
+                message: `workflow ${workflowId} is ${gate.status}, not live`,
+              }),
+            )
           const runId = await repo.pauseRunningRun(tx, workflowId, "user")
           await repo.setWorkflowStatus(tx, workflowId, "paused")
           return { runId: runId ?? null, changed: true }
@@ -116,6 +141,12 @@ export const pauseRun = (tenantId: number, workflowId: number) =>
         }),
     )
     if ("refused" in outcome) return yield* Effect.fail(outcome.refused)
-    if (outcome.changed && outcome.runId !== null) yield* notify(RT_RUN_CONTROL, { run_id: outcome.runId, tenant_id: tenantId, command: "pause" })
-    return { workflow_id: workflowId, status: "paused" as const, run_id: outcome.runId, run_status: outcome.runId === null ? null : "paused" }
+    if (outcome.changed && outcome.runId !== null)
+      yield* notify(RT_RUN_CONTROL, { run_id: outcome.runId, tenant_id: tenantId, command: "pause" })
+    return {
+      workflow_id: workflowId,
+      status: "paused" as const,
+      run_id: outcome.runId,
+      run_status: outcome.runId === null ? null : "paused",
+    }
   })

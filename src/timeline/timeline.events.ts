@@ -17,7 +17,17 @@ import type {
 } from "./timeline.repo.js"
 import { iso } from "../platform/time.js"
 
-export type EventKind = "call" | "turns" | "decision" | "dnc" | "dialer" | "api_key" | "workflow" | "consent" | "account" | "email"
+export type EventKind =
+  | "call"
+  | "turns"
+  | "decision"
+  | "dnc"
+  | "dialer"
+  | "api_key"
+  | "workflow"
+  | "consent"
+  | "account"
+  | "email"
 
 export interface TimelineEvent {
   readonly at: string
@@ -69,10 +79,13 @@ const UNANSWERED: Readonly<Record<string, string>> = {
   interrupted: "Call interrupted",
 }
 
-export function callSummary(c: Pick<CallRow, "status" | "outcome" | "answered_at" | "connected_seconds" | "attempt">): string {
+export function callSummary(
+  c: Pick<CallRow, "status" | "outcome" | "answered_at" | "connected_seconds" | "attempt">,
+): string {
   if (c.status === "dialing") return `Dialing (attempt ${c.attempt})`
   if (c.status === "connected") return `Call in progress (attempt ${c.attempt})`
-  if (c.answered_at !== null) return `Call answered — ${words(c.outcome ?? "ended")}, ${duration(c.connected_seconds ?? 0)}`
+  if (c.answered_at !== null)
+    return `Call answered — ${words(c.outcome ?? "ended")}, ${duration(c.connected_seconds ?? 0)}`
   const label = c.outcome === null ? "Call ended" : (UNANSWERED[c.outcome] ?? `Call ended — ${words(c.outcome)}`)
   return `${label} (attempt ${c.attempt})`
 }
@@ -125,7 +138,9 @@ export const turnsEvent = (t: TurnSummaryRow): Sortable => {
 const proposal = (a: ApprovalRow): string => {
   switch (a.proposed_action) {
     case "concession":
-      return a.proposed_value_minor === null ? "a concession" : `a concession of ${formatMinor(a.proposed_value_minor, a.currency as Currency)}`
+      return a.proposed_value_minor === null
+        ? "a concession"
+        : `a concession of ${formatMinor(a.proposed_value_minor, a.currency as Currency)}`
     case "callback":
       return "a callback"
     case "escalate":
@@ -195,7 +210,14 @@ export const inboundCallEvent = (i: InboundCallRow): Sortable =>
     workflow_id: i.workflow_id,
     run_id: null,
     summary: `Called our number ${i.to_e164}${i.duration_seconds === null ? "" : `, ${i.duration_seconds} s`}`,
-    payload: { inbound_call_id: i.id, provider: i.provider, provider_call_id: i.provider_call_id, to: i.to_e164, status: i.status, greeting: i.greeting },
+    payload: {
+      inbound_call_id: i.id,
+      provider: i.provider,
+      provider_call_id: i.provider_call_id,
+      to: i.to_e164,
+      status: i.status,
+      greeting: i.greeting,
+    },
   })
 
 const DIALER_VERB: Readonly<Record<string, string>> = { skip: "skipped", hold: "held", stop: "stopped" }
@@ -207,7 +229,14 @@ export const dialerEvent = (d: DialerRow): Sortable =>
     workflow_id: d.workflow_id,
     run_id: d.run_id,
     summary: `Dialer ${DIALER_VERB[d.decision] ?? d.decision} the number: ${words(d.reason)}`,
-    payload: { decision_id: d.id, decision: d.decision, reason: d.reason, detail: d.detail, target_id: d.target_id, call_id: d.call_id },
+    payload: {
+      decision_id: d.id,
+      decision: d.decision,
+      reason: d.reason,
+      detail: d.detail,
+      target_id: d.target_id,
+      call_id: d.call_id,
+    },
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +249,15 @@ export const apiKeyEvent = (e: ApiKeyEventRow): Sortable =>
     workflow_id: null,
     run_id: null,
     summary: `${e.action === "created" ? "Created" : e.action === "revoked" ? "Revoked" : "Deleted"} API key ${e.name === null ? `#${e.key_id}` : `“${e.name}” (${e.prefix}…)`}`,
-    payload: { key_id: e.key_id, action: e.action, name: e.name, prefix: e.prefix, scope: e.scope, ip: e.ip, revoked_reason: e.action === "revoked" ? e.revoked_reason : null },
+    payload: {
+      key_id: e.key_id,
+      action: e.action,
+      name: e.name,
+      prefix: e.prefix,
+      scope: e.scope,
+      ip: e.ip,
+      revoked_reason: e.action === "revoked" ? e.revoked_reason : null,
+    },
   })
 
 export const workflowEvent = (w: WorkflowRow): Sortable =>

@@ -239,7 +239,11 @@ export interface UserRow {
 }
 
 /** The user, only when they belong to this workspace. */
-export const findUser = async (sql: Sql, tenantId: number, by: { userId: number } | { email: string }): Promise<UserRow | undefined> => {
+export const findUser = async (
+  sql: Sql,
+  tenantId: number,
+  by: { userId: number } | { email: string },
+): Promise<UserRow | undefined> => {
   const [row] = await sql<UserRow[]>`
     select id, email, full_name, role, created_at, email_verified_at
     from users

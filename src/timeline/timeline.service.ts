@@ -29,7 +29,13 @@ export function subjectOf(q: TimelineQuery): Effect.Effect<Subject, BadRequest> 
   if (given.length === 0)
     return Effect.fail(new BadRequest({ message: "give one of phone, user_id or email", code: "IDENTIFIER_REQUIRED" }))
   if (given.length > 1)
-    return Effect.fail(new BadRequest({ message: `give only one of phone, user_id or email (got ${given.join(", ")})`, code: "TOO_MANY_IDENTIFIERS", field: given[1] }))
+    return Effect.fail(
+      new BadRequest({
+        message: `give only one of phone, user_id or email (got ${given.join(", ")})`,
+        code: "TOO_MANY_IDENTIFIERS",
+        field: given[1],
+      }),
+    )
   if (q.phone !== undefined) return Effect.succeed({ phone: q.phone })
   if (q.user_id !== undefined) return Effect.succeed({ userId: q.user_id })
   return Effect.succeed({ email: q.email! })
@@ -56,7 +62,10 @@ export interface TimelinePage {
 }
 
 const invalidPhone = (reason: string) =>
-  new ValidationFailed({ message: `phone: not a valid phone number (${reason})`, errors: [{ field: "phone", message: `must be a valid phone number (${reason})` }] })
+  new ValidationFailed({
+    message: `phone: not a valid phone number (${reason})`,
+    errors: [{ field: "phone", message: `must be a valid phone number (${reason})` }],
+  })
 
 export const getTimeline = (tenantId: number, subject: Subject, opts: { n: number; cursor: Cursor | undefined }) =>
   Effect.gen(function* () {
@@ -67,7 +76,8 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
     let sources: Promise<ev.Sortable[]>[]
     if ("phone" in subject) {
       const tenant = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
-      if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
+      if (tenant === undefined)
+        return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
       const phone = toE164(subject.phone, tenant.country)
       if (!phone.ok) return yield* Effect.fail(invalidPhone(phone.reason))
       const p = phone.e164
@@ -97,5 +107,9 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
     const merged = (yield* Effect.promise(() => Promise.all(sources))).flat().sort(ev.newestFirst).slice(0, opts.n)
     const events = merged.map((m) => m.event)
     const last = events.at(-1)
-    return { count: events.length, events, next_before: events.length === opts.n && last !== undefined ? last.cursor : null } satisfies TimelinePage
+    return {
+      count: events.length,
+      events,
+      next_before: events.length === opts.n && last !== undefined ? last.cursor : null,
+    } satisfies TimelinePage
   })

@@ -21,7 +21,11 @@ export interface HubSettings {
   readonly maxBufferedBytes: number
 }
 
-export const DEFAULT_HUB_SETTINGS: HubSettings = { keepaliveMs: 15_000, idleMs: 30 * 60_000, maxBufferedBytes: 1024 * 1024 }
+export const DEFAULT_HUB_SETTINGS: HubSettings = {
+  keepaliveMs: 15_000,
+  idleMs: 30 * 60_000,
+  maxBufferedBytes: 1024 * 1024,
+}
 
 export const sseEvent = (t: TurnMessage): string => `id: ${t.seq}\ndata: ${JSON.stringify(t)}\n\n`
 
@@ -136,7 +140,13 @@ export class TurnHub {
    * Registers a client on the run's subscription (made now if it is the first) and resolves once
    * the bus has confirmed it, so history read afterwards cannot miss a live turn.
    */
-  async join(tenantId: number, runId: number, targetId: number | undefined, sinceSeq: number, sink: StreamSink): Promise<TurnClient> {
+  async join(
+    tenantId: number,
+    runId: number,
+    targetId: number | undefined,
+    sinceSeq: number,
+    sink: StreamSink,
+  ): Promise<TurnClient> {
     const key = `${tenantId}.${runId}`
     let room = this.rooms.get(key)
     if (room === undefined) {
@@ -217,7 +227,10 @@ export class TurnHub {
       // A client that took exactly this turn's frames of its run gets the bytes framed once for all.
       const room = this.rooms.get(c.key)
       const chunk =
-        room !== undefined && frames.length === room.batch.length && frames[0] === room.batch[0] && frames[frames.length - 1] === room.batch[room.batch.length - 1]
+        room !== undefined &&
+        frames.length === room.batch.length &&
+        frames[0] === room.batch[0] &&
+        frames[frames.length - 1] === room.batch[room.batch.length - 1]
           ? (room.shared ??= Buffer.from(room.batch.join("")))
           : frames.join("")
       if (c.sink.closed) {
@@ -227,8 +240,15 @@ export class TurnHub {
       // A client already behind is dropped once what it has not taken, with what is queued for it
       // now, passes the cap; one that keeps up (nothing waiting) always gets a turn's events whole.
       const behind = c.sink.bufferedBytes()
-      if (behind > 0 && behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) > this.settings.maxBufferedBytes) {
-        this.log.warn({ stream: c.key, buffered: c.sink.bufferedBytes() }, "dropping a turn-stream client that stopped reading")
+      if (
+        behind > 0 &&
+        behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) >
+          this.settings.maxBufferedBytes
+      ) {
+        this.log.warn(
+          { stream: c.key, buffered: c.sink.bufferedBytes() },
+          "dropping a turn-stream client that stopped reading",
+        )
         this.leave(c)
         continue
       }

@@ -17,5 +17,5 @@ export interface TurnMessage {
   readonly outcome_id?: string | null
 }
 
-export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") => `turns.${tenantId}.${runId}.${targetId}`
-
+export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") =>
+  `turns.${tenantId}.${runId}.${targetId}`

@@ -4,8 +4,14 @@
 import type { Sql } from "../platform/Db.js"
 import type { TurnMessage } from "./turn.message.js"
 
-export const findRunOfTenant = async (sql: Sql, tenantId: number, runId: number): Promise<{ id: number; status: string } | undefined> => {
-  const [row] = await sql<[{ id: number; status: string }?]>`select id, status from runs where id = ${runId} and tenant_id = ${tenantId}`
+export const findRunOfTenant = async (
+  sql: Sql,
+  tenantId: number,
+  runId: number,
+): Promise<{ id: number; status: string } | undefined> => {
+  const [row] = await sql<
+    [{ id: number; status: string }?]
+  >`select id, status from runs where id = ${runId} and tenant_id = ${tenantId}`
   return row
 }
 
@@ -66,7 +72,9 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
         from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
       if (existing) return { turn: existing, created: false }
     }
-    const [{ seq }] = await tx<[{ seq: number }]>`update runs set turn_seq = turn_seq + 1 where id = ${t.runId} returning turn_seq as seq`
+    const [{ seq }] = await tx<
+      [{ seq: number }]
+    >`update runs set turn_seq = turn_seq + 1 where id = ${t.runId} returning turn_seq as seq`
     const [row] = await tx<[TurnMessage?]>`
       insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at)
       values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text}, ${t.outcomeId}, ${t.at})
@@ -82,7 +90,9 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
 
 /** Reserves `count` turn sequence numbers of the run; returns the first. */
 export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): Promise<number> => {
-  const [row] = await sql<[{ last: number }]>`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
+  const [row] = await sql<
+    [{ last: number }]
+  >`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
   return row.last - count + 1
 }
 

@@ -20,7 +20,11 @@ const runNotFound = (runId: number) => new NotFound({ message: `run ${runId} not
  * run's subscription, send the history after `sinceSeq` page by page, then go live until the
  * client leaves (or is dropped, or idles out).
  */
-export const openTurnStream = (tenantId: number, runId: number, opts: { sinceSeq: number; targetId: number | undefined }) =>
+export const openTurnStream = (
+  tenantId: number,
+  runId: number,
+  opts: { sinceSeq: number; targetId: number | undefined },
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const hub = yield* TurnStreams

@@ -6,7 +6,10 @@ import { AppConfig } from "../platform/AppConfig.js"
 import { Speech } from "../providers/Speech.js"
 import { makeVoiceSamples } from "./voice-samples.js"
 
-export class VoiceSamples extends Context.Tag("parley/VoiceSamples")<VoiceSamples, ReturnType<typeof makeVoiceSamples>>() {}
+export class VoiceSamples extends Context.Tag("parley/VoiceSamples")<
+  VoiceSamples,
+  ReturnType<typeof makeVoiceSamples>
+>() {}
 
 export const VoiceSamplesLive: Layer.Layer<VoiceSamples, never, AppConfig | Speech> = Layer.effect(
   VoiceSamples,

@@ -42,7 +42,10 @@ function systemMessage(req: RuleBookRequest): string {
   const personas = VOICES.map((v) => `${v.id} (${v.language}, ${v.gender}, ${v.accent})`).join("; ")
   const library = req.objections
     .slice(0, MAX_LISTED_OBJECTIONS)
-    .map((o) => `#${o.id} [${o.category}] "${o.trigger_text}" -> ${o.rebuttal_template.replace(/\s+/g, " ").slice(0, LISTED_REBUTTAL_CHARS)}`)
+    .map(
+      (o) =>
+        `#${o.id} [${o.category}] "${o.trigger_text}" -> ${o.rebuttal_template.replace(/\s+/g, " ").slice(0, LISTED_REBUTTAL_CHARS)}`,
+    )
     .join("\n")
   return [
     "You write the rule book for an outbound AI voice-calling campaign, from the campaign description the user gives.",
@@ -62,6 +65,8 @@ function systemMessage(req: RuleBookRequest): string {
     "",
     `Workspace: country ${req.country}, currency ${req.currency}, plan ${req.planTier}.`,
     "",
-    library === "" ? "Objection library: (empty)" : `Objection library (#id [category] trigger -> rebuttal template):\n${library}`,
+    library === ""
+      ? "Objection library: (empty)"
+      : `Objection library (#id [category] trigger -> rebuttal template):\n${library}`,
   ].join("\n")
 }

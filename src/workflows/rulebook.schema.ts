@@ -77,7 +77,10 @@ export function validateRuleBook(input: unknown, ctx: RuleBookContext): RuleBook
   if (!parsed.success) {
     return {
       ok: false,
-      errors: parsed.error.issues.map((i) => ({ field: i.path.length === 0 ? "rule_book" : i.path.map(String).join("."), message: i.message })),
+      errors: parsed.error.issues.map((i) => ({
+        field: i.path.length === 0 ? "rule_book" : i.path.map(String).join("."),
+        message: i.message,
+      })),
     }
   }
   const errors = semanticErrors(parsed.data, ctx)
@@ -105,9 +108,11 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
   }
   if (concession.allowed) {
     const ceiling = maxConcessionMinor(ctx.currency, ctx.planTier)
-    if (concession.cap_minor <= 0) fail("concession_policy.cap_minor", "must be greater than 0 when concessions are allowed")
+    if (concession.cap_minor <= 0)
+      fail("concession_policy.cap_minor", "must be greater than 0 when concessions are allowed")
     // A cap in another currency's units says nothing about this ceiling; the currency error covers it.
-    else if (concession.currency === ctx.currency && concession.cap_minor > ceiling) fail("concession_policy.cap_minor", `must be at most ${ceiling} (${ctx.currency} minor units)`)
+    else if (concession.currency === ctx.currency && concession.cap_minor > ceiling)
+      fail("concession_policy.cap_minor", `must be at most ${ceiling} (${ctx.currency} minor units)`)
   }
 
   // The enum check above guarantees the persona exists.
@@ -126,7 +131,10 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
     const unknown = unknownPlaceholders(value)
     if (unknown.length > 0) {
       const allowed = RULE_BOOK_PLACEHOLDERS.map((p) => `{${p}}`).join(", ")
-      fail(field, `unknown placeholder${unknown.length > 1 ? "s" : ""} ${unknown.map((p) => `{${p}}`).join(", ")}; only ${allowed} are filled in`)
+      fail(
+        field,
+        `unknown placeholder${unknown.length > 1 ? "s" : ""} ${unknown.map((p) => `{${p}}`).join(", ")}; only ${allowed} are filled in`,
+      )
     }
   }
 
@@ -180,7 +188,8 @@ export interface RuleBookRequest {
 /** Policies a PUT may change one field at a time: merged one level deep. */
 const POLICY_KEYS: ReadonlySet<string> = new Set(["concession_policy", "callback_policy", "escalation_policy"])
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v)
 
 /**
  * `patch` laid over `current`: top-level keys replace, the three *_policy objects merge one level

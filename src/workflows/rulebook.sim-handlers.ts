@@ -5,12 +5,21 @@ import type { LibraryObjection } from "./rulebook.schema.js"
 
 /** Handlers for when the caller passes an empty objection library: a book needs at least one. */
 const BUILT_IN_HANDLERS = [
-  { category: "timing", trigger: "I'm busy right now.", response: "Of course, I'll be brief, or I can call you back at a better time. Which would you prefer?" },
-  { category: "not_interested", trigger: "I'm not interested.", response: "I understand, {name}. Thank you for your time, and have a good day." },
+  {
+    category: "timing",
+    trigger: "I'm busy right now.",
+    response: "Of course, I'll be brief, or I can call you back at a better time. Which would you prefer?",
+  },
+  {
+    category: "not_interested",
+    trigger: "I'm not interested.",
+    response: "I understand, {name}. Thank you for your time, and have a good day.",
+  },
   {
     category: "do_not_call",
     trigger: "Don't call me again.",
-    response: "Understood. I'm adding your number to our do-not-call list now, and you won't hear from {company} again.",
+    response:
+      "Understood. I'm adding your number to our do-not-call list now, and you won't hear from {company} again.",
   },
 ]
 
@@ -19,8 +28,38 @@ const BUILT_IN_HANDLERS = [
  * too; these add the campaign-side words ("renewal" suggests timing objections).
  */
 const CATEGORY_CUES: Readonly<Record<string, readonly string[]>> = {
-  price: ["price", "pricing", "cost", "costs", "expensive", "cheap", "cheaper", "discount", "fee", "fees", "emi", "bill", "tariff", "rate", "rates", "payment"],
-  timing: ["appointment", "schedule", "reschedule", "callback", "later", "busy", "reminder", "remind", "renewal", "renew", "due", "deadline"],
+  price: [
+    "price",
+    "pricing",
+    "cost",
+    "costs",
+    "expensive",
+    "cheap",
+    "cheaper",
+    "discount",
+    "fee",
+    "fees",
+    "emi",
+    "bill",
+    "tariff",
+    "rate",
+    "rates",
+    "payment",
+  ],
+  timing: [
+    "appointment",
+    "schedule",
+    "reschedule",
+    "callback",
+    "later",
+    "busy",
+    "reminder",
+    "remind",
+    "renewal",
+    "renew",
+    "due",
+    "deadline",
+  ],
   need: ["upgrade", "switch", "provider", "product", "plan", "plans", "service", "sell", "sales", "offer"],
   trust: ["verify", "verification", "kyc", "consent", "scam", "fraud", "bank", "account", "security"],
   authority: ["business", "owner", "manager", "decision", "family", "spouse", "household"],
@@ -44,12 +83,18 @@ interface Handler {
  * Library rows related to the prompt (by category cues and trigger words), strongest first; too
  * few related → one row per category in id order, so every book covers the common objections.
  */
-export function objectionHandlers(library: ReadonlyArray<LibraryObjection>, words: ReadonlySet<string>, callbackDays: number): Handler[] {
+export function objectionHandlers(
+  library: ReadonlyArray<LibraryObjection>,
+  words: ReadonlySet<string>,
+  callbackDays: number,
+): Handler[] {
   if (library.length === 0) return BUILT_IN_HANDLERS.map((h) => ({ objection_id: null, ...h }))
   const rows = [...library].sort((a, b) => a.id - b.id)
   const score = (o: LibraryObjection): number => {
     const cues = (CATEGORY_CUES[o.category] ?? []).filter((c) => words.has(c)).length
-    const overlap = [...wordsOf(`${o.category.replace(/_/g, " ")} ${o.trigger_text}`)].filter((w) => words.has(w)).length
+    const overlap = [...wordsOf(`${o.category.replace(/_/g, " ")} ${o.trigger_text}`)].filter((w) =>
+      words.has(w),
+    ).length
     return cues * 2 + overlap
   }
   const related = rows

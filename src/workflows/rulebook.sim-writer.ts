@@ -32,7 +32,10 @@ const ESCALATION_TRIGGERS = [
 
 /** TRAI commercial-communication categories by the words that suggest them. */
 const NCPR_CUES: ReadonlyArray<[number, readonly string[]]> = [
-  [1, ["bank", "banking", "loan", "loans", "insurance", "credit", "emi", "finance", "financial", "investment", "mutual"]],
+  [
+    1,
+    ["bank", "banking", "loan", "loans", "insurance", "credit", "emi", "finance", "financial", "investment", "mutual"],
+  ],
   [2, ["property", "properties", "flat", "flats", "apartment", "apartments", "plot", "plots", "housing", "realty"]],
   [3, ["education", "course", "courses", "school", "college", "admission", "admissions", "tuition", "coaching"]],
   [4, ["health", "hospital", "clinic", "doctor", "medical", "pharmacy", "wellness"]],
@@ -42,7 +45,23 @@ const NCPR_CUES: ReadonlyArray<[number, readonly string[]]> = [
   [8, ["food", "restaurant", "beverage", "beverages", "grocery", "groceries", "meal", "meals"]],
 ]
 
-const SMALL_WORDS: ReadonlySet<string> = new Set(["a", "an", "the", "and", "or", "of", "to", "for", "in", "on", "at", "by", "with", "about", "from"])
+const SMALL_WORDS: ReadonlySet<string> = new Set([
+  "a",
+  "an",
+  "the",
+  "and",
+  "or",
+  "of",
+  "to",
+  "for",
+  "in",
+  "on",
+  "at",
+  "by",
+  "with",
+  "about",
+  "from",
+])
 
 /** The simulator's rule book for `req`: a pure function of the request. */
 export function simulateRuleBook(req: RuleBookRequest): Record<string, unknown> {
@@ -68,16 +87,35 @@ export function simulateRuleBook(req: RuleBookRequest): Record<string, unknown> 
     goal,
     language,
     persona,
-    system_prompt: systemPrompt({ brief, goal, voice, hindi, concession, currency: req.currency, callbackDays, maxCallSeconds }),
-    opening_line: hindi ? hindiOpening(voice) : `Hello {name}, this is {agent_name} calling from {company} about ${topicOf(brief, concession.allowed)}. Do you have a minute?`,
+    system_prompt: systemPrompt({
+      brief,
+      goal,
+      voice,
+      hindi,
+      concession,
+      currency: req.currency,
+      callbackDays,
+      maxCallSeconds,
+    }),
+    opening_line: hindi
+      ? hindiOpening(voice)
+      : `Hello {name}, this is {agent_name} calling from {company} about ${topicOf(brief, concession.allowed)}. Do you have a minute?`,
     disclosure_lines: hindi
-      ? ["Yeh call {company} ki taraf se hai aur quality ke liye record ki ja sakti hai.", "Main {agent_name} hoon, {company} ki taraf se ek AI assistant."]
-      : ["This call is from {company} and may be recorded for quality.", "I'm {agent_name}, an AI assistant calling on behalf of {company}."],
+      ? [
+          "Yeh call {company} ki taraf se hai aur quality ke liye record ki ja sakti hai.",
+          "Main {agent_name} hoon, {company} ki taraf se ek AI assistant.",
+        ]
+      : [
+          "This call is from {company} and may be recorded for quality.",
+          "I'm {agent_name}, an AI assistant calling on behalf of {company}.",
+        ],
     objection_handlers: handlers,
     concession_policy: concession,
     callback_policy: { allowed: true, max_days_ahead: callbackDays, requires_approval: true },
     escalation_policy: { allowed: true, triggers: ESCALATION_TRIGGERS, requires_approval: true },
-    voicemail: /\b(voicemail|voice mail|answering machine|leave a message)\b/i.test(prompt) ? "leave_opening_line" : "hang_up",
+    voicemail: /\b(voicemail|voice mail|answering machine|leave a message)\b/i.test(prompt)
+      ? "leave_opening_line"
+      : "hang_up",
     max_call_seconds: maxCallSeconds,
     ncpr_category: req.country.toUpperCase() === "IN" ? ncprCategory(words) : null,
   }
@@ -116,7 +154,9 @@ function hindiOpening(voice: Voice | undefined): string {
 
 /** The prompt with braces taken off anything but the allowed placeholders, so it can be embedded. */
 function withoutPlaceholders(text: string): string {
-  return text.replace(/\{([^{}]*)\}/g, (whole, inner: string) => ((RULE_BOOK_PLACEHOLDERS as readonly string[]).includes(inner) ? whole : inner))
+  return text.replace(/\{([^{}]*)\}/g, (whole, inner: string) =>
+    (RULE_BOOK_PLACEHOLDERS as readonly string[]).includes(inner) ? whole : inner,
+  )
 }
 
 const firstSentence = (text: string): string => (text.split(/(?<=[.!?])\s+|\n/)[0] ?? "").trim()
@@ -125,13 +165,21 @@ function campaignName(brief: string): string {
   let clause = firstSentence(brief).replace(/[.!?]+$/, "")
   // A long sentence is named by its first clause.
   if (clause.length > NAME_MAX) clause = (clause.split(/[,;:–—]|\s-\s/)[0] ?? clause).trim()
-  clause = clip(clause.replace(/\bINVALID_RULEBOOK\b/g, "").replace(/\s+/g, " ").trim(), NAME_MAX)
+  clause = clip(
+    clause
+      .replace(/\bINVALID_RULEBOOK\b/g, "")
+      .replace(/\s+/g, " ")
+      .trim(),
+    NAME_MAX,
+  )
   // "… bill and" reads cut off: a clipped name ends on a content word.
   const words = clause.split(" ")
   while (words.length > 1 && SMALL_WORDS.has(words[words.length - 1]!.toLowerCase())) words.pop()
   if (clause === "") return "Voice campaign"
   return words
-    .map((w, i) => (i > 0 && SMALL_WORDS.has(w.toLowerCase()) ? w.toLowerCase() : w.charAt(0).toUpperCase() + w.slice(1)))
+    .map((w, i) =>
+      i > 0 && SMALL_WORDS.has(w.toLowerCase()) ? w.toLowerCase() : w.charAt(0).toUpperCase() + w.slice(1),
+    )
     .join(" ")
 }
 
@@ -146,7 +194,9 @@ function topicOf(brief: string, offers: boolean): string {
   const about = /\babout\s+([^.,;:!?]{3,})/i.exec(brief)?.[1]
   if (about !== undefined) {
     // "about their bill and offer a discount" is about the bill: stop at the next clause.
-    const subject = about.split(/\s(?:and|if|to|so|because|who|which|that|but|or|with|before|after|by|unless|until|while)\s/i)[0] ?? about
+    const subject =
+      about.split(/\s(?:and|if|to|so|because|who|which|that|but|or|with|before|after|by|unless|until|while)\s/i)[0] ??
+      about
     const topic = clip(subject.trim(), TOPIC_MAX)
       .replace(/\b(their|his|her|its)\b/gi, "your")
       .replace(/\b(them|him)\b/gi, "you")
@@ -221,12 +271,15 @@ const USD_MARK = String.raw`(?:\$|usd|us\$)`
  */
 function amountInPrompt(prompt: string, currency: Currency): number | undefined {
   const mark = currency === "INR" ? INR_MARK : USD_MARK
-  const word = currency === "INR" ? String.raw`(?:rupees?|rs\.?|inr)` : String.raw`(?:dollars?|usd)`
+  const word = currency === "INR" ? String.raw`(?:rupees?|rs\.?|inr)` : "(?:dollars?|usd)"
   const patterns = [
     new RegExp(`${mark}\\s*${NUMBER}`, "i"),
     new RegExp(`${NUMBER}\\s*${word}(?![a-z])`, "i"),
     // A bare number only after "up to", and not a count of days, minutes or a percentage.
-    new RegExp(`\\bup to\\s+${NUMBER}(?![\\d,.]|\\s*(?:%|percent|per cent|days?|weeks?|hours?|mins?|minutes?|seconds?|secs?|months?)\\b|\\s*%)`, "i"),
+    new RegExp(
+      `\\bup to\\s+${NUMBER}(?![\\d,.]|\\s*(?:%|percent|per cent|days?|weeks?|hours?|mins?|minutes?|seconds?|secs?|months?)\\b|\\s*%)`,
+      "i",
+    ),
   ]
   for (const p of patterns) {
     const m = p.exec(prompt)
@@ -244,7 +297,10 @@ function callbackDaysAhead(prompt: string): number {
 }
 
 function callSeconds(prompt: string): number {
-  const m = /\b(?:under|within|at most|max(?:imum)?(?: of)?|no (?:more|longer) than|less than|up to)\s+(\d{1,4})\s*(minutes?|mins?|seconds?|secs?)\b/i.exec(prompt)
+  const m =
+    /\b(?:under|within|at most|max(?:imum)?(?: of)?|no (?:more|longer) than|less than|up to)\s+(\d{1,4})\s*(minutes?|mins?|seconds?|secs?)\b/i.exec(
+      prompt,
+    )
   if (m?.[1] === undefined || m[2] === undefined) return DEFAULT_CALL_SECONDS
   const seconds = Number(m[1]) * (m[2].toLowerCase().startsWith("m") ? 60 : 1)
   return clamp(seconds, 30, 1800)

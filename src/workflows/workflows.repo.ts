@@ -97,7 +97,11 @@ const detailColumns = (sql: Sql | Tx) => sql`
   (select count(*) from runs r where r.workflow_id = w.id)::int as runs_count,
   (select r.id from runs r where r.workflow_id = w.id and r.status = 'running' limit 1) as running_run_id`
 
-export const findWorkflowDetail = async (sql: Sql | Tx, tenantId: number, id: number): Promise<WorkflowDetailRow | undefined> => {
+export const findWorkflowDetail = async (
+  sql: Sql | Tx,
+  tenantId: number,
+  id: number,
+): Promise<WorkflowDetailRow | undefined> => {
   const [row] = await sql<WorkflowDetailRow[]>`
     select ${detailColumns(sql)}
     from workflows w left join rule_books rb on rb.id = w.rule_book_id
@@ -107,13 +111,33 @@ export const findWorkflowDetail = async (sql: Sql | Tx, tenantId: number, id: nu
 
 /** The workflow row, locked until the transaction ends: status changes are decided under it. */
 export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promise<WorkflowDetailRow | undefined> => {
-  const [locked] = await tx<[{ id: number }?]>`select id from workflows where id = ${id} and tenant_id = ${tenantId} for update`
+  const [locked] = await tx<
+    [{ id: number }?]
+  >`select id from workflows where id = ${id} and tenant_id = ${tenantId} for update`
   return locked === undefined ? undefined : findWorkflowDetail(tx, tenantId, id)
 }
 
 /** One page of the workspace's workflows, newest first, and one row more to tell if there is a next. */
-export const listWorkflows = (sql: Sql, tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }, page: ListPage) =>
-  sql<Pick<WorkflowRow, "id" | "name" | "status" | "persona" | "schedule_kind" | "rule_book_id" | "updated_at" | "created_at" | "archived_at">[]>`
+export const listWorkflows = (
+  sql: Sql,
+  tenantId: number,
+  opts: { status: WorkflowStatus | undefined; includeArchived: boolean },
+  page: ListPage,
+) =>
+  sql<
+    Pick<
+      WorkflowRow,
+      | "id"
+      | "name"
+      | "status"
+      | "persona"
+      | "schedule_kind"
+      | "rule_book_id"
+      | "updated_at"
+      | "created_at"
+      | "archived_at"
+    >[]
+  >`
     select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
     from workflows
     where tenant_id = ${tenantId}

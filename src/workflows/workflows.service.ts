@@ -58,7 +58,8 @@ const tenantContext = (tenantId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const tenant = yield* Effect.promise(() => repo.findTenantContext(sql, tenantId))
-    if (tenant === undefined) return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
+    if (tenant === undefined)
+      return yield* Effect.dieMessage(`tenant ${tenantId} of an authenticated caller is missing`)
     return tenant
   })
 
@@ -73,16 +74,28 @@ const generate = (tenant: TenantContext, prompt: string, persona: string | undef
     const objections = yield* listObjections(undefined)
     const raw = yield* Effect.tryPromise({
       try: () =>
-        generateRuleBook(llm, { prompt, persona, currency: tenant.currency, country: tenant.country, planTier: tenant.plan_tier, objections }),
+        generateRuleBook(llm, {
+          prompt,
+          persona,
+          currency: tenant.currency,
+          country: tenant.country,
+          planTier: tenant.plan_tier,
+          objections,
+        }),
       catch: (e) => e,
     }).pipe(
       Effect.catchAll((e) => {
         if (!(e instanceof LlmCallError)) return Effect.die(e)
         log.warn({ err: e, provider: llm.name }, "rule-book generation failed")
-        return Effect.fail(new GatewayUnavailable({ message: `the language model could not write a rule book: ${e.message}` }))
+        return Effect.fail(
+          new GatewayUnavailable({ message: `the language model could not write a rule book: ${e.message}` }),
+        )
       }),
     )
-    const book = persona !== undefined && isObject(raw) ? { ...raw, persona, language: findVoice(persona)?.language ?? raw["language"] } : raw
+    const book =
+      persona !== undefined && isObject(raw)
+        ? { ...raw, persona, language: findVoice(persona)?.language ?? raw["language"] }
+        : raw
     return { book: yield* validated(book, tenant), model: llm.model }
   })
 
@@ -163,7 +176,15 @@ export const createWorkflow = (caller: Principal, input: CreateInput) =>
           authorUserId: input.author_user_id ?? null,
           createdByUserId: userIdOf(caller),
         })
-        await repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "generated", nlPrompt: input.nl_prompt, model, userId: userIdOf(caller) })
+        await repo.insertRuleBookVersion(tx, {
+          tenantId: tenant.id,
+          workflowId: id,
+          body: book,
+          source: "generated",
+          nlPrompt: input.nl_prompt,
+          model,
+          userId: userIdOf(caller),
+        })
         return id
       }),
     )
@@ -179,11 +200,23 @@ export const getWorkflow = (tenantId: number, id: number) =>
   })
 
 /** One page of workflows and the cursor of the next (null on the last page). */
-export const listWorkflows = (tenantId: number, opts: { status: WorkflowStatus | undefined; includeArchived: boolean }, page: ListPage) =>
+export const listWorkflows = (
+  tenantId: number,
+  opts: { status: WorkflowStatus | undefined; includeArchived: boolean },
+  page: ListPage,
+) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listWorkflows(sql, tenantId, opts, page)), page.limit)
-    const workflows = rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at), archived_at: iso(r.archived_at) }))
+    const { rows, next_cursor } = pageOf(
+      yield* Effect.promise(() => repo.listWorkflows(sql, tenantId, opts, page)),
+      page.limit,
+    )
+    const workflows = rows.map((r) => ({
+      ...r,
+      created_at: iso(r.created_at),
+      updated_at: iso(r.updated_at),
+      archived_at: iso(r.archived_at),
+    }))
     return { workflows, next_cursor }
   })
 
@@ -212,7 +245,15 @@ export const updateWorkflow = (caller: Principal, id: number, u: WorkflowUpdate)
           const book = yield* validated(mergeRuleBook(w.rule_book, patch), tenant)
           persona = book.persona
           yield* Effect.promise(() =>
-            repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "edited", nlPrompt: null, model: null, userId: userIdOf(caller) }),
+            repo.insertRuleBookVersion(tx, {
+              tenantId: tenant.id,
+              workflowId: id,
+              body: book,
+              source: "edited",
+              nlPrompt: null,
+              model: null,
+              userId: userIdOf(caller),
+            }),
           )
         }
         const schedule = u.schedule ?? w.schedule
@@ -224,7 +265,15 @@ export const updateWorkflow = (caller: Principal, id: number, u: WorkflowUpdate)
               errors: [{ field: "schedule.start_at", message: "is required when schedule_kind is once" }],
             }),
           )
-        yield* Effect.promise(() => repo.updateWorkflowSettings(tx, id, { name: u.name ?? w.name, persona, scheduleKind, schedule, nlPrompt: w.nl_prompt }))
+        yield* Effect.promise(() =>
+          repo.updateWorkflowSettings(tx, id, {
+            name: u.name ?? w.name,
+            persona,
+            scheduleKind,
+            schedule,
+            nlPrompt: w.nl_prompt,
+          }),
+        )
         return yield* reload(tx, tenant.id, id)
       }),
     )
@@ -244,10 +293,24 @@ export const regenerateRuleBook = (caller: Principal, id: number, nlPrompt: stri
       Effect.gen(function* () {
         yield* refuseIf(w, ["live", "retired"], "regenerate its rule book")
         yield* Effect.promise(() =>
-          repo.insertRuleBookVersion(tx, { tenantId: tenant.id, workflowId: id, body: book, source: "generated", nlPrompt: prompt, model, userId: userIdOf(caller) }),
+          repo.insertRuleBookVersion(tx, {
+            tenantId: tenant.id,
+            workflowId: id,
+            body: book,
+            source: "generated",
+            nlPrompt: prompt,
+            model,
+            userId: userIdOf(caller),
+          }),
         )
         yield* Effect.promise(() =>
-          repo.updateWorkflowSettings(tx, id, { name: w.name, persona: book.persona, scheduleKind: w.schedule_kind, schedule: w.schedule, nlPrompt: prompt }),
+          repo.updateWorkflowSettings(tx, id, {
+            name: w.name,
+            persona: book.persona,
+            scheduleKind: w.schedule_kind,
+            schedule: w.schedule,
+            nlPrompt: prompt,
+          }),
         )
         return yield* reload(tx, tenant.id, id)
       }),
@@ -300,7 +363,10 @@ export const listRuns = (tenantId: number, id: number, page: ListPage) =>
     const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
     if (w === undefined) return yield* Effect.fail(notFound(id))
     const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listRuns(sql, id, page)), page.limit)
-    return { runs: rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) })), next_cursor }
+    return {
+      runs: rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) })),
+      next_cursor,
+    }
   })
 
 export type { RuleBook }

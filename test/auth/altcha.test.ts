@@ -16,8 +16,12 @@ async function solve(challenge: Record<string, unknown>): Promise<string> {
 }
 
 const encode = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString("base64")
-const decode = (p: string): { challenge: { parameters: Record<string, unknown>; signature: string }; solution: { counter: number; derivedKey: string } } =>
-  JSON.parse(Buffer.from(p, "base64").toString("utf8"))
+const decode = (
+  p: string,
+): {
+  challenge: { parameters: Record<string, unknown>; signature: string }
+  solution: { counter: number; derivedKey: string }
+} => JSON.parse(Buffer.from(p, "base64").toString("utf8"))
 
 describe("ALTCHA", () => {
   let srv: TestServer
@@ -70,7 +74,9 @@ describe("ALTCHA", () => {
     expect(await altcha().verify(payload)).toBe(false)
 
     const { challenge } = decode(payload)
-    const rows = await srv.sql<{ expires_at: Date }[]>`select expires_at from altcha_spent where signature = ${challenge.signature}`
+    const rows = await srv.sql<
+      { expires_at: Date }[]
+    >`select expires_at from altcha_spent where signature = ${challenge.signature}`
     expect(rows).toHaveLength(1)
     expect(rows[0]!.expires_at.getTime()).toBe((challenge.parameters.expiresAt as number) * 1000)
   })
@@ -167,7 +173,13 @@ describe("ALTCHA", () => {
   })
 
   it("refuses a challenge issued without an expiry or with another algorithm, even if signed with our key", async () => {
-    const noExpiry = await createChallenge({ algorithm: "SHA-256", cost: 1, counter: 10, deriveKey, hmacSignatureSecret: HMAC_KEY })
+    const noExpiry = await createChallenge({
+      algorithm: "SHA-256",
+      cost: 1,
+      counter: 10,
+      deriveKey,
+      hmacSignatureSecret: HMAC_KEY,
+    })
     expect(await altcha().verify(await solve({ ...noExpiry }))).toBe(false)
     const sha512 = await createChallenge({
       algorithm: "SHA-512",
@@ -203,7 +215,7 @@ describe("ALTCHA", () => {
       encode({ challenge: { parameters: "x", signature: "ab" }, solution: { counter: "1", derivedKey: 2 } }),
       encode({ algorithm: "SHA-256", challenge: "ab", number: 1, salt: "s", signature: "ab", took: 1 }), // a v1 payload
       "%%%%",
-      "eyJ" + "A".repeat(10_000),
+      `eyJ${"A".repeat(10_000)}`,
     ]
     for (const g of garbage) {
       await expect(a.verify(g), JSON.stringify(g)?.slice(0, 60)).resolves.toBe(false)
@@ -218,7 +230,9 @@ describe("ALTCHA", () => {
     await srv.sql`insert into altcha_spent (signature, expires_at) values ('stale-one', now() - interval '1 day'), ('recent-one', now() - interval '10 seconds')`
     const a = altcha()
     expect(await a.verify(await solve(await a.challenge()))).toBe(true)
-    const left = await srv.sql<{ signature: string }[]>`select signature from altcha_spent where signature in ('stale-one', 'recent-one')`
+    const left = await srv.sql<
+      { signature: string }[]
+    >`select signature from altcha_spent where signature in ('stale-one', 'recent-one')`
     // The recent one is inside the clock-skew margin, so it stays for now.
     expect(left.map((r) => r.signature)).toEqual(["recent-one"])
   })

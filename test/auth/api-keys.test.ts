@@ -17,7 +17,10 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string }) })
+const errorOf = async (res: Response) => ({
+  status: res.status,
+  ...((await res.json()) as { code: string; field?: string }),
+})
 
 describe("create (none → active)", () => {
   let s: Session
@@ -26,13 +29,26 @@ describe("create (none → active)", () => {
   })
 
   it("returns the secret once, stores only its sha256, and defaults to read scope", async () => {
-    const res = await a.call("POST", "/api-keys", { token: s.token, body: { name: "  deploy bot  " }, headers: { "user-agent": "ci-agent/1.0" } })
+    const res = await a.call("POST", "/api-keys", {
+      token: s.token,
+      body: { name: "  deploy bot  " },
+      headers: { "user-agent": "ci-agent/1.0" },
+    })
     expect(res.status).toBe(201)
     const key = (await res.json()) as any
     expect(key.secret).toMatch(/^svc_live_[0-9A-Za-z]{32,}$/)
     expect(key.secret.startsWith(key.prefix)).toBe(true)
     expect(key.prefix).toMatch(/^svc_live_[0-9A-Za-z]{4,8}$/)
-    expect(key).toMatchObject({ name: "deploy bot", scope: "read", status: "active", created_by_user_id: s.userId, expires_at: null, revoked_at: null, revoked_reason: null, last_used_at: null })
+    expect(key).toMatchObject({
+      name: "deploy bot",
+      scope: "read",
+      status: "active",
+      created_by_user_id: s.userId,
+      expires_at: null,
+      revoked_at: null,
+      revoked_reason: null,
+      last_used_at: null,
+    })
     const [row] = await srv.sql<[Record<string, unknown>]>`select * from api_keys where id = ${key.id}`
     expect(row["secret_sha256"]).toEqual(createHash("sha256").update(key.secret).digest())
     expect(JSON.stringify(row)).not.toContain(key.secret.slice(9))
@@ -46,11 +62,17 @@ describe("create (none → active)", () => {
 
   it("sets expiry by days or by date, not both", async () => {
     const byDays = await a.createKey(s, { name: "d", expires_in_days: 30 })
-    expect(Math.abs(new Date(byDays.expires_at as string).getTime() - (Date.now() + 30 * 86_400_000))).toBeLessThan(60_000)
+    expect(Math.abs(new Date(byDays.expires_at as string).getTime() - (Date.now() + 30 * 86_400_000))).toBeLessThan(
+      60_000,
+    )
     const at = new Date(Date.now() + 3 * 86_400_000).toISOString()
     const byDate = await a.createKey(s, { name: "t", expires_at: at })
     expect(byDate.expires_at).toBe(at)
-    expect(await errorOf(await a.call("POST", "/api-keys", { token: s.token, body: { name: "x", expires_in_days: 1, expires_at: at } }))).toMatchObject({ status: 400, field: "expires_at" })
+    expect(
+      await errorOf(
+        await a.call("POST", "/api-keys", { token: s.token, body: { name: "x", expires_in_days: 1, expires_at: at } }),
+      ),
+    ).toMatchObject({ status: 400, field: "expires_at" })
   })
 
   it("answers bad names, scopes and expiries with 400, as the spec says", async () => {
@@ -66,7 +88,11 @@ describe("create (none → active)", () => {
       [{ name: "ok", expires_at: "tomorrow" }, "expires_at"],
       [{ name: "ok", expires_at: "2001-01-01T00:00:00Z" }, "expires_at"],
     ]
-    for (const [body, field] of bad) expect(await errorOf(await a.call("POST", "/api-keys", { token: s.token, body })), JSON.stringify(body)).toMatchObject({ status: 400, field })
+    for (const [body, field] of bad)
+      expect(
+        await errorOf(await a.call("POST", "/api-keys", { token: s.token, body })),
+        JSON.stringify(body),
+      ).toMatchObject({ status: 400, field })
     expect((await a.call("POST", "/api-keys", { token: s.token, body: { name: "x".repeat(120) } })).status).toBe(201)
   })
 
@@ -76,8 +102,14 @@ describe("create (none → active)", () => {
     expect((await a.call("POST", "/api-keys", { body: { scope: "root" } })).status).toBe(401)
     expect((await a.call("POST", "/api-keys", { headers: { "content-type": "application/json" } })).status).toBe(401)
     const key = await a.createKey(s, { name: "admin", scope: "admin" })
-    expect(await errorOf(await a.call("POST", "/api-keys", { token: key.secret, body: { name: "x" } }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })
-    expect(await errorOf(await a.call("GET", "/api-keys", { token: key.secret }))).toMatchObject({ status: 403, code: "API_KEY_NOT_ALLOWED" })
+    expect(await errorOf(await a.call("POST", "/api-keys", { token: key.secret, body: { name: "x" } }))).toMatchObject({
+      status: 403,
+      code: "API_KEY_NOT_ALLOWED",
+    })
+    expect(await errorOf(await a.call("GET", "/api-keys", { token: key.secret }))).toMatchObject({
+      status: 403,
+      code: "API_KEY_NOT_ALLOWED",
+    })
   })
 })
 
@@ -92,7 +124,14 @@ describe("scope: read unless asked, admin only from admins", () => {
     expect(row.scope).toBe("read")
     expect((await a.call("GET", "/api/workflows", { token: key.secret })).status).toBe(200)
     const before = await srv.sql`select id from workflows where tenant_id = ${s.tenantId}`
-    expect(await errorOf(await a.call("POST", "/api/workflows", { token: key.secret, body: { nl_prompt: "Call lapsed members and offer them a discount to rejoin." } }))).toMatchObject({
+    expect(
+      await errorOf(
+        await a.call("POST", "/api/workflows", {
+          token: key.secret,
+          body: { nl_prompt: "Call lapsed members and offer them a discount to rejoin." },
+        }),
+      ),
+    ).toMatchObject({
       status: 403,
       code: "INSUFFICIENT_SCOPE",
     })
@@ -104,16 +143,24 @@ describe("scope: read unless asked, admin only from admins", () => {
     await srv.sql`update users set role = 'member' where id = ${s.userId}`
     // The role comes from the users row; drop the cached principal as a role change does.
     const member = s
-    await srv.running.runtime.runPromise(Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))))
+    await srv.running.runtime.runPromise(
+      Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
+    )
     const before = await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`
-    expect(await errorOf(await a.call("POST", "/api-keys", { token: member.token, body: { name: "escalate", scope: "admin" } }))).toMatchObject({ status: 403, code: "FORBIDDEN" })
+    expect(
+      await errorOf(
+        await a.call("POST", "/api-keys", { token: member.token, body: { name: "escalate", scope: "admin" } }),
+      ),
+    ).toMatchObject({ status: 403, code: "FORBIDDEN" })
     expect(await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`).toEqual(before)
     expect(await srv.sql`select action from api_key_events where tenant_id = ${s.tenantId}`).toEqual([])
     expect((await a.createKey(member, { name: "r" })).scope).toBe("read")
     expect((await a.createKey(member, { name: "w", scope: "write" })).scope).toBe("write")
 
     await srv.sql`update users set role = 'admin' where id = ${s.userId}`
-    await srv.running.runtime.runPromise(Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))))
+    await srv.running.runtime.runPromise(
+      Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
+    )
     expect((await a.createKey(member, { name: "a", scope: "admin" })).scope).toBe("admin")
     const owner = await a.signup()
     expect((await a.createKey(owner, { name: "a", scope: "admin" })).scope).toBe("admin")
@@ -125,7 +172,9 @@ describe("the 10-active-key cap", () => {
     const s = await a.signup()
     const keys = []
     for (let i = 0; i < 10; i++) keys.push(await a.createKey(s, { name: `k${i}` }))
-    expect(await errorOf(await a.call("POST", "/api-keys", { token: s.token, body: { name: "eleventh" } }))).toMatchObject({ status: 400, code: "API_KEY_LIMIT_REACHED" })
+    expect(
+      await errorOf(await a.call("POST", "/api-keys", { token: s.token, body: { name: "eleventh" } })),
+    ).toMatchObject({ status: 400, code: "API_KEY_LIMIT_REACHED" })
     await a.call("POST", `/api-keys/${keys[0]!.id}/revoke`, { token: s.token })
     expect((await a.call("POST", "/api-keys", { token: s.token, body: { name: "replacement" } })).status).toBe(201)
     // Expired keys don't count either.
@@ -136,10 +185,16 @@ describe("the 10-active-key cap", () => {
 
   it("holds under a race: 15 concurrent creates make exactly 10 keys", async () => {
     const s = await a.signup()
-    const statuses = await Promise.all(Array.from({ length: 15 }, (_, i) => a.call("POST", "/api-keys", { token: s.token, body: { name: `race ${i}` } }).then((r) => r.status)))
+    const statuses = await Promise.all(
+      Array.from({ length: 15 }, (_, i) =>
+        a.call("POST", "/api-keys", { token: s.token, body: { name: `race ${i}` } }).then((r) => r.status),
+      ),
+    )
     expect(statuses.filter((x) => x === 201)).toHaveLength(10)
     expect(statuses.filter((x) => x === 400)).toHaveLength(5)
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from api_keys where tenant_id = ${s.tenantId}`
+    const [{ n }] = await srv.sql<
+      [{ n: number }]
+    >`select count(*)::int as n from api_keys where tenant_id = ${s.tenantId}`
     expect(n).toBe(10)
   })
 })
@@ -153,17 +208,31 @@ describe("revoke and delete", () => {
   it("active → revoked: refused at once, reason and time recorded", async () => {
     const key = await a.createKey(s, { name: "r", scope: "read" })
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
-    const res = await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "leaked in a log" } })
+    const res = await a.call("POST", `/api-keys/${key.id}/revoke`, {
+      token: s.token,
+      body: { reason: "leaked in a log" },
+    })
     expect(res.status).toBe(200)
     const revoked = (await res.json()) as any
     expect(revoked).toMatchObject({ id: key.id, status: "revoked", revoked_reason: "leaked in a log" })
     expect(typeof revoked.revoked_at).toBe("string")
-    expect(await errorOf(await a.call("GET", "/auth/me", { token: key.secret }))).toMatchObject({ status: 401, code: "KEY_REVOKED" })
+    expect(await errorOf(await a.call("GET", "/auth/me", { token: key.secret }))).toMatchObject({
+      status: 401,
+      code: "KEY_REVOKED",
+    })
 
     // revoked → revoke: a no-op that keeps the first revocation.
-    const again = (await (await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "other" } })).json()) as any
-    expect(again).toMatchObject({ status: "revoked", revoked_at: revoked.revoked_at, revoked_reason: "leaked in a log" })
-    const events = await srv.sql<Array<{ action: string }>>`select action from api_key_events where key_id = ${key.id} order by id`
+    const again = (await (
+      await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "other" } })
+    ).json()) as any
+    expect(again).toMatchObject({
+      status: "revoked",
+      revoked_at: revoked.revoked_at,
+      revoked_reason: "leaked in a log",
+    })
+    const events = await srv.sql<
+      Array<{ action: string }>
+    >`select action from api_key_events where key_id = ${key.id} order by id`
     expect(events.map((e) => e.action)).toEqual(["created", "revoked"])
   })
 
@@ -171,40 +240,67 @@ describe("revoke and delete", () => {
     const key = await a.createKey(s, { name: "short", expires_at: new Date(Date.now() + 3000).toISOString() })
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
     await new Promise((r) => setTimeout(r, 3100))
-    expect(await errorOf(await a.call("GET", "/auth/me", { token: key.secret }))).toMatchObject({ status: 401, code: "KEY_EXPIRED" })
+    expect(await errorOf(await a.call("GET", "/auth/me", { token: key.secret }))).toMatchObject({
+      status: 401,
+      code: "KEY_EXPIRED",
+    })
     const listed = (await (await a.call("GET", "/api-keys", { token: s.token })).json()) as { keys: any[] }
     expect(listed.keys.find((k) => k.id === key.id).status).toBe("expired")
     // expired → DELETE: not revoked, so 409.
-    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({ status: 409, code: "KEY_NOT_REVOKED" })
+    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({
+      status: 409,
+      code: "KEY_NOT_REVOKED",
+    })
     const res = await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token })
     expect(((await res.json()) as { status: string }).status).toBe("revoked")
   })
 
   it("active → DELETE is 409; revoked → DELETE removes the row but keeps the trail", async () => {
     const key = await a.createKey(s, { name: "del" })
-    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({ status: 409, code: "KEY_NOT_REVOKED" })
+    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({
+      status: 409,
+      code: "KEY_NOT_REVOKED",
+    })
     await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token })
     const res = await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ deleted: true, id: key.id })
     expect(await srv.sql`select id from api_keys where id = ${key.id}`).toHaveLength(0)
-    const events = await srv.sql<Array<{ action: string; actor_user_id: number }>>`select action, actor_user_id from api_key_events where key_id = ${key.id} order by id`
+    const events = await srv.sql<
+      Array<{ action: string; actor_user_id: number }>
+    >`select action, actor_user_id from api_key_events where key_id = ${key.id} order by id`
     expect(events).toEqual([
       { action: "created", actor_user_id: s.userId },
       { action: "revoked", actor_user_id: s.userId },
       { action: "deleted", actor_user_id: s.userId },
     ])
-    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({ status: 404 })
+    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: s.token }))).toMatchObject({
+      status: 404,
+    })
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(401)
   })
 
   it("validates ids and the revoke reason", async () => {
-    expect(await errorOf(await a.call("POST", "/api-keys/abc/revoke", { token: s.token }))).toMatchObject({ status: 422, field: "key_id" })
-    expect(await errorOf(await a.call("DELETE", "/api-keys/0", { token: s.token }))).toMatchObject({ status: 422, field: "key_id" })
-    expect(await errorOf(await a.call("POST", "/api-keys/999999/revoke", { token: s.token }))).toMatchObject({ status: 404 })
+    expect(await errorOf(await a.call("POST", "/api-keys/abc/revoke", { token: s.token }))).toMatchObject({
+      status: 422,
+      field: "key_id",
+    })
+    expect(await errorOf(await a.call("DELETE", "/api-keys/0", { token: s.token }))).toMatchObject({
+      status: 422,
+      field: "key_id",
+    })
+    expect(await errorOf(await a.call("POST", "/api-keys/999999/revoke", { token: s.token }))).toMatchObject({
+      status: 404,
+    })
     const key = await a.createKey(s, { name: "reason" })
-    expect(await errorOf(await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "x".repeat(81) } }))).toMatchObject({ status: 422, field: "reason" })
-    expect((await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "x".repeat(80) } })).status).toBe(200)
+    expect(
+      await errorOf(
+        await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "x".repeat(81) } }),
+      ),
+    ).toMatchObject({ status: 422, field: "reason" })
+    expect(
+      (await a.call("POST", `/api-keys/${key.id}/revoke`, { token: s.token, body: { reason: "x".repeat(80) } })).status,
+    ).toBe(200)
   })
 })
 
@@ -214,10 +310,21 @@ describe("last use", () => {
     const key = await a.createKey(s, { name: "used", scope: "read" })
     for (let i = 0; i < 5; i++) expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
     await expect
-      .poll(async () => (await srv.sql<[{ last_used_at: Date | null; last_used_ip: string | null }]>`select last_used_at, last_used_ip from api_keys where id = ${key.id}`)[0], { timeout: 3000 })
+      .poll(
+        async () =>
+          (
+            await srv.sql<
+              [{ last_used_at: Date | null; last_used_ip: string | null }]
+            >`select last_used_at, last_used_ip from api_keys where id = ${key.id}`
+          )[0],
+        { timeout: 3000 },
+      )
       .toMatchObject({ last_used_ip: "127.0.0.1", last_used_at: expect.any(Date) })
     const listed = (await (await a.call("GET", "/api-keys", { token: s.token })).json()) as { keys: any[] }
-    expect(listed.keys.find((k) => k.id === key.id)).toMatchObject({ last_used_ip: "127.0.0.1", last_used_at: expect.any(String) })
+    expect(listed.keys.find((k) => k.id === key.id)).toMatchObject({
+      last_used_ip: "127.0.0.1",
+      last_used_at: expect.any(String),
+    })
   })
 
   it("does not write the key row per request", async () => {
@@ -230,7 +337,9 @@ describe("last use", () => {
       await new Promise((r) => setTimeout(r, 200))
       await slow.sql`update api_keys set last_used_at = null, last_used_ip = null where id = ${key.id}`
       for (let i = 0; i < 20; i++) expect((await b.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
-      const [row] = await slow.sql<[{ last_used_at: Date | null }]>`select last_used_at from api_keys where id = ${key.id}`
+      const [row] = await slow.sql<
+        [{ last_used_at: Date | null }]
+      >`select last_used_at from api_keys where id = ${key.id}`
       expect(row.last_used_at).toBeNull()
     } finally {
       await slow.stop()

@@ -28,11 +28,18 @@ function client(srv: () => TestServer, headers: Record<string, string> = {}) {
     return { res, status: res.status, body: (await res.json()) as Json }
   }
   const signup = async (email: string, extra: Json = {}) => {
-    const r = await post("/auth/signup", { email, password: PASSWORD, full_name: "Ada Lovelace", country: "GB", ...extra })
+    const r = await post("/auth/signup", {
+      email,
+      password: PASSWORD,
+      full_name: "Ada Lovelace",
+      country: "GB",
+      ...extra,
+    })
     if (r.status !== 201) throw new Error(`signup ${r.status}: ${JSON.stringify(r.body)}`)
     return r.body
   }
-  const otpMails = (email: string): OutboxLine[] => readOutbox(srv().config.outboxFile).filter((m) => m.kind === "otp" && m.to === email)
+  const otpMails = (email: string): OutboxLine[] =>
+    readOutbox(srv().config.outboxFile).filter((m) => m.kind === "otp" && m.to === email)
   /** The code in the newest OTP mail to `email`, checked to appear in subject, text and html. */
   const latestCode = (email: string): string => {
     const mail = otpMails(email).at(-1)
@@ -97,7 +104,9 @@ describe("OTP sign-in", () => {
       const code = c.latestCode(email)
       expect(code).toMatch(/^\d{6}$/)
       // Only a hash is stored, never the code itself.
-      const [row] = await srv.sql<{ code_sha256: Buffer | null; attempts: number }[]>`select code_sha256, attempts from otp_codes where email = ${email}`
+      const [row] = await srv.sql<
+        { code_sha256: Buffer | null; attempts: number }[]
+      >`select code_sha256, attempts from otp_codes where email = ${email}`
       expect(row!.code_sha256).not.toBeNull()
       expect(row!.code_sha256!.includes(Buffer.from(code))).toBe(false)
       expect(row!.attempts).toBe(0)
@@ -143,7 +152,9 @@ describe("OTP sign-in", () => {
     it("signs in like login, sets the session cookie and verifies the email", async () => {
       const email = uniqueEmail("verify")
       const created = await c.signup(email)
-      const [before] = await srv.sql<{ email_verified: boolean }[]>`select email_verified from users where email = ${email}`
+      const [before] = await srv.sql<
+        { email_verified: boolean }[]
+      >`select email_verified from users where email = ${email}`
       expect(before!.email_verified).toBe(false)
       expect((await c.start(email)).status).toBe(200)
       const code = c.latestCode(email)
@@ -172,13 +183,15 @@ describe("OTP sign-in", () => {
       expect(attrs).toContain("Secure")
       expect(attrs).toContain("SameSite=Lax")
 
-      const me = await fetch(srv.url + "/auth/me", { headers: { authorization: `Bearer ${r.body.token}` } })
+      const me = await fetch(`${srv.url}/auth/me`, { headers: { authorization: `Bearer ${r.body.token}` } })
       expect(me.status).toBe(200)
       const meBody = (await me.json()) as Json
       expect(meBody.user).toMatchObject({ id: created.user.id, email, email_verified: true })
       expect(meBody.tenant.id).toBe(created.tenant.id)
 
-      const [after] = await srv.sql<{ email_verified: boolean; email_verified_at: Date | null }[]>`select email_verified, email_verified_at from users where email = ${email}`
+      const [after] = await srv.sql<
+        { email_verified: boolean; email_verified_at: Date | null }[]
+      >`select email_verified, email_verified_at from users where email = ${email}`
       expect(after!.email_verified).toBe(true)
       expect(after!.email_verified_at).toBeInstanceOf(Date)
     })
@@ -201,18 +214,21 @@ describe("OTP sign-in", () => {
 
     it("still takes the right code after fewer than 5 wrong guesses", async () => {
       const two = await userWithCode(c, "two")
-      for (let i = 1; i <= 2; i++) expectError(await c.verify(two.email, wrongFor(two.code, i)), 401, "INVALID_CREDENTIALS")
+      for (let i = 1; i <= 2; i++)
+        expectError(await c.verify(two.email, wrongFor(two.code, i)), 401, "INVALID_CREDENTIALS")
       expect((await c.verify(two.email, two.code)).status).toBe(200)
 
       // The boundary: the fourth wrong guess leaves the code alive.
       const four = await userWithCode(c, "four")
-      for (let i = 1; i <= 4; i++) expectError(await c.verify(four.email, wrongFor(four.code, i)), 401, "INVALID_CREDENTIALS")
+      for (let i = 1; i <= 4; i++)
+        expectError(await c.verify(four.email, wrongFor(four.code, i)), 401, "INVALID_CREDENTIALS")
       expect((await c.verify(four.email, four.code)).status).toBe(200)
     })
 
     it("refuses an expired code", async () => {
       const { email, code } = await userWithCode(c, "expired")
-      const moved = await srv.sql`update otp_codes set expires_at = ${new Date(Date.now() - 1000)} where email = ${email}`
+      const moved =
+        await srv.sql`update otp_codes set expires_at = ${new Date(Date.now() - 1000)} where email = ${email}`
       expect(moved.count).toBe(1)
       expectError(await c.verify(email, code), 401, "INVALID_CREDENTIALS")
     })
@@ -242,7 +258,9 @@ describe("OTP sign-in", () => {
       const { email, code } = await userWithCode(c, "guessrace")
       const results = await Promise.all(Array.from({ length: 8 }, (_, i) => c.verify(email, wrongFor(code, i + 1))))
       for (const r of results) expectError(r, 401, "INVALID_CREDENTIALS")
-      const [row] = await srv.sql<{ code_sha256: Buffer | null; attempts: number }[]>`select code_sha256, attempts from otp_codes where email = ${email}`
+      const [row] = await srv.sql<
+        { code_sha256: Buffer | null; attempts: number }[]
+      >`select code_sha256, attempts from otp_codes where email = ${email}`
       expect(row!.code_sha256).toBeNull()
       expect(row!.attempts).toBe(5)
       expectError(await c.verify(email, code), 401, "INVALID_CREDENTIALS")
@@ -273,11 +291,14 @@ describe("OTP sign-in", () => {
       expect(later.body.retry_after_seconds).toBeLessThanOrEqual(10)
       expect(later.res.headers.get("retry-after")).toBe(String(later.body.retry_after_seconds))
       // The refusals left the first code alive and untouched.
-      const [kept] = await srv.sql<{ attempts: number; code_sha256: Buffer | null }[]>`select attempts, code_sha256 from otp_codes where email = ${email}`
+      const [kept] = await srv.sql<
+        { attempts: number; code_sha256: Buffer | null }[]
+      >`select attempts, code_sha256 from otp_codes where email = ${email}`
       expect(kept!.code_sha256).not.toBeNull()
       expect(kept!.attempts).toBe(0)
 
-      const moved = await srv.sql`update otp_codes set last_sent_at = ${new Date(Date.now() - 31_000)} where email = ${email}`
+      const moved =
+        await srv.sql`update otp_codes set last_sent_at = ${new Date(Date.now() - 31_000)} where email = ${email}`
       expect(moved.count).toBe(1)
       const r = await c.resend(email)
       expect(r.status).toBe(200)
@@ -319,7 +340,8 @@ describe("OTP sign-in", () => {
 
   describe("hourly budgets", () => {
     /** Lets the 30-second resend gap pass for `email`. */
-    const afterGap = (email: string) => srv.sql`update otp_codes set last_sent_at = last_sent_at - interval '31 seconds' where email = ${email}`
+    const afterGap = (email: string) =>
+      srv.sql`update otp_codes set last_sent_at = last_sent_at - interval '31 seconds' where email = ${email}`
 
     it("holds the guess budget per address across resends: the 11th guess is 429, the right code too, until the window ends", async () => {
       const { email, code: first } = await userWithCode(c, "budget")
@@ -342,7 +364,7 @@ describe("OTP sign-in", () => {
       expectError(right, 429, "RATE_LIMITED")
       expect(right.res.headers.get("set-cookie")).toBeNull()
       // The refusals did not touch the code: once the window has ended, it works.
-      await srv.sql`update rate_counters set window_started_at = window_started_at - interval '1 hour' where key like ${"otp:guess:addr:" + email}`
+      await srv.sql`update rate_counters set window_started_at = window_started_at - interval '1 hour' where key like ${`otp:guess:addr:${email}`}`
       const later = await c.verify(email, third)
       expect(later.status, JSON.stringify(later.body)).toBe(200)
       expect(later.body.user.email).toBe(email)
@@ -420,17 +442,18 @@ describe("ALTCHA_REQUIRED", () => {
 
   /** A fresh challenge from the server, solved as the widget does, as the base64 payload. */
   const solved = async (): Promise<string> => {
-    const res = await fetch(srv.url + "/auth/altcha/challenge")
+    const res = await fetch(`${srv.url}/auth/altcha/challenge`)
     expect(res.status).toBe(200)
     const challenge = (await res.json()) as Record<string, unknown>
     const solution = await solveChallenge({ challenge: challenge as unknown as Challenge, deriveKey })
     if (solution === null) throw new Error("challenge not solved")
     return Buffer.from(JSON.stringify({ challenge, solution })).toString("base64")
   }
-  const usersWith = async (email: string) => (await srv.sql<{ n: number }[]>`select count(*)::int as n from users where email = ${email}`)[0]!.n
+  const usersWith = async (email: string) =>
+    (await srv.sql<{ n: number }[]>`select count(*)::int as n from users where email = ${email}`)[0]!.n
 
   it("serves a JSON challenge", async () => {
-    const res = await fetch(srv.url + "/auth/altcha/challenge")
+    const res = await fetch(`${srv.url}/auth/altcha/challenge`)
     expect(res.status).toBe(200)
     expect(res.headers.get("content-type")).toMatch(/^application\/json/)
     expect(res.headers.get("cache-control")).toBe("no-store")
@@ -445,7 +468,12 @@ describe("ALTCHA_REQUIRED", () => {
     const email = uniqueEmail("nochallenge")
     expectError(await c.post("/auth/signup", { email, password: PASSWORD }), 400, "CHALLENGE_REQUIRED", "altcha")
     expect(await usersWith(email)).toBe(0)
-    expectError(await c.post("/auth/signup", { email, password: PASSWORD, altcha: "bm90IGEgc29sdXRpb24=" }), 400, "CHALLENGE_FAILED", "altcha")
+    expectError(
+      await c.post("/auth/signup", { email, password: PASSWORD, altcha: "bm90IGEgc29sdXRpb24=" }),
+      400,
+      "CHALLENGE_FAILED",
+      "altcha",
+    )
     expect(await usersWith(email)).toBe(0)
   })
 
@@ -457,7 +485,12 @@ describe("ALTCHA_REQUIRED", () => {
     expect(await usersWith(email)).toBe(1)
 
     const other = uniqueEmail("replay")
-    expectError(await c.post("/auth/signup", { email: other, password: PASSWORD, altcha: payload }), 400, "CHALLENGE_FAILED", "altcha")
+    expectError(
+      await c.post("/auth/signup", { email: other, password: PASSWORD, altcha: payload }),
+      400,
+      "CHALLENGE_FAILED",
+      "altcha",
+    )
     expect(await usersWith(other)).toBe(0)
   })
 
@@ -515,13 +548,16 @@ describe("OTP budgets per client IP behind a trusted proxy", () => {
     // 50 wrong guesses spread over 5 addresses (under each address's budget of 10), none of them real.
     for (let a = 0; a < 5; a++) {
       const target = uniqueEmail("sprayed")
-      for (let i = 0; i < 10; i++) expectError(await attacker.verify(target, String(300_000 + i)), 401, "INVALID_CREDENTIALS")
+      for (let i = 0; i < 10; i++)
+        expectError(await attacker.verify(target, String(300_000 + i)), 401, "INVALID_CREDENTIALS")
     }
     // The 51st, at an address it has not tried, with the right code: refused for the hour.
     const locked = await attacker.verify(victim, code)
     expectError(locked, 429, "RATE_LIMITED")
     expect(Number(locked.res.headers.get("retry-after"))).toBeGreaterThan(3500)
-    const [row] = await srv.sql<{ hits: number }[]>`select hits from rate_counters where key = ${"otp:guess:ip:203.0.113.9"}`
+    const [row] = await srv.sql<
+      { hits: number }[]
+    >`select hits from rate_counters where key = ${"otp:guess:ip:203.0.113.9"}`
     expect(row!.hits).toBe(51)
     expect(await srv.sql`select key from rate_counters where key = ${"otp:guess:ip:127.0.0.1"}`).toHaveLength(0)
     // Another client behind the same proxy is unaffected.

@@ -20,7 +20,16 @@ const ALLOWED = "https://app.parley.example"
 
 // One handler under each auth level, to test the scope matrix through the router.
 const probe = (method: "GET" | "POST", path: string, auth: AnyRoute["auth"], scope?: "admin"): AnyRoute =>
-  route({ method, path, auth, ...(scope && { scope }), summary: path, tags: ["test"], handler: ({ principal }) => Effect.succeed(json({ kind: principal?.kind ?? null, tenant: principal?.tenantId ?? null })) })
+  route({
+    method,
+    path,
+    auth,
+    ...(scope && { scope }),
+    summary: path,
+    tags: ["test"],
+    handler: ({ principal }) =>
+      Effect.succeed(json({ kind: principal?.kind ?? null, tenant: principal?.tenantId ?? null })),
+  })
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -28,31 +37,56 @@ let a: ReturnType<typeof api>
 beforeAll(async () => {
   srv = await startTestServer({
     env: { ALLOWED_ORIGINS: ALLOWED, KEY_USAGE_FLUSH_MS: "100" },
-    extraRoutes: [probe("GET", "/test/read", "jwt"), probe("POST", "/test/write", "jwt"), probe("POST", "/test/admin", "jwt", "admin"), probe("POST", "/test/human", "jwt-only")],
+    extraRoutes: [
+      probe("GET", "/test/read", "jwt"),
+      probe("POST", "/test/write", "jwt"),
+      probe("POST", "/test/admin", "jwt", "admin"),
+      probe("POST", "/test/human", "jwt-only"),
+    ],
   })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())
 
-const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string; error: string }) })
+const errorOf = async (res: Response) => ({
+  status: res.status,
+  ...((await res.json()) as { code: string; field?: string; error: string }),
+})
 
 describe("POST /auth/signup", () => {
   it("creates the workspace, its owner, the trial credit and a verification email", async () => {
     const email = uniqueEmail("ann")
-    const res = await a.call("POST", "/auth/signup", { body: { email: email.toUpperCase(), password: "correct horse battery", full_name: "Ann Lee", country: "IN" } })
+    const res = await a.call("POST", "/auth/signup", {
+      body: { email: email.toUpperCase(), password: "correct horse battery", full_name: "Ann Lee", country: "IN" },
+    })
     expect(res.status).toBe(201)
     const body = (await res.json()) as any
     expect(body.verify_email_sent).toBe(true)
-    expect(body.tenant).toMatchObject({ name: "Ann Lee's workspace", status: "active", plan_tier: "free", currency: "INR", country: "IN" })
-    expect(Object.keys(body.tenant)).toEqual(expect.arrayContaining(["id", "name", "status", "plan_tier", "created_at"]))
+    expect(body.tenant).toMatchObject({
+      name: "Ann Lee's workspace",
+      status: "active",
+      plan_tier: "free",
+      currency: "INR",
+      country: "IN",
+    })
+    expect(Object.keys(body.tenant)).toEqual(
+      expect.arrayContaining(["id", "name", "status", "plan_tier", "created_at"]),
+    )
     expect(body.user).toMatchObject({ tenant_id: body.tenant.id, email, role: "owner", email_verified: false })
     expect(JSON.stringify(body)).not.toMatch(/password|argon2/)
 
-    const [wallet] = await srv.sql<[{ currency: string; balance_minor: number }]>`select currency, balance_minor from wallets where tenant_id = ${body.tenant.id}`
+    const [wallet] = await srv.sql<
+      [{ currency: string; balance_minor: number }]
+    >`select currency, balance_minor from wallets where tenant_id = ${body.tenant.id}`
     expect(wallet).toEqual({ currency: "INR", balance_minor: TRIAL_CREDIT_MINOR.INR })
-    const entries = await srv.sql`select kind, amount_minor, balance_after_minor from ledger_entries where tenant_id = ${body.tenant.id}`
-    expect(entries).toEqual([{ kind: "trial_credit", amount_minor: TRIAL_CREDIT_MINOR.INR, balance_after_minor: TRIAL_CREDIT_MINOR.INR }])
-    const [user] = await srv.sql<[{ password_hash: string }]>`select password_hash from users where id = ${body.user.id}`
+    const entries =
+      await srv.sql`select kind, amount_minor, balance_after_minor from ledger_entries where tenant_id = ${body.tenant.id}`
+    expect(entries).toEqual([
+      { kind: "trial_credit", amount_minor: TRIAL_CREDIT_MINOR.INR, balance_after_minor: TRIAL_CREDIT_MINOR.INR },
+    ])
+    const [user] = await srv.sql<
+      [{ password_hash: string }]
+    >`select password_hash from users where id = ${body.user.id}`
     expect(user.password_hash).toMatch(/^\$argon2id\$/)
 
     const mail = readOutbox(srv.config.outboxFile).filter((m) => m.to === email)
@@ -62,11 +96,18 @@ describe("POST /auth/signup", () => {
   })
 
   it("gives USD to every country but India, and USD when no country is given", async () => {
-    for (const [country, currency] of [["US", "USD"], ["GB", "USD"], ["AE", "USD"], [undefined, "USD"]] as const) {
+    for (const [country, currency] of [
+      ["US", "USD"],
+      ["GB", "USD"],
+      ["AE", "USD"],
+      [undefined, "USD"],
+    ] as const) {
       const s = await a.signup(country ? { country } : {})
       const [t] = await srv.sql<[{ currency: string }]>`select currency from tenants where id = ${s.tenantId}`
       expect(t.currency).toBe(currency)
-      const [w] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+      const [w] = await srv.sql<
+        [{ balance_minor: number }]
+      >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
       expect(w.balance_minor).toBe(TRIAL_CREDIT_MINOR.USD)
     }
   })
@@ -74,7 +115,9 @@ describe("POST /auth/signup", () => {
   it("refuses a second account for the same email, in any case, with 409", async () => {
     const email = uniqueEmail()
     await a.signup({ email })
-    const res = await a.call("POST", "/auth/signup", { body: { email: email.toUpperCase(), password: "another password 123" } })
+    const res = await a.call("POST", "/auth/signup", {
+      body: { email: email.toUpperCase(), password: "another password 123" },
+    })
     expect(await errorOf(res)).toMatchObject({ status: 409, code: "EMAIL_TAKEN" })
     const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from users where email = ${email}`
     expect(n).toBe(1)
@@ -91,7 +134,12 @@ describe("POST /auth/signup", () => {
       [{ password: "long enough password" }, "email"],
       [{ email: uniqueEmail(), password: 1234567890123 }, "password"],
     ]
-    for (const [body, field] of cases) expect(await errorOf(await a.call("POST", "/auth/signup", { body }))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field })
+    for (const [body, field] of cases)
+      expect(await errorOf(await a.call("POST", "/auth/signup", { body }))).toMatchObject({
+        status: 422,
+        code: "VALIDATION_FAILED",
+        field,
+      })
     const after = await srv.sql<[{ n: number }]>`select count(*)::int as n from tenants`
     expect(after[0].n).toBe(before[0].n)
   })
@@ -102,7 +150,11 @@ describe("POST /auth/signup", () => {
     writeFileSync(notADir, "")
     const broken = await startTestServer({ env: { OUTBOX_FILE: join(notADir, "outbox.jsonl") } })
     try {
-      const res = await fetch(broken.url + "/auth/signup", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: uniqueEmail(), password: "correct horse battery" }) })
+      const res = await fetch(`${broken.url}/auth/signup`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: uniqueEmail(), password: "correct horse battery" }),
+      })
       expect(res.status).toBe(201)
       expect(((await res.json()) as { verify_email_sent: boolean }).verify_email_sent).toBe(false)
     } finally {
@@ -121,12 +173,17 @@ describe("GET /auth/verify-email", () => {
     expect(body).toMatchObject({ ok: true, email: s.email })
     const again = (await (await fetch(link)).json()) as { verified_at: string }
     expect(again.verified_at).toBe(body.verified_at)
-    const me = (await (await a.call("GET", "/auth/me", { token: s.token })).json()) as { user: { email_verified: boolean } }
+    const me = (await (await a.call("GET", "/auth/me", { token: s.token })).json()) as {
+      user: { email_verified: boolean }
+    }
     expect(me.user.email_verified).toBe(true)
   })
 
   it("refuses unknown and expired tokens", async () => {
-    expect(await errorOf(await a.call("GET", "/auth/verify-email?token=nope"))).toMatchObject({ status: 400, code: "INVALID_TOKEN" })
+    expect(await errorOf(await a.call("GET", "/auth/verify-email?token=nope"))).toMatchObject({
+      status: 400,
+      code: "INVALID_TOKEN",
+    })
     expect(await errorOf(await a.call("GET", "/auth/verify-email"))).toMatchObject({ status: 422, field: "token" })
     const s = await a.signup({ verify: false })
     const link = readOutbox(srv.config.outboxFile).find((m) => m.to === s.email)!.links[0]!
@@ -139,7 +196,9 @@ describe("POST /auth/login", () => {
   it("answers a 7-day HS256 JWT with the spec's claims and sets the session cookie", async () => {
     const email = uniqueEmail()
     await a.signup({ email })
-    const res = await a.call("POST", "/auth/login", { body: { email: email.toUpperCase(), password: "correct horse battery staple" } })
+    const res = await a.call("POST", "/auth/login", {
+      body: { email: email.toUpperCase(), password: "correct horse battery staple" },
+    })
     expect(res.status).toBe(200)
     const body = (await res.json()) as any
     expect(body.expires_in).toBe(604_800)
@@ -152,18 +211,29 @@ describe("POST /auth/login", () => {
     expect(typeof claims.jti).toBe("string")
     const cookie = res.headers.get("set-cookie")!
     expect(cookie).toMatch(new RegExp(`^svc_session=${body.token.replace(/\./g, "\\.")};`))
-    for (const attr of ["HttpOnly", "Secure", "SameSite=Lax", "Path=/", "Max-Age=604800"]) expect(cookie).toContain(attr)
+    for (const attr of ["HttpOnly", "Secure", "SameSite=Lax", "Path=/", "Max-Age=604800"])
+      expect(cookie).toContain(attr)
   })
 
   it("answers wrong credentials 401, an inactive account 403 and an OAuth-only account 400", async () => {
     const s = await a.signup()
-    expect(await errorOf(await a.call("POST", "/auth/login", { body: { email: s.email, password: "wrong password!" } }))).toMatchObject({ status: 401, code: "INVALID_CREDENTIALS" })
-    expect(await errorOf(await a.call("POST", "/auth/login", { body: { email: uniqueEmail(), password: "whatever it is" } }))).toMatchObject({ status: 401, code: "INVALID_CREDENTIALS" })
+    expect(
+      await errorOf(await a.call("POST", "/auth/login", { body: { email: s.email, password: "wrong password!" } })),
+    ).toMatchObject({ status: 401, code: "INVALID_CREDENTIALS" })
+    expect(
+      await errorOf(
+        await a.call("POST", "/auth/login", { body: { email: uniqueEmail(), password: "whatever it is" } }),
+      ),
+    ).toMatchObject({ status: 401, code: "INVALID_CREDENTIALS" })
     await srv.sql`update users set status = 'inactive' where id = ${s.userId}`
-    expect(await errorOf(await a.call("POST", "/auth/login", { body: { email: s.email, password: s.password } }))).toMatchObject({ status: 403, code: "ACCOUNT_INACTIVE" })
+    expect(
+      await errorOf(await a.call("POST", "/auth/login", { body: { email: s.email, password: s.password } })),
+    ).toMatchObject({ status: 403, code: "ACCOUNT_INACTIVE" })
     const oauth = await a.signup()
     await srv.sql`update users set password_hash = null, auth_provider = 'oauth' where id = ${oauth.userId}`
-    expect(await errorOf(await a.call("POST", "/auth/login", { body: { email: oauth.email, password: "anything at all" } }))).toMatchObject({ status: 400, code: "OAUTH_ONLY_ACCOUNT" })
+    expect(
+      await errorOf(await a.call("POST", "/auth/login", { body: { email: oauth.email, password: "anything at all" } })),
+    ).toMatchObject({ status: 400, code: "OAUTH_ONLY_ACCOUNT" })
   })
 
   it("slows repeated failures for an account, then refuses even the right password with 429", async () => {
@@ -171,7 +241,9 @@ describe("POST /auth/login", () => {
     const times: number[] = []
     for (let i = 0; i < 10; i++) {
       const t0 = performance.now()
-      expect((await a.call("POST", "/auth/login", { body: { email: s.email, password: `wrong ${i} password` } })).status).toBe(401)
+      expect(
+        (await a.call("POST", "/auth/login", { body: { email: s.email, password: `wrong ${i} password` } })).status,
+      ).toBe(401)
       times.push(performance.now() - t0)
     }
     // The first few answer at once; later ones are held back.
@@ -182,14 +254,17 @@ describe("POST /auth/login", () => {
     expect(((await locked.json()) as { code: string }).code).toBe("RATE_LIMITED")
     // Another account is unaffected.
     const other = await a.signup()
-    expect((await a.call("POST", "/auth/login", { body: { email: other.email, password: other.password } })).status).toBe(200)
+    expect(
+      (await a.call("POST", "/auth/login", { body: { email: other.email, password: other.password } })).status,
+    ).toBe(200)
   }, 30_000)
 
   it("forgets failures after a successful login", async () => {
     const s = await a.signup()
-    for (let i = 0; i < 3; i++) await a.call("POST", "/auth/login", { body: { email: s.email, password: "wrong password" } })
+    for (let i = 0; i < 3; i++)
+      await a.call("POST", "/auth/login", { body: { email: s.email, password: "wrong password" } })
     await a.login(s.email, s.password)
-    const [row] = await srv.sql`select failures from login_failures where key = ${"acct:" + s.email}`
+    const [row] = await srv.sql`select failures from login_failures where key = ${`acct:${s.email}`}`
     expect(row).toBeUndefined()
   })
 })
@@ -209,7 +284,9 @@ describe("sessions", () => {
     expect(new Date(me.expires_at).getTime()).toBe(decodeJwt(s.token).exp! * 1000)
     expect((await a.call("GET", "/auth/me", { headers: { cookie: s.cookie } })).status).toBe(200)
     expect(await errorOf(await a.call("GET", "/auth/me"))).toMatchObject({ status: 401, code: "UNAUTHENTICATED" })
-    expect(await errorOf(await a.call("GET", "/auth/me", { headers: { authorization: "Basic abc" } }))).toMatchObject({ status: 401 })
+    expect(await errorOf(await a.call("GET", "/auth/me", { headers: { authorization: "Basic abc" } }))).toMatchObject({
+      status: 401,
+    })
   })
 
   it("refuses tampered, foreign and expired tokens", async () => {
@@ -218,11 +295,20 @@ describe("sessions", () => {
     expect((await a.call("GET", "/auth/me", { token: `${h}.${forged}.${sig}` })).status).toBe(401)
     expect((await a.call("GET", "/auth/me", { token: `${h}.${p}.${sig!.slice(0, -4)}AAAA` })).status).toBe(401)
     const other = makeJwtKeys("some other deployment's secret that is long enough")
-    const { token: foreign } = await other.sign({ id: s.userId, tenantId: s.tenantId, role: "owner", email: s.email }, Math.floor(Date.now() / 1000))
+    const { token: foreign } = await other.sign(
+      { id: s.userId, tenantId: s.tenantId, role: "owner", email: s.email },
+      Math.floor(Date.now() / 1000),
+    )
     expect((await a.call("GET", "/auth/me", { token: foreign })).status).toBe(401)
     const [{ value }] = await srv.sql<[{ value: string }]>`select value from system_secrets where name = 'jwt_hs256'`
-    const { token: old } = await makeJwtKeys(value).sign({ id: s.userId, tenantId: s.tenantId, role: "owner", email: s.email }, Math.floor(Date.now() / 1000) - 8 * 86_400)
-    expect(await errorOf(await a.call("GET", "/auth/me", { token: old }))).toMatchObject({ status: 401, code: "TOKEN_EXPIRED" })
+    const { token: old } = await makeJwtKeys(value).sign(
+      { id: s.userId, tenantId: s.tenantId, role: "owner", email: s.email },
+      Math.floor(Date.now() / 1000) - 8 * 86_400,
+    )
+    expect(await errorOf(await a.call("GET", "/auth/me", { token: old }))).toMatchObject({
+      status: 401,
+      code: "TOKEN_EXPIRED",
+    })
   })
 
   it("logout revokes the token at once, clears the cookie, and is idempotent", async () => {
@@ -246,8 +332,15 @@ describe("sessions", () => {
     expect((await a.call("GET", "/auth/me", { token: u.token })).status).toBe(200)
     await srv.sql`update tenants set status = 'suspended' where id = ${u.tenantId}`
     // The cached session may be up to 30 s old: deactivation goes through the same invalidation.
-    await srv.running.runtime.runPromise(Effect.flatMap((await import("../../src/auth/Auth.js")).Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: u.userId }))))
-    expect(await errorOf(await a.call("GET", "/auth/me", { token: u.token }))).toMatchObject({ status: 403, code: "ACCOUNT_INACTIVE" })
+    await srv.running.runtime.runPromise(
+      Effect.flatMap((await import("../../src/auth/Auth.js")).Auth, (auth) =>
+        Effect.promise(() => auth.invalidate({ kind: "user", userId: u.userId })),
+      ),
+    )
+    expect(await errorOf(await a.call("GET", "/auth/me", { token: u.token }))).toMatchObject({
+      status: 403,
+      code: "ACCOUNT_INACTIVE",
+    })
   })
 })
 
@@ -256,13 +349,22 @@ describe("CSRF on cookie-authenticated changes", () => {
   beforeAll(async () => {
     s = await a.signup()
   })
-  const create = (headers: Record<string, string>) => a.call("POST", "/api-keys", { body: { name: "csrf" }, headers: { cookie: s.cookie, ...headers } })
+  const create = (headers: Record<string, string>) =>
+    a.call("POST", "/api-keys", { body: { name: "csrf" }, headers: { cookie: s.cookie, ...headers } })
 
   it("refuses a cookie POST with no origin or a foreign one", async () => {
     expect(await errorOf(await create({}))).toMatchObject({ status: 403, code: "CSRF_REJECTED" })
-    expect(await errorOf(await create({ origin: "https://evil.example" }))).toMatchObject({ status: 403, code: "CSRF_REJECTED" })
-    expect(await errorOf(await create({ referer: "https://evil.example/page" }))).toMatchObject({ status: 403, code: "CSRF_REJECTED" })
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from api_keys where tenant_id = ${s.tenantId}`
+    expect(await errorOf(await create({ origin: "https://evil.example" }))).toMatchObject({
+      status: 403,
+      code: "CSRF_REJECTED",
+    })
+    expect(await errorOf(await create({ referer: "https://evil.example/page" }))).toMatchObject({
+      status: 403,
+      code: "CSRF_REJECTED",
+    })
+    const [{ n }] = await srv.sql<
+      [{ n: number }]
+    >`select count(*)::int as n from api_keys where tenant_id = ${s.tenantId}`
     expect(n).toBe(0)
   })
 
@@ -284,8 +386,18 @@ describe("scopes", () => {
       write: (await a.createKey(owner, { name: "w", scope: "write" })).secret,
       admin: (await a.createKey(owner, { name: "a", scope: "admin" })).secret,
     }
-    const routes = [["GET", "/test/read"], ["POST", "/test/write"], ["POST", "/test/admin"], ["POST", "/test/human"]] as const
-    const expected: Record<string, number[]> = { read: [200, 403, 403, 403], write: [200, 200, 403, 403], admin: [200, 200, 200, 403], owner: [200, 200, 200, 200] }
+    const routes = [
+      ["GET", "/test/read"],
+      ["POST", "/test/write"],
+      ["POST", "/test/admin"],
+      ["POST", "/test/human"],
+    ] as const
+    const expected: Record<string, number[]> = {
+      read: [200, 403, 403, 403],
+      write: [200, 200, 403, 403],
+      admin: [200, 200, 200, 403],
+      owner: [200, 200, 200, 200],
+    }
     for (const [who, statuses] of Object.entries(expected)) {
       const token = who === "owner" ? owner.token : keys[who as keyof typeof keys]
       const got = await Promise.all(routes.map(async ([m, p]) => (await a.call(m, p, { token })).status))
@@ -294,11 +406,18 @@ describe("scopes", () => {
     const human = await errorOf(await a.call("POST", "/test/human", { token: keys.admin }))
     expect(human.code).toBe("API_KEY_NOT_ALLOWED")
     expect((await errorOf(await a.call("POST", "/test/write", { token: keys.read }))).code).toBe("INSUFFICIENT_SCOPE")
-    const body = (await (await a.call("GET", "/test/read", { token: keys.read })).json()) as { kind: string; tenant: number }
+    const body = (await (await a.call("GET", "/test/read", { token: keys.read })).json()) as {
+      kind: string
+      tenant: number
+    }
     expect(body).toEqual({ kind: "api_key", tenant: owner.tenantId })
 
     await srv.sql`update users set role = 'member' where id = ${owner.userId}`
-    await srv.running.runtime.runPromise(Effect.flatMap((await import("../../src/auth/Auth.js")).Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: owner.userId }))))
+    await srv.running.runtime.runPromise(
+      Effect.flatMap((await import("../../src/auth/Auth.js")).Auth, (auth) =>
+        Effect.promise(() => auth.invalidate({ kind: "user", userId: owner.userId })),
+      ),
+    )
     expect((await a.call("POST", "/test/admin", { token: owner.token })).status).toBe(403)
     expect((await a.call("POST", "/test/write", { token: owner.token })).status).toBe(200)
   })
@@ -307,8 +426,12 @@ describe("scopes", () => {
     const alice = await a.signup()
     const bob = await a.signup()
     const key = await a.createKey(alice)
-    expect(await errorOf(await a.call("POST", `/api-keys/${key.id}/revoke`, { token: bob.token, body: {} }))).toMatchObject({ status: 404, code: "NOT_FOUND" })
-    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: bob.token }))).toMatchObject({ status: 404 })
+    expect(
+      await errorOf(await a.call("POST", `/api-keys/${key.id}/revoke`, { token: bob.token, body: {} })),
+    ).toMatchObject({ status: 404, code: "NOT_FOUND" })
+    expect(await errorOf(await a.call("DELETE", `/api-keys/${key.id}`, { token: bob.token }))).toMatchObject({
+      status: 404,
+    })
     const bobs = (await (await a.call("GET", "/api-keys", { token: bob.token })).json()) as { keys: unknown[] }
     expect(bobs.keys).toEqual([])
     expect((await a.call("GET", "/auth/me", { token: key.secret })).status).toBe(200)
@@ -319,7 +442,10 @@ describe("abuse limits on signup and login", () => {
   /** POST /auth/signup on a raw socket, with the Host header we choose. */
   const signupWithHost = (server: TestServer, host: string, email: string) => {
     const body = JSON.stringify({ email, password: "correct horse battery" })
-    return rawRequest(server.port, `POST /auth/signup HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    return rawRequest(
+      server.port,
+      `POST /auth/signup HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
   }
 
   it("throttles signups per client IP, counting failed attempts, with 429 and Retry-After", async () => {
@@ -328,12 +454,38 @@ describe("abuse limits on signup and login", () => {
       const b = api(limited)
       const from = (ip: string) => ({ "x-forwarded-for": ip })
       const taken = uniqueEmail("taken")
-      expect((await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: taken, password: "correct horse battery" } })).status).toBe(201)
+      expect(
+        (
+          await b.call("POST", "/auth/signup", {
+            headers: from("203.0.113.5"),
+            body: { email: taken, password: "correct horse battery" },
+          })
+        ).status,
+      ).toBe(201)
       // A taken address still counts: the endpoint cannot be used to test addresses at speed.
-      expect((await errorOf(await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: taken, password: "correct horse battery" } }))).code).toBe("EMAIL_TAKEN")
-      expect((await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: uniqueEmail(), password: "correct horse battery" } })).status).toBe(201)
+      expect(
+        (
+          await errorOf(
+            await b.call("POST", "/auth/signup", {
+              headers: from("203.0.113.5"),
+              body: { email: taken, password: "correct horse battery" },
+            }),
+          )
+        ).code,
+      ).toBe("EMAIL_TAKEN")
+      expect(
+        (
+          await b.call("POST", "/auth/signup", {
+            headers: from("203.0.113.5"),
+            body: { email: uniqueEmail(), password: "correct horse battery" },
+          })
+        ).status,
+      ).toBe(201)
       const fourth = uniqueEmail("fourth")
-      const res = await b.call("POST", "/auth/signup", { headers: from("203.0.113.5"), body: { email: fourth, password: "correct horse battery" } })
+      const res = await b.call("POST", "/auth/signup", {
+        headers: from("203.0.113.5"),
+        body: { email: fourth, password: "correct horse battery" },
+      })
       expect(res.status).toBe(429)
       const retryAfter = Number(res.headers.get("retry-after"))
       expect(retryAfter).toBeGreaterThan(3500)
@@ -342,7 +494,14 @@ describe("abuse limits on signup and login", () => {
       const [{ n }] = await limited.sql<[{ n: number }]>`select count(*)::int as n from users where email = ${fourth}`
       expect(n).toBe(0)
       // Another client behind the same proxy has its own budget.
-      expect((await b.call("POST", "/auth/signup", { headers: from("198.51.100.7"), body: { email: fourth, password: "correct horse battery" } })).status).toBe(201)
+      expect(
+        (
+          await b.call("POST", "/auth/signup", {
+            headers: from("198.51.100.7"),
+            body: { email: fourth, password: "correct horse battery" },
+          })
+        ).status,
+      ).toBe(201)
     } finally {
       await limited.stop()
     }
@@ -354,7 +513,10 @@ describe("abuse limits on signup and login", () => {
       const email = uniqueEmail("evilhost")
       const res = await signupWithHost(other, "attacker.example", email)
       expect(res.status).toBe(201)
-      const body = JSON.parse(res.body) as { verify_email_sent: boolean; user: { email: string; email_verified: boolean } }
+      const body = JSON.parse(res.body) as {
+        verify_email_sent: boolean
+        user: { email: string; email_verified: boolean }
+      }
       expect(body.verify_email_sent).toBe(false)
       expect(body.user).toMatchObject({ email, email_verified: false })
       expect(readOutbox(other.config.outboxFile).filter((m) => m.to === email)).toEqual([])
@@ -371,7 +533,9 @@ describe("abuse limits on signup and login", () => {
     }
   })
 
-  it("locks a proxy-forwarded login brute force to the attacker's IP, not the proxy's", { timeout: 120_000 }, async () => {
+  it("locks a proxy-forwarded login brute force to the attacker's IP, not the proxy's", {
+    timeout: 120_000,
+  }, async () => {
     const proxied = await startTestServer({ env: { TRUSTED_PROXIES: "127.0.0.1" } })
     try {
       const b = api(proxied)
@@ -381,16 +545,31 @@ describe("abuse limits on signup and login", () => {
       for (let i = 0; i < 100; i += 5)
         await Promise.all(
           Array.from({ length: 5 }, async () =>
-            expect((await b.call("POST", "/auth/login", { headers: attacker, body: { email: uniqueEmail("guess"), password: "not the password" } })).status).toBe(401),
+            expect(
+              (
+                await b.call("POST", "/auth/login", {
+                  headers: attacker,
+                  body: { email: uniqueEmail("guess"), password: "not the password" },
+                })
+              ).status,
+            ).toBe(401),
           ),
         )
-      const locked = await b.call("POST", "/auth/login", { headers: attacker, body: { email: victim.email, password: victim.password } })
+      const locked = await b.call("POST", "/auth/login", {
+        headers: attacker,
+        body: { email: victim.email, password: victim.password },
+      })
       expect(locked.status).toBe(429)
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0)
       // Everyone else behind the same proxy still signs in.
-      const bystander = await b.call("POST", "/auth/login", { headers: { "x-forwarded-for": "198.51.100.7" }, body: { email: victim.email, password: victim.password } })
+      const bystander = await b.call("POST", "/auth/login", {
+        headers: { "x-forwarded-for": "198.51.100.7" },
+        body: { email: victim.email, password: victim.password },
+      })
       expect(bystander.status).toBe(200)
-      const keys = (await proxied.sql<{ key: string }[]>`select key from login_failures where locked_until > now()`).map((r) => r.key)
+      const keys = (
+        await proxied.sql<{ key: string }[]>`select key from login_failures where locked_until > now()`
+      ).map((r) => r.key)
       expect(keys).toEqual(["ip:203.0.113.9"])
     } finally {
       await proxied.stop()

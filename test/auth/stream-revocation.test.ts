@@ -16,10 +16,15 @@ beforeAll(async () => {
 afterAll(async () => srv?.stop())
 
 async function newRun(s: Session): Promise<number> {
-  const res = await a.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Check in with our customers." } })
+  const res = await a.call("POST", "/api/workflows", {
+    token: s.token,
+    body: { nl_prompt: "Check in with our customers." },
+  })
   expect(res.status).toBe(201)
   const w = (await res.json()) as { id: number }
-  const [run] = await srv.sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
+  const [run] = await srv.sql<
+    [{ id: number }]
+  >`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
   return run.id
 }
 
@@ -30,7 +35,8 @@ const open = async (runId: number, headers: Record<string, string>): Promise<Sse
 }
 
 /** Whether the stream ended within `ms`. */
-const endsWithin = (c: SseClient, ms: number) => Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+const endsWithin = (c: SseClient, ms: number) =>
+  Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
 
 describe("open turn streams", () => {
   it("end within a second of their API key being revoked; another key's stream stays open", async () => {
@@ -45,7 +51,9 @@ describe("open turn streams", () => {
     expect(await endsWithin(revoked, 1_000)).toBe(true)
     expect(Date.now() - t0).toBeLessThan(1_000)
     // Reconnecting with it is refused.
-    expect(await sse(`${srv.url}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${doomed.secret}` }).status).toBe(401)
+    expect(
+      await sse(`${srv.url}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${doomed.secret}` }).status,
+    ).toBe(401)
     expect(await endsWithin(other, 300)).toBe(false)
     other.close()
   })

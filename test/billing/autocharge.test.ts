@@ -11,7 +11,10 @@ import { api, type Session } from "../support/clients.js"
 import { startFakeGateways, type FakeGwCard, type FakeGwUpi } from "../support/fake-gateways.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
-const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string }) })
+const errorOf = async (res: Response) => ({
+  status: res.status,
+  ...((await res.json()) as { code: string; field?: string }),
+})
 
 describe("autocharge on the real gateway adapters, against local fake gateways", () => {
   let srv: TestServer
@@ -39,7 +42,9 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   afterAll(async () => {
     // Nothing anywhere in this deployment may have created or credited a stub intent.
     if (srv !== undefined) {
-      const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from payment_intents where gateway = 'stub'`
+      const [{ n }] = await srv.sql<
+        [{ n: number }]
+      >`select count(*)::int as n from payment_intents where gateway = 'stub'`
       expect(n).toBe(0)
     }
     await srv?.stop()
@@ -48,7 +53,9 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   })
 
   const balanceOf = async (tenantId: number) => {
-    const [w] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${tenantId}`
+    const [w] = await srv.sql<
+      [{ balance_minor: number }]
+    >`select balance_minor from wallets where tenant_id = ${tenantId}`
     return Number(w.balance_minor)
   }
   const wallet = async (tenantId: number) => {
@@ -59,13 +66,20 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   const autocharges = (tenantId: number) =>
     srv.sql<Array<{ id: number; status: string; amount_minor: number; external_id: string; gateway: string }>>`
       select id, status, amount_minor, external_id, gateway from payment_intents where tenant_id = ${tenantId} and purpose = 'autocharge' order by id`
-  const reserve = (s: Session, ref: string, seconds = 60) => srv.running.runtime.runPromise(reserveCall(s.tenantId, `${ref}-${s.tenantId}`, seconds))
+  const reserve = (s: Session, ref: string, seconds = 60) =>
+    srv.running.runtime.runPromise(reserveCall(s.tenantId, `${ref}-${s.tenantId}`, seconds))
   const enable = (s: Session, threshold: number, amount: number) =>
-    a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: threshold, amount_minor: amount } })
+    a.call("PUT", "/billing/autocharge", {
+      token: s.token,
+      body: { enabled: true, threshold_minor: threshold, amount_minor: amount },
+    })
 
   /** A USD top-up of 1000 that saves the card, paid at the fake: the balance becomes 1300. */
   async function saveCard(s: Session) {
-    const res = await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 1000, save_payment_method: true } })
+    const res = await a.call("POST", "/billing/topup", {
+      token: s.token,
+      body: { amount_minor: 1000, save_payment_method: true },
+    })
     expect(res.status).toBe(201)
     const intent = (await res.json()) as { external_id: string }
     const paid = await card.pay(cardHook, intent.external_id, { brand: "visa", last4: "4242" })
@@ -78,26 +92,36 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   it("refuses to enable autocharge without a saved method, changing nothing", async () => {
     const s = await a.signup({ country: "US" })
     for (const method of ["PUT", "POST"] as const) {
-      const res = await a.call(method, "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 500, amount_minor: 2000 } })
+      const res = await a.call(method, "/billing/autocharge", {
+        token: s.token,
+        body: { enabled: true, threshold_minor: 500, amount_minor: 2000 },
+      })
       expect(await errorOf(res)).toMatchObject({ status: 409, code: "PAYMENT_METHOD_REQUIRED" })
     }
     const w = (await (await a.call("GET", "/billing/balance", { token: s.token })).json()) as any
     expect(w.autocharge).toEqual({ enabled: false, threshold_minor: null, amount_minor: null })
     // A checkout that did not ask to save the card saves nothing.
-    const plain = (await (await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 1000 } })).json()) as any
+    const plain = (await (
+      await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 1000 } })
+    ).json()) as any
     expect(new URLSearchParams(card.requests.at(-1)!.body).get("payment_intent_data[setup_future_usage]")).toBeNull()
     await card.pay(cardHook, plain.external_id)
-    expect(((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any).payment_methods).toEqual([])
+    expect(
+      ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any).payment_methods,
+    ).toEqual([])
     expect((await enable(s, 500, 2000)).status).toBe(409)
   })
 
   it("saves the card at checkout, charges it off-session, and credits only once the gateway answers succeeded", async () => {
     const s = await a.signup({ country: "US" })
     const method = await saveCard(s)
-    const checkout = new URLSearchParams(card.requests.find((r) => r.path === "/v1/checkout/sessions" && r.body.includes("setup_future_usage"))!.body)
+    const checkout = new URLSearchParams(
+      card.requests.find((r) => r.path === "/v1/checkout/sessions" && r.body.includes("setup_future_usage"))!.body,
+    )
     expect(checkout.get("payment_intent_data[setup_future_usage]")).toBe("off_session")
     expect(checkout.get("customer_creation")).toBe("always")
-    const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any).payment_methods
+    const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any)
+      .payment_methods
     expect(listed).toMatchObject([{ gateway: "gw_card", display_hint: "visa •••• 4242", status: "active" }])
 
     expect((await enable(s, 1295, 2000)).status).toBe(200)
@@ -139,12 +163,21 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     try {
       await reserve(s, "async", 60)
       // Answered processing: nothing credited until the webhook comes.
-      await expect.poll(async () => card.paymentIntents.size > 0 && [...card.paymentIntents.values()].some((p) => p.metadata["tenant_id"] === String(s.tenantId)), { timeout: 3000 }).toBe(true)
+      await expect
+        .poll(
+          async () =>
+            card.paymentIntents.size > 0 &&
+            [...card.paymentIntents.values()].some((p) => p.metadata["tenant_id"] === String(s.tenantId)),
+          { timeout: 3000 },
+        )
+        .toBe(true)
       expect((await autocharges(s.tenantId))[0]?.status).toBe("pending")
       expect(await balanceOf(s.tenantId)).toBe(1290)
       await expect.poll(async () => (await autocharges(s.tenantId))[0]?.status, { timeout: 5000 }).toBe("succeeded")
       expect(await balanceOf(s.tenantId)).toBe(1290 + 2000)
-      const delivery = card.asyncDeliveries.find((d) => JSON.parse(d.payload).data.object.metadata.tenant_id === String(s.tenantId))!
+      const delivery = card.asyncDeliveries.find(
+        (d) => JSON.parse(d.payload).data.object.metadata.tenant_id === String(s.tenantId),
+      )!
       expect(JSON.parse(delivery.body)).toEqual({ received: true, outcome: "credited" })
     } finally {
       card.setAsync(false)
@@ -158,17 +191,28 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     card.declineNext(3)
     for (let i = 1; i <= 3; i++) {
       await reserve(s, `decline${i}`, 60)
-      await expect.poll(async () => (await autocharges(s.tenantId)).filter((x) => x.status === "failed").length, { timeout: 5000 }).toBe(i)
+      await expect
+        .poll(async () => (await autocharges(s.tenantId)).filter((x) => x.status === "failed").length, {
+          timeout: 5000,
+        })
+        .toBe(i)
       expect(await balanceOf(s.tenantId)).toBe(1300 - 10 * i)
       expect(await wallet(s.tenantId)).toEqual({ autocharge_enabled: i < 3, autocharge_failures: i })
     }
     // The mail goes out after the commit the poll above saw: wait for it, then make sure it is one.
-    const mails = () => readOutbox(srv.config.outboxFile).filter((m) => m.to === s.email && m.kind === "autocharge_disabled")
+    const mails = () =>
+      readOutbox(srv.config.outboxFile).filter((m) => m.to === s.email && m.kind === "autocharge_disabled")
     await expect.poll(() => mails().length, { timeout: 5000 }).toBe(1)
     // Off now: another debit under the threshold charges nothing.
     await reserve(s, "after", 60)
     expect(await autocharges(s.tenantId)).toHaveLength(3)
-    expect(card.requests.filter((r) => r.path === "/v1/payment_intents" && new URLSearchParams(r.body).get("metadata[tenant_id]") === String(s.tenantId))).toHaveLength(3)
+    expect(
+      card.requests.filter(
+        (r) =>
+          r.path === "/v1/payment_intents" &&
+          new URLSearchParams(r.body).get("metadata[tenant_id]") === String(s.tenantId),
+      ),
+    ).toHaveLength(3)
     // Enabling again needs nothing new (the card is still saved) and clears the count.
     expect((await enable(s, 1000, 2000)).status).toBe(200)
     expect(await wallet(s.tenantId)).toEqual({ autocharge_enabled: true, autocharge_failures: 0 })
@@ -178,7 +222,8 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     const s = await a.signup({ country: "US" })
     await saveCard(s)
     expect((await enable(s, 500, 2000)).status).toBe(200)
-    const [m] = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any).payment_methods
+    const [m] = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any)
+      .payment_methods
     const writeKey = (await a.createKey(s, { name: "writer", scope: "write" })).secret
     expect((await a.call("DELETE", `/billing/payment-methods/${m.id}`, { token: writeKey })).status).toBe(403)
     const other = await a.signup({ country: "US" })
@@ -192,12 +237,21 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   it("gw_upi: saves a recurring token at checkout and charges it (captured credits, failed does not)", async () => {
     const s = await a.signup({ country: "IN" })
     const start = TRIAL_CREDIT_MINOR.INR
-    const intent = (await (await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 50_000, save_payment_method: true } })).json()) as any
+    const intent = (await (
+      await a.call("POST", "/billing/topup", {
+        token: s.token,
+        body: { amount_minor: 50_000, save_payment_method: true },
+      })
+    ).json()) as any
     const order = upi.orders.get(intent.external_id)!
     expect(order.customer_id).toMatch(/^cust_/)
     expect(order.wants_token).toBe(true)
-    expect(JSON.parse((await upi.deliver(upiHook, intent.external_id)).body)).toEqual({ received: true, outcome: "credited" })
-    const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any).payment_methods
+    expect(JSON.parse((await upi.deliver(upiHook, intent.external_id)).body)).toEqual({
+      received: true,
+      outcome: "credited",
+    })
+    const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any)
+      .payment_methods
     expect(listed).toMatchObject([{ gateway: "gw_upi", display_hint: "pa•••@okbank" }])
     const funded = start + 50_000
     expect((await enable(s, funded - 1, 60_000)).status).toBe(200)
@@ -211,16 +265,23 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect(upi.tokens.has(body.token)).toBe(true)
 
     upi.declineNext(1)
-    await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: funded + 60_000, amount_minor: 60_000 } })
+    await a.call("PUT", "/billing/autocharge", {
+      token: s.token,
+      body: { enabled: true, threshold_minor: funded + 60_000, amount_minor: 60_000 },
+    })
     await reserve(s, "upi2", 60)
-    await expect.poll(async () => (await autocharges(s.tenantId)).map((x) => x.status), { timeout: 5000 }).toEqual(["succeeded", "failed"])
+    await expect
+      .poll(async () => (await autocharges(s.tenantId)).map((x) => x.status), { timeout: 5000 })
+      .toEqual(["succeeded", "failed"])
     expect(await balanceOf(s.tenantId)).toBe(funded - 1400 + 60_000)
     expect((await wallet(s.tenantId)).autocharge_failures).toBe(1)
   })
 
   it("credits nothing when a webhook's currency differs from the intent's, or a crediting event states no amount", async () => {
     const us = await a.signup({ country: "US" })
-    const cardIntent = (await (await a.call("POST", "/billing/topup", { token: us.token, body: { amount_minor: 2000 } })).json()) as any
+    const cardIntent = (await (
+      await a.call("POST", "/billing/topup", { token: us.token, body: { amount_minor: 2000 } })
+    ).json()) as any
     const wrongCurrency = await card.deliver(cardHook, cardIntent.external_id, { object: { currency: "inr" } })
     expect(JSON.parse(wrongCurrency.body)).toEqual({ received: true, outcome: "currency_mismatch" })
     const noAmount = await card.deliver(cardHook, cardIntent.external_id, { object: { amount_total: null } })
@@ -233,14 +294,29 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect(await balanceOf(us.tenantId)).toBe(TRIAL_CREDIT_MINOR.USD)
 
     const inr = await a.signup({ country: "IN" })
-    const upiIntent = (await (await a.call("POST", "/billing/topup", { token: inr.token, body: { amount_minor: 50_000 } })).json()) as any
-    expect(JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { currency: "USD" } })).body).outcome).toBe("currency_mismatch")
-    expect(JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { amount: undefined } })).body).outcome).toBe("amount_mismatch")
+    const upiIntent = (await (
+      await a.call("POST", "/billing/topup", { token: inr.token, body: { amount_minor: 50_000 } })
+    ).json()) as any
+    expect(
+      JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { currency: "USD" } })).body).outcome,
+    ).toBe("currency_mismatch")
+    expect(
+      JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { amount: undefined } })).body).outcome,
+    ).toBe("amount_mismatch")
 
-    const generic = JSON.stringify({ id: "evt_generic_1", external_id: upiIntent.external_id, status: "succeeded", amount_minor: 50_000, currency: "USD" })
+    const generic = JSON.stringify({
+      id: "evt_generic_1",
+      external_id: upiIntent.external_id,
+      status: "succeeded",
+      amount_minor: 50_000,
+      currency: "USD",
+    })
     const res = await fetch(`${srv.url}/billing/webhooks/payment`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-svc-signature": signGeneric(generic, "generic-secret", Math.floor(Date.now() / 1000)) },
+      headers: {
+        "content-type": "application/json",
+        "x-svc-signature": signGeneric(generic, "generic-secret", Math.floor(Date.now() / 1000)),
+      },
       body: generic,
     })
     expect(await res.json()).toEqual({ received: true, outcome: "currency_mismatch" })
@@ -253,7 +329,9 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
 
   it("renders the gw_upi checkout page from the stored intent, ignoring a forged amount and key", async () => {
     const s = await a.signup({ country: "IN" })
-    const intent = (await (await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 50_000 } })).json()) as any
+    const intent = (await (
+      await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 50_000 } })
+    ).json()) as any
     const url = new URL(intent.checkout_url)
     expect(url.pathname).toBe("/billing/gw_upi/checkout")
     expect(url.searchParams.get("order_id")).toBe(intent.external_id)
@@ -271,9 +349,15 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect(html).not.toContain('"amount":100,')
 
     // Another order id, an unknown intent, or the old query shape: no page.
-    expect((await fetch(`${srv.url}/billing/gw_upi/checkout?intent=${intent.intent_id}&order_id=order_forged`)).status).toBe(404)
-    expect((await fetch(`${srv.url}/billing/gw_upi/checkout?intent=999999&order_id=${intent.external_id}`)).status).toBe(404)
-    const old = await fetch(`${srv.url}/billing/gw_upi/checkout?order_id=${intent.external_id}&key_id=rzp_evil&amount=100`)
+    expect(
+      (await fetch(`${srv.url}/billing/gw_upi/checkout?intent=${intent.intent_id}&order_id=order_forged`)).status,
+    ).toBe(404)
+    expect(
+      (await fetch(`${srv.url}/billing/gw_upi/checkout?intent=999999&order_id=${intent.external_id}`)).status,
+    ).toBe(404)
+    const old = await fetch(
+      `${srv.url}/billing/gw_upi/checkout?order_id=${intent.external_id}&key_id=rzp_evil&amount=100`,
+    )
     expect(old.status).toBeGreaterThanOrEqual(400)
     expect(old.status).toBeLessThan(500)
   })
@@ -290,12 +374,30 @@ describe("PAYMENTS=gateways with no gateway configured", () => {
 
   it("has no stub: its webhook is 404, top-ups refuse, autocharge cannot be enabled", async () => {
     const s = await a.signup({ country: "US" })
-    expect(await errorOf(await a.call("POST", "/billing/webhooks/stub", { body: { external_id: "stub_x", status: "succeeded" } }))).toMatchObject({ status: 404 })
-    expect(await errorOf(await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 1000, save_payment_method: true } }))).toMatchObject({
+    expect(
+      await errorOf(
+        await a.call("POST", "/billing/webhooks/stub", { body: { external_id: "stub_x", status: "succeeded" } }),
+      ),
+    ).toMatchObject({ status: 404 })
+    expect(
+      await errorOf(
+        await a.call("POST", "/billing/topup", {
+          token: s.token,
+          body: { amount_minor: 1000, save_payment_method: true },
+        }),
+      ),
+    ).toMatchObject({
       status: 502,
       code: "GATEWAY_UNAVAILABLE",
     })
-    expect(await errorOf(await a.call("PUT", "/billing/autocharge", { token: s.token, body: { enabled: true, threshold_minor: 100, amount_minor: 1000 } }))).toMatchObject({
+    expect(
+      await errorOf(
+        await a.call("PUT", "/billing/autocharge", {
+          token: s.token,
+          body: { enabled: true, threshold_minor: 100, amount_minor: 1000 },
+        }),
+      ),
+    ).toMatchObject({
       status: 409,
       code: "PAYMENT_METHOD_REQUIRED",
     })

@@ -28,12 +28,17 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const balanceOf = async (tenantId: number) => (await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${tenantId}`)[0].balance_minor
+const balanceOf = async (tenantId: number) =>
+  (await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${tenantId}`)[0]
+    .balance_minor
 
-async function byokTenant(opts: { subscription?: "active" | "lapsed" | "none"; telco?: boolean; llm?: boolean; balance?: number } = {}): Promise<Session> {
+async function byokTenant(
+  opts: { subscription?: "active" | "lapsed" | "none"; telco?: boolean; llm?: boolean; balance?: number } = {},
+): Promise<Session> {
   const s = await a.signup({ country: "US" })
   await srv.sql`update tenants set onboarding_mode = 'byok' where id = ${s.tenantId}`
-  if (opts.balance !== undefined) await srv.sql`update wallets set balance_minor = ${opts.balance} where tenant_id = ${s.tenantId}`
+  if (opts.balance !== undefined)
+    await srv.sql`update wallets set balance_minor = ${opts.balance} where tenant_id = ${s.tenantId}`
   const sub = opts.subscription ?? "active"
   if (sub !== "none") {
     const end = sub === "active" ? new Date(Date.now() + 86_400_000) : new Date(Date.now() - 60_000)
@@ -57,7 +62,11 @@ describe("precheck and reservation", () => {
   it("a byok workspace with no credentials and an empty wallet is refused, not free", async () => {
     const s = await byokTenant({ subscription: "none", telco: false, llm: false, balance: 0 })
     const pre = (await (await a.call("GET", "/billing/precheck", { token: s.token })).json()) as Record<string, unknown>
-    expect(pre).toMatchObject({ status: "insufficient_funds", billing: "bundled", required_minor: callCostMinor(180, "USD") })
+    expect(pre).toMatchObject({
+      status: "insufficient_funds",
+      billing: "bundled",
+      required_minor: callCostMinor(180, "USD"),
+    })
     expect(pre["byok_missing"]).toEqual(["byok_subscription", "telephony_credential", "llm_credential"])
     const r = await run(reserveCall(s.tenantId, `call:t${s.tenantId}`, 180, { onOwnAccounts: true }))
     expect(r._tag).toBe("Left")
@@ -73,7 +82,10 @@ describe("precheck and reservation", () => {
       const held = callCostMinor(180, "USD")
       expect(r._tag === "Right" && r.right.reserved_minor).toBe(held)
       expect(await balanceOf(s.tenantId)).toBe(before - held)
-      expect(await run(precheck(s.tenantId, 180))).toMatchObject({ _tag: "Right", right: { billing: "bundled", byok_missing: ["byok_subscription"] } })
+      expect(await run(precheck(s.tenantId, 180))).toMatchObject({
+        _tag: "Right",
+        right: { billing: "bundled", byok_missing: ["byok_subscription"] },
+      })
     }
   })
 
@@ -85,7 +97,10 @@ describe("precheck and reservation", () => {
 
   it("a complete byok workspace holds nothing for calls on its own accounts, and pays for calls on the platform's", async () => {
     const s = await byokTenant({ balance: 0 })
-    expect(await run(precheck(s.tenantId, 180))).toMatchObject({ _tag: "Right", right: { status: "ok", billing: "byok", required_minor: 0 } })
+    expect(await run(precheck(s.tenantId, 180))).toMatchObject({
+      _tag: "Right",
+      right: { status: "ok", billing: "byok", required_minor: 0 },
+    })
     const own = await run(reserveCall(s.tenantId, `call:o${s.tenantId}`, 180, { onOwnAccounts: true }))
     expect(own._tag === "Right" && own.right.reserved_minor).toBe(0)
     // A run that resolved the platform's accounts (before the workspace was ready) still pays.
@@ -132,7 +147,9 @@ describe("the runtime's accounts", () => {
     expect(all.telephony).not.toBe(platformTelephony)
     expect(all.llm).not.toBe(platformLlm)
     // Terms that say bundled (no subscription) bill the run even on the workspace's own accounts.
-    expect((await resolve(["telco_a", "llm"], { billing: "bundled", byokMissing: ["byok_subscription"] })).byok).toBe(false)
+    expect((await resolve(["telco_a", "llm"], { billing: "bundled", byokMissing: ["byok_subscription"] })).byok).toBe(
+      false,
+    )
     // A leg on the platform's account is paid for.
     const telcoOnly = await resolve(["telco_a"], byok)
     expect(telcoOnly).toMatchObject({ byok: false, llm: platformLlm })

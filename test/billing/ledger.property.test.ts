@@ -3,7 +3,13 @@
 import { randomUUID } from "node:crypto"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { openWallet, postEntry, type LedgerEntry, type PostEntry, type PostResult } from "../../src/billing/ledger.repo.js"
+import {
+  openWallet,
+  postEntry,
+  type LedgerEntry,
+  type PostEntry,
+  type PostResult,
+} from "../../src/billing/ledger.repo.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { realServices, startTestServer, type TestServer } from "../support/harness.js"
 
@@ -28,13 +34,16 @@ afterAll(async () => {
 
 async function newTenant(): Promise<number> {
   return (await sql.begin(async (tx) => {
-    const [t] = await tx<[{ id: number }]>`insert into tenants (name, country, currency) values ('ledger property', 'IN', 'INR') returning id`
+    const [t] = await tx<
+      [{ id: number }]
+    >`insert into tenants (name, country, currency) values ('ledger property', 'IN', 'INR') returning id`
     await openWallet(tx, t.id, "INR")
     return t.id
   })) as number
 }
 
-const post = (p: PostEntry, client: Sql = sql): Promise<PostResult> => client.begin((tx) => postEntry(tx, p)) as Promise<PostResult>
+const post = (p: PostEntry, client: Sql = sql): Promise<PostResult> =>
+  client.begin((tx) => postEntry(tx, p)) as Promise<PostResult>
 
 interface Snapshot {
   readonly balance: number
@@ -51,7 +60,8 @@ async function snapshot(tenantId: number): Promise<Snapshot> {
   return row
 }
 
-const entriesOf = (tenantId: number): Promise<LedgerEntry[]> => sql<LedgerEntry[]>`select * from ledger_entries where tenant_id = ${tenantId} order by id`
+const entriesOf = (tenantId: number): Promise<LedgerEntry[]> =>
+  sql<LedgerEntry[]>`select * from ledger_entries where tenant_id = ${tenantId} order by id`
 
 /** (c): each entry's balance_after_minor is the running sum of amounts up to it, in id order. */
 function expectRunningSums(entries: readonly LedgerEntry[], start = 0): void {
@@ -81,10 +91,17 @@ type Op =
 
 const credit = fc.integer({ min: 1, max: 5_000 }).map((amount): Op => ({ op: "credit", amount }))
 // Mostly affordable debits, some far larger than any balance a sequence builds up.
-const debit = fc.oneof({ arbitrary: fc.integer({ min: 1, max: 3_000 }), weight: 3 }, { arbitrary: fc.integer({ min: 3_001, max: 200_000 }), weight: 1 }).map((amount): Op => ({ op: "debit", amount }))
+const debit = fc
+  .oneof(
+    { arbitrary: fc.integer({ min: 1, max: 3_000 }), weight: 3 },
+    { arbitrary: fc.integer({ min: 3_001, max: 200_000 }), weight: 1 },
+  )
+  .map((amount): Op => ({ op: "debit", amount }))
 const drain = fc.constant<Op>({ op: "drain" })
 const replay = fc.nat().map((pick): Op => ({ op: "replay", pick }))
-const conflict = fc.record({ pick: fc.nat(), delta: fc.integer({ min: -6_000, max: 6_000 }).filter((d) => d !== 0) }).map(({ pick, delta }): Op => ({ op: "conflict", pick, delta }))
+const conflict = fc
+  .record({ pick: fc.nat(), delta: fc.integer({ min: -6_000, max: 6_000 }).filter((d) => d !== 0) })
+  .map(({ pick, delta }): Op => ({ op: "conflict", pick, delta }))
 const foreign = fc.nat().map((pick): Op => ({ op: "foreign", pick }))
 
 type Weights = Partial<Record<Op["op"], number>>
@@ -140,10 +157,17 @@ async function execute(sequence: readonly Op[], prefix: readonly Op[] = []): Pro
         request = { tenantId, amountMinor: -op.amount, kind: "test_debit", idempotencyKey: `${runKey}:${i}` }
         break
       case "drain":
-        if (before.balance > 0) request = { tenantId, amountMinor: -before.balance, kind: "test_debit", idempotencyKey: `${runKey}:${i}` }
+        if (before.balance > 0)
+          request = { tenantId, amountMinor: -before.balance, kind: "test_debit", idempotencyKey: `${runKey}:${i}` }
         break
       case "replay":
-        if (earlier) request = { tenantId, amountMinor: earlier.amount_minor, kind: earlier.kind, idempotencyKey: earlier.idempotency_key }
+        if (earlier)
+          request = {
+            tenantId,
+            amountMinor: earlier.amount_minor,
+            kind: earlier.kind,
+            idempotencyKey: earlier.idempotency_key,
+          }
         break
       case "conflict": {
         if (!earlier) break
@@ -153,7 +177,13 @@ async function execute(sequence: readonly Op[], prefix: readonly Op[] = []): Pro
         break
       }
       case "foreign":
-        if (earlier) request = { tenantId: otherTenant, amountMinor: earlier.amount_minor, kind: earlier.kind, idempotencyKey: earlier.idempotency_key }
+        if (earlier)
+          request = {
+            tenantId: otherTenant,
+            amountMinor: earlier.amount_minor,
+            kind: earlier.kind,
+            idempotencyKey: earlier.idempotency_key,
+          }
         break
     }
     let result: PostResult | undefined
@@ -205,8 +235,16 @@ describe("ledger properties (generated sequences through postEntry)", () => {
             expect(s.result).toEqual({ ok: false, reason: "insufficient_funds", balanceMinor: s.before.balance })
             expect(s.after).toEqual(s.before)
           } else {
-            expect(s.result).toMatchObject({ ok: true, replayed: false, entry: { amount_minor: -amount, balance_after_minor: s.before.balance - amount } })
-            expect(s.after).toEqual({ balance: s.before.balance - amount, sum: s.before.sum - amount, count: s.before.count + 1 })
+            expect(s.result).toMatchObject({
+              ok: true,
+              replayed: false,
+              entry: { amount_minor: -amount, balance_after_minor: s.before.balance - amount },
+            })
+            expect(s.after).toEqual({
+              balance: s.before.balance - amount,
+              sum: s.before.sum - amount,
+              count: s.before.count + 1,
+            })
           }
         }
       }),
@@ -263,28 +301,42 @@ describe("ledger properties (generated sequences through postEntry)", () => {
     created_at: "created_at = created_at - interval '1 day'",
   } as const
   const tamper: fc.Arbitrary<Tamper> = fc.oneof(
-    fc.record({ t: fc.constant("update" as const), column: fc.constantFrom(...(Object.keys(SET) as Array<keyof typeof SET>)), pick: fc.nat(), all: fc.boolean() }),
+    fc.record({
+      t: fc.constant("update" as const),
+      column: fc.constantFrom(...(Object.keys(SET) as Array<keyof typeof SET>)),
+      pick: fc.nat(),
+      all: fc.boolean(),
+    }),
     fc.record({ t: fc.constant("delete" as const), pick: fc.nat(), all: fc.boolean() }),
   )
 
   it("(e) ledger rows can't be updated, deleted or truncated: every attempt is an error", async () => {
     await fc.assert(
-      fc.asyncProperty(ops({ conflict: 0, foreign: 0 }, 15), fc.array(tamper, { minLength: 1, maxLength: 6 }), async (sequence, tampers) => {
-        const { tenantId } = await execute(sequence, [{ op: "credit", amount: 1_000 }])
-        const rows = await entriesOf(tenantId)
-        const wallet = await snapshot(tenantId)
-        for (const t of tampers) {
-          const target = rows[t.pick % rows.length]!.id
-          const where = t.all ? "tenant_id = $1" : "id = $1"
-          const param = t.all ? tenantId : target
-          const attempt = t.t === "update" ? sql.unsafe(`update ledger_entries set ${SET[t.column]} where ${where}`, [param]) : sql.unsafe(`delete from ledger_entries where ${where}`, [param])
-          await expect(attempt).rejects.toMatchObject({ code: "42501" })
-        }
-        await expect(sql`truncate ledger_entries`).rejects.toMatchObject({ code: "42501" })
-        await expect(sql.begin(async (tx) => tx`delete from ledger_entries where tenant_id = ${tenantId}`)).rejects.toMatchObject({ code: "42501" })
-        expect(await entriesOf(tenantId)).toEqual(rows)
-        expect(await snapshot(tenantId)).toEqual(wallet)
-      }),
+      fc.asyncProperty(
+        ops({ conflict: 0, foreign: 0 }, 15),
+        fc.array(tamper, { minLength: 1, maxLength: 6 }),
+        async (sequence, tampers) => {
+          const { tenantId } = await execute(sequence, [{ op: "credit", amount: 1_000 }])
+          const rows = await entriesOf(tenantId)
+          const wallet = await snapshot(tenantId)
+          for (const t of tampers) {
+            const target = rows[t.pick % rows.length]!.id
+            const where = t.all ? "tenant_id = $1" : "id = $1"
+            const param = t.all ? tenantId : target
+            const attempt =
+              t.t === "update"
+                ? sql.unsafe(`update ledger_entries set ${SET[t.column]} where ${where}`, [param])
+                : sql.unsafe(`delete from ledger_entries where ${where}`, [param])
+            await expect(attempt).rejects.toMatchObject({ code: "42501" })
+          }
+          await expect(sql`truncate ledger_entries`).rejects.toMatchObject({ code: "42501" })
+          await expect(
+            sql.begin(async (tx) => tx`delete from ledger_entries where tenant_id = ${tenantId}`),
+          ).rejects.toMatchObject({ code: "42501" })
+          expect(await entriesOf(tenantId)).toEqual(rows)
+          expect(await snapshot(tenantId)).toEqual(wallet)
+        },
+      ),
       { numRuns: NUM_RUNS },
     )
   }, 60_000)
@@ -304,7 +356,9 @@ describe("ledger under concurrency", () => {
   /** Runs postEntry in its own transaction on the racing client, noting when it ran and where. */
   const timedPost = (p: PostEntry): Promise<Timed<PostResult>> =>
     racer.begin(async (tx) => {
-      const [a] = await tx<[{ pid: number; t: number }]>`select pg_backend_pid()::bigint as pid, (extract(epoch from clock_timestamp()) * 1e6)::bigint as t`
+      const [a] = await tx<
+        [{ pid: number; t: number }]
+      >`select pg_backend_pid()::bigint as pid, (extract(epoch from clock_timestamp()) * 1e6)::bigint as t`
       const value = await postEntry(tx, p)
       const [b] = await tx<[{ t: number }]>`select (extract(epoch from clock_timestamp()) * 1e6)::bigint as t`
       return { value, pid: a.pid, t0: a.t, t1: b.t }
@@ -320,7 +374,9 @@ describe("ledger under concurrency", () => {
 
   /** The most transactions that were open at one instant. */
   function maxOverlap(xs: ReadonlyArray<Timed<unknown>>): number {
-    const events = xs.flatMap((x) => [[x.t0, 1] as const, [x.t1, -1] as const]).sort((p, q) => p[0] - q[0] || p[1] - q[1])
+    const events = xs
+      .flatMap((x) => [[x.t0, 1] as const, [x.t1, -1] as const])
+      .sort((p, q) => p[0] - q[0] || p[1] - q[1])
     let open = 0
     let max = 0
     for (const [, d] of events) max = Math.max(max, (open += d))
@@ -329,42 +385,55 @@ describe("ledger under concurrency", () => {
 
   it("40 concurrent debits never overdraw, never lose an update, and succeed exactly as a serial order allows", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 5_000, max: 15_000 }), fc.array(fc.integer({ min: 1, max: 1_000 }), { minLength: 40, maxLength: 40 }), async (start, amounts) => {
-        const tenantId = await newTenant()
-        const runKey = randomUUID()
-        const seed = await post({ tenantId, amountMinor: start, kind: "test_credit", idempotencyKey: `${runKey}:seed` })
-        expect(seed.ok).toBe(true)
-        const results = await settleAll(amounts.map((amount, i) => timedPost({ tenantId, amountMinor: -amount, kind: "test_debit", idempotencyKey: `${runKey}:${i}` })))
+      fc.asyncProperty(
+        fc.integer({ min: 5_000, max: 15_000 }),
+        fc.array(fc.integer({ min: 1, max: 1_000 }), { minLength: 40, maxLength: 40 }),
+        async (start, amounts) => {
+          const tenantId = await newTenant()
+          const runKey = randomUUID()
+          const seed = await post({
+            tenantId,
+            amountMinor: start,
+            kind: "test_credit",
+            idempotencyKey: `${runKey}:seed`,
+          })
+          expect(seed.ok).toBe(true)
+          const results = await settleAll(
+            amounts.map((amount, i) =>
+              timedPost({ tenantId, amountMinor: -amount, kind: "test_debit", idempotencyKey: `${runKey}:${i}` }),
+            ),
+          )
 
-        const entries = await entriesOf(tenantId)
-        const after = await snapshot(tenantId)
-        const succeeded = results.flatMap((r, i) => (r.value.ok ? [amounts[i]!] : []))
-        const spent = succeeded.reduce((a, b) => a + b, 0)
-        expect(after.balance).toBeGreaterThanOrEqual(0)
-        expect(after.balance).toBe(start - spent)
-        expect(after.balance).toBe(after.sum)
-        expect(after.count).toBe(1 + succeeded.length)
-        expectRunningSums(entries)
-        // Every balance the wallet ever had after a commit, in order.
-        const states = new Set(entries.map((e) => e.balance_after_minor))
-        for (const [i, r] of results.entries()) {
-          if (r.value.ok) {
-            expect(r.value.replayed).toBe(false)
-            expect(r.value.entry.amount_minor).toBe(-amounts[i]!)
-          } else {
-            // Refused at a balance the wallet really had, too small for it; balances only fall,
-            // so it would still be refused at the end: no serial order lets it through either.
-            expect(r.value.reason).toBe("insufficient_funds")
-            expect(states.has(r.value.balanceMinor)).toBe(true)
-            expect(amounts[i]!).toBeGreaterThan(r.value.balanceMinor)
-            expect(amounts[i]!).toBeGreaterThan(after.balance)
+          const entries = await entriesOf(tenantId)
+          const after = await snapshot(tenantId)
+          const succeeded = results.flatMap((r, i) => (r.value.ok ? [amounts[i]!] : []))
+          const spent = succeeded.reduce((a, b) => a + b, 0)
+          expect(after.balance).toBeGreaterThanOrEqual(0)
+          expect(after.balance).toBe(start - spent)
+          expect(after.balance).toBe(after.sum)
+          expect(after.count).toBe(1 + succeeded.length)
+          expectRunningSums(entries)
+          // Every balance the wallet ever had after a commit, in order.
+          const states = new Set(entries.map((e) => e.balance_after_minor))
+          for (const [i, r] of results.entries()) {
+            if (r.value.ok) {
+              expect(r.value.replayed).toBe(false)
+              expect(r.value.entry.amount_minor).toBe(-amounts[i]!)
+            } else {
+              // Refused at a balance the wallet really had, too small for it; balances only fall,
+              // so it would still be refused at the end: no serial order lets it through either.
+              expect(r.value.reason).toBe("insufficient_funds")
+              expect(states.has(r.value.balanceMinor)).toBe(true)
+              expect(amounts[i]!).toBeGreaterThan(r.value.balanceMinor)
+              expect(amounts[i]!).toBeGreaterThan(after.balance)
+            }
           }
-        }
-        if (realServices) {
-          expect(new Set(results.map((r) => r.pid)).size).toBeGreaterThan(1)
-          expect(maxOverlap(results)).toBeGreaterThan(1)
-        }
-      }),
+          if (realServices) {
+            expect(new Set(results.map((r) => r.pid)).size).toBeGreaterThan(1)
+            expect(maxOverlap(results)).toBeGreaterThan(1)
+          }
+        },
+      ),
       { numRuns: 4 },
     )
   }, 60_000)
@@ -372,7 +441,11 @@ describe("ledger under concurrency", () => {
   it("30 concurrent posts with the same idempotency key credit exactly once", async () => {
     const tenantId = await newTenant()
     const key = `${randomUUID()}:same`
-    const results = await settleAll(Array.from({ length: 30 }, () => timedPost({ tenantId, amountMinor: 700, kind: "test_credit", idempotencyKey: key })))
+    const results = await settleAll(
+      Array.from({ length: 30 }, () =>
+        timedPost({ tenantId, amountMinor: 700, kind: "test_credit", idempotencyKey: key }),
+      ),
+    )
     const values = results.map((r) => r.value)
     expect(values.every((v) => v.ok)).toBe(true)
     const entries = values.flatMap((v) => (v.ok ? [v] : []))
@@ -386,8 +459,16 @@ describe("ledger under concurrency", () => {
 describe("ledger range", () => {
   it("refuses a post that would take the balance past exact integers, changing nothing", async () => {
     const tenantId = await newTenant()
-    expect(await post({ tenantId, amountMinor: Number.MAX_SAFE_INTEGER, kind: "test", idempotencyKey: `max:${tenantId}` })).toMatchObject({ ok: true })
-    await expect(post({ tenantId, amountMinor: 2, kind: "test", idempotencyKey: `over:${tenantId}` })).rejects.toThrow(RangeError)
-    expect(await snapshot(tenantId)).toEqual({ balance: Number.MAX_SAFE_INTEGER, sum: Number.MAX_SAFE_INTEGER, count: 1 })
+    expect(
+      await post({ tenantId, amountMinor: Number.MAX_SAFE_INTEGER, kind: "test", idempotencyKey: `max:${tenantId}` }),
+    ).toMatchObject({ ok: true })
+    await expect(post({ tenantId, amountMinor: 2, kind: "test", idempotencyKey: `over:${tenantId}` })).rejects.toThrow(
+      RangeError,
+    )
+    expect(await snapshot(tenantId)).toEqual({
+      balance: Number.MAX_SAFE_INTEGER,
+      sum: Number.MAX_SAFE_INTEGER,
+      count: 1,
+    })
   })
 })

@@ -24,7 +24,8 @@ import { startFakeGwCard, startFakeGwUpi, type FakeGwCard, type FakeGwUpi } from
 
 const NOW = 1_750_000_000
 const body = Buffer.from('{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"id":"cs_1"}}}')
-const hmacHex = (secret: string, data: string | Buffer): string => createHmac("sha256", secret).update(data).digest("hex")
+const hmacHex = (secret: string, data: string | Buffer): string =>
+  createHmac("sha256", secret).update(data).digest("hex")
 
 async function caught(p: Promise<unknown>): Promise<PaymentGatewayError> {
   const e = await p.then(
@@ -122,7 +123,7 @@ describe.each([
       `t=${NOW},v1=${right.slice(0, 62)}zz`, // not hex
       `t=${NOW},v1=${"é".repeat(32)}`,
       `t=${NOW};v1=${right}`,
-      "t=99999999999999999999999,v1=" + right,
+      `t=99999999999999999999999,v1=${right}`,
     ]
     for (const header of bad) expect(verify(body, header, secret, NOW), String(header)).toBe(false)
     // Wrong types from untyped callers: false, not an exception.
@@ -146,7 +147,9 @@ describe.each([
 
 describe("gw_upi signature", () => {
   const secret = "upi_webhook_secret_42"
-  const raw = Buffer.from('{"event":"payment.captured","payload":{"payment":{"entity":{"id":"pay_1","order_id":"order_1"}}}}')
+  const raw = Buffer.from(
+    '{"event":"payment.captured","payload":{"payment":{"entity":{"id":"pay_1","order_id":"order_1"}}}}',
+  )
 
   it("is the hex HMAC-SHA256 of the raw body", () => {
     const sig = signGwUpi(raw, secret)
@@ -160,7 +163,15 @@ describe("gw_upi signature", () => {
     const sig = signGwUpi(raw, secret)
     expect(verifyGwUpiSignature(raw, signGwUpi(raw, "other"), secret)).toBe(false)
     expect(verifyGwUpiSignature(Buffer.concat([raw, Buffer.from(" ")]), sig, secret)).toBe(false)
-    for (const header of [undefined, "", "garbage", sig.slice(1), `${sig}0`, `sha256=${sig}`, createHash("sha256").update(raw).digest("hex")]) {
+    for (const header of [
+      undefined,
+      "",
+      "garbage",
+      sig.slice(1),
+      `${sig}0`,
+      `sha256=${sig}`,
+      createHash("sha256").update(raw).digest("hex"),
+    ]) {
       expect(verifyGwUpiSignature(raw, header, secret), String(header)).toBe(false)
     }
     expect(verifyGwUpiSignature(raw, signGwUpi(raw, ""), "")).toBe(false)
@@ -199,12 +210,15 @@ describe("gw_card adapter", () => {
   })
   afterEach(() => fake.reset())
   afterAll(() => fake.close())
-  const gateway = (over: { secretKey?: string; timeoutMs?: number } = {}) => makeGwCardGateway({ apiUrl: `${fake.url}/`, secretKey, ...over })
+  const gateway = (over: { secretKey?: string; timeoutMs?: number } = {}) =>
+    makeGwCardGateway({ apiUrl: `${fake.url}/`, secretKey, ...over })
 
   it("creates a checkout session: form body, bearer key, idempotency key per intent", async () => {
     const gw = gateway()
     expect(gw.name).toBe("gw_card")
-    const session = await gw.createCheckout(request({ returnUrl: "https://app.parley.test/billing/return?from=topup#top" }))
+    const session = await gw.createCheckout(
+      request({ returnUrl: "https://app.parley.test/billing/return?from=topup#top" }),
+    )
 
     expect(fake.requests).toHaveLength(1)
     const req = fake.requests[0]!
@@ -220,7 +234,8 @@ describe("gw_card adapter", () => {
       "line_items[0][price_data][product_data][name]": "Parley wallet top-up",
       "line_items[0][quantity]": "1",
       // The gateway's template placeholder must arrive literally, the fragment stays last.
-      success_url: "https://app.parley.test/billing/return?from=topup&status=succeeded&order_id={CHECKOUT_SESSION_ID}#top",
+      success_url:
+        "https://app.parley.test/billing/return?from=topup&status=succeeded&order_id={CHECKOUT_SESSION_ID}#top",
       cancel_url: "https://app.parley.test/billing/return?from=topup&status=cancelled#top",
       client_reference_id: "41",
       "metadata[intent_id]": "41",
@@ -299,7 +314,9 @@ describe("gw_card adapter", () => {
     const session = await gateway({ timeoutMs: 150 }).createCheckout(request({ intentId: 48 }))
     expect(fake.requests).toHaveLength(2)
     expect(fake.sessions.size).toBe(before + 1)
-    expect([...fake.sessions.values()].filter((s) => s.client_reference_id === "48").map((s) => s.id)).toEqual([session.externalId])
+    expect([...fake.sessions.values()].filter((s) => s.client_reference_id === "48").map((s) => s.id)).toEqual([
+      session.externalId,
+    ])
   })
 
   it("retries an idempotency-lock 409 (the timed-out attempt still in flight)", async () => {
@@ -327,7 +344,14 @@ describe("gw_card adapter", () => {
     const gw = gateway()
     const method = { id: "pm_saved1", customer: "cus_saved1", brand: "visa", last4: "4242" }
     fake.methods.set(method.id, method)
-    const charge = { intentId: 90, tenantId: 7, amountMinor: 2000, currency: "USD" as const, customerId: method.customer, methodId: method.id }
+    const charge = {
+      intentId: 90,
+      tenantId: 7,
+      amountMinor: 2000,
+      currency: "USD" as const,
+      customerId: method.customer,
+      methodId: method.id,
+    }
     const ok = await gw.chargeSaved!(charge)
     expect(ok).toMatchObject({ status: "succeeded", amountMinor: 2000, currency: "USD" })
     expect(ok.externalId).toMatch(/^pi_/)
@@ -350,7 +374,9 @@ describe("gw_card adapter", () => {
   it("treats an unreachable host as retryable", async () => {
     const closed = await startFakeGwCard({ secretKey, webhookSecret: "x" })
     await closed.close()
-    const e = await caught(makeGwCardGateway({ apiUrl: closed.url, secretKey, timeoutMs: 1000 }).createCheckout(request()))
+    const e = await caught(
+      makeGwCardGateway({ apiUrl: closed.url, secretKey, timeoutMs: 1000 }).createCheckout(request()),
+    )
     expect(e.retryable).toBe(true)
     expect(e.message).toMatch(/unreachable/)
     expect(e.message).not.toContain(secretKey)
@@ -366,7 +392,8 @@ describe("gw_upi adapter", () => {
   })
   afterEach(() => fake.reset())
   afterAll(() => fake.close())
-  const gateway = (over: { keySecret?: string; timeoutMs?: number } = {}) => makeGwUpiGateway({ apiUrl: fake.url, keyId, keySecret, ...over })
+  const gateway = (over: { keySecret?: string; timeoutMs?: number } = {}) =>
+    makeGwUpiGateway({ apiUrl: fake.url, keyId, keySecret, ...over })
   const inr = (over: Partial<CheckoutRequest> = {}) => request({ currency: "INR", amountMinor: 49_900, ...over })
 
   it("creates an order with HTTP Basic auth and points the payer at our hosted page", async () => {
@@ -380,13 +407,20 @@ describe("gw_upi adapter", () => {
     expect(req.path).toBe("/v1/orders")
     expect(req.headers.authorization).toBe(`Basic ${Buffer.from(`${keyId}:${keySecret}`).toString("base64")}`)
     expect(req.headers["content-type"]).toMatch(/^application\/json/)
-    expect(JSON.parse(req.body)).toEqual({ amount: 49_900, currency: "INR", receipt: "intent_41", notes: { intent_id: "41", tenant_id: "7" } })
+    expect(JSON.parse(req.body)).toEqual({
+      amount: 49_900,
+      currency: "INR",
+      receipt: "intent_41",
+      notes: { intent_id: "41", tenant_id: "7" },
+    })
 
     const order = fake.orders.get(session.externalId)
     expect(order).toMatchObject({ amount: 49_900, currency: "INR", receipt: "intent_41", status: "created" })
     expect(session.externalId).toMatch(/^order_/)
     // The page reads key, amount and currency from the stored intent, never from the link.
-    expect(session.checkoutUrl).toBe(`https://parley.test/billing/gw_upi/checkout?intent=41&order_id=${session.externalId}`)
+    expect(session.checkoutUrl).toBe(
+      `https://parley.test/billing/gw_upi/checkout?intent=41&order_id=${session.externalId}`,
+    )
   })
 
   it("retries a 503 and succeeds", async () => {
@@ -415,7 +449,9 @@ describe("gw_upi adapter", () => {
     expect(fake.requests).toHaveLength(1)
 
     const token = Buffer.from(`${keyId}:${keySecret}`).toString("base64")
-    fake.failNext(400, 1, { body: { error: { code: "BAD_REQUEST_ERROR", description: `bad ${keySecret} / ${token}` } } })
+    fake.failNext(400, 1, {
+      body: { error: { code: "BAD_REQUEST_ERROR", description: `bad ${keySecret} / ${token}` } },
+    })
     const echoed = await caught(gateway().createCheckout(inr()))
     expect(echoed.message).not.toContain(keySecret)
     expect(echoed.message).not.toContain(token)
@@ -464,7 +500,9 @@ describe("fake gateways' webhooks", () => {
   it("gw_card delivers a signed checkout.session.completed for a session it created", async () => {
     const fake = await startFakeGwCard({ secretKey: "sk_x", webhookSecret: "whsec_card" })
     try {
-      const session = await makeGwCardGateway({ apiUrl: fake.url, secretKey: "sk_x" }).createCheckout(request({ intentId: 77 }))
+      const session = await makeGwCardGateway({ apiUrl: fake.url, secretKey: "sk_x" }).createCheckout(
+        request({ intentId: 77 }),
+      )
       const d = await fake.deliver(`${receiverUrl}/gw_card`, session.externalId)
       expect(d.status).toBe(204)
       expect(received).toHaveLength(1)
@@ -475,7 +513,11 @@ describe("fake gateways' webhooks", () => {
       const now = Math.floor(Date.now() / 1000)
       expect(verifyGwCardSignature(got.raw, header as string, "whsec_card", now)).toBe(true)
       expect(verifyGwCardSignature(got.raw, header as string, "whsec_other", now)).toBe(false)
-      const event = JSON.parse(got.raw.toString()) as { id: string; type: string; data: { object: Record<string, unknown> } }
+      const event = JSON.parse(got.raw.toString()) as {
+        id: string
+        type: string
+        data: { object: Record<string, unknown> }
+      }
       expect(event.id).toBe(d.eventId)
       expect(event.id).toMatch(/^evt_/)
       expect(event.type).toBe("checkout.session.completed")
@@ -493,7 +535,11 @@ describe("fake gateways' webhooks", () => {
       await fake.deliver(`${receiverUrl}/gw_card`, session.externalId, { timestamp: now - 600, eventId: "evt_stale" })
       await fake.deliver(`${receiverUrl}/gw_card`, session.externalId, { secret: "whsec_wrong" })
       await fake.deliver(`${receiverUrl}/gw_card`, session.externalId, { signature: null })
-      const verdicts = received.slice(1).map((r) => verifyGwCardSignature(r.raw, r.headers["gw-card-signature"] as string | undefined, "whsec_card", now))
+      const verdicts = received
+        .slice(1)
+        .map((r) =>
+          verifyGwCardSignature(r.raw, r.headers["gw-card-signature"] as string | undefined, "whsec_card", now),
+        )
       expect(verdicts).toEqual([false, false, false])
       expect(received[3]!.headers["gw-card-signature"]).toBeUndefined()
     } finally {
@@ -504,16 +550,26 @@ describe("fake gateways' webhooks", () => {
   it("gw_upi delivers a signed payment.captured with an event id header", async () => {
     const fake = await startFakeGwUpi({ keyId: "k", keySecret: "s", webhookSecret: "upi_wh" })
     try {
-      const session = await makeGwUpiGateway({ apiUrl: fake.url, keyId: "k", keySecret: "s" }).createCheckout(request({ currency: "INR", amountMinor: 1000 }))
+      const session = await makeGwUpiGateway({ apiUrl: fake.url, keyId: "k", keySecret: "s" }).createCheckout(
+        request({ currency: "INR", amountMinor: 1000 }),
+      )
       const d = await fake.deliver(`${receiverUrl}/gw_upi`, session.externalId)
       expect(d.status).toBe(204)
       const got = received[0]!
       expect(verifyGwUpiSignature(got.raw, got.headers["x-gw-upi-signature"] as string, "upi_wh")).toBe(true)
       expect(verifyGwUpiSignature(got.raw, got.headers["x-gw-upi-signature"] as string, "other")).toBe(false)
       expect(got.headers["x-gw-upi-event-id"]).toBe(d.eventId)
-      const event = JSON.parse(got.raw.toString()) as { event: string; payload: { payment: { entity: Record<string, unknown> } } }
+      const event = JSON.parse(got.raw.toString()) as {
+        event: string
+        payload: { payment: { entity: Record<string, unknown> } }
+      }
       expect(event.event).toBe("payment.captured")
-      expect(event.payload.payment.entity).toMatchObject({ order_id: session.externalId, amount: 1000, currency: "INR", status: "captured" })
+      expect(event.payload.payment.entity).toMatchObject({
+        order_id: session.externalId,
+        amount: 1000,
+        currency: "INR",
+        status: "captured",
+      })
       expect(String(event.payload.payment.entity.id)).toMatch(/^pay_/)
       expect(fake.orders.get(session.externalId)?.status).toBe("paid")
 

@@ -33,14 +33,20 @@ interface Counts {
   upload_id: number
 }
 
-const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string }) })
+const errorOf = async (res: Response) => ({
+  status: res.status,
+  ...((await res.json()) as { code: string; field?: string }),
+})
 
 /** A distinct valid US number for each i (415-2xx-xxxx). */
 const us = (i: number) => `+1415${2_000_000 + i}`
 /** A distinct valid Indian mobile number for each i. */
 const india = (i: number) => `+9198${String(10_000_000 + i)}`
 
-async function newWorkflow(tenantId: number, opts: { status?: string; archived?: boolean; ncprCategory?: number | null } = {}): Promise<number> {
+async function newWorkflow(
+  tenantId: number,
+  opts: { status?: string; archived?: boolean; ncprCategory?: number | null } = {},
+): Promise<number> {
   const [w] = await srv.sql<[{ id: number }]>`
     insert into workflows (tenant_id, name, persona, nl_prompt, status, archived_at)
     values (${tenantId}, 'Campaign', 'amelia', 'Call people about the sale', ${opts.status ?? "draft"}, ${opts.archived ? new Date() : null})
@@ -56,7 +62,10 @@ async function newWorkflow(tenantId: number, opts: { status?: string; archived?:
 }
 
 const postJson = (s: Session | string, workflowId: number, rows: unknown[]) =>
-  a.call("POST", `/api/workflows/${workflowId}/audience`, { token: typeof s === "string" ? s : s.token, body: { rows } })
+  a.call("POST", `/api/workflows/${workflowId}/audience`, {
+    token: typeof s === "string" ? s : s.token,
+    body: { rows },
+  })
 
 function postCsv(s: Session | string, workflowId: number, csv: string | Buffer, filename = "audience.csv") {
   const form = new FormData()
@@ -77,7 +86,9 @@ async function ok(res: Response): Promise<Counts> {
 
 /** Every data row is accounted for exactly once. */
 function addsUp(c: Counts, rows: number) {
-  expect(c.accepted + c.rejected_dnc + c.rejected_ncpr + c.rejected_cooldown + c.rejected_invalid + c.duplicates).toBe(rows)
+  expect(c.accepted + c.rejected_dnc + c.rejected_ncpr + c.rejected_cooldown + c.rejected_invalid + c.duplicates).toBe(
+    rows,
+  )
 }
 
 const targets = (workflowId: number) =>
@@ -100,7 +111,15 @@ describe("JSON rows", () => {
       { phone: "919876543210", name: "Dropped plus" },
     ]
     const c = await ok(await postJson(s, wf, rows))
-    expect(c).toMatchObject({ accepted: 4, rejected_dnc: 0, rejected_ncpr: 0, rejected_cooldown: 0, rejected_invalid: 2, duplicates: 1, total_targets: 4 })
+    expect(c).toMatchObject({
+      accepted: 4,
+      rejected_dnc: 0,
+      rejected_ncpr: 0,
+      rejected_cooldown: 0,
+      rejected_invalid: 2,
+      duplicates: 1,
+      total_targets: 4,
+    })
     expect(c.invalid_rows).toEqual([
       { line: 4, phone: "12345", reason: "too_short" },
       { line: 5, phone: "not a number", reason: "not_a_number" },
@@ -114,13 +133,19 @@ describe("JSON rows", () => {
       { phone_e164: "+919876543210", name: "Dropped plus", fields: {} },
     ])
     const [upload] = await srv.sql`select format, status, counts from audience_uploads where id = ${c.upload_id}`
-    expect(upload).toMatchObject({ format: "json", status: "applied", counts: { accepted: 4, rows: 7, rejected_invalid: 2 } })
+    expect(upload).toMatchObject({
+      format: "json",
+      status: "applied",
+      counts: { accepted: 4, rows: 7, rejected_invalid: 2 },
+    })
   })
 
   it("reads national numbers in the tenant's country", async () => {
     const s = await a.signup({ country: "IN" })
     const wf = await newWorkflow(s.tenantId)
-    const c = await ok(await postJson(s, wf, [{ phone: "98765 43210" }, { phone: "098765-43211" }, { phone: "+1 415 200 0003" }]))
+    const c = await ok(
+      await postJson(s, wf, [{ phone: "98765 43210" }, { phone: "098765-43211" }, { phone: "+1 415 200 0003" }]),
+    )
     expect(c.accepted).toBe(3)
     expect((await targets(wf)).map((t) => t.phone_e164)).toEqual(["+14152000003", "+919876543210", "+919876543211"])
   })
@@ -128,18 +153,33 @@ describe("JSON rows", () => {
   it("refuses bodies outside the schema with 422", async () => {
     const s = await a.signup()
     const wf = await newWorkflow(s.tenantId)
-    expect(await errorOf(await postJson(s, wf, [{ name: "no phone" }]))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "rows.0.phone" })
-    expect(await errorOf(await postJson(s, wf, [{ phone: us(1), name: "x".repeat(201) }]))).toMatchObject({ status: 422, field: "rows.0.name" })
+    expect(await errorOf(await postJson(s, wf, [{ name: "no phone" }]))).toMatchObject({
+      status: 422,
+      code: "VALIDATION_FAILED",
+      field: "rows.0.phone",
+    })
+    expect(await errorOf(await postJson(s, wf, [{ phone: us(1), name: "x".repeat(201) }]))).toMatchObject({
+      status: 422,
+      field: "rows.0.name",
+    })
     const tooMany = Array.from({ length: 10_001 }, (_, i) => ({ phone: us(i) }))
     expect(await errorOf(await postJson(s, wf, tooMany))).toMatchObject({ status: 422, field: "rows" })
-    expect(await errorOf(await a.call("POST", `/api/workflows/${wf}/audience`, { token: s.token, body: { rows: "x" } }))).toMatchObject({ status: 422, field: "rows" })
+    expect(
+      await errorOf(await a.call("POST", `/api/workflows/${wf}/audience`, { token: s.token, body: { rows: "x" } })),
+    ).toMatchObject({ status: 422, field: "rows" })
     expect((await targets(wf)).length).toBe(0)
   })
 
   it("takes 10,000 rows in one request", async () => {
     const s = await a.signup()
     const wf = await newWorkflow(s.tenantId)
-    const c = await ok(await postJson(s, wf, Array.from({ length: 10_000 }, (_, i) => ({ phone: us(i), name: `P${i}` }))))
+    const c = await ok(
+      await postJson(
+        s,
+        wf,
+        Array.from({ length: 10_000 }, (_, i) => ({ phone: us(i), name: `P${i}` })),
+      ),
+    )
     expect(c).toMatchObject({ accepted: 10_000, total_targets: 10_000, duplicates: 0 })
     expect(await stagingRows()).toBe(0)
   })
@@ -165,9 +205,17 @@ describe("CSV files", () => {
     expect(c.invalid_rows).toEqual([{ line: 7, phone: "nope", reason: "not_a_number" }])
     addsUp(c, 6)
     expect(await targets(wf)).toEqual([
-      { phone_e164: "+14152000001", name: 'Doe, "Jay"', fields: { City: "San Francisco", Notes: "first line\nsecond line" } },
+      {
+        phone_e164: "+14152000001",
+        name: 'Doe, "Jay"',
+        fields: { City: "San Francisco", Notes: "first line\nsecond line" },
+      },
       { phone_e164: "+14152000002", name: "Bo", fields: {} },
-      { phone_e164: "+14152000003", name: "Cy", fields: { City: "Oakland", Notes: "x", col_5: "surplus 1", col_6: "surplus 2" } },
+      {
+        phone_e164: "+14152000003",
+        name: "Cy",
+        fields: { City: "Oakland", Notes: "x", col_5: "surplus 1", col_6: "surplus 2" },
+      },
       { phone_e164: "+14152000004", name: null, fields: {} },
     ])
     expect(await stagingRows()).toBe(0)
@@ -200,11 +248,19 @@ describe("CSV files", () => {
     const s = await a.signup()
     const wf = await newWorkflow(s.tenantId)
     for (const csv of ["name,email\nAnn,ann@example.com\n", "", "\n\n", `phone,name\n"${us(1)},unclosed\n`]) {
-      expect(await errorOf(await postCsv(s, wf, csv))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "file" })
+      expect(await errorOf(await postCsv(s, wf, csv))).toMatchObject({
+        status: 422,
+        code: "VALIDATION_FAILED",
+        field: "file",
+      })
     }
     const form = new FormData()
     form.set("note", "no file here")
-    const res = await fetch(`${srv.url}/api/workflows/${wf}/audience`, { method: "POST", body: form, headers: { authorization: `Bearer ${s.token}` } })
+    const res = await fetch(`${srv.url}/api/workflows/${wf}/audience`, {
+      method: "POST",
+      body: form,
+      headers: { authorization: `Bearer ${s.token}` },
+    })
     expect(await errorOf(res)).toMatchObject({ status: 422, field: "file" })
     expect((await targets(wf)).length).toBe(0)
     expect(await stagingRows()).toBe(0)
@@ -215,20 +271,31 @@ describe("CSV files", () => {
   it("drops NUL characters (which Postgres refuses) and never answers a binary file with a 500", async () => {
     const s = await a.signup({ country: "US" })
     const wf = await newWorkflow(s.tenantId)
-    expect(await ok(await postCsv(s, wf, `phone,name,note\n${us(1)},A\u0000nn,x\u0000y\n`))).toMatchObject({ accepted: 1 })
-    expect(await ok(await postJson(s, wf, [{ phone: us(2), name: "B\u0000o", tags: ["a\u0000b"], "k\u0000": 1 }]))).toMatchObject({ accepted: 1 })
+    expect(await ok(await postCsv(s, wf, `phone,name,note\n${us(1)},A\u0000nn,x\u0000y\n`))).toMatchObject({
+      accepted: 1,
+    })
+    expect(
+      await ok(await postJson(s, wf, [{ phone: us(2), name: "B\u0000o", tags: ["a\u0000b"], "k\u0000": 1 }])),
+    ).toMatchObject({ accepted: 1 })
     expect(await targets(wf)).toEqual([
       { phone_e164: us(1), name: "Ann", fields: { note: "xy" } },
       { phone_e164: us(2), name: "Bo", fields: { tags: ["ab"], k: 1 } },
     ])
-    const zip = Buffer.concat([Buffer.from("PK\x03\x04\x14\x00\x06\x00"), Buffer.from(Array.from({ length: 4000 }, (_, i) => (i * 37) % 256))])
+    const zip = Buffer.concat([
+      Buffer.from("PK\x03\x04\x14\x00\x06\x00"),
+      Buffer.from(Array.from({ length: 4000 }, (_, i) => (i * 37) % 256)),
+    ])
     expect([200, 422]).toContain((await postCsv(s, wf, zip, "audience.xlsx")).status)
   })
 
   it("accepts a header-only file as an attach of nothing", async () => {
     const s = await a.signup()
     const wf = await newWorkflow(s.tenantId)
-    expect(await ok(await postCsv(s, wf, "phone,name\n"))).toMatchObject({ accepted: 0, total_targets: 0, rejected_invalid: 0 })
+    expect(await ok(await postCsv(s, wf, "phone,name\n"))).toMatchObject({
+      accepted: 0,
+      total_targets: 0,
+      rejected_invalid: 0,
+    })
   })
 
   it("keeps only the first 100 invalid rows in the answer, and counts them all", async () => {
@@ -276,7 +343,13 @@ describe("filters", () => {
     await srv.sql`insert into ncpr_registry (phone_e164, preference) values
       (${india(101)}, '0'), (${india(102)}, '1,2,5'), (${india(103)}, '3')
       on conflict (phone_e164) do update set preference = excluded.preference`
-    const rows = [{ phone: india(101) }, { phone: india(102) }, { phone: india(103) }, { phone: india(104) }, { phone: us(1) }]
+    const rows = [
+      { phone: india(101) },
+      { phone: india(102) },
+      { phone: india(103) },
+      { phone: india(104) },
+      { phone: us(1) },
+    ]
 
     // Category 2: the full block and the number accepting only 3 are dropped; 1,2,5 accepts 2.
     const cat2 = await newWorkflow(s.tenantId, { ncprCategory: 2 })
@@ -310,7 +383,13 @@ describe("re-uploads", () => {
     expect(again.upload_id).not.toBe(first.upload_id)
 
     // A later upload's name and fields win; what it does not give is kept.
-    const third = await ok(await postJson(s, wf, [{ phone: us(1), name: "Ann B", city: "SF" }, { phone: us(2) }, { phone: us(4), name: "Di" }]))
+    const third = await ok(
+      await postJson(s, wf, [
+        { phone: us(1), name: "Ann B", city: "SF" },
+        { phone: us(2) },
+        { phone: us(4), name: "Di" },
+      ]),
+    )
     expect(third).toMatchObject({ accepted: 3, total_targets: 4 })
     expect(await targets(wf)).toEqual([
       { phone_e164: us(1), name: "Ann B", fields: { tier: "gold", city: "SF" } },
@@ -334,7 +413,9 @@ describe("failed uploads change nothing", () => {
   async function settled(): Promise<void> {
     // The handler cleans up after the answer may already be out (client gone): wait for it.
     for (let i = 0; i < 100; i++) {
-      const [u] = await srv.sql<[{ n: number }]>`select count(*)::int as n from audience_uploads where workflow_id = ${wf} and status = 'receiving'`
+      const [u] = await srv.sql<
+        [{ n: number }]
+      >`select count(*)::int as n from audience_uploads where workflow_id = ${wf} and status = 'receiving'`
       if (u.n === 0 && (await stagingRows()) === 0) return
       await new Promise((r) => setTimeout(r, 50))
     }
@@ -347,19 +428,23 @@ describe("failed uploads change nothing", () => {
       `POST /api/workflows/${wf}/audience HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${s.token}\r\n` +
       "Content-Type: multipart/form-data; boundary=b\r\nTransfer-Encoding: chunked\r\n\r\n"
     const piece = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`
-    const pieces = [head, piece('--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nphone,name\n')]
+    const pieces = [
+      head,
+      piece('--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nphone,name\n'),
+    ]
     let n = 1000
     for (let p = 0; p < 16; p++) {
       const rows: string[] = []
       for (let i = 0; i < 2000; i++) rows.push(`${us(n++)},Person ${n}`)
-      pieces.push(piece(rows.join("\n") + "\n")) // ~50 kB each: the twelfth passes 600 kB
+      pieces.push(piece(`${rows.join("\n")}\n`)) // ~50 kB each: the twelfth passes 600 kB
     }
     pieces.push(piece("\r\n--b--\r\n"), "0\r\n\r\n")
     const res = await rawRequest(srv.port, pieces, { timeoutMs: 10_000 })
     expect(res.status).toBe(413)
     await settled()
     expect(await before()).toBe(snapshot)
-    const [u] = await srv.sql`select status, finished_at from audience_uploads where workflow_id = ${wf} order by id desc limit 1`
+    const [u] =
+      await srv.sql`select status, finished_at from audience_uploads where workflow_id = ${wf} order by id desc limit 1`
     expect(u).toMatchObject({ status: "failed" })
   })
 
@@ -417,10 +502,18 @@ describe("who may attach", () => {
       expect(await errorOf(await postCsv(s, wf, `phone\n${us(1)}\n`))).toMatchObject({ status: 404, code: "NOT_FOUND" })
     }
     const retired = await newWorkflow(s.tenantId, { status: "retired" })
-    expect(await errorOf(await postJson(s, retired, [{ phone: us(1) }]))).toMatchObject({ status: 409, code: "WORKFLOW_RETIRED" })
-    expect(await errorOf(await postCsv(s, retired, `phone\n${us(1)}\n`))).toMatchObject({ status: 409, code: "WORKFLOW_RETIRED" })
+    expect(await errorOf(await postJson(s, retired, [{ phone: us(1) }]))).toMatchObject({
+      status: 409,
+      code: "WORKFLOW_RETIRED",
+    })
+    expect(await errorOf(await postCsv(s, retired, `phone\n${us(1)}\n`))).toMatchObject({
+      status: 409,
+      code: "WORKFLOW_RETIRED",
+    })
     expect((await targets(theirs)).length).toBe(0)
-    expect(await errorOf(await a.call("POST", "/api/workflows/abc/audience", { token: s.token, body: { rows: [] } }))).toMatchObject({ status: 422, field: "id" })
+    expect(
+      await errorOf(await a.call("POST", "/api/workflows/abc/audience", { token: s.token, body: { rows: [] } })),
+    ).toMatchObject({ status: 422, field: "id" })
   })
 
   it("needs credentials, and an API key of write scope", async () => {
@@ -432,7 +525,8 @@ describe("who may attach", () => {
     expect(await errorOf(await postCsv(read.secret, wf, `phone\n${us(1)}\n`))).toMatchObject({ status: 403 })
     const write = await a.createKey(s, { name: "w", scope: "write" })
     expect(await ok(await postCsv(write.secret, wf, `phone\n${us(1)}\n`))).toMatchObject({ accepted: 1 })
-    const [u] = await srv.sql`select created_by_user_id from audience_uploads where workflow_id = ${wf} and status = 'applied'`
+    const [u] =
+      await srv.sql`select created_by_user_id from audience_uploads where workflow_id = ${wf} and status = 'applied'`
     expect(u).toEqual({ created_by_user_id: null })
   })
 })
@@ -445,9 +539,10 @@ describe("the parser on its own", () => {
       yield Buffer.from("phone,name,segment\n")
       for (let i = 0; i < total; i += 100) {
         const rows: string[] = []
-        for (let j = i; j < i + 100; j++) rows.push(j % 1000 === 999 ? `bad${j},X,s` : `${us(j)},"Person, ${j}",s${j % 7}`)
+        for (let j = i; j < i + 100; j++)
+          rows.push(j % 1000 === 999 ? `bad${j},X,s` : `${us(j)},"Person, ${j}",s${j % 7}`)
         produced += 100
-        yield Buffer.from(rows.join("\n") + "\n")
+        yield Buffer.from(`${rows.join("\n")}\n`)
       }
     }
     const sizes: number[] = []

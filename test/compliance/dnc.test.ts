@@ -13,7 +13,10 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const errorOf = async (res: Response) => ({ status: res.status, ...((await res.json()) as { code: string; field?: string }) })
+const errorOf = async (res: Response) => ({
+  status: res.status,
+  ...((await res.json()) as { code: string; field?: string }),
+})
 const us = (i: number) => `+1415${2_000_000 + i}`
 const india = (i: number) => `+9198${String(10_000_000 + i)}`
 
@@ -32,16 +35,24 @@ async function body<T>(res: Response, status = 200): Promise<T> {
 }
 
 const add = (s: Session | string, phone_e164: unknown, reason?: unknown) =>
-  a.call("POST", "/dnc/add", { token: typeof s === "string" ? s : s.token, body: { phone_e164, ...(reason !== undefined && { reason }) } })
+  a.call("POST", "/dnc/add", {
+    token: typeof s === "string" ? s : s.token,
+    body: { phone_e164, ...(reason !== undefined && { reason }) },
+  })
 const list = (s: Session, qs = "") => a.call("GET", `/dnc${qs}`, { token: s.token })
-const check = (s: Session | string, raw: string) => a.call("GET", `/dnc/check?phone_e164=${raw}`, { token: typeof s === "string" ? s : s.token })
+const check = (s: Session | string, raw: string) =>
+  a.call("GET", `/dnc/check?phone_e164=${raw}`, { token: typeof s === "string" ? s : s.token })
 const rowsOf = (tenantId: number) => srv.sql<Array<{ phone_e164: string; reason: string | null; source: string }>>`
   select phone_e164, reason, source from dnc_entries where tenant_id = ${tenantId} order by phone_e164`
 
 function importCsv(s: Session | string, csv: string) {
   const form = new FormData()
   form.set("file", new Blob([csv], { type: "text/csv" }), "dnc.csv")
-  return fetch(`${srv.url}/dnc/import`, { method: "POST", body: form, headers: { authorization: `Bearer ${typeof s === "string" ? s : s.token}` } })
+  return fetch(`${srv.url}/dnc/import`, {
+    method: "POST",
+    body: form,
+    headers: { authorization: `Bearer ${typeof s === "string" ? s : s.token}` },
+  })
 }
 
 describe("POST /dnc/add", () => {
@@ -70,12 +81,23 @@ describe("POST /dnc/add", () => {
 
   it("answers bad input with 422 on the field", async () => {
     const s = await a.signup()
-    expect(await errorOf(await add(s, us(1), "x".repeat(201)))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "reason" })
-    expect(await errorOf(await add(s, "12345"))).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "phone_e164" })
+    expect(await errorOf(await add(s, us(1), "x".repeat(201)))).toMatchObject({
+      status: 422,
+      code: "VALIDATION_FAILED",
+      field: "reason",
+    })
+    expect(await errorOf(await add(s, "12345"))).toMatchObject({
+      status: 422,
+      code: "VALIDATION_FAILED",
+      field: "phone_e164",
+    })
     expect(await errorOf(await add(s, "not a phone"))).toMatchObject({ status: 422, field: "phone_e164" })
     expect(await errorOf(await add(s, ""))).toMatchObject({ status: 422, field: "phone_e164" })
     expect(await errorOf(await add(s, 14152000001))).toMatchObject({ status: 422, field: "phone_e164" })
-    expect(await errorOf(await a.call("POST", "/dnc/add", { token: s.token, body: {} }))).toMatchObject({ status: 422, field: "phone_e164" })
+    expect(await errorOf(await a.call("POST", "/dnc/add", { token: s.token, body: {} }))).toMatchObject({
+      status: 422,
+      field: "phone_e164",
+    })
     expect(await rowsOf(s.tenantId)).toEqual([])
     // 200 characters exactly is fine.
     expect((await add(s, us(1), "x".repeat(200))).status).toBe(200)
@@ -131,14 +153,33 @@ describe("DELETE /dnc/{phone_e164}", () => {
     const s = await a.signup({ country: "US" })
     for (const i of [1, 2, 3, 4]) await body(await add(s, us(i)))
     await body(await add(s, india(1)))
-    expect(await body(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: s.token }))).toEqual({ deleted: true, phone_e164: us(1) })
-    expect(await body(await a.call("DELETE", `/dnc/${us(2)}`, { token: s.token }))).toEqual({ deleted: true, phone_e164: us(2) })
-    expect(await body(await a.call("DELETE", `/dnc/${us(3).slice(1)}`, { token: s.token }))).toEqual({ deleted: true, phone_e164: us(3) })
-    expect(await body(await a.call("DELETE", `/v1/dnc/${encodeURIComponent("(415) 200-0004")}`, { token: s.token }))).toEqual({ deleted: true, phone_e164: us(4) })
+    expect(await body(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: s.token }))).toEqual({
+      deleted: true,
+      phone_e164: us(1),
+    })
+    expect(await body(await a.call("DELETE", `/dnc/${us(2)}`, { token: s.token }))).toEqual({
+      deleted: true,
+      phone_e164: us(2),
+    })
+    expect(await body(await a.call("DELETE", `/dnc/${us(3).slice(1)}`, { token: s.token }))).toEqual({
+      deleted: true,
+      phone_e164: us(3),
+    })
+    expect(
+      await body(await a.call("DELETE", `/v1/dnc/${encodeURIComponent("(415) 200-0004")}`, { token: s.token })),
+    ).toEqual({ deleted: true, phone_e164: us(4) })
     // International digits whose + was lost, for a US tenant.
-    expect(await body(await a.call("DELETE", `/dnc/${india(1).slice(1)}`, { token: s.token }))).toEqual({ deleted: true, phone_e164: india(1) })
-    expect(await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: s.token }))).toMatchObject({ status: 404, code: "NOT_FOUND" })
-    expect(await errorOf(await a.call("DELETE", "/dnc/garbage", { token: s.token }))).toMatchObject({ status: 422, field: "phone_e164" })
+    expect(await body(await a.call("DELETE", `/dnc/${india(1).slice(1)}`, { token: s.token }))).toEqual({
+      deleted: true,
+      phone_e164: india(1),
+    })
+    expect(
+      await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: s.token })),
+    ).toMatchObject({ status: 404, code: "NOT_FOUND" })
+    expect(await errorOf(await a.call("DELETE", "/dnc/garbage", { token: s.token }))).toMatchObject({
+      status: 422,
+      field: "phone_e164",
+    })
     expect(await rowsOf(s.tenantId)).toEqual([])
   })
 
@@ -146,7 +187,9 @@ describe("DELETE /dnc/{phone_e164}", () => {
     const s = await a.signup({ country: "US" })
     const other = await a.signup({ country: "US" })
     await body(await add(other, us(9)))
-    expect(await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(9))}`, { token: s.token }))).toMatchObject({ status: 404, code: "NOT_FOUND" })
+    expect(
+      await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(9))}`, { token: s.token })),
+    ).toMatchObject({ status: 404, code: "NOT_FOUND" })
     expect((await rowsOf(other.tenantId)).length).toBe(1)
   })
 })
@@ -161,13 +204,39 @@ describe("GET /dnc/check", () => {
       (${s.tenantId}, ${india(3)}, now() - interval '2 days'), (${s.tenantId}, ${india(4)}, now() - interval '8 days')`
   })
   const flags = async (raw: string, who: Session = s) =>
-    body<{ phone_e164: string; on_dnc: boolean; on_ncpr: boolean; in_cooldown: boolean; would_be_filtered: boolean }>(await check(who, raw))
+    body<{ phone_e164: string; on_dnc: boolean; on_ncpr: boolean; in_cooldown: boolean; would_be_filtered: boolean }>(
+      await check(who, raw),
+    )
 
   it("flags each reason a number would be filtered", async () => {
-    expect(await flags(encodeURIComponent(india(1)))).toEqual({ phone_e164: india(1), on_dnc: true, on_ncpr: false, in_cooldown: false, would_be_filtered: true })
-    expect(await flags(encodeURIComponent(india(2)))).toEqual({ phone_e164: india(2), on_dnc: false, on_ncpr: true, in_cooldown: false, would_be_filtered: true })
-    expect(await flags(encodeURIComponent(india(3)))).toEqual({ phone_e164: india(3), on_dnc: false, on_ncpr: false, in_cooldown: true, would_be_filtered: true })
-    expect(await flags(encodeURIComponent(india(4)))).toEqual({ phone_e164: india(4), on_dnc: false, on_ncpr: false, in_cooldown: false, would_be_filtered: false })
+    expect(await flags(encodeURIComponent(india(1)))).toEqual({
+      phone_e164: india(1),
+      on_dnc: true,
+      on_ncpr: false,
+      in_cooldown: false,
+      would_be_filtered: true,
+    })
+    expect(await flags(encodeURIComponent(india(2)))).toEqual({
+      phone_e164: india(2),
+      on_dnc: false,
+      on_ncpr: true,
+      in_cooldown: false,
+      would_be_filtered: true,
+    })
+    expect(await flags(encodeURIComponent(india(3)))).toEqual({
+      phone_e164: india(3),
+      on_dnc: false,
+      on_ncpr: false,
+      in_cooldown: true,
+      would_be_filtered: true,
+    })
+    expect(await flags(encodeURIComponent(india(4)))).toEqual({
+      phone_e164: india(4),
+      on_dnc: false,
+      on_ncpr: false,
+      in_cooldown: false,
+      would_be_filtered: false,
+    })
   })
 
   it("reads an unencoded + (a space once decoded), no + at all, and national numbers", async () => {
@@ -175,7 +244,10 @@ describe("GET /dnc/check", () => {
     expect((await flags(india(1).slice(1))).on_dnc).toBe(true)
     expect((await flags(encodeURIComponent("098100 00001"))).on_dnc).toBe(true)
     expect(await errorOf(await check(s, "12"))).toMatchObject({ status: 422, field: "phone_e164" })
-    expect(await errorOf(await a.call("GET", "/dnc/check", { token: s.token }))).toMatchObject({ status: 422, field: "phone_e164" })
+    expect(await errorOf(await a.call("GET", "/dnc/check", { token: s.token }))).toMatchObject({
+      status: 422,
+      field: "phone_e164",
+    })
   })
 
   it("never checks other countries against the registry, and sees only the caller's list and contacts", async () => {
@@ -214,9 +286,14 @@ describe("POST /dnc/import", () => {
 
   it("streams a CSV, with or without a header", async () => {
     const s = await a.signup({ country: "IN" })
-    const withHeader = '\uFEFFreason,Phone_E164\n"said ""stop"", twice",+91 98100 00001\n\n,9810000002\nx,12\n"multi\nline",09810000001\n'
+    const withHeader =
+      '\uFEFFreason,Phone_E164\n"said ""stop"", twice",+91 98100 00001\n\n,9810000002\nx,12\n"multi\nline",09810000001\n'
     expect(await body(await importCsv(s, withHeader))).toEqual({ added: 2, skipped_existing: 1, skipped_invalid: 1 })
-    expect(await body(await importCsv(s, `${india(3)},from a list\n${india(1)}\n`))).toEqual({ added: 1, skipped_existing: 1, skipped_invalid: 0 })
+    expect(await body(await importCsv(s, `${india(3)},from a list\n${india(1)}\n`))).toEqual({
+      added: 1,
+      skipped_existing: 1,
+      skipped_invalid: 0,
+    })
     expect(await rowsOf(s.tenantId)).toEqual([
       { phone_e164: india(1), reason: 'said "stop", twice', source: "import" },
       { phone_e164: india(2), reason: null, source: "import" },
@@ -226,7 +303,7 @@ describe("POST /dnc/import", () => {
 
   it("imports in batches: 2,500 numbers in one file", async () => {
     const s = await a.signup({ country: "US" })
-    const csv = "phone\n" + Array.from({ length: 2500 }, (_, i) => us(i)).join("\n") + "\n" + us(0) + "\n"
+    const csv = `phone\n${Array.from({ length: 2500 }, (_, i) => us(i)).join("\n")}\n${us(0)}\n`
     expect(await body(await importCsv(s, csv))).toEqual({ added: 2500, skipped_existing: 1, skipped_invalid: 0 })
     expect(await body(await list(s, "?limit=1"))).toMatchObject({ total: 2500 })
   })
@@ -235,7 +312,11 @@ describe("POST /dnc/import", () => {
     const s = await a.signup({ country: "US" })
     const other = await a.signup({ country: "US" })
     await body(await add(other, us(1), "theirs"))
-    expect(await body(await importCsv(s, `phone\n${us(1)}\n${us(2)}\n`))).toEqual({ added: 2, skipped_existing: 0, skipped_invalid: 0 })
+    expect(await body(await importCsv(s, `phone\n${us(1)}\n${us(2)}\n`))).toEqual({
+      added: 2,
+      skipped_existing: 0,
+      skipped_invalid: 0,
+    })
     const mine = (await body<{ entry: Entry }>(await add(s, us(1), "mine"))).entry
     expect(await rowsOf(other.tenantId)).toEqual([{ phone_e164: us(1), reason: "theirs", source: "manual" }])
     expect(mine).toMatchObject({ phone_e164: us(1), reason: "mine", source: "import" })
@@ -244,13 +325,24 @@ describe("POST /dnc/import", () => {
   it("refuses bad bodies and files with 422", async () => {
     const s = await a.signup()
     expect(await errorOf(await importCsv(s, "name,email\nAnn,a@b.c\n"))).toMatchObject({ status: 422, field: "file" })
-    expect(await errorOf(await a.call("POST", "/dnc/import", { token: s.token, body: { rows: [{ reason: "no phone" }] } }))).toMatchObject({ status: 422, field: "rows.0.phone_e164" })
-    expect(await errorOf(await a.call("POST", "/dnc/import", { token: s.token, body: { rows: [{ phone_e164: us(1), reason: "x".repeat(201) }] } }))).toMatchObject({
+    expect(
+      await errorOf(await a.call("POST", "/dnc/import", { token: s.token, body: { rows: [{ reason: "no phone" }] } })),
+    ).toMatchObject({ status: 422, field: "rows.0.phone_e164" })
+    expect(
+      await errorOf(
+        await a.call("POST", "/dnc/import", {
+          token: s.token,
+          body: { rows: [{ phone_e164: us(1), reason: "x".repeat(201) }] },
+        }),
+      ),
+    ).toMatchObject({
       status: 422,
       field: "rows.0.reason",
     })
     const tooMany = Array.from({ length: 10_001 }, (_, i) => ({ phone_e164: us(i) }))
-    expect(await errorOf(await a.call("POST", "/dnc/import", { token: s.token, body: { rows: tooMany } }))).toMatchObject({ status: 422, field: "rows" })
+    expect(
+      await errorOf(await a.call("POST", "/dnc/import", { token: s.token, body: { rows: tooMany } })),
+    ).toMatchObject({ status: 422, field: "rows" })
     expect(await rowsOf(s.tenantId)).toEqual([])
   })
 })
@@ -264,7 +356,9 @@ describe("scopes", () => {
     expect((await check(read.secret, encodeURIComponent(us(1)))).status).toBe(200)
     expect(await errorOf(await add(read.secret, us(2)))).toMatchObject({ status: 403 })
     expect(await errorOf(await importCsv(read.secret, `phone\n${us(3)}\n`))).toMatchObject({ status: 403 })
-    expect(await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: read.secret }))).toMatchObject({ status: 403 })
+    expect(
+      await errorOf(await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: read.secret })),
+    ).toMatchObject({ status: 403 })
     const write = await a.createKey(s, { name: "w", scope: "write" })
     expect((await add(write.secret, us(2))).status).toBe(200)
     expect((await a.call("DELETE", `/dnc/${encodeURIComponent(us(1))}`, { token: write.secret })).status).toBe(200)

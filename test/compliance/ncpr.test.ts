@@ -6,7 +6,13 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Readable } from "node:stream"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { importNcpr, lookupNcpr, ncprBlocks, normalisePreference, parseRegistryDate } from "../../src/compliance/ncpr.import.js"
+import {
+  importNcpr,
+  lookupNcpr,
+  ncprBlocks,
+  normalisePreference,
+  parseRegistryDate,
+} from "../../src/compliance/ncpr.import.js"
 import { CsvFormatError } from "../../src/phones/csv.js"
 import { indianE164 } from "../../src/phones/phone.js"
 import { connectPostgres, startEmbeddedPostgres } from "../../src/platform/Db.js"
@@ -69,8 +75,10 @@ describe("import", () => {
 
   const file = (text: string) => Readable.from([Buffer.from(text)])
   const registry = async () =>
-    (await srv.sql<Array<{ phone_e164: string; preference: string; registered_at: Date | null }>>`
-      select phone_e164, preference, registered_at from ncpr_registry order by phone_e164`).map((r) => ({ ...r, registered_at: r.registered_at?.toISOString() ?? null }))
+    (
+      await srv.sql<Array<{ phone_e164: string; preference: string; registered_at: Date | null }>>`
+      select phone_e164, preference, registered_at from ncpr_registry order by phone_e164`
+    ).map((r) => ({ ...r, registered_at: r.registered_at?.toISOString() ?? null }))
 
   it("imports a file with a header: adds, modifications and deletes in file order; others skipped", async () => {
     await srv.sql`delete from ncpr_registry`
@@ -94,8 +102,16 @@ describe("import", () => {
 
   it("imports a file without a header (number, preference[, op[, date]]) and other header names", async () => {
     await srv.sql`delete from ncpr_registry`
-    expect(await importNcpr(srv.sql, file(`${national(10)},0\n0${national(11)},2|6,A\n${national(12)},,A\n`))).toEqual({ imported: 3, deleted: 0, skipped: 0 })
-    expect(await importNcpr(srv.sql, file(`msisdn,pref\n${india(13)},1\n`))).toEqual({ imported: 1, deleted: 0, skipped: 0 })
+    expect(await importNcpr(srv.sql, file(`${national(10)},0\n0${national(11)},2|6,A\n${national(12)},,A\n`))).toEqual({
+      imported: 3,
+      deleted: 0,
+      skipped: 0,
+    })
+    expect(await importNcpr(srv.sql, file(`msisdn,pref\n${india(13)},1\n`))).toEqual({
+      imported: 1,
+      deleted: 0,
+      skipped: 0,
+    })
     expect((await registry()).map((r) => [r.phone_e164, r.preference])).toEqual([
       [india(10), "0"],
       [india(11), "2,6"],
@@ -109,7 +125,8 @@ describe("import", () => {
     await srv.sql`delete from ncpr_registry`
     async function* big(): AsyncGenerator<string> {
       yield "number,preference\n"
-      for (let i = 0; i < 5000; i += 500) yield Array.from({ length: 500 }, (_, j) => `${national(i + j)},${(i + j) % 3 === 0 ? "0" : "1#2"}`).join("\n") + "\n"
+      for (let i = 0; i < 5000; i += 500)
+        yield `${Array.from({ length: 500 }, (_, j) => `${national(i + j)},${(i + j) % 3 === 0 ? "0" : "1#2"}`).join("\n")}\n`
     }
     expect(await importNcpr(srv.sql, big())).toEqual({ imported: 5000, deleted: 0, skipped: 0 })
     const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from ncpr_registry`
@@ -126,7 +143,11 @@ describe("import", () => {
     await expect(importNcpr(srv.sql, failing(), { replace: true })).rejects.toThrow("the download broke")
     expect((await registry()).map((r) => r.phone_e164)).toEqual([india(1), india(2), india(3)])
 
-    expect(await importNcpr(srv.sql, file(`${national(3)},1\n${national(4)},0\n`), { replace: true })).toEqual({ imported: 2, deleted: 2, skipped: 0 })
+    expect(await importNcpr(srv.sql, file(`${national(3)},1\n${national(4)},0\n`), { replace: true })).toEqual({
+      imported: 2,
+      deleted: 2,
+      skipped: 0,
+    })
     expect((await registry()).map((r) => [r.phone_e164, r.preference])).toEqual([
       [india(3), "1"],
       [india(4), "0"],
@@ -136,7 +157,11 @@ describe("import", () => {
   it("looks a number up", async () => {
     await srv.sql`delete from ncpr_registry`
     await importNcpr(srv.sql, file(`${national(7)},2#3,A,2023-05-06\n`))
-    expect(await lookupNcpr(srv.sql, india(7))).toEqual({ phone_e164: india(7), preference: "2,3", registered_at: new Date("2023-05-06T00:00:00Z") })
+    expect(await lookupNcpr(srv.sql, india(7))).toEqual({
+      phone_e164: india(7),
+      preference: "2,3",
+      registered_at: new Date("2023-05-06T00:00:00Z"),
+    })
     expect(await lookupNcpr(srv.sql, india(8))).toBeUndefined()
     expect(await lookupNcpr(srv.sql, "+14152000001")).toBeUndefined()
   })
@@ -149,11 +174,19 @@ describe("parley ncpr import", () => {
     try {
       const path = join(dir, "registry.csv")
       writeFileSync(path, `number,preference,op\n${national(1)},0,A\n${national(2)},1#2,A\n+14152000001,0,A\n`)
-      const run = await spawnServer({ args: ["ncpr", "import", path, "--replace"], env: { ...db.env, LOG_LEVEL: "warn" }, waitFor: "exit" })
+      const run = await spawnServer({
+        args: ["ncpr", "import", path, "--replace"],
+        env: { ...db.env, LOG_LEVEL: "warn" },
+        waitFor: "exit",
+      })
       expect(await run.exited).toBe(0)
       expect(run.lines).toContainEqual({ imported: 2, deleted: 0, skipped: 1 })
 
-      const bad = await spawnServer({ args: ["ncpr", "import"], env: { ...db.env, LOG_LEVEL: "warn" }, waitFor: "exit" })
+      const bad = await spawnServer({
+        args: ["ncpr", "import"],
+        env: { ...db.env, LOG_LEVEL: "warn" },
+        waitFor: "exit",
+      })
       expect(await bad.exited).toBe(1)
       expect(bad.stderr()).toContain("usage: parley ncpr import")
 

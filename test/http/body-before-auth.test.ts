@@ -45,7 +45,9 @@ function flood(port: number, head: string, total: number, chunked: boolean): Pro
       while (sent < total && !socket.destroyed && response === "") {
         const n = Math.min(block.length, total - sent)
         const piece = n === block.length ? block : block.subarray(0, n)
-        const ok = chunked ? socket.write(`${n.toString(16)}\r\n`) && socket.write(piece) && socket.write("\r\n") : socket.write(piece)
+        const ok = chunked
+          ? socket.write(`${n.toString(16)}\r\n`) && socket.write(piece) && socket.write("\r\n")
+          : socket.write(piece)
         sent += n
         if (!ok) await new Promise<void>((r) => socket.once("drain", () => r()).once("close", () => r()))
       }
@@ -100,7 +102,10 @@ describe("an anonymous 50 MiB body to an upload route", () => {
   it("is refused with 401 without reading it when chunked", async () => {
     // Warm up every path (code loaded and compiled) so only a body could make memory grow.
     expect((await measure(chunkedHead, 2 * MiB, true)).status).toBe(401)
-    expect((await measure(chunkedHead.replace("Transfer-Encoding: chunked", `Content-Length: ${50 * MiB}`), MiB, false)).status).toBe(413)
+    expect(
+      (await measure(chunkedHead.replace("Transfer-Encoding: chunked", `Content-Length: ${50 * MiB}`), MiB, false))
+        .status,
+    ).toBe(413)
     const r = await measure(chunkedHead, 50 * MiB, true)
     expect(r.status).toBe(401)
     expect(r.growth).toBeLessThan(4 * MiB)
@@ -123,7 +128,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
   }, 60_000)
 
   it("leaves the server serving", async () => {
-    expect((await fetch(server.url + "/healthz")).status).toBe(200)
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
   })
 })
 
@@ -131,16 +136,26 @@ describe("JSON bodies on multipart routes", () => {
   let srv: TestServer
   let user: Session
   beforeAll(async () => {
-    srv = await startTestServer({ extraRoutes: probeRoutes(newProbeState()), env: { BODY_LIMIT_BYTES: "65536", UPLOAD_LIMIT_BYTES: String(4 * MiB) } })
+    srv = await startTestServer({
+      extraRoutes: probeRoutes(newProbeState()),
+      env: { BODY_LIMIT_BYTES: "65536", UPLOAD_LIMIT_BYTES: String(4 * MiB) },
+    })
     user = await api(srv).signup()
   })
   afterAll(async () => srv?.stop())
 
-  const rows = (bytes: number) => JSON.stringify({ rows: Array.from({ length: Math.ceil(bytes / 20) }, (_, i) => ({ phone: `+1415${String(i).padStart(7, "0")}` })) })
+  const rows = (bytes: number) =>
+    JSON.stringify({
+      rows: Array.from({ length: Math.ceil(bytes / 20) }, (_, i) => ({ phone: `+1415${String(i).padStart(7, "0")}` })),
+    })
 
   it("get the JSON limit, not the upload limit, with credentials: declared length", async () => {
     const body = rows(200_000)
-    const res = await fetch(srv.url + "/api/workflows/1/audience", { method: "POST", body, headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" } })
+    const res = await fetch(`${srv.url}/api/workflows/1/audience`, {
+      method: "POST",
+      body,
+      headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
+    })
     expect(res.status).toBe(413)
     expect(await res.json()).toMatchObject({ code: "PAYLOAD_TOO_LARGE", limit_bytes: 65536 })
   })
@@ -148,7 +163,9 @@ describe("JSON bodies on multipart routes", () => {
   it("get the JSON limit, not the upload limit, with credentials: chunked", async () => {
     const piece = (s: string) => `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`
     const body = rows(200_000)
-    const pieces = [`POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${user.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`]
+    const pieces = [
+      `POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${user.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    ]
     for (let i = 0; i < body.length; i += 20_000) pieces.push(piece(body.slice(i, i + 20_000)))
     pieces.push("0\r\n\r\n")
     const res = await rawRequest(srv.port, pieces, { timeoutMs: 5_000 })
@@ -157,11 +174,19 @@ describe("JSON bodies on multipart routes", () => {
   })
 
   it("still take a JSON body within the limit, and a multipart upload past it", async () => {
-    const small = await fetch(srv.url + "/test/upload-stream", { method: "POST", body: rows(30_000), headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" } })
+    const small = await fetch(`${srv.url}/test/upload-stream`, {
+      method: "POST",
+      body: rows(30_000),
+      headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
+    })
     expect(small.status).toBe(200)
     const form = new FormData()
-    form.set("file", new Blob(["phone\n" + "+14155550100\n".repeat(20_000)], { type: "text/csv" }), "a.csv") // 260 kB
-    const big = await fetch(srv.url + "/test/upload-stream", { method: "POST", body: form, headers: { authorization: `Bearer ${user.token}` } })
+    form.set("file", new Blob([`phone\n${"+14155550100\n".repeat(20_000)}`], { type: "text/csv" }), "a.csv") // 260 kB
+    const big = await fetch(`${srv.url}/test/upload-stream`, {
+      method: "POST",
+      body: form,
+      headers: { authorization: `Bearer ${user.token}` },
+    })
     expect(big.status).toBe(200)
     expect(await big.json()).toMatchObject({ file: { lines: 20_001 } })
   })
@@ -170,7 +195,7 @@ describe("JSON bodies on multipart routes", () => {
     // A cookie session is checked against the database (no cache yet): the body waits meanwhile.
     const fresh = await api(srv).signup()
     const body = rows(40_000)
-    const res = await fetch(srv.url + "/test/upload-stream", {
+    const res = await fetch(`${srv.url}/test/upload-stream`, {
       method: "POST",
       body,
       headers: { cookie: fresh.cookie, origin: srv.url, "content-type": "application/json" },

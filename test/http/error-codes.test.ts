@@ -34,7 +34,10 @@ const fieldErrors = [{ field: "f", message }]
 
 // One entry per tag (the type check fails when a DomainError has none), each with every code it can carry.
 const everyError: { readonly [T in DomainError["_tag"]]: ReadonlyArray<Extract<DomainError, { _tag: T }>> } = {
-  ValidationFailed: [new ValidationFailed({ message, errors: fieldErrors }), new ValidationFailed({ message, errors: [], status: 400 })],
+  ValidationFailed: [
+    new ValidationFailed({ message, errors: fieldErrors }),
+    new ValidationFailed({ message, errors: [], status: 400 }),
+  ],
   RuleBookInvalid: [new RuleBookInvalid({ message, errors: fieldErrors })],
   BadRequest: BAD_REQUEST_CODES.map((code) => new BadRequest({ message, code })),
   RateLimited: [new RateLimited({ message, retryAfterSeconds: 3 })],
@@ -44,9 +47,15 @@ const everyError: { readonly [T in DomainError["_tag"]]: ReadonlyArray<Extract<D
   PayloadTooLarge: [new PayloadTooLarge({ limitBytes: 10 })],
   NotFound: [new NotFound({ message })],
   MethodNotAllowed: [new MethodNotAllowed({ allow: ["GET"] })],
-  Unauthenticated: [new Unauthenticated({ message }), ...UNAUTHENTICATED_CODES.map((code) => new Unauthenticated({ message, code }))],
+  Unauthenticated: [
+    new Unauthenticated({ message }),
+    ...UNAUTHENTICATED_CODES.map((code) => new Unauthenticated({ message, code })),
+  ],
   Forbidden: [new Forbidden({ message }), ...FORBIDDEN_CODES.map((code) => new Forbidden({ message, code }))],
-  Conflict: [new Conflict({ message }), ...CONFLICT_CODES.map((code) => new Conflict({ message, code, details: { status: "x" } }))],
+  Conflict: [
+    new Conflict({ message }),
+    ...CONFLICT_CODES.map((code) => new Conflict({ message, code, details: { status: "x" } })),
+  ],
   ShuttingDown: [new ShuttingDown()],
   GatewayUnavailable: [new GatewayUnavailable({ message })],
   EncryptionUnavailable: [new EncryptionUnavailable({ message })],

@@ -13,13 +13,19 @@ const state: ProbeState = newProbeState()
 let srv: TestServer
 
 beforeAll(async () => {
-  srv = await startTestServer({ extraRoutes: probeRoutes(state), env: { SYSTEM_KEY, BODY_LIMIT_BYTES: "4096", UPLOAD_LIMIT_BYTES: "65536" } })
+  srv = await startTestServer({
+    extraRoutes: probeRoutes(state),
+    env: { SYSTEM_KEY, BODY_LIMIT_BYTES: "4096", UPLOAD_LIMIT_BYTES: "65536" },
+  })
 })
 afterAll(async () => srv?.stop())
 
 const get = (path: string, init?: RequestInit) => fetch(srv.url + path, init)
-const postJson = (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
-  fetch(srv.url + path, { method: "POST", body, headers })
+const postJson = (
+  path: string,
+  body: string,
+  headers: Record<string, string> = { "content-type": "application/json" },
+) => fetch(srv.url + path, { method: "POST", body, headers })
 
 async function expectError(res: Response, status: number, code: string, field?: string) {
   expect(res.status).toBe(status)
@@ -44,7 +50,7 @@ describe("routing", () => {
   })
 
   it("answers a known path with the wrong method with 405 and Allow", async () => {
-    const res = await fetch(srv.url + "/pricing", { method: "DELETE" })
+    const res = await fetch(`${srv.url}/pricing`, { method: "DELETE" })
     await expectError(res, 405, "METHOD_NOT_ALLOWED")
     expect(res.headers.get("allow")).toBe("GET, HEAD")
   })
@@ -59,7 +65,7 @@ describe("routing", () => {
 
   it("treats a trailing slash as the same resource and HEAD like GET without a body", async () => {
     expect((await get("/pricing/")).status).toBe(200)
-    const head = await fetch(srv.url + "/pricing", { method: "HEAD" })
+    const head = await fetch(`${srv.url}/pricing`, { method: "HEAD" })
     expect(head.status).toBe(200)
     expect(Number(head.headers.get("content-length"))).toBeGreaterThan(100)
     expect(await head.text()).toBe("")
@@ -84,9 +90,19 @@ describe("validation", () => {
   })
 
   it("refuses a body that fails its schema with 422 and the field", async () => {
-    const body = await expectError(await postJson("/test/echo", JSON.stringify({ name: "" })), 422, "VALIDATION_FAILED", "name")
+    const body = await expectError(
+      await postJson("/test/echo", JSON.stringify({ name: "" })),
+      422,
+      "VALIDATION_FAILED",
+      "name",
+    )
     expect(body).toHaveProperty("errors")
-    await expectError(await postJson("/test/echo", JSON.stringify({ name: "ok", n: 1.5 })), 422, "VALIDATION_FAILED", "n")
+    await expectError(
+      await postJson("/test/echo", JSON.stringify({ name: "ok", n: 1.5 })),
+      422,
+      "VALIDATION_FAILED",
+      "n",
+    )
     await expectError(await postJson("/test/echo", "[]"), 422, "VALIDATION_FAILED")
     await expectError(await postJson("/test/echo", "null"), 422, "VALIDATION_FAILED")
     const ok = await postJson("/test/echo", JSON.stringify({ name: "ok", n: 3 }))
@@ -101,19 +117,33 @@ describe("validation", () => {
   })
 
   it("answers a wrong content type with 415", async () => {
-    await expectError(await postJson("/test/echo", "name=x", { "content-type": "application/x-www-form-urlencoded" }), 415, "UNSUPPORTED_MEDIA_TYPE")
-    await expectError(await postJson("/test/echo", '{"name":"x"}', { "content-type": "text/plain" }), 415, "UNSUPPORTED_MEDIA_TYPE")
+    await expectError(
+      await postJson("/test/echo", "name=x", { "content-type": "application/x-www-form-urlencoded" }),
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+    )
+    await expectError(
+      await postJson("/test/echo", '{"name":"x"}', { "content-type": "text/plain" }),
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+    )
     // A JSON-only route refuses multipart.
     const form = new FormData()
     form.set("name", "x")
-    await expectError(await fetch(srv.url + "/test/echo", { method: "POST", body: form }), 415, "UNSUPPORTED_MEDIA_TYPE")
+    await expectError(
+      await fetch(`${srv.url}/test/echo`, { method: "POST", body: form }),
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+    )
   })
 
   it("accepts application/json with a charset and +json types", async () => {
     const res = await postJson("/test/echo", '{"name":"ü"}', { "content-type": "application/json; charset=utf-8" })
     expect(res.status).toBe(201)
     expect(await res.json()).toEqual({ got: { name: "ü" } })
-    expect((await postJson("/test/echo", '{"name":"x"}', { "content-type": "application/merge-patch+json" })).status).toBe(201)
+    expect(
+      (await postJson("/test/echo", '{"name":"x"}', { "content-type": "application/merge-patch+json" })).status,
+    ).toBe(201)
   })
 })
 
@@ -126,7 +156,9 @@ describe("body limits", () => {
 
   it("refuses an oversize chunked body with 413 once the limit is passed", async () => {
     const chunk = "x".repeat(1000)
-    const pieces = ["POST /test/raw HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"]
+    const pieces = [
+      "POST /test/raw HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ]
     for (let i = 0; i < 8; i++) pieces.push(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
     pieces.push("0\r\n\r\n")
     const res = await rawRequest(srv.port, pieces)
@@ -138,11 +170,11 @@ describe("body limits", () => {
   it("gives multipart routes the upload limit", async () => {
     const form = new FormData()
     form.set("file", new Blob([Buffer.alloc(20_000, 65)]), "a.csv")
-    const res = await fetch(srv.url + "/test/upload", { method: "POST", body: form })
+    const res = await fetch(`${srv.url}/test/upload`, { method: "POST", body: form })
     expect(res.status).toBe(200)
     const big = new FormData()
     big.set("file", new Blob([Buffer.alloc(70_000, 65)]), "a.csv")
-    await expectError(await fetch(srv.url + "/test/upload", { method: "POST", body: big }), 413, "PAYLOAD_TOO_LARGE")
+    await expectError(await fetch(`${srv.url}/test/upload`, { method: "POST", body: big }), 413, "PAYLOAD_TOO_LARGE")
   })
 })
 
@@ -151,7 +183,7 @@ describe("bodies", () => {
     const form = new FormData()
     form.set("note", "hello")
     form.set("file", new Blob(["phone,name\n+14155550100,Ann\n"], { type: "text/csv" }), "audience.csv")
-    const res = await fetch(srv.url + "/test/upload", { method: "POST", body: form })
+    const res = await fetch(`${srv.url}/test/upload`, { method: "POST", body: form })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({
       json_rows: null,
@@ -174,9 +206,17 @@ describe("bodies", () => {
 
   it("gives raw routes the exact bytes, whatever the content type", async () => {
     const bytes = Buffer.from([0, 1, 2, 255, 254, 13, 10, 0x7b])
-    const res = await fetch(srv.url + "/test/raw", { method: "POST", body: bytes, headers: { "content-type": "application/weird" } })
-    expect(await res.json()).toEqual({ sha256: createHash("sha256").update(bytes).digest("hex"), length: 8, type: "application/weird" })
-    const empty = await fetch(srv.url + "/test/raw", { method: "POST" })
+    const res = await fetch(`${srv.url}/test/raw`, {
+      method: "POST",
+      body: bytes,
+      headers: { "content-type": "application/weird" },
+    })
+    expect(await res.json()).toEqual({
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      length: 8,
+      type: "application/weird",
+    })
+    const empty = await fetch(`${srv.url}/test/raw`, { method: "POST" })
     expect(await empty.json()).toMatchObject({ length: 0 })
   })
 })
@@ -201,7 +241,8 @@ describe("streams", () => {
       if (done) break
       // Each 64 KiB chunk is filled with its index mod 251: bytes arrive in order and intact.
       const offset = total
-      for (let j = 0; j < value.length; j += 4096) if (value[j] !== Math.floor((offset + j) / 65536) % 251) chunkIndexOk = false
+      for (let j = 0; j < value.length; j += 4096)
+        if (value[j] !== Math.floor((offset + j) / 65536) % 251) chunkIndexOk = false
       total += value.length
     }
     expect(chunkIndexOk).toBe(true)
@@ -244,7 +285,9 @@ describe("failures never take the server down", () => {
     // Half a body, then the connection drops.
     await new Promise<void>((resolve) => {
       const s = connect(srv.port, "127.0.0.1", () => {
-        s.write("POST /test/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
+        s.write(
+          'POST /test/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+        )
         setTimeout(() => {
           s.destroy()
           resolve()
@@ -255,7 +298,12 @@ describe("failures never take the server down", () => {
   })
 
   it("survives garbage on the wire", async () => {
-    for (const junk of ["\x00\x01\x02\r\n\r\n", "GET\r\n\r\n", "POST /test/echo HTTP/1.1\r\nContent-Length: -5\r\n\r\n", "GARBAGE / HTTP/9.9\r\n\r\n"]) {
+    for (const junk of [
+      "\x00\x01\x02\r\n\r\n",
+      "GET\r\n\r\n",
+      "POST /test/echo HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+      "GARBAGE / HTTP/9.9\r\n\r\n",
+    ]) {
       await rawRequest(srv.port, junk, { timeoutMs: 500 }).catch(() => undefined)
     }
     await stillServing()
@@ -274,7 +322,7 @@ describe("request ids", () => {
 })
 
 describe("system-key routes", () => {
-  const post = (headers: Record<string, string>) => fetch(srv.url + "/test/system", { method: "POST", headers })
+  const post = (headers: Record<string, string>) => fetch(`${srv.url}/test/system`, { method: "POST", headers })
 
   it("refuse a missing or wrong X-System-Key with 401", async () => {
     await expectError(await post({}), 401, "UNAUTHENTICATED")
@@ -284,13 +332,18 @@ describe("system-key routes", () => {
   it("accept the right key and read X-Tenant-Id", async () => {
     expect(await (await post({ "x-system-key": SYSTEM_KEY, "x-tenant-id": "42" })).json()).toEqual({ tenant_id: 42 })
     expect(await (await post({ "x-system-key": SYSTEM_KEY })).json()).toEqual({ tenant_id: null })
-    await expectError(await post({ "x-system-key": SYSTEM_KEY, "x-tenant-id": "4x" }), 422, "VALIDATION_FAILED", "X-Tenant-Id")
+    await expectError(
+      await post({ "x-system-key": SYSTEM_KEY, "x-tenant-id": "4x" }),
+      422,
+      "VALIDATION_FAILED",
+      "X-Tenant-Id",
+    )
   })
 
   it("are 404 in a deployment without SYSTEM_KEY", async () => {
     const other = await startTestServer({ extraRoutes: probeRoutes(newProbeState()) })
     try {
-      const res = await fetch(other.url + "/test/system", { method: "POST", headers: { "x-system-key": SYSTEM_KEY } })
+      const res = await fetch(`${other.url}/test/system`, { method: "POST", headers: { "x-system-key": SYSTEM_KEY } })
       await expectError(res, 404, "NOT_FOUND")
     } finally {
       await other.stop()

@@ -12,10 +12,24 @@ import { newProbeState, probeRoutes } from "../support/probes.js"
 describe("configuration", () => {
   it("parses defaults and values", () => {
     const c = loadConfig({})
-    expect(c).toMatchObject({ host: "0.0.0.0", port: 8080, databaseUrl: undefined, natsUrl: undefined, bodyLimitBytes: 1_048_576, busNamespace: "" })
-    expect(loadConfig({ PORT: "9000", DATABASE_URL: "postgres://u@h/db", LOG_LEVEL: "debug" })).toMatchObject({ port: 9000, databaseUrl: "postgres://u@h/db", logLevel: "debug" })
+    expect(c).toMatchObject({
+      host: "0.0.0.0",
+      port: 8080,
+      databaseUrl: undefined,
+      natsUrl: undefined,
+      bodyLimitBytes: 1_048_576,
+      busNamespace: "",
+    })
+    expect(loadConfig({ PORT: "9000", DATABASE_URL: "postgres://u@h/db", LOG_LEVEL: "debug" })).toMatchObject({
+      port: 9000,
+      databaseUrl: "postgres://u@h/db",
+      logLevel: "debug",
+    })
     // Empty means unset, as shells and compose files often leave it.
-    expect(loadConfig({ DATABASE_URL: "", NATS_URL: " " })).toMatchObject({ databaseUrl: undefined, natsUrl: undefined })
+    expect(loadConfig({ DATABASE_URL: "", NATS_URL: " " })).toMatchObject({
+      databaseUrl: undefined,
+      natsUrl: undefined,
+    })
   })
 
   it("names every malformed variable", () => {
@@ -26,7 +40,8 @@ describe("configuration", () => {
       err = e
     }
     expect(err).toBeInstanceOf(ConfigError)
-    for (const name of ["PORT", "DATABASE_URL", "LOG_LEVEL", "SYSTEM_KEY"]) expect((err as Error).message).toContain(name)
+    for (const name of ["PORT", "DATABASE_URL", "LOG_LEVEL", "SYSTEM_KEY"])
+      expect((err as Error).message).toContain(name)
   })
 })
 
@@ -64,7 +79,7 @@ describe("the parley process", () => {
     const db = await freshDatabase()
     try {
       const p = await spawnServer({ env: db.env })
-      const res = await fetch(p.url + "/pricing", { headers: { "x-request-id": "life-1" } })
+      const res = await fetch(`${p.url}/pricing`, { headers: { "x-request-id": "life-1" } })
       expect(res.status).toBe(200)
       await expect.poll(() => p.lines.some((l) => l["req_id"] === "life-1")).toBe(true)
       const line = p.lines.find((l) => l["req_id"] === "life-1")!
@@ -91,15 +106,36 @@ describe("a server whose log reader stopped reading", () => {
     // stdout is a pipe nobody reads: once its buffer is full, every log write would block.
     const child = spawn(process.execPath, ["--import", "tsx", join(PROJECT_ROOT, "src/main/main.ts"), "serve"], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? "", ...db.env, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "info", BUS_NAMESPACE: `t${Date.now()}` },
+      env: {
+        PATH: process.env.PATH ?? "",
+        ...db.env,
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        LOG_LEVEL: "info",
+        BUS_NAMESPACE: `t${Date.now()}`,
+      },
       stdio: ["ignore", "pipe", "ignore"],
     })
     child.stdout!.pause()
-    const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)))
+    const exited = new Promise<number | string>((resolve) =>
+      child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)),
+    )
     try {
-      await expect.poll(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0), { timeout: 30_000, interval: 200 }).toBe(200)
+      await expect
+        .poll(
+          () =>
+            fetch(`http://127.0.0.1:${port}/healthz`).then(
+              (r) => r.status,
+              () => 0,
+            ),
+          { timeout: 30_000, interval: 200 },
+        )
+        .toBe(200)
       // Each request logs a line: far more than a pipe buffer holds.
-      for (let i = 0; i < 40; i++) await Promise.all(Array.from({ length: 50 }, () => fetch(`http://127.0.0.1:${port}/pricing`).then((r) => r.arrayBuffer())))
+      for (let i = 0; i < 40; i++)
+        await Promise.all(
+          Array.from({ length: 50 }, () => fetch(`http://127.0.0.1:${port}/pricing`).then((r) => r.arrayBuffer())),
+        )
       const t0 = Date.now()
       child.kill("SIGTERM")
       const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 20_000))])
@@ -121,8 +157,8 @@ describe("graceful shutdown", () => {
   afterAll(async () => srv?.stop())
 
   it("finishes in-flight requests, ends streams, then refuses new connections", async () => {
-    const slow = fetch(srv.url + "/test/slow?ms=1000")
-    const streaming = await fetch(srv.url + "/test/stream?n=10000")
+    const slow = fetch(`${srv.url}/test/slow?ms=1000`)
+    const streaming = await fetch(`${srv.url}/test/stream?n=10000`)
     expect(streaming.status).toBe(200)
     const stream = readSlowly(streaming)
     await expect.poll(() => stream.received).toBeGreaterThan(512 * 1024)
@@ -136,14 +172,14 @@ describe("graceful shutdown", () => {
     expect(probes.streamEnded).toBe(true)
     expect(stream.intact).toBe(true)
     expect(stream.received).toBe(probes.streamWritten * 64 * 1024)
-    await expect(fetch(srv.url + "/pricing")).rejects.toThrow()
+    await expect(fetch(`${srv.url}/pricing`)).rejects.toThrow()
   })
 
   it("delivers the rest of an ended stream to a slow reader before closing its connection", async () => {
     const state = newProbeState()
     const own = await startTestServer({ extraRoutes: probeRoutes(state) })
     try {
-      const streaming = await fetch(own.url + "/test/stream?n=10000")
+      const streaming = await fetch(`${own.url}/test/stream?n=10000`)
       expect(streaming.status).toBe(200)
       // The client reads slowly, before and during shutdown: the producer is always held up by
       // backpressure, so when shutdown ends the stream uWS still holds bytes the socket has not
@@ -168,7 +204,7 @@ describe("graceful shutdown", () => {
     const state = newProbeState()
     const own = await startTestServer({ env: { SHUTDOWN_TIMEOUT_MS: "400" }, extraRoutes: probeRoutes(state) })
     try {
-      const streaming = await fetch(own.url + "/test/stream?n=10000")
+      const streaming = await fetch(`${own.url}/test/stream?n=10000`)
       expect(streaming.status).toBe(200)
       // Never read: wait until the socket buffers are full and the producer is held.
       await expect
@@ -199,7 +235,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * 64 KiB chunk is filled with its index mod 251, so bytes must arrive in order and intact.
  * `done` rejects if the body ends without its terminating chunk.
  */
-function readSlowly(res: Response, pauseMs = 20): { readonly received: number; readonly intact: boolean; readonly done: Promise<void> } {
+function readSlowly(
+  res: Response,
+  pauseMs = 20,
+): { readonly received: number; readonly intact: boolean; readonly done: Promise<void> } {
   const reader = res.body!.getReader()
   let received = 0
   let intact = true

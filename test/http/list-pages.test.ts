@@ -56,7 +56,15 @@ async function expectRefusals(path: string) {
     expect(res.status, `limit=${limit}`).toBe(422)
     expect(res.body).toMatchObject({ code: "VALIDATION_FAILED", field: "limit" })
   }
-  for (const cursor of ["garbage!", "bm90LWEtY3Vyc29y", "aWQ6MA", "aWQ6LTE", "2024-01-01T00:00:00Z", "x".repeat(200), ""]) {
+  for (const cursor of [
+    "garbage!",
+    "bm90LWEtY3Vyc29y",
+    "aWQ6MA",
+    "aWQ6LTE",
+    "2024-01-01T00:00:00Z",
+    "x".repeat(200),
+    "",
+  ]) {
     const res = await get(`${path}${sep}cursor=${encodeURIComponent(cursor)}`)
     expect(res.status, `cursor=${cursor}`).toBe(422)
     expect(res.body).toMatchObject({ code: "VALIDATION_FAILED", field: "cursor" })

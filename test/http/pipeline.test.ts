@@ -31,8 +31,20 @@ import { validateBody, validateInput } from "../../api/pipeline/validate.js"
 const handler = () => Effect.succeed(json({}))
 const limits = { bodyLimitBytes: 1000, uploadLimitBytes: 50_000 }
 const doc = { summary: "", tags: [], handler }
-const jsonRoute = route({ method: "POST", path: "/x", auth: "public", body: { json: z.object({ a: z.number() }) }, ...doc })
-const uploadRoute = route({ method: "POST", path: "/u", auth: "jwt", body: { json: z.unknown(), multipart: "stream" }, ...doc })
+const jsonRoute = route({
+  method: "POST",
+  path: "/x",
+  auth: "public",
+  body: { json: z.object({ a: z.number() }) },
+  ...doc,
+})
+const uploadRoute = route({
+  method: "POST",
+  path: "/u",
+  auth: "jwt",
+  body: { json: z.unknown(), multipart: "stream" },
+  ...doc,
+})
 const partsRoute = route({ method: "POST", path: "/p", auth: "jwt-only", body: { multipart: true }, ...doc })
 const user: Principal = {
   kind: "user",
@@ -117,15 +129,26 @@ describe("authenticate", () => {
   })
   it("releases the held body before a synchronous answer is handed on", () => {
     const events: string[] = []
-    const caller = authenticate(() => (events.push("check"), user), () => events.push("release"))
+    const caller = authenticate(
+      () => (events.push("check"), user),
+      () => events.push("release"),
+    )
     expect(caller).toBe(user)
     expect(events).toEqual(["check", "release"])
     const refused = new Unauthenticated({ message: "no" })
-    expect(authenticate(() => refused, () => {})).toBe(refused)
+    expect(
+      authenticate(
+        () => refused,
+        () => {},
+      ),
+    ).toBe(refused)
   })
   it("releases once an asynchronous check settles", async () => {
     let released = 0
-    const pending = authenticate(() => Promise.resolve(user), () => released++)
+    const pending = authenticate(
+      () => Promise.resolve(user),
+      () => released++,
+    )
     expect(pending).toBeInstanceOf(Promise)
     expect(released).toBe(0)
     expect(await pending).toBe(user)
@@ -133,11 +156,17 @@ describe("authenticate", () => {
   })
   it("turns a check that throws or rejects into a lookup failure, and still releases", async () => {
     let released = 0
-    const thrown = authenticate(() => {
-      throw new Error("db down")
-    }, () => released++)
+    const thrown = authenticate(
+      () => {
+        throw new Error("db down")
+      },
+      () => released++,
+    )
     expect(thrown).toBeInstanceOf(LookupFailed)
-    const rejected = await authenticate(() => Promise.reject(new Error("late")), () => released++)
+    const rejected = await authenticate(
+      () => Promise.reject(new Error("late")),
+      () => released++,
+    )
     expect(rejected).toBeInstanceOf(LookupFailed)
     expect((rejected as LookupFailed).cause).toEqual(new Error("late"))
     expect(released).toBe(2)
@@ -168,7 +197,10 @@ describe("negotiate", () => {
   const spec = jsonRoute.body
   it("parses JSON of any JSON media type, and an empty untyped body as none", () => {
     const patch = "Application/Merge-Patch+JSON; charset=utf-8"
-    expect(negotiate(spec, "application/json", Buffer.from('{"a":1}'), false)).toEqual({ kind: "json", value: { a: 1 } })
+    expect(negotiate(spec, "application/json", Buffer.from('{"a":1}'), false)).toEqual({
+      kind: "json",
+      value: { a: 1 },
+    })
     expect(negotiate(spec, patch, Buffer.from("2"), false)).toEqual({ kind: "json", value: 2 })
     expect(negotiate(spec, undefined, Buffer.alloc(0), false)).toEqual({ kind: "json", value: undefined })
   })

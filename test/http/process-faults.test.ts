@@ -36,7 +36,7 @@ describe("faults nobody caught", () => {
     const line = server.lines.find((l) => l.msg === "unhandled rejection")!
     expect(line.level).toBe("error")
     expect(line.err).toMatchObject({ message: "a rejection nobody awaited" })
-    expect((await fetch(server.url + "/healthz")).status).toBe(200)
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
     expect(server.child.exitCode).toBeNull()
   })
 
@@ -45,7 +45,10 @@ describe("faults nobody caught", () => {
     const code = await Promise.race([server.exited, new Promise((r) => setTimeout(() => r("still running"), 20_000))])
     expect(code).toBe(1)
     const fatal = server.lines.find((l) => l.level === "fatal")
-    expect(fatal).toMatchObject({ msg: "uncaught exception: shutting down", err: { message: "an exception nobody caught" } })
+    expect(fatal).toMatchObject({
+      msg: "uncaught exception: shutting down",
+      err: { message: "an exception nobody caught" },
+    })
     // The graceful stop ran: HTTP closed and the services disposed before the exit.
     expect(server.lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["http closed", "stopped"]))
   }, 30_000)

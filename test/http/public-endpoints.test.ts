@@ -9,7 +9,9 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const getJson = async <T = Record<string, unknown>>(path: string): Promise<{ status: number; body: T; res: Response }> => {
+const getJson = async <T = Record<string, unknown>>(
+  path: string,
+): Promise<{ status: number; body: T; res: Response }> => {
   const res = await fetch(srv.url + path)
   return { status: res.status, body: (await res.json()) as T, res }
 }
@@ -36,7 +38,7 @@ describe("GET /healthz", () => {
   it("reports the gateways mode when the stub was not asked for", async () => {
     const other = await startTestServer({ env: { PAYMENTS: "gateways" } })
     try {
-      const body = (await (await fetch(other.url + "/healthz")).json()) as any
+      const body = (await (await fetch(`${other.url}/healthz`)).json()) as any
       expect(body.payments).toEqual({ mode: "gateways", gw_card: false, gw_upi: false })
     } finally {
       await other.stop()
@@ -47,11 +49,15 @@ describe("GET /healthz", () => {
     const other = await startTestServer()
     try {
       await other.sql.end({ timeout: 0 })
-      const res = await fetch(other.url + "/healthz")
+      const res = await fetch(`${other.url}/healthz`)
       expect(res.status).toBe(503)
       const body = (await res.json()) as any
       expect(body.status).toBe("unavailable")
-      expect(body.checks.database).toEqual({ ok: false, kind: realServices ? "postgres" : "pglite", code: "DATABASE_UNREACHABLE" })
+      expect(body.checks.database).toEqual({
+        ok: false,
+        kind: realServices ? "postgres" : "pglite",
+        code: "DATABASE_UNREACHABLE",
+      })
       // The driver's message (which can name hosts and ports) is logged, not answered.
       expect(body.checks.database.error).toBeUndefined()
     } finally {
@@ -66,12 +72,22 @@ describe("GET /pricing", () => {
   it("has every path of the spec, currency-keyed", async () => {
     const { status, body: p } = await getJson<any>("/pricing")
     expect(status).toBe(200)
-    for (const v of [p.plans.byok.fee_minor, p.plans.all_inclusive.rate_per_minute_minor, p.trial_credit_minor, p.topup.minimum_minor]) {
+    for (const v of [
+      p.plans.byok.fee_minor,
+      p.plans.all_inclusive.rate_per_minute_minor,
+      p.trial_credit_minor,
+      p.topup.minimum_minor,
+    ]) {
       currencyKeyed(v)
       expect(Number.isInteger(v.INR) && v.INR > 0).toBe(true)
       expect(Number.isInteger(v.USD) && v.USD > 0).toBe(true)
     }
-    for (const v of [p.plans.byok.fee_display, p.plans.all_inclusive.rate_per_minute_display, p.trial_credit_display, p.examples.max_utilisation_cost_display]) {
+    for (const v of [
+      p.plans.byok.fee_display,
+      p.plans.all_inclusive.rate_per_minute_display,
+      p.trial_credit_display,
+      p.examples.max_utilisation_cost_display,
+    ]) {
       currencyKeyed(v)
       expect(v.INR).toMatch(/^₹[\d,]+\.\d{2}$/)
       expect(v.USD).toMatch(/^\$[\d,]+\.\d{2}$/)
@@ -85,14 +101,20 @@ describe("GET /pricing", () => {
     const rate = p.plans.all_inclusive.rate_per_minute_minor
     expect(p.plans.all_inclusive.rate_per_minute_display.USD).toBe(`$${(rate.USD / 100).toFixed(2)}`)
     const cost = p.examples.max_utilisation_minutes * rate.USD
-    expect(p.examples.max_utilisation_cost_display.USD).toBe(`$${(cost / 100).toLocaleString("en-US", { minimumFractionDigits: 2 })}`)
+    expect(p.examples.max_utilisation_cost_display.USD).toBe(
+      `$${(cost / 100).toLocaleString("en-US", { minimumFractionDigits: 2 })}`,
+    )
   })
 })
 
 /** Walks MP3 frames from the first sync word; returns how many chained back to back. */
 function mp3Frames(buf: Uint8Array): number {
   const BITRATES = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
-  const RATES: Record<number, number[]> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] }
+  const RATES: Record<number, number[]> = {
+    3: [44100, 48000, 32000],
+    2: [22050, 24000, 16000],
+    0: [11025, 12000, 8000],
+  }
   let i = 0
   while (i < buf.length - 1 && !(buf[i] === 0xff && (buf[i + 1]! & 0xe0) === 0xe0)) i++
   let frames = 0
@@ -100,7 +122,9 @@ function mp3Frames(buf: Uint8Array): number {
     if (buf[i] !== 0xff || (buf[i + 1]! & 0xe0) !== 0xe0) break
     const version = (buf[i + 1]! >> 3) & 3
     const layer = (buf[i + 1]! >> 1) & 3
-    const bitrate = (version === 3 ? [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320] : BITRATES)[(buf[i + 2]! >> 4) & 15]
+    const bitrate = (version === 3 ? [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320] : BITRATES)[
+      (buf[i + 2]! >> 4) & 15
+    ]
     const rate = RATES[version]?.[(buf[i + 2]! >> 2) & 3]
     if (layer !== 1 || !bitrate || !rate) break
     const padding = (buf[i + 2]! >> 1) & 1
@@ -139,10 +163,10 @@ describe("GET /voices", () => {
   }, 120_000)
 
   it("answers an unknown voice with 404 and a malformed id with 422", async () => {
-    const res = await fetch(srv.url + "/voices/nobody/sample.mp3")
+    const res = await fetch(`${srv.url}/voices/nobody/sample.mp3`)
     expect(res.status).toBe(404)
     expect(await res.json()).toMatchObject({ code: "NOT_FOUND" })
-    const bad = await fetch(srv.url + "/voices/Bad%20Id/sample.mp3")
+    const bad = await fetch(`${srv.url}/voices/Bad%20Id/sample.mp3`)
     expect(bad.status).toBe(422)
     expect(await bad.json()).toMatchObject({ code: "VALIDATION_FAILED", field: "voice_id" })
   })
@@ -187,12 +211,22 @@ describe("GET /openapi.json", () => {
     expect(status).toBe(200)
     expect(body.openapi).toBe("3.1.0")
     expect(body.info.version).toBe("0.3.0")
-    for (const p of ["/healthz", "/pricing", "/voices", "/voices/{voice_id}/sample.mp3", "/api/objections", "/api/objections/{id}", "/openapi.json"])
+    for (const p of [
+      "/healthz",
+      "/pricing",
+      "/voices",
+      "/voices/{voice_id}/sample.mp3",
+      "/api/objections",
+      "/api/objections/{id}",
+      "/openapi.json",
+    ])
       expect(body.paths[p]?.get, p).toBeDefined()
     const one = body.paths["/api/objections/{id}"].get
     expect(one.parameters).toContainEqual(expect.objectContaining({ name: "id", in: "path", required: true }))
     expect(one.responses["422"]).toBeDefined()
-    expect(body.paths["/api/objections"].get.parameters).toContainEqual(expect.objectContaining({ name: "category", in: "query", required: false }))
+    expect(body.paths["/api/objections"].get.parameters).toContainEqual(
+      expect.objectContaining({ name: "category", in: "query", required: false }),
+    )
     expect(body.servers).toContainEqual({ url: "/v1" })
   })
 })

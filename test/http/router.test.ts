@@ -26,13 +26,22 @@ const found = (method: string, path: string) => {
 
 describe("Router", () => {
   it("matches statics before parameters at the same depth", () => {
-    expect(found("POST", "/api/workflows/preview-opening")).toEqual({ path: "/api/workflows/preview-opening", params: {} })
-    expect(found("GET", "/api/workflows/preview-opening")).toEqual({ path: "/api/workflows/{id}", params: { id: "preview-opening" } })
+    expect(found("POST", "/api/workflows/preview-opening")).toEqual({
+      path: "/api/workflows/preview-opening",
+      params: {},
+    })
+    expect(found("GET", "/api/workflows/preview-opening")).toEqual({
+      path: "/api/workflows/{id}",
+      params: { id: "preview-opening" },
+    })
     expect(found("POST", "/api/workflows/12/run")).toEqual({ path: "/api/workflows/{id}/run", params: { id: "12" } })
   })
 
   it("decodes parameters (a + in an E.164 number arrives as %2B)", () => {
-    expect(found("DELETE", "/dnc/%2B14155550100")).toEqual({ path: "/dnc/{phone_e164}", params: { phone_e164: "+14155550100" } })
+    expect(found("DELETE", "/dnc/%2B14155550100")).toEqual({
+      path: "/dnc/{phone_e164}",
+      params: { phone_e164: "+14155550100" },
+    })
     expect(found("DELETE", "/dnc/%E0%A4")).toBe("not-found")
   })
 
@@ -44,7 +53,10 @@ describe("Router", () => {
   })
 
   it("tells 404 from 405 and lists the allowed methods", () => {
-    expect(router.match("PUT", "/api/workflows")).toEqual({ kind: "method-not-allowed", allow: ["GET", "POST", "HEAD"] })
+    expect(router.match("PUT", "/api/workflows")).toEqual({
+      kind: "method-not-allowed",
+      allow: ["GET", "POST", "HEAD"],
+    })
     expect(router.match("GET", "/api/workflows/1/run")).toEqual({ kind: "method-not-allowed", allow: ["POST"] })
     expect(router.match("GET", "/api/nothing")).toEqual({ kind: "not-found" })
     expect(router.match("HEAD", "/api/workflows").kind).toBe("found")

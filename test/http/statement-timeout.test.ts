@@ -16,7 +16,11 @@ const probes = [
     auth: "public",
     summary: "runs a statement longer than the timeout",
     tags: ["test"],
-    handler: () => Effect.map(query((sql) => sql`select pg_sleep(2)`), () => json({ slept: true })),
+    handler: () =>
+      Effect.map(
+        query((sql) => sql`select pg_sleep(2)`),
+        () => json({ slept: true }),
+      ),
   }),
   route({
     method: "GET",
@@ -24,7 +28,10 @@ const probes = [
     auth: "public",
     summary: "fails as postgres.js does when Postgres cancels a statement",
     tags: ["test"],
-    handler: () => Effect.die(Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014", severity: "ERROR" })),
+    handler: () =>
+      Effect.die(
+        Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014", severity: "ERROR" }),
+      ),
   }),
 ]
 
@@ -36,21 +43,26 @@ afterAll(async () => srv?.stop())
 
 describe("statement_timeout", () => {
   it("answers a cancelled statement with 503 DATABASE_TIMEOUT and Retry-After", async () => {
-    const res = await fetch(srv.url + "/test/cancelled-statement")
+    const res = await fetch(`${srv.url}/test/cancelled-statement`)
     expect(res.status).toBe(503)
     expect(res.headers.get("retry-after")).toBe("5")
     expect(await res.json()).toEqual({ error: expect.any(String), code: "DATABASE_TIMEOUT" })
   })
 
-  it.skipIf(!realServices)("is set on the server's connections and cancels a long statement (real Postgres)", async () => {
-    const db = await srv.running.runtime.runPromise(query((sql) => sql<[{ statement_timeout: string }]>`show statement_timeout`))
-    expect(db[0].statement_timeout).toBe("300ms")
-    const t0 = Date.now()
-    const res = await fetch(srv.url + "/test/slow-statement")
-    expect(res.status).toBe(503)
-    expect(await res.json()).toMatchObject({ code: "DATABASE_TIMEOUT" })
-    expect(Date.now() - t0).toBeLessThan(1_500)
-    // The connection is fine afterwards.
-    expect((await fetch(srv.url + "/healthz")).status).toBe(200)
-  })
+  it.skipIf(!realServices)(
+    "is set on the server's connections and cancels a long statement (real Postgres)",
+    async () => {
+      const db = await srv.running.runtime.runPromise(
+        query((sql) => sql<[{ statement_timeout: string }]>`show statement_timeout`),
+      )
+      expect(db[0].statement_timeout).toBe("300ms")
+      const t0 = Date.now()
+      const res = await fetch(`${srv.url}/test/slow-statement`)
+      expect(res.status).toBe(503)
+      expect(await res.json()).toMatchObject({ code: "DATABASE_TIMEOUT" })
+      expect(Date.now() - t0).toBeLessThan(1_500)
+      // The connection is fine afterwards.
+      expect((await fetch(`${srv.url}/healthz`)).status).toBe(200)
+    },
+  )
 })

@@ -16,10 +16,15 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const csv = (rows: number) => "phone,name\n" + Array.from({ length: rows }, (_, i) => `+1415555${String(i).padStart(4, "0")},Person ${i}`).join("\n") + "\n"
+const csv = (rows: number) =>
+  `phone,name\n${Array.from({ length: rows }, (_, i) => `+1415555${String(i).padStart(4, "0")},Person ${i}`).join("\n")}\n`
 
 const post = (body: FormData | string, headers: Record<string, string> = {}) =>
-  fetch(srv.url + "/test/upload-stream", { method: "POST", body, headers: { authorization: `Bearer ${user.token}`, ...headers } })
+  fetch(`${srv.url}/test/upload-stream`, {
+    method: "POST",
+    body,
+    headers: { authorization: `Bearer ${user.token}`, ...headers },
+  })
 
 describe("streamed multipart uploads", () => {
   it("hands the first file part to the handler as a stream", async () => {
@@ -30,7 +35,9 @@ describe("streamed multipart uploads", () => {
     form.append("second", new Blob(["not wanted"]), "b.csv")
     const res = await post(form)
     expect(res.status).toBe(200)
-    const { file } = (await res.json()) as { file: { field: string; filename: string; bytes: number; lines: number; chunks: number } }
+    const { file } = (await res.json()) as {
+      file: { field: string; filename: string; bytes: number; lines: number; chunks: number }
+    }
     expect(file).toMatchObject({ field: "file", filename: "audience.csv", bytes: Buffer.byteLength(text), lines: 5001 })
   })
 
@@ -47,8 +54,11 @@ describe("streamed multipart uploads", () => {
   })
 
   it("authenticates before reading: an anonymous upload is 401 and its connection is closed", async () => {
-    const body = "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n" + csv(100) + "\r\n--b--\r\n"
-    const res = await rawRequest(srv.port, `POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${csv(100)}\r\n--b--\r\n`
+    const res = await rawRequest(
+      srv.port,
+      `POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
     expect(res.status).toBe(401)
     expect(JSON.parse(res.body)).toMatchObject({ code: "UNAUTHENTICATED" })
     expect(res.closed).toBe(true)
@@ -70,7 +80,7 @@ describe("streamed multipart uploads", () => {
   })
 
   it("answers a form cut off before its end with 400 BAD_MULTIPART", async () => {
-    const body = '--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n' + csv(10) // no closing boundary
+    const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${csv(10)}` // no closing boundary
     const res = await post(body, { "content-type": "multipart/form-data; boundary=b" })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ code: "BAD_MULTIPART" })
@@ -83,7 +93,7 @@ describe("streamed multipart uploads", () => {
   })
 
   it("keeps serving after all of that", async () => {
-    const res = await fetch(srv.url + "/healthz")
+    const res = await fetch(`${srv.url}/healthz`)
     expect(res.status).toBe(200)
   })
 })

@@ -16,11 +16,20 @@ interface Answer {
   readonly body: Record<string, unknown>
 }
 
-async function call(base: string, method: "GET" | "POST", path: string, opts: { bearer?: string; body?: unknown } = {}): Promise<Answer> {
+async function call(
+  base: string,
+  method: "GET" | "POST",
+  path: string,
+  opts: { bearer?: string; body?: unknown } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {}
   if (opts.bearer !== undefined) headers["authorization"] = `Bearer ${opts.bearer}`
   if (opts.body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
+  })
   const text = await res.text()
   return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) }
 }
@@ -29,7 +38,9 @@ async function call(base: string, method: "GET" | "POST", path: string, opts: { 
 async function newAccount(base: string): Promise<{ signIn(on: string): Promise<string> }> {
   const email = `revoke-${randomBytes(5).toString("hex")}@example.com`
   const password = "correct-horse-battery"
-  expect(await call(base, "POST", "/auth/signup", { body: { email, password, full_name: "Revoker" } })).toMatchObject({ status: 201 })
+  expect(await call(base, "POST", "/auth/signup", { body: { email, password, full_name: "Revoker" } })).toMatchObject({
+    status: 201,
+  })
   return {
     signIn: async (on) => {
       const login = await call(on, "POST", "/auth/login", { body: { email, password } })
@@ -40,7 +51,10 @@ async function newAccount(base: string): Promise<{ signIn(on: string): Promise<s
 }
 
 async function createReadKey(base: string, jwt: string): Promise<{ id: number; secret: string }> {
-  const created = await call(base, "POST", "/api-keys", { bearer: jwt, body: { name: `race ${randomBytes(3).toString("hex")}`, scope: "read" } })
+  const created = await call(base, "POST", "/api-keys", {
+    bearer: jwt,
+    body: { name: `race ${randomBytes(3).toString("hex")}`, scope: "read" },
+  })
   expect(created).toMatchObject({ status: 201, body: { scope: "read" } })
   return { id: created.body["id"] as number, secret: created.body["secret"] as string }
 }
@@ -53,7 +67,10 @@ async function keyRevocation(a: string, b: string): Promise<void> {
   const key = await createReadKey(a, jwt)
   const warm = await call(b, "GET", "/auth/me", { bearer: key.secret })
   expect(warm).toMatchObject({ status: 200, body: { api_key: { id: key.id, scope: "read" } } })
-  expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt })).toMatchObject({ status: 200, body: { id: key.id, status: "revoked" } })
+  expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt })).toMatchObject({
+    status: 200,
+    body: { id: key.id, status: "revoked" },
+  })
   expect(await call(b, "GET", "/auth/me", { bearer: key.secret })).toMatchObject(keyRevoked)
   expect(await call(a, "GET", "/auth/me", { bearer: key.secret })).toMatchObject(keyRevoked)
 }
@@ -62,7 +79,10 @@ async function keyRevocation(a: string, b: string): Promise<void> {
 async function sessionRevocation(a: string, b: string): Promise<void> {
   const account = await newAccount(a)
   const jwt = await account.signIn(a)
-  expect(await call(b, "GET", "/auth/me", { bearer: jwt })).toMatchObject({ status: 200, body: { user: { role: "owner" } } })
+  expect(await call(b, "GET", "/auth/me", { bearer: jwt })).toMatchObject({
+    status: 200,
+    body: { user: { role: "owner" } },
+  })
   expect(await call(a, "POST", "/auth/logout", { bearer: jwt })).toMatchObject({ status: 200, body: { ok: true } })
   expect(await call(b, "GET", "/auth/me", { bearer: jwt })).toMatchObject({ status: 401 })
   expect(await call(a, "GET", "/auth/me", { bearer: jwt })).toMatchObject({ status: 401 })
@@ -76,9 +96,16 @@ async function keyRaces(a: string, b: string): Promise<void> {
   const jwt = await (await newAccount(a)).signIn(a)
   for (let i = 0; i < RACES; i++) {
     const key = await createReadKey(a, jwt)
-    expect(await call(b, "GET", "/auth/me", { bearer: key.secret }), `race ${i}: warm-up`).toMatchObject({ status: 200 })
-    expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt }), `race ${i}: revoke`).toMatchObject({ status: 200 })
-    expect(await call(b, "GET", "/auth/me", { bearer: key.secret }), `race ${i}: first request after revoke`).toMatchObject(keyRevoked)
+    expect(await call(b, "GET", "/auth/me", { bearer: key.secret }), `race ${i}: warm-up`).toMatchObject({
+      status: 200,
+    })
+    expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt }), `race ${i}: revoke`).toMatchObject({
+      status: 200,
+    })
+    expect(
+      await call(b, "GET", "/auth/me", { bearer: key.secret }),
+      `race ${i}: first request after revoke`,
+    ).toMatchObject(keyRevoked)
   }
 }
 
@@ -112,7 +139,10 @@ describe("revocation with one process on the embedded defaults", () => {
 
   it("refuses a revoked key and a signed-out session on the very next request, every time", async () => {
     const health = await call(url, "GET", "/healthz")
-    expect(health).toMatchObject({ status: 200, body: { checks: { database: { kind: "pglite" }, bus: { kind: "memory" } } } })
+    expect(health).toMatchObject({
+      status: 200,
+      body: { checks: { database: { kind: "pglite" }, bus: { kind: "memory" } } },
+    })
     await keyRevocation(url, url)
     await sessionRevocation(url, url)
     await keyRaces(url, url)
@@ -129,7 +159,11 @@ if (real)
 
     beforeAll(async () => {
       db = await freshDatabase()
-      const env = { ...db.env, NATS_URL: process.env.NATS_URL!, BUS_NAMESPACE: `revoke${randomBytes(5).toString("hex")}` }
+      const env = {
+        ...db.env,
+        NATS_URL: process.env.NATS_URL!,
+        BUS_NAMESPACE: `revoke${randomBytes(5).toString("hex")}`,
+      }
       const started = await Promise.allSettled([
         spawnServer({ role: "api", env }),
         spawnServer({ role: "api", env }),
@@ -152,7 +186,11 @@ if (real)
       for (const h of [ha, hb])
         expect(h).toMatchObject({
           status: 200,
-          body: { status: "ok", instance: { role: "api" }, checks: { database: { kind: "postgres" }, bus: { kind: "nats" }, runtime: { ok: true } } },
+          body: {
+            status: "ok",
+            instance: { role: "api" },
+            checks: { database: { kind: "postgres" }, bus: { kind: "nats" }, runtime: { ok: true } },
+          },
         })
       expect((ha.body["instance"] as { id: string }).id).not.toBe((hb.body["instance"] as { id: string }).id)
     })
@@ -168,16 +206,22 @@ if (real)
       const jwt = await account.signIn(a)
       const me = await call(a, "GET", "/auth/me", { bearer: jwt })
       const tenantId = (me.body["tenant"] as { id: number }).id
-      const wf = await call(a, "POST", "/api/workflows", { bearer: jwt, body: { nl_prompt: "Check in with our customers." } })
+      const wf = await call(a, "POST", "/api/workflows", {
+        bearer: jwt,
+        body: { nl_prompt: "Check in with our customers." },
+      })
       expect(wf).toMatchObject({ status: 201 })
       const sql = connectPostgres(db.env.DATABASE_URL!, 1)
       let runId: number
       try {
-        ;[{ id: runId }] = await sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${wf.body["id"] as number}, 'running') returning id`
+        ;[{ id: runId }] = await sql<
+          [{ id: number }]
+        >`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${wf.body["id"] as number}, 'running') returning id`
       } finally {
         await sql.end()
       }
-      const endsWithin = (c: SseClient, ms: number) => Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+      const endsWithin = (c: SseClient, ms: number) =>
+        Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
 
       const key = await createReadKey(a, jwt)
       const byKey = sse(`${b}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${key.secret}` })

@@ -23,7 +23,11 @@ describe.skipIf(!real)("turn streams from a runtime process to two api processes
       DIALER_CPS_PER_TENANT: "100",
       RUN_CLAIM_INTERVAL_MS: "250",
     }
-    const [apiA, apiB, runtime] = await Promise.all([spawnServer({ role: "api", env }), spawnServer({ role: "api", env }), spawnServer({ role: "runtime", env })])
+    const [apiA, apiB, runtime] = await Promise.all([
+      spawnServer({ role: "api", env }),
+      spawnServer({ role: "api", env }),
+      spawnServer({ role: "runtime", env }),
+    ])
     processes.push(apiA!, apiB!, runtime!)
     const a = apiA!.url!
     const b = apiB!.url!
@@ -31,19 +35,30 @@ describe.skipIf(!real)("turn streams from a runtime process to two api processes
     const email = `stream-${randomBytes(4).toString("hex")}@example.com`
     await call(a, "POST", "/auth/signup", { body: { email, password: "correct horse battery", country: "US" } })
     await verifyEmail(a, db.env.DATA_DIR!, email)
-    const token = (await call(a, "POST", "/auth/login", { body: { email, password: "correct horse battery" } })).body.token as string
+    const token = (await call(a, "POST", "/auth/login", { body: { email, password: "correct horse battery" } })).body
+      .token as string
     const intent = (await call(a, "POST", "/billing/topup", { token, body: { amount_minor: 1_000_000 } })).body
     await call(a, "POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
-    const w = (await call(a, "POST", "/api/workflows", { token, body: { nl_prompt: "Call customers about their renewal." } })).body
-    const rows = Array.from({ length: 10 }, (_, i) => ({ phone: `+1202555${String(2000 + i * 10 + 3 + (i % 5)).padStart(4, "0")}` }))
+    const w = (
+      await call(a, "POST", "/api/workflows", { token, body: { nl_prompt: "Call customers about their renewal." } })
+    ).body
+    const rows = Array.from({ length: 10 }, (_, i) => ({
+      phone: `+1202555${String(2000 + i * 10 + 3 + (i % 5)).padStart(4, "0")}`,
+    }))
     await call(a, "POST", `/api/workflows/${w.id}/audience`, { token, body: { rows } })
-    await call(a, "PUT", `/api/workflows/${w.id}/compliance`, { token, body: { consent_attestation_text: "Opted in." } })
+    await call(a, "PUT", `/api/workflows/${w.id}/compliance`, {
+      token,
+      body: { consent_attestation_text: "Opted in." },
+    })
     const run = (await call(a, "POST", `/api/workflows/${w.id}/run`, { token })).body
     expect(run.status).toBe("running")
 
     // Watchers join on both api processes while the run is under way.
     const url = (base: string) => `${base}/api/runs/${run.run_id}/turns/stream`
-    const watchers = [sse(url(a), { authorization: `Bearer ${token}` }), sse(url(b), { authorization: `Bearer ${token}` })]
+    const watchers = [
+      sse(url(a), { authorization: `Bearer ${token}` }),
+      sse(url(b), { authorization: `Bearer ${token}` }),
+    ]
     await new Promise((r) => setTimeout(r, 300))
     watchers.push(sse(url(b), { authorization: `Bearer ${token}` }))
 

@@ -4,7 +4,13 @@
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/platform/config.js"
-import { CredentialDecryptError, decodeMasterKey, isMasterKey, makeCredentialCrypto, maskSecret } from "../../src/onboarding/credentials.crypto.js"
+import {
+  CredentialDecryptError,
+  decodeMasterKey,
+  isMasterKey,
+  makeCredentialCrypto,
+  maskSecret,
+} from "../../src/onboarding/credentials.crypto.js"
 
 const key = randomBytes(32).toString("base64")
 const crypto = makeCredentialCrypto(key)
@@ -20,7 +26,8 @@ function flip(envelope: string, i: number): string {
 
 describe("AES-256-GCM envelope", () => {
   it("round-trips, including empty and non-ASCII values", () => {
-    for (const s of [secret, "", "ключ-🔑-秘密", "x".repeat(5000)]) expect(crypto.decrypt(crypto.encrypt(s, aad), aad)).toBe(s)
+    for (const s of [secret, "", "ключ-🔑-秘密", "x".repeat(5000)])
+      expect(crypto.decrypt(crypto.encrypt(s, aad), aad)).toBe(s)
   })
 
   it("is v1: + base64(12-byte nonce ‖ ciphertext ‖ 16-byte tag), without the plaintext", () => {
@@ -41,14 +48,19 @@ describe("AES-256-GCM envelope", () => {
   it("detects tampering with the nonce, the ciphertext and the tag", () => {
     const env = crypto.encrypt(secret, aad)
     const len = Buffer.from(env.slice(3), "base64").length
-    for (const i of [0, 11, 12, 12 + 5, len - 17, len - 16, len - 1]) expect(() => crypto.decrypt(flip(env, i), aad), `byte ${i}`).toThrow(CredentialDecryptError)
+    for (const i of [0, 11, 12, 12 + 5, len - 17, len - 16, len - 1])
+      expect(() => crypto.decrypt(flip(env, i), aad), `byte ${i}`).toThrow(CredentialDecryptError)
   })
 
   it("detects truncation, extension, a wrong version and garbage", () => {
     const env = crypto.encrypt(secret, aad)
     const raw = Buffer.from(env.slice(3), "base64")
-    expect(() => crypto.decrypt(`v1:${raw.subarray(0, raw.length - 1).toString("base64")}`, aad)).toThrow(CredentialDecryptError)
-    expect(() => crypto.decrypt(`v1:${Buffer.concat([raw, Buffer.from([0])]).toString("base64")}`, aad)).toThrow(CredentialDecryptError)
+    expect(() => crypto.decrypt(`v1:${raw.subarray(0, raw.length - 1).toString("base64")}`, aad)).toThrow(
+      CredentialDecryptError,
+    )
+    expect(() => crypto.decrypt(`v1:${Buffer.concat([raw, Buffer.from([0])]).toString("base64")}`, aad)).toThrow(
+      CredentialDecryptError,
+    )
     expect(() => crypto.decrypt(`v1:${raw.subarray(0, 20).toString("base64")}`, aad)).toThrow(CredentialDecryptError)
     expect(() => crypto.decrypt(`v2:${raw.toString("base64")}`, aad)).toThrow(CredentialDecryptError)
     expect(() => crypto.decrypt(raw.toString("base64"), aad)).toThrow(CredentialDecryptError)
@@ -85,7 +97,14 @@ describe("master key", () => {
   it("must decode from base64 to exactly 32 bytes", () => {
     expect(decodeMasterKey(key).length).toBe(32)
     expect(isMasterKey(key.replace(/=+$/, ""))).toBe(true)
-    for (const bad of ["", "short", randomBytes(16).toString("base64"), randomBytes(33).toString("base64"), `${key.slice(0, 10)}!${key.slice(11)}`, randomBytes(32).toString("hex")])
+    for (const bad of [
+      "",
+      "short",
+      randomBytes(16).toString("base64"),
+      randomBytes(33).toString("base64"),
+      `${key.slice(0, 10)}!${key.slice(11)}`,
+      randomBytes(32).toString("hex"),
+    ])
       expect(isMasterKey(bad), bad).toBe(false)
     expect(() => makeCredentialCrypto(randomBytes(31).toString("base64"))).toThrow(/32 bytes/)
   })
@@ -95,7 +114,9 @@ describe("master key", () => {
     expect(loadConfig({ CREDENTIALS_MASTER_KEY: "" }).credentialsMasterKey).toBeUndefined()
     expect(loadConfig({ CREDENTIALS_MASTER_KEY: key }).credentialsMasterKey).toBe(key)
     const bad = randomBytes(24).toString("base64")
-    expect(() => loadConfig({ CREDENTIALS_MASTER_KEY: bad })).toThrow(/CREDENTIALS_MASTER_KEY: must be 32 bytes encoded in base64/)
+    expect(() => loadConfig({ CREDENTIALS_MASTER_KEY: bad })).toThrow(
+      /CREDENTIALS_MASTER_KEY: must be 32 bytes encoded in base64/,
+    )
     // The message names the variable, never its value.
     try {
       loadConfig({ CREDENTIALS_MASTER_KEY: bad })

@@ -35,7 +35,9 @@ describe("outbox mail", () => {
     expect(outbox.name).toBe("outbox")
     const before = Date.now()
     const first = await outbox.send(mail())
-    const second = await outbox.send(mail({ to: "bob@example.com", kind: "otp", subject: "Your code", text: "Code: 123456", links: [] }))
+    const second = await outbox.send(
+      mail({ to: "bob@example.com", kind: "otp", subject: "Your code", text: "Code: 123456", links: [] }),
+    )
     expect(first.id).not.toBe(second.id)
 
     const raw = await readFile(file, "utf8")
@@ -68,7 +70,9 @@ describe("outbox mail", () => {
     // Large enough bodies that interleaved writes would certainly tear a line.
     const big = "x".repeat(20_000)
     const ids = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => outbox.send(mail({ to: `user${i}@example.com`, text: `${i} ${big}`, html: `<p>${i}</p>` }))),
+      Array.from({ length: 50 }, (_, i) =>
+        outbox.send(mail({ to: `user${i}@example.com`, text: `${i} ${big}`, html: `<p>${i}</p>` })),
+      ),
     )
     const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "")
     expect(lines).toHaveLength(50)
@@ -105,7 +109,12 @@ class FakeMailApi {
     const chunks: Buffer[] = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
-      this.received.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") })
+      this.received.push({
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      })
       const handler = this.script.shift() ?? ((r: ServerResponse) => json(r, 500, { error: "unscripted" }))
       handler(res)
     })

@@ -7,7 +7,12 @@ import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
-import { activeCredential, Credentials, CredentialsLive, makeCredentialCrypto } from "../../src/onboarding/Credentials.js"
+import {
+  activeCredential,
+  Credentials,
+  CredentialsLive,
+  makeCredentialCrypto,
+} from "../../src/onboarding/Credentials.js"
 import { api, type Session } from "../support/clients.js"
 import { freshDatabase, spawnServer, startTestServer, type TestServer } from "../support/harness.js"
 
@@ -42,7 +47,12 @@ interface FakeProvider {
 
 async function startFakeProvider(): Promise<FakeProvider> {
   const seen: Seen[] = []
-  const send = (res: import("node:http").ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  const send = (
+    res: import("node:http").ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => {
     res.writeHead(status, { "content-type": "application/json", ...headers })
     res.end(JSON.stringify(body))
   }
@@ -53,13 +63,17 @@ async function startFakeProvider(): Promise<FakeProvider> {
     const account = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(path)
     if (account) {
       if (account[1] === FLAKY_SID) return send(res, 503, { message: "try later" })
-      const [user, pass] = Buffer.from((req.headers.authorization ?? "").replace(/^Basic /, ""), "base64").toString().split(":")
+      const [user, pass] = Buffer.from((req.headers.authorization ?? "").replace(/^Basic /, ""), "base64")
+        .toString()
+        .split(":")
       if (user === account[1] && pass === TOKEN) return send(res, 200, { sid: account[1], status: "active" })
       return send(res, 401, { code: 20003, message: `Authenticate: bad token ${pass}` })
     }
     if (path === "/v1/models") {
       if (bearer(req) === LLM_KEY) return send(res, 200, { object: "list", data: [{ id: "gpt-4o-mini" }] })
-      return send(res, 401, { error: { message: `Incorrect API key provided: ${bearer(req)}`, code: "invalid_api_key" } })
+      return send(res, 401, {
+        error: { message: `Incorrect API key provided: ${bearer(req)}`, code: "invalid_api_key" },
+      })
     }
     if (path === "/v1/account") {
       if (bearer(req) === SPEECH_KEY) return send(res, 200, { id: "acct_1" })
@@ -102,8 +116,17 @@ interface Res {
   readonly body: any
 }
 
-async function call(method: string, path: string, token: string | undefined, body?: unknown, server: TestServer = srv): Promise<Res> {
-  const res = await api(server).call(method, path, { ...(token !== undefined && { token }), ...(body !== undefined && { body }) })
+async function call(
+  method: string,
+  path: string,
+  token: string | undefined,
+  body?: unknown,
+  server: TestServer = srv,
+): Promise<Res> {
+  const res = await api(server).call(method, path, {
+    ...(token !== undefined && { token }),
+    ...(body !== undefined && { body }),
+  })
   const text = await res.text()
   bodies.push(text)
   return { status: res.status, body: text === "" ? undefined : JSON.parse(text) }
@@ -111,26 +134,48 @@ async function call(method: string, path: string, token: string | undefined, bod
 
 const status = (s: Session) => call("GET", "/onboarding/status", s.token)
 const setMode = (s: Session, mode: string) => call("PUT", "/onboarding/mode", s.token, { mode })
-const put = (token: string, provider: string, body: unknown) => call("PUT", `/onboarding/credentials/${provider}`, token, body)
+const put = (token: string, provider: string, body: unknown) =>
+  call("PUT", `/onboarding/credentials/${provider}`, token, body)
 
-const verifyEmail = (s: Session) => srv.sql`update users set email_verified = true, email_verified_at = now() where id = ${s.userId}`
+const verifyEmail = (s: Session) =>
+  srv.sql`update users set email_verified = true, email_verified_at = now() where id = ${s.userId}`
 const subscribeByok = (s: Session) => srv.sql`update tenants set plan_tier = 'byok' where id = ${s.tenantId}`
 
 /** A byok tenant with every credential validated, the subscription active and the email verified. */
 async function readyByokTenant(): Promise<Session> {
   const s = await a.signup()
   expect((await setMode(s, "byok")).status).toBe(200)
-  expect((await put(s.token, "llm", { secret: LLM_KEY, extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } })).body.validated).toBe(true)
-  expect((await put(s.token, "telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: fake.url, caller_id: "+14155550100" } })).body.validated).toBe(true)
-  expect((await put(s.token, "tts", { secret: SPEECH_KEY, extra: { api_base_url: fake.url, voice_map: { amelia: "v_1" } } })).body.validated).toBe(true)
-  expect((await put(s.token, "stt", { secret: SPEECH_KEY, extra: { api_base_url: fake.url } })).body.validated).toBe(true)
+  expect(
+    (await put(s.token, "llm", { secret: LLM_KEY, extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } })).body
+      .validated,
+  ).toBe(true)
+  expect(
+    (
+      await put(s.token, "telco_a", {
+        primary_id: SID,
+        secret: TOKEN,
+        extra: { api_base_url: fake.url, caller_id: "+14155550100" },
+      })
+    ).body.validated,
+  ).toBe(true)
+  expect(
+    (await put(s.token, "tts", { secret: SPEECH_KEY, extra: { api_base_url: fake.url, voice_map: { amelia: "v_1" } } }))
+      .body.validated,
+  ).toBe(true)
+  expect((await put(s.token, "stt", { secret: SPEECH_KEY, extra: { api_base_url: fake.url } })).body.validated).toBe(
+    true,
+  )
   await subscribeByok(s)
   await verifyEmail(s)
   return s
 }
 
 const rowOf = async (tenantId: number, provider: string) =>
-  (await srv.sql<Record<string, unknown>[]>`select * from provider_credentials where tenant_id = ${tenantId} and provider = ${provider}`)[0]
+  (
+    await srv.sql<
+      Record<string, unknown>[]
+    >`select * from provider_credentials where tenant_id = ${tenantId} and provider = ${provider}`
+  )[0]
 
 // ---------------------------------------------------------------------------------------------
 
@@ -140,14 +185,28 @@ describe("GET /onboarding/providers", () => {
     expect(r.status).toBe(200)
     const providers = r.body.providers as Array<any>
     expect(providers.map((p) => p.id)).toEqual(["llm", "telco_a", "telco_b", "tts", "stt"])
-    expect(new Set(providers.map((p) => p.kind))).toEqual(new Set(["language_model", "telephony", "speech_synthesis", "speech_recognition"]))
+    expect(new Set(providers.map((p) => p.kind))).toEqual(
+      new Set(["language_model", "telephony", "speech_synthesis", "speech_recognition"]),
+    )
     for (const p of providers) {
-      expect(p).toMatchObject({ name: expect.any(String), description: expect.any(String), validation: expect.any(String) })
+      expect(p).toMatchObject({
+        name: expect.any(String),
+        description: expect.any(String),
+        validation: expect.any(String),
+      })
       expect(["required", "one_of_kind"]).toContain(p.byok_requirement)
       const secrets = p.fields.filter((f: any) => f.secret)
-      expect(secrets.map((f: any) => f.name), p.id).toEqual(["secret"])
+      expect(
+        secrets.map((f: any) => f.name),
+        p.id,
+      ).toEqual(["secret"])
       for (const f of p.fields) {
-        expect(f).toMatchObject({ name: expect.stringMatching(/^(primary_id|secret|extra\.[a-z_]+)$/), label: expect.any(String), required: expect.any(Boolean), secret: expect.any(Boolean) })
+        expect(f).toMatchObject({
+          name: expect.stringMatching(/^(primary_id|secret|extra\.[a-z_]+)$/),
+          label: expect.any(String),
+          required: expect.any(Boolean),
+          secret: expect.any(Boolean),
+        })
         if (f.pattern !== undefined) expect(() => new RegExp(f.pattern)).not.toThrow()
       }
     }
@@ -157,8 +216,17 @@ describe("GET /onboarding/providers", () => {
     expect(new RegExp(sid.pattern).test(SID)).toBe(true)
     expect(new RegExp(sid.pattern).test("AC123")).toBe(false)
     expect(new RegExp(telcoA.fields.find((f: any) => f.name === "secret").pattern).test(TOKEN)).toBe(true)
-    expect(telcoA.fields.map((f: any) => f.name)).toEqual(["primary_id", "secret", "extra.api_base_url", "extra.caller_id"])
-    expect(providers.find((p) => p.id === "llm").fields.map((f: any) => f.name)).toEqual(["secret", "extra.base_url", "extra.model"])
+    expect(telcoA.fields.map((f: any) => f.name)).toEqual([
+      "primary_id",
+      "secret",
+      "extra.api_base_url",
+      "extra.caller_id",
+    ])
+    expect(providers.find((p) => p.id === "llm").fields.map((f: any) => f.name)).toEqual([
+      "secret",
+      "extra.base_url",
+      "extra.model",
+    ])
     expect(providers.find((p) => p.id === "tts").fields.map((f: any) => f.name)).toContain("extra.voice_map")
     expect((await call("GET", "/v1/onboarding/providers", undefined)).status).toBe(200)
   })
@@ -180,14 +248,20 @@ describe("authentication and scopes", () => {
     expect((await put(write, "llm", { secret: SIM_KEY })).status).toBe(200)
     const denied = await call("DELETE", "/onboarding/credentials/llm", write)
     expect(denied).toMatchObject({ status: 403, body: { code: "INSUFFICIENT_SCOPE" } })
-    expect((await rowOf(s.tenantId, "llm"))).toBeDefined()
-    expect(await call("DELETE", "/onboarding/credentials/llm", admin)).toMatchObject({ status: 200, body: { deleted: true, provider: "llm" } })
+    expect(await rowOf(s.tenantId, "llm")).toBeDefined()
+    expect(await call("DELETE", "/onboarding/credentials/llm", admin)).toMatchObject({
+      status: 200,
+      body: { deleted: true, provider: "llm" },
+    })
     expect(await rowOf(s.tenantId, "llm")).toBeUndefined()
   })
 
   it("rejects a bad mode with 422", async () => {
     const s = await a.signup()
-    expect(await setMode(s, "enterprise")).toMatchObject({ status: 422, body: { code: "VALIDATION_FAILED", field: "mode" } })
+    expect(await setMode(s, "enterprise")).toMatchObject({
+      status: 422,
+      body: { code: "VALIDATION_FAILED", field: "mode" },
+    })
     expect((await call("PUT", "/onboarding/mode", s.token, {})).status).toBe(422)
   })
 })
@@ -199,29 +273,49 @@ describe("state table: PUT mode", () => {
     expect(fresh.status).toBe(200)
     expect(fresh.body).toMatchObject({ mode: "bundled", completed: false, completed_at: null })
     expect(fresh.body.providers.map((p: any) => p.provider)).toEqual(["llm", "telco_a", "telco_b", "tts", "stt"])
-    for (const p of fresh.body.providers) expect(p).toMatchObject({ configured: false, status: "not_configured", hint: null, dormant: false })
+    for (const p of fresh.body.providers)
+      expect(p).toMatchObject({ configured: false, status: "not_configured", hint: null, dormant: false })
 
     const byok = await setMode(s, "byok")
     expect(byok).toMatchObject({ status: 200, body: { mode: "byok", completed: false } })
-    expect(await put(s.token, "telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: fake.url } })).toMatchObject({ status: 200, body: { validated: true } })
-    expect(await activeCredential(srv.sql, crypto, s.tenantId, "telco_a")).toEqual({ provider: "telco_a", primaryId: SID, secret: TOKEN, extra: { api_base_url: fake.url } })
+    expect(
+      await put(s.token, "telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: fake.url } }),
+    ).toMatchObject({ status: 200, body: { validated: true } })
+    expect(await activeCredential(srv.sql, crypto, s.tenantId, "telco_a")).toEqual({
+      provider: "telco_a",
+      primaryId: SID,
+      secret: TOKEN,
+      extra: { api_base_url: fake.url },
+    })
 
     const bundled = await setMode(s, "bundled")
     expect(bundled.body.mode).toBe("bundled")
     const dormant = bundled.body.providers.find((p: any) => p.provider === "telco_a")
-    expect(dormant).toMatchObject({ configured: true, status: "validated", dormant: true, hint: `****${TOKEN.slice(-4)}`, primary_id: SID })
+    expect(dormant).toMatchObject({
+      configured: true,
+      status: "validated",
+      dormant: true,
+      hint: `****${TOKEN.slice(-4)}`,
+      primary_id: SID,
+    })
     expect(await rowOf(s.tenantId, "telco_a")).toMatchObject({ status: "validated" })
     expect(await activeCredential(srv.sql, crypto, s.tenantId, "telco_a")).toBeUndefined()
 
     const back = await setMode(s, "byok")
-    expect(back.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({ status: "validated", dormant: false })
+    expect(back.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({
+      status: "validated",
+      dormant: false,
+    })
     expect((await activeCredential(srv.sql, crypto, s.tenantId, "telco_a"))?.secret).toBe(TOKEN)
   })
 
   it("resets completion when the mode changes, not when the same mode is set again", async () => {
     const s = await a.signup()
     await verifyEmail(s)
-    expect((await call("POST", "/onboarding/complete", s.token)).body).toMatchObject({ mode: "bundled", completed: true })
+    expect((await call("POST", "/onboarding/complete", s.token)).body).toMatchObject({
+      mode: "bundled",
+      completed: true,
+    })
     expect((await setMode(s, "bundled")).body.completed).toBe(true)
     expect((await setMode(s, "byok")).body).toMatchObject({ mode: "byok", completed: false, completed_at: null })
     expect((await setMode(s, "bundled")).body.completed).toBe(false)
@@ -242,7 +336,17 @@ describe("state table: PUT credentials", () => {
     const before = fake.seen.length
     const r = await put(s.token, "telco_a", { primary_id: SID, secret: BAD_TOKEN, extra: { api_base_url: fake.url } })
     expect(r.status).toBe(200)
-    expect(r.body).toMatchObject({ saved: true, validated: false, credential: { provider: "telco_a", status: "failed", primary_id: SID, hint: `****${BAD_TOKEN.slice(-4)}`, validated_at: null } })
+    expect(r.body).toMatchObject({
+      saved: true,
+      validated: false,
+      credential: {
+        provider: "telco_a",
+        status: "failed",
+        primary_id: SID,
+        hint: `****${BAD_TOKEN.slice(-4)}`,
+        validated_at: null,
+      },
+    })
     expect(r.body.error).toMatch(/rejected the credentials \(HTTP 401\)/)
     // The refusal was not retried.
     expect(fake.seen.slice(before).map((x) => x.path)).toEqual([`/2010-04-01/Accounts/${SID}.json`])
@@ -250,8 +354,14 @@ describe("state table: PUT credentials", () => {
     expect(row).toMatchObject({ status: "failed", validation_method: "live", validated_at: null })
     expect(row!["validation_error"]).toMatch(/401/)
     const st = await status(s)
-    expect(st.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({ status: "failed", error: expect.stringMatching(/401/) })
-    expect(st.body.checklist.find((c: any) => c.item === "telephony_credential")).toMatchObject({ done: false, detail: expect.stringMatching(/failed validation/) })
+    expect(st.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/401/),
+    })
+    expect(st.body.checklist.find((c: any) => c.item === "telephony_credential")).toMatchObject({
+      done: false,
+      detail: expect.stringMatching(/failed validation/),
+    })
     expect(await activeCredential(srv.sql, crypto, s.tenantId, "telco_a")).toBeUndefined()
   })
 
@@ -259,11 +369,28 @@ describe("state table: PUT credentials", () => {
     const s = await a.signup()
     await setMode(s, "byok")
     const before = fake.seen.length
-    const r = await put(s.token, "telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: `${fake.url}/`, caller_id: "+14155550100" } })
-    expect(r.body).toMatchObject({ saved: true, validated: true, credential: { status: "validated", validation_method: "live", extra: { api_base_url: fake.url, caller_id: "+14155550100" } } })
+    const r = await put(s.token, "telco_a", {
+      primary_id: SID,
+      secret: TOKEN,
+      extra: { api_base_url: `${fake.url}/`, caller_id: "+14155550100" },
+    })
+    expect(r.body).toMatchObject({
+      saved: true,
+      validated: true,
+      credential: {
+        status: "validated",
+        validation_method: "live",
+        extra: { api_base_url: fake.url, caller_id: "+14155550100" },
+      },
+    })
     expect(r.body).not.toHaveProperty("error")
     expect(new Date(r.body.credential.validated_at).getTime()).toBeGreaterThan(Date.now() - 60_000)
-    expect(fake.seen.slice(before)).toEqual([{ path: `/2010-04-01/Accounts/${SID}.json`, authorization: `Basic ${Buffer.from(`${SID}:${TOKEN}`).toString("base64")}` }])
+    expect(fake.seen.slice(before)).toEqual([
+      {
+        path: `/2010-04-01/Accounts/${SID}.json`,
+        authorization: `Basic ${Buffer.from(`${SID}:${TOKEN}`).toString("base64")}`,
+      },
+    ])
   })
 
   it("validates the language model with GET {base_url}/models and a bearer key", async () => {
@@ -272,16 +399,32 @@ describe("state table: PUT credentials", () => {
     const bad = await put(s.token, "llm", { secret: BAD_LLM_KEY, extra: { base_url: `${fake.url}/v1` } })
     expect(bad.body).toMatchObject({ validated: false, credential: { status: "failed" } })
     const before = fake.seen.length
-    const good = await put(s.token, "llm", { secret: LLM_KEY, extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } })
-    expect(good.body).toMatchObject({ validated: true, credential: { status: "validated", extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } } })
+    const good = await put(s.token, "llm", {
+      secret: LLM_KEY,
+      extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" },
+    })
+    expect(good.body).toMatchObject({
+      validated: true,
+      credential: { status: "validated", extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } },
+    })
     expect(fake.seen.slice(before)).toEqual([{ path: "/v1/models", authorization: `Bearer ${LLM_KEY}` }])
   })
 
   it("validates telco_b, tts and stt with GET {api_base_url}/v1/account", async () => {
     const s = await a.signup()
     await setMode(s, "byok")
-    expect((await put(s.token, "telco_b", { primary_id: "acct_123", secret: SPEECH_KEY, extra: { api_base_url: fake.url } })).body.credential.status).toBe("validated")
-    expect((await put(s.token, "tts", { secret: SPEECH_KEY, extra: { api_base_url: fake.url, voice_map: { amelia: "v_1", rohan: "v_2" } } })).body.credential).toMatchObject({
+    expect(
+      (await put(s.token, "telco_b", { primary_id: "acct_123", secret: SPEECH_KEY, extra: { api_base_url: fake.url } }))
+        .body.credential.status,
+    ).toBe("validated")
+    expect(
+      (
+        await put(s.token, "tts", {
+          secret: SPEECH_KEY,
+          extra: { api_base_url: fake.url, voice_map: { amelia: "v_1", rohan: "v_2" } },
+        })
+      ).body.credential,
+    ).toMatchObject({
       status: "validated",
       extra: { voice_map: { amelia: "v_1", rohan: "v_2" } },
     })
@@ -302,7 +445,11 @@ describe("state table: PUT credentials", () => {
       ["stt", { secret: SIM_KEY }],
     ] as const) {
       const r = await put(s.token, provider, body)
-      expect(r.body, provider).toMatchObject({ saved: true, validated: true, credential: { status: "validated", validation_method: "format" } })
+      expect(r.body, provider).toMatchObject({
+        saved: true,
+        validated: true,
+        credential: { status: "validated", validation_method: "format" },
+      })
     }
     expect(fake.seen.length).toBe(before)
   })
@@ -314,7 +461,10 @@ describe("state table: PUT credentials", () => {
     const r = await put(s.token, "telco_a", { primary_id: FLAKY_SID, secret: TOKEN, extra: { api_base_url: fake.url } })
     expect(r.body).toMatchObject({ saved: true, validated: false, credential: { status: "unvalidated" } })
     expect(r.body.error).toMatch(/HTTP 503/)
-    expect(fake.seen.slice(before).map((x) => x.path)).toEqual([`/2010-04-01/Accounts/${FLAKY_SID}.json`, `/2010-04-01/Accounts/${FLAKY_SID}.json`])
+    expect(fake.seen.slice(before).map((x) => x.path)).toEqual([
+      `/2010-04-01/Accounts/${FLAKY_SID}.json`,
+      `/2010-04-01/Accounts/${FLAKY_SID}.json`,
+    ])
     // Unreachable: a closed port.
     const closed = createServer()
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
@@ -346,7 +496,9 @@ describe("state table: PUT credentials", () => {
     const third = (await rowOf(s.tenantId, "telco_a"))!
     expect(third["secret_enc"]).not.toBe(second["secret_enc"])
     expect(crypto.decrypt(third["secret_enc"] as string, { tenantId: s.tenantId, provider: "telco_a" })).toBe(TOKEN)
-    expect((await srv.sql`select count(*)::int as n from provider_credentials where tenant_id = ${s.tenantId}`)[0]!["n"]).toBe(1)
+    expect(
+      (await srv.sql`select count(*)::int as n from provider_credentials where tenant_id = ${s.tenantId}`)[0]!["n"],
+    ).toBe(1)
   })
 
   it("checks fields against the catalogue (422), unknown providers are 404", async () => {
@@ -357,8 +509,16 @@ describe("state table: PUT credentials", () => {
       ["telco_a", { primary_id: "AC123", secret: TOKEN }, "primary_id"],
       ["telco_a", { primary_id: SID, secret: `${TOKEN}zz` }, "secret"],
       ["telco_a", { primary_id: SID, secret: TOKEN, extra: { caller_id: "4155550100" } }, "extra.caller_id"],
-      ["telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: "ftp://example.com" } }, "extra.api_base_url"],
-      ["telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: `http://user:${TOKEN}@example.com` } }, "extra.api_base_url"],
+      [
+        "telco_a",
+        { primary_id: SID, secret: TOKEN, extra: { api_base_url: "ftp://example.com" } },
+        "extra.api_base_url",
+      ],
+      [
+        "telco_a",
+        { primary_id: SID, secret: TOKEN, extra: { api_base_url: `http://user:${TOKEN}@example.com` } },
+        "extra.api_base_url",
+      ],
       ["telco_a", { primary_id: SID, secret: TOKEN, extra: { webhook_secret: TOKEN } }, "extra.webhook_secret"],
       ["llm", { primary_id: "x", secret: LLM_KEY }, "primary_id"],
       ["llm", { secret: "short" }, "secret"],
@@ -371,7 +531,10 @@ describe("state table: PUT credentials", () => {
     ]
     for (const [provider, body, field] of cases) {
       const r = await put(s.token, provider, body)
-      expect(r, `${provider} ${JSON.stringify(body)}`).toMatchObject({ status: 422, body: { code: "VALIDATION_FAILED", field } })
+      expect(r, `${provider} ${JSON.stringify(body)}`).toMatchObject({
+        status: 422,
+        body: { code: "VALIDATION_FAILED", field },
+      })
     }
     expect(await rowOf(s.tenantId, "telco_a")).toBeUndefined()
     expect(await put(s.token, "telco_c", { secret: TOKEN })).toMatchObject({ status: 404, body: { code: "NOT_FOUND" } })
@@ -383,11 +546,33 @@ describe("state table: PUT credentials", () => {
     try {
       const s = await api(strict).signup()
       expect((await call("PUT", "/onboarding/mode", s.token, { mode: "byok" }, strict)).status).toBe(200)
-      for (const url of ["http://127.0.0.1:9/", "http://10.1.2.3", "http://169.254.169.254/latest", "http://[::1]:8080", "http://localhost:5432"]) {
-        const r = await call("PUT", "/onboarding/credentials/telco_a", s.token, { primary_id: SID, secret: TOKEN, extra: { api_base_url: url } }, strict)
-        expect({ url, status: r.status, field: r.body.field }).toEqual({ url, status: 422, field: "extra.api_base_url" })
+      for (const url of [
+        "http://127.0.0.1:9/",
+        "http://10.1.2.3",
+        "http://169.254.169.254/latest",
+        "http://[::1]:8080",
+        "http://localhost:5432",
+      ]) {
+        const r = await call(
+          "PUT",
+          "/onboarding/credentials/telco_a",
+          s.token,
+          { primary_id: SID, secret: TOKEN, extra: { api_base_url: url } },
+          strict,
+        )
+        expect({ url, status: r.status, field: r.body.field }).toEqual({
+          url,
+          status: 422,
+          field: "extra.api_base_url",
+        })
       }
-      const llm = await call("PUT", "/onboarding/credentials/llm", s.token, { secret: "sk-test-0123456789abcdef", extra: { base_url: "http://192.168.1.5/v1" } }, strict)
+      const llm = await call(
+        "PUT",
+        "/onboarding/credentials/llm",
+        s.token,
+        { secret: "sk-test-0123456789abcdef", extra: { base_url: "http://192.168.1.5/v1" } },
+        strict,
+      )
       expect(llm).toMatchObject({ status: 422, body: { field: "extra.base_url" } })
       expect(await strict.sql`select * from provider_credentials`).toEqual([])
     } finally {
@@ -400,7 +585,13 @@ describe("state table: PUT credentials", () => {
     try {
       const s = await api(keyless).signup()
       expect((await call("PUT", "/onboarding/mode", s.token, { mode: "byok" }, keyless)).status).toBe(200)
-      const r = await call("PUT", "/onboarding/credentials/telco_a", s.token, { primary_id: SID, secret: TOKEN }, keyless)
+      const r = await call(
+        "PUT",
+        "/onboarding/credentials/telco_a",
+        s.token,
+        { primary_id: SID, secret: TOKEN },
+        keyless,
+      )
       expect(r).toMatchObject({ status: 503, body: { code: "ENCRYPTION_UNAVAILABLE" } })
       expect(await keyless.sql`select * from provider_credentials`).toEqual([])
       expect((await call("GET", "/onboarding/status", s.token, undefined, keyless)).status).toBe(200)
@@ -418,14 +609,26 @@ describe("state table: DELETE credentials", () => {
     // telco_b is not what completion rests on, but deleting any credential resets it.
     await put(s.token, "telco_b", { primary_id: "acct_9", secret: SPEECH_KEY, extra: { api_base_url: fake.url } })
     expect((await status(s)).body.completed).toBe(true)
-    expect(await call("DELETE", "/onboarding/credentials/telco_b", s.token)).toMatchObject({ status: 200, body: { deleted: true } })
+    expect(await call("DELETE", "/onboarding/credentials/telco_b", s.token)).toMatchObject({
+      status: 200,
+      body: { deleted: true },
+    })
     expect((await status(s)).body).toMatchObject({ completed: false, completed_at: null, ready: true })
-    expect(await call("POST", "/onboarding/complete", s.token)).toMatchObject({ status: 200, body: { completed: true } })
+    expect(await call("POST", "/onboarding/complete", s.token)).toMatchObject({
+      status: 200,
+      body: { completed: true },
+    })
     expect(await call("DELETE", "/onboarding/credentials/telco_a", s.token)).toMatchObject({ status: 200 })
     const after = await status(s)
     expect(after.body).toMatchObject({ completed: false, ready: false, missing: ["telephony_credential"] })
-    expect(after.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({ configured: false, status: "not_configured" })
-    expect(await call("DELETE", "/onboarding/credentials/telco_a", s.token)).toMatchObject({ status: 404, body: { code: "NOT_FOUND" } })
+    expect(after.body.providers.find((p: any) => p.provider === "telco_a")).toMatchObject({
+      configured: false,
+      status: "not_configured",
+    })
+    expect(await call("DELETE", "/onboarding/credentials/telco_a", s.token)).toMatchObject({
+      status: 404,
+      body: { code: "NOT_FOUND" },
+    })
   })
 
   it("a save that fails validation also resets completion", async () => {
@@ -442,7 +645,14 @@ describe("state table: POST complete", () => {
     await setMode(s, "byok")
     const r = await call("POST", "/onboarding/complete", s.token)
     expect(r).toMatchObject({ status: 409, body: { code: "ONBOARDING_INCOMPLETE" } })
-    expect(r.body.missing).toEqual(["email_verified", "byok_subscription", "llm_credential", "telephony_credential", "tts_credential", "stt_credential"])
+    expect(r.body.missing).toEqual([
+      "email_verified",
+      "byok_subscription",
+      "llm_credential",
+      "telephony_credential",
+      "tts_credential",
+      "stt_credential",
+    ])
     const st = await status(s)
     expect(st.body.missing).toEqual(r.body.missing)
     expect(st.body.checklist.map((c: any) => c.item)).toEqual(r.body.missing)
@@ -450,7 +660,12 @@ describe("state table: POST complete", () => {
 
     await verifyEmail(s)
     await put(s.token, "telco_b", { primary_id: "acct_1", secret: SIM_KEY })
-    expect((await call("POST", "/onboarding/complete", s.token)).body.missing).toEqual(["byok_subscription", "llm_credential", "tts_credential", "stt_credential"])
+    expect((await call("POST", "/onboarding/complete", s.token)).body.missing).toEqual([
+      "byok_subscription",
+      "llm_credential",
+      "tts_credential",
+      "stt_credential",
+    ])
     expect((await status(s)).body).toMatchObject({ completed: false, completed_at: null })
   })
 
@@ -472,10 +687,23 @@ describe("state table: POST complete", () => {
     const r = await call("POST", "/onboarding/complete", s.token)
     expect(r).toMatchObject({ status: 409, body: { code: "ONBOARDING_INCOMPLETE", missing: ["email_verified"] } })
     await srv.sql`update wallets set balance_minor = 0 where tenant_id = ${s.tenantId}`
-    expect((await call("POST", "/onboarding/complete", s.token)).body.missing).toEqual(["email_verified", "wallet_funded"])
+    expect((await call("POST", "/onboarding/complete", s.token)).body.missing).toEqual([
+      "email_verified",
+      "wallet_funded",
+    ])
     await srv.sql`update wallets set balance_minor = 500 where tenant_id = ${s.tenantId}`
     await verifyEmail(s)
-    expect(await call("POST", "/onboarding/complete", s.token)).toMatchObject({ status: 200, body: { mode: "bundled", completed: true, checklist: [{ item: "email_verified", done: true }, { item: "wallet_funded", done: true }] } })
+    expect(await call("POST", "/onboarding/complete", s.token)).toMatchObject({
+      status: 200,
+      body: {
+        mode: "bundled",
+        completed: true,
+        checklist: [
+          { item: "email_verified", done: true },
+          { item: "wallet_funded", done: true },
+        ],
+      },
+    })
   })
 })
 
@@ -509,9 +737,16 @@ describe("the runtime's view (Credentials service)", () => {
     const s = await readyByokTenant()
     const other = await a.signup()
     const use = <A>(f: (c: Credentials["Type"]) => Promise<A>) =>
-      srv.running.runtime.runPromise(Effect.flatMap(Credentials, (c) => Effect.promise(() => f(c))).pipe(Effect.provide(CredentialsLive)))
+      srv.running.runtime.runPromise(
+        Effect.flatMap(Credentials, (c) => Effect.promise(() => f(c))).pipe(Effect.provide(CredentialsLive)),
+      )
     expect(await use(async (c) => c.crypto !== undefined)).toBe(true)
-    expect(await use((c) => c.active(s.tenantId, "llm"))).toEqual({ provider: "llm", primaryId: null, secret: LLM_KEY, extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" } })
+    expect(await use((c) => c.active(s.tenantId, "llm"))).toEqual({
+      provider: "llm",
+      primaryId: null,
+      secret: LLM_KEY,
+      extra: { base_url: `${fake.url}/v1`, model: "gpt-4o-mini" },
+    })
     expect(await use((c) => c.telcoAAccount(s.tenantId))).toEqual({ sid: SID, token: TOKEN, apiUrl: fake.url })
     expect(await use((c) => c.active(other.tenantId, "llm"))).toBeUndefined()
     expect(await use((c) => c.telcoAAccount(other.tenantId))).toBeUndefined()
@@ -540,22 +775,54 @@ describe("the secret never leaves the server", () => {
   it("is not in any log line of a server that saved, validated, refused and listed credentials", async () => {
     const db = await freshDatabase()
     try {
-      const p = await spawnServer({ env: { ...db.env, LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" } })
+      const p = await spawnServer({
+        env: { ...db.env, LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" },
+      })
       const remote = { url: p.url! } as TestServer
       const c = api(remote)
       const s = await c.signup()
       const go = (method: string, path: string, body?: unknown) => call(method, path, s.token, body, remote)
       expect((await go("PUT", "/onboarding/mode", { mode: "byok" })).status).toBe(200)
-      expect((await go("PUT", "/onboarding/credentials/telco_a", { primary_id: SID, secret: TOKEN, extra: { api_base_url: fake.url } })).body.validated).toBe(true)
-      expect((await go("PUT", "/onboarding/credentials/telco_a", { primary_id: SID, secret: BAD_TOKEN, extra: { api_base_url: fake.url } })).body.validated).toBe(false)
-      expect((await go("PUT", "/onboarding/credentials/llm", { secret: BAD_LLM_KEY, extra: { base_url: `${fake.url}/v1` } })).body.validated).toBe(false)
+      expect(
+        (
+          await go("PUT", "/onboarding/credentials/telco_a", {
+            primary_id: SID,
+            secret: TOKEN,
+            extra: { api_base_url: fake.url },
+          })
+        ).body.validated,
+      ).toBe(true)
+      expect(
+        (
+          await go("PUT", "/onboarding/credentials/telco_a", {
+            primary_id: SID,
+            secret: BAD_TOKEN,
+            extra: { api_base_url: fake.url },
+          })
+        ).body.validated,
+      ).toBe(false)
+      expect(
+        (await go("PUT", "/onboarding/credentials/llm", { secret: BAD_LLM_KEY, extra: { base_url: `${fake.url}/v1` } }))
+          .body.validated,
+      ).toBe(false)
       expect((await go("PUT", "/onboarding/credentials/llm", { secret: `${LLM_KEY} x` })).status).toBe(422)
-      expect((await go("PUT", "/onboarding/credentials/stt", { secret: SPEECH_KEY, extra: { api_base_url: "http://127.0.0.1:1" } })).body.validated).toBe(false)
+      expect(
+        (
+          await go("PUT", "/onboarding/credentials/stt", {
+            secret: SPEECH_KEY,
+            extra: { api_base_url: "http://127.0.0.1:1" },
+          })
+        ).body.validated,
+      ).toBe(false)
       expect((await go("PUT", "/onboarding/credentials/tts", { secret: SIM_KEY })).body.validated).toBe(true)
       expect((await go("GET", "/onboarding/status")).status).toBe(200)
       expect((await go("DELETE", "/onboarding/credentials/tts")).status).toBe(200)
-      await expect.poll(() => p.lines.filter((l) => l["msg"] === "request" && String(l["path"]).startsWith("/onboarding")).length).toBeGreaterThanOrEqual(9)
-      expect(p.lines.filter((l) => l["msg"] === "provider credential saved").map((l) => [l["provider"], l["status"]])).toEqual([
+      await expect
+        .poll(() => p.lines.filter((l) => l["msg"] === "request" && String(l["path"]).startsWith("/onboarding")).length)
+        .toBeGreaterThanOrEqual(9)
+      expect(
+        p.lines.filter((l) => l["msg"] === "provider credential saved").map((l) => [l["provider"], l["status"]]),
+      ).toEqual([
         ["telco_a", "validated"],
         ["telco_a", "failed"],
         ["llm", "failed"],

@@ -65,7 +65,12 @@ async function fake(handle: (req: IncomingMessage, res: ServerResponse, self: Fa
 }
 
 /** Streams `total` bytes of JSON-looking filler, respecting backpressure, until done or the client leaves. */
-async function stream(res: ServerResponse, self: Fake, total: number, headers: Record<string, string | number> = {}): Promise<void> {
+async function stream(
+  res: ServerResponse,
+  self: Fake,
+  total: number,
+  headers: Record<string, string | number> = {},
+): Promise<void> {
   res.writeHead(200, { "content-type": "application/json", ...headers })
   const chunk = Buffer.alloc(64 * 1024, 0x61)
   let gone = false
@@ -81,7 +86,13 @@ async function stream(res: ServerResponse, self: Fake, total: number, headers: R
   if (!gone) res.end()
 }
 
-const ruleBookRequest: RuleBookRequest = { prompt: "Remind customers of their appointment.", currency: "USD", country: "US", planTier: "free", objections: [] }
+const ruleBookRequest: RuleBookRequest = {
+  prompt: "Remind customers of their appointment.",
+  currency: "USD",
+  country: "US",
+  planTier: "free",
+  objections: [],
+}
 
 async function rejection(p: Promise<unknown>): Promise<ProviderCallError> {
   try {
@@ -110,12 +121,34 @@ afterEach(() => setHostResolver(undefined))
 
 describe("address classification", () => {
   it("treats loopback, private, link-local, CGNAT, multicast, unspecified and mapped forms as private", () => {
-    for (const a of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255"])
+    for (const a of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.16.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "224.0.0.1",
+      "255.255.255.255",
+    ])
       expect(isPrivateAddress(a), a).toBe(true)
-    for (const a of ["::", "::1", "fd00::1", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:7f00:1", "[::ffff:a00:1]", "64:ff9b::a00:1", "::127.0.0.1"])
+    for (const a of [
+      "::",
+      "::1",
+      "fd00::1",
+      "fe80::1",
+      "ff02::1",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      "[::ffff:a00:1]",
+      "64:ff9b::a00:1",
+      "::127.0.0.1",
+    ])
       expect(isPrivateAddress(a), a).toBe(true)
     expect(isPrivateAddress("not an address")).toBe(true)
-    for (const a of [PUBLIC_ADDRESS, "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) expect(isPrivateAddress(a), a).toBe(false)
+    for (const a of [PUBLIC_ADDRESS, "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"])
+      expect(isPrivateAddress(a), a).toBe(false)
   })
 })
 
@@ -136,7 +169,18 @@ describe("connect-time address guard (tenant URLs)", () => {
     // Saved: the save-time check saw a public address.
     expect(await privateUrlReason(baseUrl)).toBeUndefined()
     const before = provider.hits
-    const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl, apiKey: "sk-x", model: "m", timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") }), ruleBookRequest))
+    const e = await rejection(
+      generateRuleBook(
+        makeOpenAiLlm({
+          baseUrl,
+          apiKey: "sk-x",
+          model: "m",
+          timeoutMs: 2_000,
+          outbound: outboundFor(guardOn, "tenant"),
+        }),
+        ruleBookRequest,
+      ),
+    )
     expect(e.message).toMatch(/refused to connect to llm\.rebind\.test: it resolves to 127\.0\.0\.1/)
     // Not worth retrying: the same refusal every time, so one lookup, and nothing reached the server.
     expect(e.retryable).toBe(false)
@@ -147,12 +191,27 @@ describe("connect-time address guard (tenant URLs)", () => {
   it("refuses a private IP literal (also IPv4-mapped IPv6), and the same URL as the platform's is allowed", async () => {
     const tenant = outboundFor(guardOn, "tenant")
     for (const host of ["127.0.0.1", "[::ffff:127.0.0.1]"]) {
-      const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl: `http://${host}:${provider.port}/v1`, model: "m", timeoutMs: 2_000, outbound: tenant }), ruleBookRequest))
+      const e = await rejection(
+        generateRuleBook(
+          makeOpenAiLlm({
+            baseUrl: `http://${host}:${provider.port}/v1`,
+            model: "m",
+            timeoutMs: 2_000,
+            outbound: tenant,
+          }),
+          ruleBookRequest,
+        ),
+      )
       expect(e.message, host).toMatch(/refused to connect to .*not a public address/)
     }
     expect(provider.hits).toBe(0)
     // The operator's own URL (platform) is not guarded: the control that the guard is what refused.
-    const platform = makeOpenAiLlm({ baseUrl: `${provider.url}/v1`, model: "m", timeoutMs: 2_000, outbound: outboundFor(guardOn, "platform") })
+    const platform = makeOpenAiLlm({
+      baseUrl: `${provider.url}/v1`,
+      model: "m",
+      timeoutMs: 2_000,
+      outbound: outboundFor(guardOn, "platform"),
+    })
     await expect(generateRuleBook(platform, ruleBookRequest)).resolves.toEqual({})
     expect(provider.hits).toBe(1)
   })
@@ -164,7 +223,11 @@ describe("connect-time address guard (tenant URLs)", () => {
     ])
     const before = provider.hits
     const e = await rejection(
-      telcoARequest({ apiUrl: `http://telco.mixed.test:${provider.port}`, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") }),
+      telcoARequest(
+        { apiUrl: `http://telco.mixed.test:${provider.port}`, accountSid: "AC1", authToken: "tok" },
+        { method: "GET", path: "/x.json" },
+        { timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") },
+      ),
     )
     expect(e.message).toMatch(/resolves to 10\.0\.0\.5/)
     expect(provider.hits).toBe(before)
@@ -176,7 +239,15 @@ describe("connect-time address guard (tenant URLs)", () => {
     const config = loadConfig({ ALLOW_PRIVATE_PROVIDER_URLS: "false" })
     const credentials: CredentialsService = {
       crypto: undefined,
-      active: async (_tenant, p) => (p === "llm" ? { provider: "llm", primaryId: null, secret: "sk-own", extra: { base_url: `http://${name}:${provider.port}/v1`, model: "m" } } : undefined),
+      active: async (_tenant, p) =>
+        p === "llm"
+          ? {
+              provider: "llm",
+              primaryId: null,
+              secret: "sk-own",
+              extra: { base_url: `http://${name}:${provider.port}/v1`, model: "m" },
+            }
+          : undefined,
       telcoAAccount: async () => undefined,
     }
     const resolve = providerResolver({
@@ -201,7 +272,11 @@ describe("connect-time address guard (tenant URLs)", () => {
     const before = provider.hits
     const outcome = await validateCredential(
       "tts",
-      { primaryId: null, secret: "spk_secret", extra: { api_base_url: `http://tts.rebind.test:${provider.port}` } } as never,
+      {
+        primaryId: null,
+        secret: "spk_secret",
+        extra: { api_base_url: `http://tts.rebind.test:${provider.port}` },
+      } as never,
       { platform: {}, timeoutMs: 2_000, allowPrivateProviderUrls: false },
     )
     expect(outcome).toMatchObject({ result: "unavailable" })
@@ -218,7 +293,9 @@ describe("through the onboarding API (ALLOW_PRIVATE_PROVIDER_URLS=false)", () =>
       res.writeHead(200, { "content-type": "application/json" })
       res.end(JSON.stringify({ id: "acct_1" }))
     })
-    srv = await startTestServer({ env: { CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"), ALLOW_PRIVATE_PROVIDER_URLS: "false" } })
+    srv = await startTestServer({
+      env: { CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"), ALLOW_PRIVATE_PROVIDER_URLS: "false" },
+    })
   })
   afterAll(async () => {
     await srv?.stop()
@@ -231,7 +308,10 @@ describe("through the onboarding API (ALLOW_PRIVATE_PROVIDER_URLS=false)", () =>
     const a = api(srv)
     const s = await a.signup()
     expect((await a.call("PUT", "/onboarding/mode", { token: s.token, body: { mode: "byok" } })).status).toBe(200)
-    const res = await a.call("PUT", "/onboarding/credentials/tts", { token: s.token, body: { secret: "spk_0123456789abcdef", extra: { api_base_url: `http://${name}:${provider.port}` } } })
+    const res = await a.call("PUT", "/onboarding/credentials/tts", {
+      token: s.token,
+      body: { secret: "spk_0123456789abcdef", extra: { api_base_url: `http://${name}:${provider.port}` } },
+    })
     const body = (await res.json()) as { validated: boolean; error?: string; credential: { status: string } }
     expect(res.status).toBe(200)
     expect(body).toMatchObject({ validated: false, credential: { status: "unvalidated" } })
@@ -261,10 +341,43 @@ describe("redirects are never followed", () => {
 
   // The first hop is the platform's own URL (allowed on loopback); the redirect target is never asked.
   const cases: Array<[string, () => Promise<unknown>]> = [
-    ["language model", () => generateRuleBook(makeOpenAiLlm({ baseUrl: redirector.url, model: "m", timeoutMs: 2_000 }), ruleBookRequest)],
-    ["mail", () => makeHttpMail({ baseUrl: redirector.url, apiKey: "k", from: "a@b.c", timeoutMs: 2_000 }).send({ to: "x@y.z", subject: "s", text: "t", html: "<p>t</p>", kind: "verify_email" } as never)],
-    ["telco_a numbers", () => telcoARequest({ apiUrl: redirector.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/IncomingPhoneNumbers.json" }, { timeoutMs: 2_000 })],
-    ["payment gateway", () => postToGateway({ gateway: "gw_card", url: `${redirector.url}/checkout`, headers: {}, body: "{}", timeoutMs: 2_000, fetch, secrets: [] })],
+    [
+      "language model",
+      () => generateRuleBook(makeOpenAiLlm({ baseUrl: redirector.url, model: "m", timeoutMs: 2_000 }), ruleBookRequest),
+    ],
+    [
+      "mail",
+      () =>
+        makeHttpMail({ baseUrl: redirector.url, apiKey: "k", from: "a@b.c", timeoutMs: 2_000 }).send({
+          to: "x@y.z",
+          subject: "s",
+          text: "t",
+          html: "<p>t</p>",
+          kind: "verify_email",
+        } as never),
+    ],
+    [
+      "telco_a numbers",
+      () =>
+        telcoARequest(
+          { apiUrl: redirector.url, accountSid: "AC1", authToken: "tok" },
+          { method: "GET", path: "/IncomingPhoneNumbers.json" },
+          { timeoutMs: 2_000 },
+        ),
+    ],
+    [
+      "payment gateway",
+      () =>
+        postToGateway({
+          gateway: "gw_card",
+          url: `${redirector.url}/checkout`,
+          headers: {},
+          body: "{}",
+          timeoutMs: 2_000,
+          fetch,
+          secrets: [],
+        }),
+    ],
   ]
   for (const [what, run] of cases)
     it(`${what}: a 302 to http://127.0.0.1 is refused, not retried, and the target sees nothing`, async () => {
@@ -277,7 +390,12 @@ describe("redirects are never followed", () => {
     })
 
   it("telco_a calls: a direct answer still creates the call (the control)", async () => {
-    const telephony = makeTelcoATelephony({ account: { sid: "AC1", token: "tok", apiUrl: target.url, callerId: null }, publicBaseUrl: "http://127.0.0.1:9", channel: { register: () => () => {} }, timeoutMs: 2_000 })
+    const telephony = makeTelcoATelephony({
+      account: { sid: "AC1", token: "tok", apiUrl: target.url, callerId: null },
+      publicBaseUrl: "http://127.0.0.1:9",
+      channel: { register: () => () => {} },
+      timeoutMs: 2_000,
+    })
     const events: CarrierEvent[] = []
     const leg = telephony.dial({ callId: 3, to: "+14155550100", from: null, tenantId: 1 }, (e) => events.push(e))
     for (let i = 0; i < 100 && leg.providerCallId === ""; i++) await new Promise((r) => setTimeout(r, 10))
@@ -295,7 +413,12 @@ describe("redirects are never followed", () => {
       timeoutMs: 2_000,
     })
     const before = redirector.hits
-    await new Promise<void>((resolve) => telephony.dial({ callId: 1, to: "+14155550100", from: null, tenantId: 1 }, (e) => (events.push(e), e.type === "FAILED" && resolve())))
+    await new Promise<void>((resolve) =>
+      telephony.dial(
+        { callId: 1, to: "+14155550100", from: null, tenantId: 1 },
+        (e) => (events.push(e), e.type === "FAILED" && resolve()),
+      ),
+    )
     expect(events.at(-1)?.type).toBe("FAILED")
     expect(redirector.hits - before).toBe(1)
     expect(target.hits).toBe(0)
@@ -316,7 +439,9 @@ describe("answers are capped", () => {
 
   it("cuts a 100 MiB answer at the cap, once, without the process holding it", async () => {
     const rssBefore = process.memoryUsage().rss
-    const e = await rejection(generateRuleBook(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 10_000 }), ruleBookRequest))
+    const e = await rejection(
+      generateRuleBook(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 10_000 }), ruleBookRequest),
+    )
     const grown = process.memoryUsage().rss - rssBefore
     expect(e.message).toMatch(/answer larger than 2097152 bytes/)
     expect(e.retryable).toBe(false)
@@ -328,7 +453,13 @@ describe("answers are capped", () => {
   })
 
   it("refuses a declared Content-Length over the cap before reading", async () => {
-    const e = await rejection(telcoARequest({ apiUrl: declared.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 5_000 }))
+    const e = await rejection(
+      telcoARequest(
+        { apiUrl: declared.url, accountSid: "AC1", authToken: "tok" },
+        { method: "GET", path: "/x.json" },
+        { timeoutMs: 5_000 },
+      ),
+    )
     expect(e.message).toMatch(/answer larger than 2097152 bytes/)
     expect(declared.hits).toBe(1)
   })
@@ -337,11 +468,36 @@ describe("answers are capped", () => {
     const small = { responseLimitBytes: 1024 }
     const before = huge.hits
     for (const run of [
-      () => makeHttpMail({ baseUrl: huge.url, apiKey: "k", from: "a@b.c", timeoutMs: 5_000, outbound: small }).send({ to: "x@y.z", subject: "s", text: "t", html: "t", kind: "verify_email" } as never),
-      () => telcoARequest({ apiUrl: huge.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 5_000, outbound: small }),
-      () => generateRuleBook(makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 5_000, outbound: small }), ruleBookRequest),
+      () =>
+        makeHttpMail({ baseUrl: huge.url, apiKey: "k", from: "a@b.c", timeoutMs: 5_000, outbound: small }).send({
+          to: "x@y.z",
+          subject: "s",
+          text: "t",
+          html: "t",
+          kind: "verify_email",
+        } as never),
+      () =>
+        telcoARequest(
+          { apiUrl: huge.url, accountSid: "AC1", authToken: "tok" },
+          { method: "GET", path: "/x.json" },
+          { timeoutMs: 5_000, outbound: small },
+        ),
+      () =>
+        generateRuleBook(
+          makeOpenAiLlm({ baseUrl: huge.url, model: "m", timeoutMs: 5_000, outbound: small }),
+          ruleBookRequest,
+        ),
       // The gateways' cap is the default 2 MiB.
-      () => postToGateway({ gateway: "gw_upi", url: huge.url, headers: {}, body: "{}", timeoutMs: 5_000, fetch, secrets: [] }),
+      () =>
+        postToGateway({
+          gateway: "gw_upi",
+          url: huge.url,
+          headers: {},
+          body: "{}",
+          timeoutMs: 5_000,
+          fetch,
+          secrets: [],
+        }),
     ]) {
       const e = await rejection(run())
       expect(e.message).toMatch(/answer larger than (1024|2097152) bytes/)
@@ -374,8 +530,20 @@ describe("the per-attempt timeout covers the body", () => {
   it("a slow-drip answer times out (and is retried) in the model, telco_a and mail adapters", async () => {
     for (const run of [
       () => generateRuleBook(makeOpenAiLlm({ baseUrl: drip.url, model: "m", timeoutMs: 300 }), ruleBookRequest),
-      () => telcoARequest({ apiUrl: drip.url, accountSid: "AC1", authToken: "tok" }, { method: "GET", path: "/x.json" }, { timeoutMs: 300 }),
-      () => makeHttpMail({ baseUrl: drip.url, apiKey: "k", from: "a@b.c", timeoutMs: 300 }).send({ to: "x@y.z", subject: "s", text: "t", html: "t", kind: "verify_email" } as never),
+      () =>
+        telcoARequest(
+          { apiUrl: drip.url, accountSid: "AC1", authToken: "tok" },
+          { method: "GET", path: "/x.json" },
+          { timeoutMs: 300 },
+        ),
+      () =>
+        makeHttpMail({ baseUrl: drip.url, apiKey: "k", from: "a@b.c", timeoutMs: 300 }).send({
+          to: "x@y.z",
+          subject: "s",
+          text: "t",
+          html: "t",
+          kind: "verify_email",
+        } as never),
     ]) {
       const before = drip.hits
       const started = Date.now()
@@ -387,9 +555,19 @@ describe("the per-attempt timeout covers the body", () => {
   })
 
   it("telco_a calls: a slow-drip answer to call creation times out and is retried, then the leg fails", async () => {
-    const telephony = makeTelcoATelephony({ account: { sid: "AC1", token: "tok", apiUrl: drip.url, callerId: null }, publicBaseUrl: "http://127.0.0.1:9", channel: { register: () => () => {} }, timeoutMs: 300 })
+    const telephony = makeTelcoATelephony({
+      account: { sid: "AC1", token: "tok", apiUrl: drip.url, callerId: null },
+      publicBaseUrl: "http://127.0.0.1:9",
+      channel: { register: () => () => {} },
+      timeoutMs: 300,
+    })
     const before = drip.hits
-    const ended = await new Promise<CarrierEvent>((resolve) => telephony.dial({ callId: 2, to: "+14155550100", from: null, tenantId: 1 }, (e) => e.type === "FAILED" && resolve(e)))
+    const ended = await new Promise<CarrierEvent>((resolve) =>
+      telephony.dial(
+        { callId: 2, to: "+14155550100", from: null, tenantId: 1 },
+        (e) => e.type === "FAILED" && resolve(e),
+      ),
+    )
     expect(ended.type).toBe("FAILED")
     expect(drip.hits - before).toBe(3)
   })

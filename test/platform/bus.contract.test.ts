@@ -4,7 +4,13 @@
 import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import { afterEach, describe, expect, it } from "vitest"
-import { BusError, DEFAULT_MAX_PAYLOAD, type BusClient, type BusErrorCode, type BusMsg } from "../../src/platform/bus/bus.js"
+import {
+  BusError,
+  DEFAULT_MAX_PAYLOAD,
+  type BusClient,
+  type BusErrorCode,
+  type BusMsg,
+} from "../../src/platform/bus/bus.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { connectNatsBus } from "../../src/platform/bus/nats.bus.js"
 
@@ -208,7 +214,9 @@ describe.each(impls)("bus contract: $name", ({ name, make }) => {
     expect(who.filter((w) => w.startsWith("q"))).toHaveLength(1)
     expect(who).not.toContain("late")
     expect(Date.now() - started).toBeLessThan(390)
-    const plain = replies.map((r) => r.json<{ who: string; got?: { n: number } }>()).filter((r) => r.who === "a" || r.who === "b")
+    const plain = replies
+      .map((r) => r.json<{ who: string; got?: { n: number } }>())
+      .filter((r) => r.who === "a" || r.who === "b")
     expect(plain.map((r) => r.got)).toEqual([{ n: 1 }, { n: 1 }])
     for (const t of late) clearTimeout(t)
   })
@@ -338,10 +346,16 @@ describe.each(impls)("bus contract: $name", ({ name, make }) => {
     const b = await bus()
     const p = prefix()
     for (const s of ["", "a..b", ".a", "a.", "a b", "a\tb", `${p}.*`, `${p}.>`, `${p}.a*`, `${p}.*.b`]) {
-      expect(codeOfSync(() => b.publish(s, "x")), `publish ${JSON.stringify(s)}`).toBe("BAD_SUBJECT")
+      expect(
+        codeOfSync(() => b.publish(s, "x")),
+        `publish ${JSON.stringify(s)}`,
+      ).toBe("BAD_SUBJECT")
     }
     for (const s of ["", "a..b", "a.", "a b", `${p}.>.b`, `${p}.a>`, `${p}.b*`, `${p}.**`]) {
-      expect(codeOfSync(() => b.subscribe(s, () => {})), `subscribe ${JSON.stringify(s)}`).toBe("BAD_SUBJECT")
+      expect(
+        codeOfSync(() => b.subscribe(s, () => {})),
+        `subscribe ${JSON.stringify(s)}`,
+      ).toBe("BAD_SUBJECT")
     }
     expect(codeOfSync(() => b.subscribe(`${p}.q`, () => {}, { queue: "a b" }))).toBe("BAD_SUBJECT")
     expect(await codeOf(b.request(`${p}.*`, "x"))).toBe("BAD_SUBJECT")

@@ -53,7 +53,9 @@ describe("migrate", () => {
     const [a, b] = process.env.DATABASE_URL ? [client(), client()] : [client(), undefined]
     const results = await Promise.all([migrate(a, files), migrate(b ?? a, files)])
     expect([...results[0], ...results[1]].sort((x, y) => x - y)).toEqual(files.map((f) => f.version))
-    const rows = await a<{ version: number; checksum: string }[]>`select version, checksum from schema_migrations order by version`
+    const rows = await a<
+      { version: number; checksum: string }[]
+    >`select version, checksum from schema_migrations order by version`
     expect(rows).toEqual(files.map((f) => ({ version: f.version, checksum: f.checksum })))
     const [{ n }] = await a<[{ n: number }]>`select count(*)::int as n from objections`
     expect(n).toBeGreaterThanOrEqual(10)
@@ -63,7 +65,7 @@ describe("migrate", () => {
   it("refuses to run when an applied migration was edited or removed", async () => {
     const sql = clients[0]!
     const files = readMigrations()
-    const edited = files.map((f, i) => (i === 0 ? { ...f, sql: f.sql + "\n-- edit", checksum: "0".repeat(64) } : f))
+    const edited = files.map((f, i) => (i === 0 ? { ...f, sql: `${f.sql}\n-- edit`, checksum: "0".repeat(64) } : f))
     await expect(migrate(sql, edited)).rejects.toThrow(MigrationError)
     await expect(migrate(sql, edited)).rejects.toThrow(/edited after it was applied/)
     await expect(migrate(sql, files.slice(1))).rejects.toThrow(/file is missing/)
@@ -72,7 +74,15 @@ describe("migrate", () => {
   it("rolls back a failing migration whole", async () => {
     const sql = clients[0]!
     const files = readMigrations()
-    const broken = [...files, { version: 9999, name: "broken", sql: "create table half_done (id int); select * from no_such_table;", checksum: "x" }]
+    const broken = [
+      ...files,
+      {
+        version: 9999,
+        name: "broken",
+        sql: "create table half_done (id int); select * from no_such_table;",
+        checksum: "x",
+      },
+    ]
     await expect(migrate(sql, broken)).rejects.toThrow()
     const [{ exists }] = await sql<[{ exists: boolean }]>`select to_regclass('half_done') is not null as exists`
     expect(exists).toBe(false)

@@ -43,7 +43,7 @@ function pdfTexts(pdf: Buffer): string[] {
 }
 
 /** The value drawn right after a label. */
-const valueOf = (texts: string[], label: string): string | undefined => {
+const labelValue = (texts: string[], label: string): string | undefined => {
   const i = texts.indexOf(label)
   return i < 0 ? undefined : texts[i + 1]
 }
@@ -52,11 +52,16 @@ const valueOf = (texts: string[], label: string): string | undefined => {
 
 describe("the period", () => {
   it("takes inclusive YYYY-MM-DD dates and refuses malformed, reversed and over-long ones", () => {
-    expect(parsePeriod("2025-01-01", "2025-01-07")).toMatchObject({ days: 7, range: { start: new Date("2025-01-01T00:00:00Z"), end: new Date("2025-01-08T00:00:00Z") } })
+    expect(parsePeriod("2025-01-01", "2025-01-07")).toMatchObject({
+      days: 7,
+      range: { start: new Date("2025-01-01T00:00:00Z"), end: new Date("2025-01-08T00:00:00Z") },
+    })
     expect(parsePeriod("2025-01-01", "2025-01-01")).toMatchObject({ days: 1 })
     expect(parsePeriod("2024-01-01", "2024-12-31")).toMatchObject({ days: 366 })
     expect(parsePeriod("2024-01-01", "2025-01-01")).toEqual({ errors: [expect.objectContaining({ field: "to" })] })
-    expect(parsePeriod("2025-01-02", "2025-01-01")).toEqual({ errors: [{ field: "to", message: "must not be before from" }] })
+    expect(parsePeriod("2025-01-02", "2025-01-01")).toEqual({
+      errors: [{ field: "to", message: "must not be before from" }],
+    })
     for (const bad of ["2025-02-30", "2025-13-01", "2025-1-01", "20250101", "2025-01-01T00:00:00Z", ""]) {
       expect(parsePeriod(bad, "2025-03-01")).toEqual({ errors: [expect.objectContaining({ field: "from" })] })
     }
@@ -88,8 +93,21 @@ describe("the figures", () => {
         { day: "2025-03-05", calls: 3 },
       ],
     })
-    expect(f.calls).toEqual({ placed: 8, connected: 7, connect_rate_pct: 87.5, connected_seconds: 495, minutes_talked: 8.3, spend_minor: 1234 })
-    expect(f.display).toEqual({ placed: "8", connected: "7", connect_rate: "87.5%", minutes_talked: "8.3", spend: "$12.34" })
+    expect(f.calls).toEqual({
+      placed: 8,
+      connected: 7,
+      connect_rate_pct: 87.5,
+      connected_seconds: 495,
+      minutes_talked: 8.3,
+      spend_minor: 1234,
+    })
+    expect(f.display).toEqual({
+      placed: "8",
+      connected: "7",
+      connect_rate: "87.5%",
+      minutes_talked: "8.3",
+      spend: "$12.34",
+    })
     expect(f.per_day).toEqual([
       { day: "2025-03-01", calls: 0 },
       { day: "2025-03-02", calls: 5 },
@@ -104,13 +122,25 @@ describe("the figures", () => {
   })
 
   it("has no connect rate for an empty period, and formats rupees like the rest of the product", () => {
-    const f = weeklyFigures({ ...base, currency: "INR", totals: { placed: 0, connected: 0, connected_seconds: 0, spend_minor: 0 }, outcomes: [], perDay: [] })
+    const f = weeklyFigures({
+      ...base,
+      currency: "INR",
+      totals: { placed: 0, connected: 0, connected_seconds: 0, spend_minor: 0 },
+      outcomes: [],
+      perDay: [],
+    })
     expect(f.calls.connect_rate_pct).toBeNull()
     expect(f.display.connect_rate).toBe("n/a")
     expect(f.display.spend).toBe(formatMinor(0, "INR"))
     expect(f.per_day).toHaveLength(5)
     expect(f.per_day.every((d) => d.calls === 0)).toBe(true)
-    const big = weeklyFigures({ ...base, currency: "INR", totals: { placed: 1, connected: 1, connected_seconds: 59, spend_minor: 12_345_678 }, outcomes: [], perDay: [] })
+    const big = weeklyFigures({
+      ...base,
+      currency: "INR",
+      totals: { placed: 1, connected: 1, connected_seconds: 59, spend_minor: 12_345_678 },
+      outcomes: [],
+      perDay: [],
+    })
     expect(big.display.spend).toBe("₹1,23,456.78")
     expect(big.display.minutes_talked).toBe("1.0")
     // The standard PDF fonts have no rupee sign.
@@ -138,14 +168,22 @@ const call = async (method: string, path: string, s: { token: string }, body?: u
   return { status: res.status, body: (await res.json()) as Json }
 }
 
-const report = (s: { token: string }, from: string, to: string) => a.call("GET", `/api/reports/weekly?from=${from}&to=${to}`, { token: s.token })
+const report = (s: { token: string }, from: string, to: string) =>
+  a.call("GET", `/api/reports/weekly?from=${from}&to=${to}`, { token: s.token })
 
 /** Runs a campaign over these numbers to completion, as a customer would. */
 async function completedRun(s: Session, phones: string[]) {
   const intent = (await call("POST", "/billing/topup", s, { amount_minor: 1_000_000 })).body
   await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
-  const w = (await call("POST", "/api/workflows", s, { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." })).body
-  expect((await call("POST", `/api/workflows/${w.id}/audience`, s, { rows: phones.map((phone) => ({ phone })) })).body.accepted).toBe(phones.length)
+  const w = (
+    await call("POST", "/api/workflows", s, {
+      nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin.",
+    })
+  ).body
+  expect(
+    (await call("POST", `/api/workflows/${w.id}/audience`, s, { rows: phones.map((phone) => ({ phone })) })).body
+      .accepted,
+  ).toBe(phones.length)
   await call("PUT", `/api/workflows/${w.id}/compliance`, s, { consent_attestation_text: "All numbers opted in." })
   const runId = (await call("POST", `/api/workflows/${w.id}/run`, s)).body.run_id as number
   const deadline = Date.now() + 40_000
@@ -177,7 +215,14 @@ beforeAll(async () => {
   ;[owner, other] = await Promise.all([a.signup({ country: "US", full_name: "Owner" }), a.signup({ country: "US" })])
   // Digits: 0 no answer (three attempts), 3–5 agree, 6 declines, 7 concession, 8 callback.
   await Promise.all([
-    completedRun(owner, ["+12025550100", "+12025550113", "+12025550124", "+12025550136", "+12025550147", "+12025550158"]),
+    completedRun(owner, [
+      "+12025550100",
+      "+12025550113",
+      "+12025550124",
+      "+12025550136",
+      "+12025550147",
+      "+12025550158",
+    ]),
     completedRun(other, ["+13035550103"]),
   ])
 }, 120_000)
@@ -198,23 +243,25 @@ describe("GET /api/reports/weekly", () => {
     expect(want.placed).toBeGreaterThanOrEqual(7)
     expect(want.connected).toBe(5)
     const texts = pdfTexts(pdf)
-    expect(valueOf(texts, "Calls placed")).toBe(String(want.placed))
-    expect(valueOf(texts, "Calls connected")).toBe(String(want.connected))
-    expect(valueOf(texts, "Connect rate")).toBe(`${((want.connected / want.placed) * 100).toFixed(1)}%`)
-    expect(valueOf(texts, "Minutes talked")).toBe((Math.round((want.seconds / 60) * 10) / 10).toFixed(1))
+    expect(labelValue(texts, "Calls placed")).toBe(String(want.placed))
+    expect(labelValue(texts, "Calls connected")).toBe(String(want.connected))
+    expect(labelValue(texts, "Connect rate")).toBe(`${((want.connected / want.placed) * 100).toFixed(1)}%`)
+    expect(labelValue(texts, "Minutes talked")).toBe((Math.round((want.seconds / 60) * 10) / 10).toFixed(1))
     expect(want.spend).toBeGreaterThan(0)
-    expect(valueOf(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
+    expect(labelValue(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
 
     const [ws] = await srv.sql<[{ name: string }]>`select name from tenants where id = ${owner.tenantId}`
     expect(texts).toContain(`Workspace: ${ws.name}`)
     expect(texts.some((t) => t.startsWith("Period: "))).toBe(true)
 
     // Approvals: concession (7) and callback (8), nobody decided yet.
-    expect(valueOf(texts, "Requested")).toBe("2")
-    expect(valueOf(texts, "Approved")).toBe("0")
+    expect(labelValue(texts, "Requested")).toBe("2")
+    expect(labelValue(texts, "Approved")).toBe("0")
     // Outcomes: the table's rows, most frequent first.
-    const outcomes = await srv.sql<{ outcome: string; n: number }[]>`select outcome, count(*)::int as n from calls where tenant_id = ${owner.tenantId} and outcome is distinct from 'insufficient_funds' group by outcome`
-    for (const o of outcomes) expect(valueOf(texts, o.outcome.replace(/_/g, " "))).toBe(String(o.n))
+    const outcomes = await srv.sql<
+      { outcome: string; n: number }[]
+    >`select outcome, count(*)::int as n from calls where tenant_id = ${owner.tenantId} and outcome is distinct from 'insufficient_funds' group by outcome`
+    for (const o of outcomes) expect(labelValue(texts, o.outcome.replace(/_/g, " "))).toBe(String(o.n))
     // The chart: a labelled axis and one label per day.
     expect(texts).toContain("Day (UTC)")
     expect(texts).toContain("Calls")
@@ -226,10 +273,10 @@ describe("GET /api/reports/weekly", () => {
     const texts = pdfTexts(pdf)
     const want = await expected(other.tenantId)
     expect(want.placed).toBe(1)
-    expect(valueOf(texts, "Calls placed")).toBe("1")
-    expect(valueOf(texts, "Calls connected")).toBe("1")
-    expect(valueOf(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
-    expect(valueOf(texts, "Requested")).toBe("0")
+    expect(labelValue(texts, "Calls placed")).toBe("1")
+    expect(labelValue(texts, "Calls connected")).toBe("1")
+    expect(labelValue(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
+    expect(labelValue(texts, "Requested")).toBe("0")
   })
 
   it("renders an empty period", async () => {
@@ -239,10 +286,10 @@ describe("GET /api/reports/weekly", () => {
     expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-")
     expect(pdf.toString("latin1").trimEnd().endsWith("%%EOF")).toBe(true)
     const texts = pdfTexts(pdf)
-    expect(valueOf(texts, "Calls placed")).toBe("0")
-    expect(valueOf(texts, "Connect rate")).toBe("n/a")
-    expect(valueOf(texts, "Minutes talked")).toBe("0.0")
-    expect(valueOf(texts, "Spend")).toBe("$0.00")
+    expect(labelValue(texts, "Calls placed")).toBe("0")
+    expect(labelValue(texts, "Connect rate")).toBe("n/a")
+    expect(labelValue(texts, "Minutes talked")).toBe("0.0")
+    expect(labelValue(texts, "Spend")).toBe("$0.00")
     expect(texts).toContain("No calls were placed in this period.")
   })
 
@@ -266,8 +313,12 @@ describe("GET /api/reports/weekly", () => {
   it("needs a caller, and serves a read-scoped API key", async () => {
     expect((await a.call("GET", `/api/reports/weekly?from=${FROM}&to=${TO}`)).status).toBe(401)
     const key = await a.createKey(owner, { name: "reports", scope: "read" })
-    const res = await a.call("GET", `/api/reports/weekly?from=${FROM}&to=${TO}`, { headers: { authorization: `Bearer ${key.secret}` } })
+    const res = await a.call("GET", `/api/reports/weekly?from=${FROM}&to=${TO}`, {
+      headers: { authorization: `Bearer ${key.secret}` },
+    })
     expect(res.status).toBe(200)
-    expect(valueOf(pdfTexts(Buffer.from(await res.arrayBuffer())), "Calls placed")).toBe(String((await expected(owner.tenantId)).placed))
+    expect(labelValue(pdfTexts(Buffer.from(await res.arrayBuffer())), "Calls placed")).toBe(
+      String((await expected(owner.tenantId)).placed),
+    )
   })
 })

@@ -36,7 +36,9 @@ const timeline = (s: Session, q: Record<string, string | number | undefined>) =>
 
 async function fund(s: Session, amountMinor = 1_000_000) {
   const intent = (await call("POST", "/billing/topup", s, { amount_minor: amountMinor })).body
-  const res = await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
+  const res = await a.call("POST", "/billing/webhooks/stub", {
+    body: { external_id: intent.external_id, status: "succeeded" },
+  })
   expect(res.status).toBe(200)
 }
 
@@ -58,11 +60,23 @@ beforeAll(async () => {
   other = await a.signup({ country: "US" })
   await fund(owner)
 
-  const w = (await call("POST", "/api/workflows", owner, { nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin." })).body
+  const w = (
+    await call("POST", "/api/workflows", owner, {
+      nl_prompt: "Call members whose membership lapsed and offer a discount of up to $20 to rejoin.",
+    })
+  ).body
   workflowId = w.id
-  const aud = await call("POST", `/api/workflows/${w.id}/audience`, owner, { rows: [P_DISCOUNT, P_NO_ANSWER, P_DNC].map((phone) => ({ phone })) })
+  const aud = await call("POST", `/api/workflows/${w.id}/audience`, owner, {
+    rows: [P_DISCOUNT, P_NO_ANSWER, P_DNC].map((phone) => ({ phone })),
+  })
   expect(aud.body.accepted).toBe(3)
-  expect((await call("PUT", `/api/workflows/${w.id}/compliance`, owner, { consent_attestation_text: "All numbers opted in." })).status).toBe(200)
+  expect(
+    (
+      await call("PUT", `/api/workflows/${w.id}/compliance`, owner, {
+        consent_attestation_text: "All numbers opted in.",
+      })
+    ).status,
+  ).toBe(200)
   // Listed after the audience was attached: the dialer skips it.
   expect((await call("POST", "/dnc/add", owner, { phone_e164: P_DNC, reason: "asked by email" })).status).toBe(200)
   const started = await call("POST", `/api/workflows/${w.id}/run`, owner)
@@ -117,7 +131,10 @@ describe("identifiers and limits", () => {
     expect((await timeline(owner, { phone: "12" })).body).toMatchObject({ code: "VALIDATION_FAILED", field: "phone" })
     expect((await timeline(owner, { user_id: "abc" })).status).toBe(422)
     expect((await timeline(owner, { email: "not-an-email" })).status).toBe(422)
-    expect((await timeline(owner, { phone: P_PAGED, before: "yesterday" })).body).toMatchObject({ code: "VALIDATION_FAILED", field: "before" })
+    expect((await timeline(owner, { phone: P_PAGED, before: "yesterday" })).body).toMatchObject({
+      code: "VALIDATION_FAILED",
+      field: "before",
+    })
     expect((await timeline(owner, { phone: P_PAGED, before: "2025-01-01T00:00:00Z~x" })).status).toBe(422)
   })
 
@@ -183,7 +200,11 @@ describe("paging", () => {
     expect(older).toHaveLength(all.length - 12)
     for (const e of older) expect(Date.parse(e.at)).toBeLessThan(Date.parse(tiedAt))
     // An unencoded + in a zone offset survives the query string.
-    const res = await a.call("GET", `/api/timeline?phone=${encodeURIComponent(P_PAGED)}&n=500&before=2999-01-01T00:00:00+00:00`, { token: owner.token })
+    const res = await a.call(
+      "GET",
+      `/api/timeline?phone=${encodeURIComponent(P_PAGED)}&n=500&before=2999-01-01T00:00:00+00:00`,
+      { token: owner.token },
+    )
     expect(((await res.json()) as Json).count).toBe(all.length)
   })
 })
@@ -205,7 +226,16 @@ describe("a phone number's events", () => {
     expect(kinds.filter((k) => k === "turns")).toHaveLength(1)
     expect(kinds.filter((k) => k === "decision")).toHaveLength(2)
     for (const e of body.events as Json[]) {
-      expect(Object.keys(e).sort()).toEqual(["at", "cursor", "direction", "kind", "payload", "run_id", "summary", "workflow_id"])
+      expect(Object.keys(e).sort()).toEqual([
+        "at",
+        "cursor",
+        "direction",
+        "kind",
+        "payload",
+        "run_id",
+        "summary",
+        "workflow_id",
+      ])
       expect(e.at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
       expect(["inbound", "outbound"]).toContain(e.direction)
       expect(e).toMatchObject({ workflow_id: workflowId, run_id: runId })
@@ -226,7 +256,9 @@ describe("a phone number's events", () => {
     expect(callEv.at).toBe(new Date(dbCall.started_at).toISOString())
 
     const turnsEv = (body.events as Json[]).find((e) => e.kind === "turns")!
-    const turns = await srv.sql<{ speaker: string; text: string }[]>`select speaker, text from turns where call_id = ${dbCall.id} order by turn_index`
+    const turns = await srv.sql<
+      { speaker: string; text: string }[]
+    >`select speaker, text from turns where call_id = ${dbCall.id} order by turn_index`
     expect(turnsEv.payload).toMatchObject({
       call_id: dbCall.id,
       count: turns.length,
@@ -237,9 +269,15 @@ describe("a phone number's events", () => {
 
     const requested = (body.events as Json[]).find((e) => e.kind === "decision" && e.payload.stage === "requested")!
     const resolved = (body.events as Json[]).find((e) => e.kind === "decision" && e.payload.stage === "resolved")!
-    expect(requested).toMatchObject({ direction: "outbound", payload: { proposed_action: "concession", status: "approved", target_phone: P_DISCOUNT, call_id: dbCall.id } })
+    expect(requested).toMatchObject({
+      direction: "outbound",
+      payload: { proposed_action: "concession", status: "approved", target_phone: P_DISCOUNT, call_id: dbCall.id },
+    })
     expect(requested.summary).toMatch(/^Approval requested for a concession of \$\d+\.\d{2}$/)
-    expect(resolved).toMatchObject({ direction: "inbound", payload: { approval_id: requested.payload.approval_id, decided_by: owner.userId, note: "fine" } })
+    expect(resolved).toMatchObject({
+      direction: "inbound",
+      payload: { approval_id: requested.payload.approval_id, decided_by: owner.userId, note: "fine" },
+    })
     expect(resolved.summary).toContain(`Approved a concession`)
     expect(resolved.summary).toContain(owner.email)
     expect(Date.parse(resolved.at)).toBeGreaterThanOrEqual(Date.parse(requested.at))
@@ -249,7 +287,9 @@ describe("a phone number's events", () => {
     const { body } = await timeline(owner, { phone: P_NO_ANSWER, n: 500 })
     const calls = (body.events as Json[]).filter((e) => e.kind === "call")
     // How many attempts is the dialer's retry policy; each is told, newest first.
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from calls where run_id = ${runId} and phone_e164 = ${P_NO_ANSWER}`
+    const [{ n }] = await srv.sql<
+      [{ n: number }]
+    >`select count(*)::int as n from calls where run_id = ${runId} and phone_e164 = ${P_NO_ANSWER}`
     expect(n).toBeGreaterThanOrEqual(2)
     const attempts = Array.from({ length: n }, (_, i) => n - i)
     expect(calls.map((c) => c.summary)).toEqual(attempts.map((k) => `No answer (attempt ${k})`))
@@ -263,9 +303,19 @@ describe("a phone number's events", () => {
     const events = body.events as Json[]
     expect(events.map((e) => e.kind)).toEqual(["dialer", "dnc"])
     const [dialer, dnc] = events as [Json, Json]
-    expect(dnc).toMatchObject({ direction: "outbound", workflow_id: null, run_id: null, payload: { phone_e164: P_DNC, source: "manual", reason: "asked by email" } })
+    expect(dnc).toMatchObject({
+      direction: "outbound",
+      workflow_id: null,
+      run_id: null,
+      payload: { phone_e164: P_DNC, source: "manual", reason: "asked by email" },
+    })
     expect(dnc.summary).toBe("Added to the do-not-call list (manual): asked by email")
-    expect(dialer).toMatchObject({ direction: "outbound", workflow_id: workflowId, run_id: runId, payload: { decision: "skip", reason: "dnc_listed" } })
+    expect(dialer).toMatchObject({
+      direction: "outbound",
+      workflow_id: workflowId,
+      run_id: runId,
+      payload: { decision: "skip", reason: "dnc_listed" },
+    })
     expect(dialer.summary).toBe("Dialer skipped the number: dnc listed")
   })
 })
@@ -279,25 +329,51 @@ describe("a user's events", () => {
 
     const account = byKind("account")
     expect(account.map((e) => e.payload.stage).sort()).toEqual(["email_verified", "signup"])
-    expect(account.find((e) => e.payload.stage === "signup")).toMatchObject({ direction: "inbound", summary: "Signed up and created the workspace", payload: { user_id: owner.userId, email: owner.email, role: "owner" } })
+    expect(account.find((e) => e.payload.stage === "signup")).toMatchObject({
+      direction: "inbound",
+      summary: "Signed up and created the workspace",
+      payload: { user_id: owner.userId, email: owner.email, role: "owner" },
+    })
 
     const [email] = byKind("email")
-    expect(email).toMatchObject({ direction: "outbound", workflow_id: null, summary: `Verification email sent to ${owner.email}`, payload: { to: owner.email, purpose: "verify_email" } })
+    expect(email).toMatchObject({
+      direction: "outbound",
+      workflow_id: null,
+      summary: `Verification email sent to ${owner.email}`,
+      payload: { to: owner.email, purpose: "verify_email" },
+    })
 
-    expect(byKind("workflow")).toEqual([expect.objectContaining({ direction: "inbound", workflow_id: workflowId, run_id: null, payload: expect.objectContaining({ workflow_id: workflowId }) })])
+    expect(byKind("workflow")).toEqual([
+      expect.objectContaining({
+        direction: "inbound",
+        workflow_id: workflowId,
+        run_id: null,
+        payload: expect.objectContaining({ workflow_id: workflowId }),
+      }),
+    ])
     expect(byKind("consent")).toEqual([
-      expect.objectContaining({ direction: "inbound", workflow_id: workflowId, payload: expect.objectContaining({ consent_attestation_text: "All numbers opted in." }) }),
+      expect.objectContaining({
+        direction: "inbound",
+        workflow_id: workflowId,
+        payload: expect.objectContaining({ consent_attestation_text: "All numbers opted in." }),
+      }),
     ])
 
     const keys = byKind("api_key")
     expect(keys.map((k) => k.payload.action)).toEqual(["revoked", "created"])
-    for (const k of keys) expect(k).toMatchObject({ direction: "inbound", payload: { key_id: keyId, name: "reporting", scope: "read" } })
+    for (const k of keys)
+      expect(k).toMatchObject({ direction: "inbound", payload: { key_id: keyId, name: "reporting", scope: "read" } })
     expect(keys[0]!.payload.revoked_reason).toBe("rotated")
     expect(keys[1]!.summary).toMatch(/^Created API key “reporting” \(svc_live_\w+…\)$/)
 
     const decisions = byKind("decision")
     expect(decisions).toHaveLength(1)
-    expect(decisions[0]).toMatchObject({ direction: "inbound", workflow_id: workflowId, run_id: runId, payload: { stage: "resolved", status: "approved", decided_by: owner.userId, target_phone: P_DISCOUNT } })
+    expect(decisions[0]).toMatchObject({
+      direction: "inbound",
+      workflow_id: workflowId,
+      run_id: runId,
+      payload: { stage: "resolved", status: "approved", decided_by: owner.userId, target_phone: P_DISCOUNT },
+    })
 
     // The account began it all.
     expect(events.at(-1)!.payload.stage === "signup" || events.at(-1)!.kind === "email").toBe(true)
@@ -314,7 +390,11 @@ describe("a user's events", () => {
     const seen: Json[] = []
     let before: string | null = null
     do {
-      const res: { body: Json } = await timeline(owner, { user_id: owner.userId, n: 2, ...(before !== null && { before }) })
+      const res: { body: Json } = await timeline(owner, {
+        user_id: owner.userId,
+        n: 2,
+        ...(before !== null && { before }),
+      })
       seen.push(...(res.body.events as Json[]))
       before = res.body.next_before
     } while (before !== null)
@@ -357,7 +437,9 @@ describe("tenant isolation", () => {
 
   it("serves a read-scoped API key of the workspace", async () => {
     const key = await a.createKey(owner, { name: "reader", scope: "read" })
-    const res = await a.call("GET", `/api/timeline?phone=${encodeURIComponent(P_DISCOUNT)}`, { headers: { authorization: `Bearer ${key.secret}` } })
+    const res = await a.call("GET", `/api/timeline?phone=${encodeURIComponent(P_DISCOUNT)}`, {
+      headers: { authorization: `Bearer ${key.secret}` },
+    })
     expect(res.status).toBe(200)
     expect(((await res.json()) as Json).count).toBeGreaterThan(0)
     expect((await a.call("GET", `/api/timeline?phone=${encodeURIComponent(P_DISCOUNT)}`)).status).toBe(401)

@@ -35,7 +35,11 @@ async function funded(): Promise<Session> {
 
 /** Starts a run calling `phones` and resolves with the ids needed to follow it. */
 async function runCalling(s: Session, phones: string[]): Promise<{ workflowId: number; runId: number }> {
-  const w = (await call("POST", "/api/workflows", s, { nl_prompt: "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked." })).body
+  const w = (
+    await call("POST", "/api/workflows", s, {
+      nl_prompt: "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked.",
+    })
+  ).body
   await call("POST", `/api/workflows/${w.id}/audience`, s, { rows: phones.map((phone) => ({ phone })) })
   await call("PUT", `/api/workflows/${w.id}/compliance`, s, { consent_attestation_text: "Opted in." })
   const run = (await call("POST", `/api/workflows/${w.id}/run`, s)).body
@@ -53,9 +57,15 @@ async function pendingApproval(s: Session, workflowId: number, action: string): 
   throw new Error(`no pending ${action} approval`)
 }
 
-async function targetOutcome(runId: number, phone: string, until: (o: string | null) => boolean): Promise<string | null> {
+async function targetOutcome(
+  runId: number,
+  phone: string,
+  until: (o: string | null) => boolean,
+): Promise<string | null> {
   for (let i = 0; i < 200; i++) {
-    const [t] = await srv.sql<[{ outcome: string | null; status: string }?]>`select outcome, status from run_targets where run_id = ${runId} and phone_e164 = ${phone}`
+    const [t] = await srv.sql<
+      [{ outcome: string | null; status: string }?]
+    >`select outcome, status from run_targets where run_id = ${runId} and phone_e164 = ${phone}`
     if (t && until(t.outcome) && t.status !== "dialing") return t.outcome
     await new Promise((r) => setTimeout(r, 100))
   }
@@ -67,14 +77,24 @@ describe("a proposal on a live call", () => {
     const s = await funded()
     const { workflowId, runId } = await runCalling(s, ["+12025550107"])
     const ap = await pendingApproval(s, workflowId, "concession")
-    expect(ap).toMatchObject({ workflow_id: workflowId, run_id: runId, target_phone: "+12025550107", currency: "USD", status: "pending", decided_at: null, decided_by: null })
+    expect(ap).toMatchObject({
+      workflow_id: workflowId,
+      run_id: runId,
+      target_phone: "+12025550107",
+      currency: "USD",
+      status: "pending",
+      decided_at: null,
+      decided_by: null,
+    })
     expect(ap.proposed_value_minor).toBeGreaterThan(0)
     expect(ap.proposed_value_minor).toBeLessThanOrEqual(2000)
     expect(ap.rationale.length).toBeGreaterThan(0)
     expect(ap.context.transcript.length).toBeGreaterThan(0)
     expect(Date.parse(ap.expires_at)).toBeGreaterThan(Date.now())
     // The caller heard a holding line before the approval was raised.
-    const turns = await srv.sql<{ speaker: string; text: string }[]>`select speaker, text from turns where call_id = ${ap.call_id} order by turn_index`
+    const turns = await srv.sql<
+      { speaker: string; text: string }[]
+    >`select speaker, text from turns where call_id = ${ap.call_id} order by turn_index`
     expect(turns.at(-1)).toMatchObject({ speaker: "agent" })
     expect(turns.at(-1)!.text).toMatch(/check|moment/i)
     await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "deny" })
@@ -84,12 +104,19 @@ describe("a proposal on a live call", () => {
     const s = await funded()
     const { workflowId, runId } = await runCalling(s, ["+12025550117"])
     const ap = await pendingApproval(s, workflowId, "concession")
-    const decided = await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "approve", note: "Fine for loyal members." })
+    const decided = await call("POST", `/api/approvals/${ap.id}/decide`, s, {
+      decision: "approve",
+      note: "Fine for loyal members.",
+    })
     expect(decided.status).toBe(200)
     expect(decided.body).toMatchObject({ id: ap.id, status: "approved", decided_by: s.userId })
     expect(Date.parse(decided.body.decided_at)).not.toBeNaN()
-    expect(await targetOutcome(runId, "+12025550117", (o) => o === "agreed_with_concession")).toBe("agreed_with_concession")
-    const [row] = await srv.sql<[{ status: string; decided_by: number; note: string }]>`select status, decided_by, note from approvals where id = ${ap.id}`
+    expect(await targetOutcome(runId, "+12025550117", (o) => o === "agreed_with_concession")).toBe(
+      "agreed_with_concession",
+    )
+    const [row] = await srv.sql<
+      [{ status: string; decided_by: number; note: string }]
+    >`select status, decided_by, note from approvals where id = ${ap.id}`
     expect(row).toEqual({ status: "approved", decided_by: s.userId, note: "Fine for loyal members." })
   })
 
@@ -100,7 +127,9 @@ describe("a proposal on a live call", () => {
     expect((await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "deny" })).body.status).toBe("denied")
     const outcome = await targetOutcome(runId, "+12025550127", (o) => o !== null && o !== "pending_approval")
     expect(outcome).toBe("declined")
-    const agentLines = await srv.sql<{ text: string }[]>`select text from turns where call_id = ${ap.call_id} and speaker = 'agent' order by turn_index`
+    const agentLines = await srv.sql<
+      { text: string }[]
+    >`select text from turns where call_id = ${ap.call_id} and speaker = 'agent' order by turn_index`
     expect(agentLines.some((l) => /can't|cannot|unable|not able/i.test(l.text))).toBe(true)
   })
 
@@ -119,11 +148,14 @@ describe("deciding", () => {
     const { workflowId } = await runCalling(s, ["+12025550147"])
     const ap = await pendingApproval(s, workflowId, "concession")
     const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: i % 2 ? "approve" : "deny" })),
+      Array.from({ length: 12 }, (_, i) =>
+        call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: i % 2 ? "approve" : "deny" }),
+      ),
     )
     const won = answers.filter((r) => r.status === 200)
     expect(won).toHaveLength(1)
-    for (const r of answers.filter((x) => x.status !== 200)) expect(r).toMatchObject({ status: 409, body: { code: "APPROVAL_ALREADY_DECIDED" } })
+    for (const r of answers.filter((x) => x.status !== 200))
+      expect(r).toMatchObject({ status: 409, body: { code: "APPROVAL_ALREADY_DECIDED" } })
     const [row] = await srv.sql<[{ status: string }]>`select status from approvals where id = ${ap.id}`
     expect(row.status).toBe(won[0]!.body.status)
   })
@@ -136,7 +168,9 @@ describe("deciding", () => {
     expect((await call("POST", `/api/approvals/${ap.id}/decide`, other, { decision: "approve" })).status).toBe(404)
     expect((await call("POST", `/api/approvals/999999999/decide`, s, { decision: "approve" })).status).toBe(404)
     expect((await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "maybe" })).status).toBe(422)
-    expect((await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "approve", note: "x".repeat(501) })).status).toBe(422)
+    expect(
+      (await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "approve", note: "x".repeat(501) })).status,
+    ).toBe(422)
     await srv.sql`update approvals set expires_at = now() - interval '1 second' where id = ${ap.id}`
     const late = await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "approve" })
     expect(late).toMatchObject({ status: 409, body: { code: "APPROVAL_EXPIRED" } })
@@ -152,10 +186,14 @@ describe("deciding", () => {
     const ap = await pendingApproval(s, workflowId, "callback")
     expect((await call("POST", `/api/approvals/${ap.id}/decide`, s, { decision: "approve" })).status).toBe(200)
     await targetOutcome(runId, "+12025550168", (o) => o === "callback_scheduled")
-    const [t] = await srv.sql<[{ status: string; next_attempt_at: Date }]>`select status, next_attempt_at from run_targets where run_id = ${runId}`
+    const [t] = await srv.sql<
+      [{ status: string; next_attempt_at: Date }]
+    >`select status, next_attempt_at from run_targets where run_id = ${runId}`
     expect(t.status).toBe("waiting")
     expect(t.next_attempt_at.getTime()).toBeGreaterThan(Date.now())
-    const [d] = await srv.sql<[{ reason: string }]>`select reason from dial_decisions where run_id = ${runId} and decision = 'retry'`
+    const [d] = await srv.sql<
+      [{ reason: string }]
+    >`select reason from dial_decisions where run_id = ${runId} and decision = 'retry'`
     expect(d.reason).toBe("callback_scheduled")
   })
 
@@ -165,7 +203,8 @@ describe("deciding", () => {
     try {
       const b = api(quick)
       const s = await b.signup({ country: "US" })
-      const req = async (method: string, path: string, body?: unknown) => (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
+      const req = async (method: string, path: string, body?: unknown) =>
+        (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
       const intent = await req("POST", "/billing/topup", { amount_minor: 1_000_000 })
       await b.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
       const w = await req("POST", "/api/workflows", { nl_prompt: "Offer callbacks to members who are busy." })
@@ -183,11 +222,18 @@ describe("deciding", () => {
       expect(t0.outcome).toBe("pending_approval")
       const { approvals } = await req("GET", `/api/approvals?workflow_id=${w.id}&status=pending`)
       expect(approvals).toHaveLength(1)
-      const decided = await b.call("POST", `/api/approvals/${approvals[0].id}/decide`, { token: s.token, body: { decision: "approve" } })
+      const decided = await b.call("POST", `/api/approvals/${approvals[0].id}/decide`, {
+        token: s.token,
+        body: { decision: "approve" },
+      })
       expect(decided.status).toBe(200)
-      const [t] = await quick.sql<[{ status: string; outcome: string }]>`select status, outcome from run_targets where run_id = ${run.run_id}`
+      const [t] = await quick.sql<
+        [{ status: string; outcome: string }]
+      >`select status, outcome from run_targets where run_id = ${run.run_id}`
       expect(t).toEqual({ status: "waiting", outcome: "callback_scheduled" })
-      const [r] = await quick.sql<[{ status: string; ended_at: Date | null }]>`select status, ended_at from runs where id = ${run.run_id}`
+      const [r] = await quick.sql<
+        [{ status: string; ended_at: Date | null }]
+      >`select status, ended_at from runs where id = ${run.run_id}`
       expect(r).toEqual({ status: "running", ended_at: null })
     } finally {
       await quick.stop()

@@ -2,19 +2,50 @@
 // outcome under approving, denying and silent approvers; turn order, disclosure, determinism,
 // abort, model failures, turn caps, voicemail, scaled timing and 1,000 concurrent calls.
 import { afterEach, describe, expect, it, vi } from "vitest"
-import { converse, type ConversationOptions, type ConversationResult, type ConversationTurn } from "../../src/calls/conversation.js"
+import {
+  converse,
+  type ConversationOptions,
+  type ConversationResult,
+  type ConversationTurn,
+} from "../../src/calls/conversation.js"
 import type { DecisionStatus, LanguageModel, Proposal, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm, SIM_TURN_CAP, simConcessionMinor, simulateReply } from "../../src/providers/llm/sim.llm.js"
 import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 import { makeSimTelephony } from "../../src/providers/telephony/sim.telephony.js"
-import { TelephonyError, type CallLeg, type CarrierEvent, type TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
+import {
+  TelephonyError,
+  type CallLeg,
+  type CarrierEvent,
+  type TelephonyProvider,
+} from "../../src/providers/telephony/telephony.interface.js"
 import { validateRuleBook, type LibraryObjection, type RuleBook } from "../../src/workflows/rulebook.schema.js"
 
 const OBJECTIONS: LibraryObjection[] = [
-  { id: 1, category: "price", trigger_text: "It's too expensive.", rebuttal_template: "I understand, cost matters. Many customers changed their mind once they saw what {offer} saves them." },
-  { id: 3, category: "timing", trigger_text: "I'm busy right now.", rebuttal_template: "Of course, I can call back. Would {callback_window} work better for you?" },
-  { id: 5, category: "need", trigger_text: "I don't need this.", rebuttal_template: "Understood. May I ask what you use today?" },
-  { id: 14, category: "do_not_call", trigger_text: "Don't call me again.", rebuttal_template: "Understood. You won't hear from {company} again." },
+  {
+    id: 1,
+    category: "price",
+    trigger_text: "It's too expensive.",
+    rebuttal_template:
+      "I understand, cost matters. Many customers changed their mind once they saw what {offer} saves them.",
+  },
+  {
+    id: 3,
+    category: "timing",
+    trigger_text: "I'm busy right now.",
+    rebuttal_template: "Of course, I can call back. Would {callback_window} work better for you?",
+  },
+  {
+    id: 5,
+    category: "need",
+    trigger_text: "I don't need this.",
+    rebuttal_template: "Understood. May I ask what you use today?",
+  },
+  {
+    id: 14,
+    category: "do_not_call",
+    trigger_text: "Don't call me again.",
+    rebuttal_template: "Understood. You won't hear from {company} again.",
+  },
 ]
 
 function ruleBook(prompt: string): RuleBook {
@@ -24,8 +55,12 @@ function ruleBook(prompt: string): RuleBook {
   return v.value
 }
 
-const BOOK = ruleBook("Call our broadband customers about the new fibre plan and offer a discount of up to ₹800 on the first month.")
-const VOICEMAIL_BOOK = ruleBook("Call our broadband customers about the new fibre plan; leave a voicemail if nobody answers.")
+const BOOK = ruleBook(
+  "Call our broadband customers about the new fibre plan and offer a discount of up to ₹800 on the first month.",
+)
+const VOICEMAIL_BOOK = ruleBook(
+  "Call our broadband customers about the new fibre plan; leave a voicemail if nobody answers.",
+)
 const DISCLOSURE = "This call is from Acme Broadband and may be recorded for quality."
 
 type Approver = "approve" | "deny" | "timeout"
@@ -86,7 +121,8 @@ async function call(tel: TelephonyProvider, to: string, o: CallOptions = {}, cal
 }
 
 const number = (digit: number, prefix = "+9198765432") => `${prefix}1${digit}`
-const kinds = (events: CarrierEvent[]) => events.map((e) => (e.type === "ANSWERED" || e.type === "HANGUP" ? `${e.type}:${e.by}` : e.type))
+const kinds = (events: CarrierEvent[]) =>
+  events.map((e) => (e.type === "ANSWERED" || e.type === "HANGUP" ? `${e.type}:${e.by}` : e.type))
 const transcript = (turns: ConversationTurn[]) => turns.map((t) => `${t.speaker}: ${t.text}`)
 
 function expectWellFormed(run: CallRun): void {
@@ -104,9 +140,25 @@ afterEach(() => {
 
 describe("conversation over the sim carrier and sim model", () => {
   const expected: Record<Approver, Record<number, string>> = {
-    approve: { 3: "agreed", 4: "agreed", 5: "agreed", 6: "declined", 7: "agreed_with_concession", 8: "callback_scheduled", 9: "escalated" },
+    approve: {
+      3: "agreed",
+      4: "agreed",
+      5: "agreed",
+      6: "declined",
+      7: "agreed_with_concession",
+      8: "callback_scheduled",
+      9: "escalated",
+    },
     deny: { 3: "agreed", 4: "agreed", 5: "agreed", 6: "declined", 7: "declined", 8: "declined", 9: "declined" },
-    timeout: { 3: "agreed", 4: "agreed", 5: "agreed", 6: "declined", 7: "pending_approval", 8: "pending_approval", 9: "pending_approval" },
+    timeout: {
+      3: "agreed",
+      4: "agreed",
+      5: "agreed",
+      6: "declined",
+      7: "pending_approval",
+      8: "pending_approval",
+      9: "pending_approval",
+    },
   }
   const proposed: Record<number, Proposal["action"] | undefined> = { 7: "concession", 8: "callback", 9: "escalate" }
 
@@ -122,7 +174,9 @@ describe("conversation over the sim carrier and sim model", () => {
       // The first turn is the agent's: disclosure first, then the opening line, filled in.
       expect(run.turns[0]).toMatchObject({ speaker: "agent", turnIndex: 0 })
       expect(run.turns[0]!.text.startsWith(DISCLOSURE)).toBe(true)
-      expect(run.turns[0]!.text).toContain("Hello Asha, this is Priya calling from Acme Broadband about the new fibre plan.")
+      expect(run.turns[0]!.text).toContain(
+        "Hello Asha, this is Priya calling from Acme Broadband about the new fibre plan.",
+      )
       expect(run.turns.length).toBeGreaterThanOrEqual(4)
       expect(run.turns.filter((t) => t.speaker === "callee").length).toBeGreaterThanOrEqual(1)
       const action = proposed[digit]
@@ -173,7 +227,8 @@ describe("conversation over the sim carrier and sim model", () => {
       expect(transcript(b.turns)).toEqual(transcript(a.turns))
     }
     const phrasings = new Set<string>()
-    for (let i = 0; i < 12; i++) phrasings.add((await call(tel, `+91987654${String(i).padStart(3, "0")}3`)).turns[1]!.text)
+    for (let i = 0; i < 12; i++)
+      phrasings.add((await call(tel, `+91987654${String(i).padStart(3, "0")}3`)).turns[1]!.text)
     expect(phrasings.size).toBeGreaterThan(1)
   })
 
@@ -366,7 +421,10 @@ describe("conversation: approvals", () => {
         if (r.propose?.action === "concession") return { ...r, propose: { ...r.propose, value_minor: 10_000_000 } }
         // Asks again once after the denial: the earlier answer stands.
         if (req.decision?.status === "denied" && proposals++ === 0) {
-          return { text: "Let me check once more; one moment.", propose: { action: "concession", value_minor: 1, rationale: "again" } }
+          return {
+            text: "Let me check once more; one moment.",
+            propose: { action: "concession", value_minor: 1, rationale: "again" },
+          }
         }
         return r
       },
@@ -385,13 +443,15 @@ describe("conversation: approvals", () => {
   })
 
   it("counts a failing approval request as a timeout", async () => {
-    const run = await call(makeSimTelephony({ timeScale: 0 }), number(9), { requestApproval: () => Promise.reject(new Error("bus down")) })
+    const run = await call(makeSimTelephony({ timeScale: 0 }), number(9), {
+      requestApproval: () => Promise.reject(new Error("bus down")),
+    })
     expect(run.result?.outcome).toBe("pending_approval")
   })
 })
 
 describe("sim model replies", () => {
-  const req = (history: Array<[ "agent" | "callee", string]>, over: Partial<ReplyRequest> = {}): ReplyRequest => ({
+  const req = (history: Array<["agent" | "callee", string]>, over: Partial<ReplyRequest> = {}): ReplyRequest => ({
     ruleBook: BOOK,
     history: history.map(([speaker, text]) => ({ speaker, text })),
     callee: { name: "Asha" },
@@ -399,19 +459,26 @@ describe("sim model replies", () => {
     company: "Acme Broadband",
     ...over,
   })
-  const opening = ["agent", "Hello, do you have a minute?"] as [ "agent", string]
+  const opening = ["agent", "Hello, do you have a minute?"] as ["agent", string]
 
   it("answers an objection with the best-matching handler", () => {
-    expect(simulateReply(req([opening, ["callee", "Honestly, I don't really need this."]])).text).toBe("Understood. May I ask what you use today?")
+    expect(simulateReply(req([opening, ["callee", "Honestly, I don't really need this."]])).text).toBe(
+      "Understood. May I ask what you use today?",
+    )
   })
 
   it("ends with do_not_call when asked never to call again", () => {
     const r = simulateReply(req([opening, ["callee", "Please don't call me again."]]))
-    expect(r).toEqual({ text: "Understood. You won't hear from Acme Broadband again.", end: { outcome: "do_not_call" } })
+    expect(r).toEqual({
+      text: "Understood. You won't hear from Acme Broadband again.",
+      end: { outcome: "do_not_call" },
+    })
   })
 
   it("stops at its own turn cap", () => {
-    const history = Array.from({ length: SIM_TURN_CAP - 1 }, (_, i): [ "agent" | "callee", string] => (i % 2 === 0 ? ["agent", "Shall we?"] : ["callee", "Hmm."]))
+    const history = Array.from({ length: SIM_TURN_CAP - 1 }, (_, i): ["agent" | "callee", string] =>
+      i % 2 === 0 ? ["agent", "Shall we?"] : ["callee", "Hmm."],
+    )
     expect(simulateReply(req(history)).end).toEqual({ outcome: "no_decision" })
   })
 
@@ -453,7 +520,9 @@ describe("conversation: timing and scale", () => {
 
   it("runs 1,000 concurrent calls to their outcomes at scale 0, leaving no legs", async () => {
     const tel = makeSimTelephony({ timeScale: 0 })
-    const runs = await Promise.all(Array.from({ length: 1_000 }, (_, i) => call(tel, `+9190${String(i).padStart(8, "0")}`, {}, i)))
+    const runs = await Promise.all(
+      Array.from({ length: 1_000 }, (_, i) => call(tel, `+9190${String(i).padStart(8, "0")}`, {}, i)),
+    )
     expect(tel.activeLegs).toBe(0)
     const outcomes = new Map<number, Set<string | undefined>>()
     runs.forEach((run, i) => {

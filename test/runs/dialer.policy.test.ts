@@ -22,7 +22,15 @@ const US_ALL = [
   "America/Anchorage",
   "Pacific/Honolulu",
 ]
-const CA_ALL = ["America/St_Johns", "America/Halifax", "America/Toronto", "America/Winnipeg", "America/Regina", "America/Edmonton", "America/Vancouver"]
+const CA_ALL = [
+  "America/St_Johns",
+  "America/Halifax",
+  "America/Toronto",
+  "America/Winnipeg",
+  "America/Regina",
+  "America/Edmonton",
+  "America/Vancouver",
+]
 const AU_ALL = ["Australia/Sydney", "Australia/Brisbane", "Australia/Adelaide", "Australia/Darwin", "Australia/Perth"]
 
 const NY_PHONE = "+12125550100"
@@ -106,12 +114,27 @@ describe("callingWindowCheck", () => {
   it("uses the fallback zone for a number with none, and schedule.timezone when no fallback is given", () => {
     const schedule: Schedule = { timezone: "Asia/Kolkata" }
     // 03:30 UTC is 09:00 in India.
-    expect(callingWindowCheck({ phoneE164: "+80012345678", schedule, scheduleKind: "immediate", any: false, now: at("2025-06-10T03:30:00Z") }).ok).toBe(true)
-    const r = callingWindowCheck({ phoneE164: "+80012345678", schedule, scheduleKind: "immediate", any: false, now: at("2025-06-10T03:29:00Z") })
+    expect(
+      callingWindowCheck({
+        phoneE164: "+80012345678",
+        schedule,
+        scheduleKind: "immediate",
+        any: false,
+        now: at("2025-06-10T03:30:00Z"),
+      }).ok,
+    ).toBe(true)
+    const r = callingWindowCheck({
+      phoneE164: "+80012345678",
+      schedule,
+      scheduleKind: "immediate",
+      any: false,
+      now: at("2025-06-10T03:29:00Z"),
+    })
     expect(closed(r).nextOpenAt).toBe(at("2025-06-10T03:30:00Z"))
-    expect(closed(check({ phoneE164: "+80012345678", fallbackTz: "UTC", schedule, now: at("2025-06-10T03:30:00Z") })).nextOpenAt).toBe(
-      at("2025-06-10T09:00:00Z"),
-    )
+    expect(
+      closed(check({ phoneE164: "+80012345678", fallbackTz: "UTC", schedule, now: at("2025-06-10T03:30:00Z") }))
+        .nextOpenAt,
+    ).toBe(at("2025-06-10T09:00:00Z"))
   })
 
   it("with several zones: 20:59 in the earliest is open, 21:00 is not, and it reopens at 09:00 in the latest", () => {
@@ -192,13 +215,19 @@ describe("callingWindowCheck", () => {
   it("days must hold in every zone at once", () => {
     // Mondays only, anywhere in the US: Monday 20:30 EDT (00:30Z Tuesday) is Monday in every zone.
     const schedule: Schedule = { days: ["mon"] }
-    expect(check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-10T00:30:00Z") }).ok).toBe(true)
+    expect(
+      check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-10T00:30:00Z") }).ok,
+    ).toBe(true)
     // Monday 09:00 EDT is 03:00 Monday in Honolulu: hours, not day.
-    const early = closed(check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-09T13:00:00Z") }))
+    const early = closed(
+      check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-09T13:00:00Z") }),
+    )
     expect(early.reason).toBe("outside_calling_hours")
     expect(early.nextOpenAt).toBe(at("2025-06-09T19:00:00Z"))
     // 01:00Z Tuesday is Monday 21:00 EDT: closed, and the next Monday inside the window everywhere is a week on
-    const r = closed(check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-10T01:00:00Z") }))
+    const r = closed(
+      check({ phoneE164: US_TOLL_FREE, schedule, scheduleKind: "window", now: at("2025-06-10T01:00:00Z") }),
+    )
     expect(r.nextOpenAt).toBe(at("2025-06-16T19:00:00Z"))
   })
 
@@ -210,7 +239,9 @@ describe("callingWindowCheck", () => {
     expect(check({ schedule, scheduleKind: "once", now: at("2025-06-12T15:00:00Z") }).ok).toBe(true)
     // start_at at 22:00 New York time: opens at 09:00 the next morning
     const night: Schedule = { start_at: "2025-06-12T22:00:00-04:00" }
-    expect(closed(check({ schedule: night, scheduleKind: "once", now: at("2025-06-10T15:00:00Z") })).nextOpenAt).toBe(at("2025-06-13T13:00:00Z"))
+    expect(closed(check({ schedule: night, scheduleKind: "once", now: at("2025-06-10T15:00:00Z") })).nextOpenAt).toBe(
+      at("2025-06-13T13:00:00Z"),
+    )
     // start_at means nothing to other kinds
     expect(check({ schedule, scheduleKind: "immediate", now: at("2025-06-10T15:00:00Z") }).ok).toBe(true)
   })
@@ -218,14 +249,27 @@ describe("callingWindowCheck", () => {
   it("any=true lifts the window and days, but a once schedule still waits for start_at", () => {
     const schedule: Schedule = { days: ["sun"], calling_hours: { start: "09:00", end: "09:01" } }
     expect(check({ schedule, any: true, now: at("2025-06-10T07:00:00Z") }).ok).toBe(true)
-    const once = closed(check({ schedule: { start_at: "2025-06-12T03:00:00Z" }, scheduleKind: "once", any: true, now: at("2025-06-10T07:00:00Z") }))
+    const once = closed(
+      check({
+        schedule: { start_at: "2025-06-12T03:00:00Z" },
+        scheduleKind: "once",
+        any: true,
+        now: at("2025-06-10T07:00:00Z"),
+      }),
+    )
     expect(once.reason).toBe("before_start_at")
     expect(once.nextOpenAt).toBe(at("2025-06-12T03:00:00Z"))
   })
 
   it("window_never_open when the zones never share a minute of the window", () => {
     // One hour cannot cover a country spanning six.
-    const r = closed(check({ phoneE164: US_TOLL_FREE, schedule: { calling_hours: { start: "09:00", end: "10:00" } }, now: at("2025-06-10T15:00:00Z") }))
+    const r = closed(
+      check({
+        phoneE164: US_TOLL_FREE,
+        schedule: { calling_hours: { start: "09:00", end: "10:00" } },
+        now: at("2025-06-10T15:00:00Z"),
+      }),
+    )
     expect(r.reason).toBe("window_never_open")
     expect(r.nextOpenAt).toBeNull()
   })
@@ -239,7 +283,14 @@ describe("callingWindowCheck", () => {
   })
 
   it("nextOpenAt is the first open minute, by a brute-force scan", () => {
-    const zoneSets = [[NY_PHONE], [US_TOLL_FREE], ["+61412345678"], ["+13065550100"], ["+442071234567"], ["+18505550100"]]
+    const zoneSets = [
+      [NY_PHONE],
+      [US_TOLL_FREE],
+      ["+61412345678"],
+      ["+13065550100"],
+      ["+442071234567"],
+      ["+18505550100"],
+    ]
     const DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const
     fc.assert(
       fc.property(
@@ -256,8 +307,12 @@ describe("callingWindowCheck", () => {
         fc.option(fc.subarray([...DAY_NAMES], { minLength: 1 }), { nil: undefined }),
         (phone, minute, start, len, days) => {
           const end = Math.min(24 * 60 - 1, start + len)
-          const hhmm = (m: number) => `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`
-          const schedule: Schedule = { calling_hours: { start: hhmm(start), end: hhmm(end) }, ...(days ? { days } : {}) }
+          const hhmm = (m: number) =>
+            `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`
+          const schedule: Schedule = {
+            calling_hours: { start: hhmm(start), end: hhmm(end) },
+            ...(days ? { days } : {}),
+          }
           const kind: ScheduleKind = "window"
           const now = minute * 60_000
           const r = check({ phoneE164: phone, schedule, scheduleKind: kind, now })
@@ -283,7 +338,13 @@ const bruteFormats = new Map<string, Intl.DateTimeFormat>()
 function bruteOpen(tz: string, t: number, start: number, end: number, days: readonly string[] | undefined): boolean {
   let f = bruteFormats.get(tz)
   if (f === undefined) {
-    f = new Intl.DateTimeFormat("en-US", { timeZone: tz, hourCycle: "h23", weekday: "short", hour: "numeric", minute: "numeric" })
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: tz,
+      hourCycle: "h23",
+      weekday: "short",
+      hour: "numeric",
+      minute: "numeric",
+    })
     bruteFormats.set(tz, f)
   }
   const parts = f.formatToParts(t)
@@ -322,16 +383,29 @@ describe("retryDecision", () => {
     const a = retryDecision({ outcome: "busy", attempt: 1, now, seed: 17 })
     const b = retryDecision({ outcome: "busy", attempt: 1, now, seed: 17 })
     expect(a).toEqual(b)
-    const delays = new Set(Array.from({ length: 20 }, (_, i) => retryDecision({ outcome: "busy", attempt: 1, now, seed: i })).map((r) => (r.retry ? r.delayMs : -1)))
+    const delays = new Set(
+      Array.from({ length: 20 }, (_, i) => retryDecision({ outcome: "busy", attempt: 1, now, seed: i })).map((r) =>
+        r.retry ? r.delayMs : -1,
+      ),
+    )
     expect(delays.size).toBeGreaterThan(10)
     for (const d of delays) expect(Math.abs(d - 30 * MIN)).toBeLessThanOrEqual(3 * MIN)
   })
 
   it("maxAttempts, base backoff and SIM_TIME_SCALE", () => {
     expect(retryDecision({ outcome: "busy", attempt: 4, maxAttempts: 5, now, seed: 1 }).retry).toBe(true)
-    expect(retryDecision({ outcome: "busy", attempt: 1, maxAttempts: 1, now, seed: 1 }).reason).toBe("max_attempts_reached")
+    expect(retryDecision({ outcome: "busy", attempt: 1, maxAttempts: 1, now, seed: 1 }).reason).toBe(
+      "max_attempts_reached",
+    )
     const full = retryDecision({ outcome: "no_answer", attempt: 2, baseBackoffMs: 1000, now, seed: "x" })
-    const scaled = retryDecision({ outcome: "no_answer", attempt: 2, baseBackoffMs: 1000, timeScale: 0.01, now, seed: "x" })
+    const scaled = retryDecision({
+      outcome: "no_answer",
+      attempt: 2,
+      baseBackoffMs: 1000,
+      timeScale: 0.01,
+      now,
+      seed: "x",
+    })
     if (!full.retry || !scaled.retry) throw new Error("expected retries")
     expect(full.delayMs).toBeGreaterThanOrEqual(1800)
     expect(full.delayMs).toBeLessThanOrEqual(2200)
@@ -350,20 +424,44 @@ describe("Decision", () => {
       detail: { zones: ["Asia/Kolkata"] },
       costMinor: 250,
     })
-    expect(Decision.skip(7, 1000, "dnc_listed")).toEqual({ targetId: 7, at: 1000, decision: "skip", reason: "dnc_listed", detail: {}, costMinor: null })
+    expect(Decision.skip(7, 1000, "dnc_listed")).toEqual({
+      targetId: 7,
+      at: 1000,
+      decision: "skip",
+      reason: "dnc_listed",
+      detail: {},
+      costMinor: null,
+    })
   })
 
   it("a closed window holds until it opens, a never-open one stops", () => {
     const held = closed(check({ now: at("2025-06-11T01:00:00Z") }))
     const d = Decision.fromWindow(7, 1000, held)
-    expect(d).toMatchObject({ decision: "hold", reason: "outside_calling_hours", detail: { next_open_at: at("2025-06-11T13:00:00Z") } })
-    const never = closed(check({ phoneE164: US_TOLL_FREE, schedule: { calling_hours: { start: "09:00", end: "09:30" } }, now: at("2025-06-10T12:00:00Z") }))
+    expect(d).toMatchObject({
+      decision: "hold",
+      reason: "outside_calling_hours",
+      detail: { next_open_at: at("2025-06-11T13:00:00Z") },
+    })
+    const never = closed(
+      check({
+        phoneE164: US_TOLL_FREE,
+        schedule: { calling_hours: { start: "09:00", end: "09:30" } },
+        now: at("2025-06-10T12:00:00Z"),
+      }),
+    )
     expect(Decision.fromWindow(7, 1000, never)).toMatchObject({ decision: "stop", reason: "window_never_open" })
   })
 
   it("a retry decision becomes retry or stop", () => {
     const r = retryDecision({ outcome: "busy", attempt: 1, now: 0, seed: 7 })
-    expect(Decision.fromRetry(7, 0, r, { outcome: "busy" }, 120)).toMatchObject({ decision: "retry", reason: "busy_retry_scheduled", costMinor: 120 })
-    expect(Decision.fromRetry(7, 0, retryDecision({ outcome: "answered", attempt: 1, now: 0 }))).toMatchObject({ decision: "stop", reason: "final_outcome" })
+    expect(Decision.fromRetry(7, 0, r, { outcome: "busy" }, 120)).toMatchObject({
+      decision: "retry",
+      reason: "busy_retry_scheduled",
+      costMinor: 120,
+    })
+    expect(Decision.fromRetry(7, 0, retryDecision({ outcome: "answered", attempt: 1, now: 0 }))).toMatchObject({
+      decision: "stop",
+      reason: "final_outcome",
+    })
   })
 })

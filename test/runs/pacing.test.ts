@@ -98,7 +98,8 @@ describe("Pacer", () => {
     p.configure("carrier:sim", 3, 3)
     let dialed = 0
     for (let t = 0; t <= 10_000; t += 10) {
-      for (const tenant of ["tenant:1", "tenant:2", "tenant:3"]) if (p.tryAcquire(["carrier:sim", tenant], t).ok) dialed++
+      for (const tenant of ["tenant:1", "tenant:2", "tenant:3"])
+        if (p.tryAcquire(["carrier:sim", tenant], t).ok) dialed++
     }
     expect(dialed).toBe(33)
   })

@@ -30,21 +30,37 @@ const numbers = (digits: number[], base = 2025550100) => digits.map((d, i) => `+
 /** Tops the wallet up through the stub gateway, as a customer would. */
 async function fund(s: Session, amountMinor = 1_000_000) {
   const intent = (await call("POST", "/billing/topup", s, { amount_minor: amountMinor })).body
-  const res = await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
+  const res = await a.call("POST", "/billing/webhooks/stub", {
+    body: { external_id: intent.external_id, status: "succeeded" },
+  })
   expect(res.status).toBe(200)
 }
 
-async function readyWorkflow(s: Session, phones: string[], prompt = "Call members whose membership lapsed and offer a discount of up to $20 to rejoin.") {
+async function readyWorkflow(
+  s: Session,
+  phones: string[],
+  prompt = "Call members whose membership lapsed and offer a discount of up to $20 to rejoin.",
+) {
   const w = (await call("POST", "/api/workflows", s, { nl_prompt: prompt })).body
-  const aud = await call("POST", `/api/workflows/${w.id}/audience`, s, { rows: phones.map((phone, i) => ({ phone, name: `Person ${i}` })) })
+  const aud = await call("POST", `/api/workflows/${w.id}/audience`, s, {
+    rows: phones.map((phone, i) => ({ phone, name: `Person ${i}` })),
+  })
   expect(aud.status).toBe(200)
   expect(aud.body.accepted).toBe(phones.length)
-  const att = await call("PUT", `/api/workflows/${w.id}/compliance`, s, { consent_attestation_text: "All numbers opted in on our website." })
+  const att = await call("PUT", `/api/workflows/${w.id}/compliance`, s, {
+    consent_attestation_text: "All numbers opted in on our website.",
+  })
   expect(att.status).toBe(200)
   return w as Json
 }
 
-async function waitForRun(s: Session, workflowId: number, runId: number, until: (r: Json) => boolean, timeoutMs = 20_000): Promise<Json> {
+async function waitForRun(
+  s: Session,
+  workflowId: number,
+  runId: number,
+  until: (r: Json) => boolean,
+  timeoutMs = 20_000,
+): Promise<Json> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const { body } = await call("GET", `/api/workflows/${workflowId}/runs`, s)
@@ -76,20 +92,31 @@ describe("starting a run", () => {
     expect(res.body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
     // An API key acts for the workspace, so its owner's address is what counts.
     const key = await a.createKey(s, { name: "runner", scope: "write" })
-    expect((await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })).body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
+    expect((await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })).body).toMatchObject({
+      code: "WORKFLOW_NOT_READY",
+      missing: ["email_verified"],
+    })
     // Listed with the workflow's own gaps.
     const bare = (await call("POST", "/api/workflows", s, { nl_prompt: "Remind customers about renewals." })).body
-    expect((await call("POST", `/api/workflows/${bare.id}/run`, s)).body.missing).toEqual(["audience", "compliance", "email_verified"])
+    expect((await call("POST", `/api/workflows/${bare.id}/run`, s)).body.missing).toEqual([
+      "audience",
+      "compliance",
+      "email_verified",
+    ])
     const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from runs where tenant_id = ${s.tenantId}`
     expect(n).toBe(0)
-    const [{ balance_minor }] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    const [{ balance_minor }] = await srv.sql<
+      [{ balance_minor: number }]
+    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
 
     await a.verifyEmail(s.email)
     const started = await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })
     expect(started.status, JSON.stringify(started.body)).toBe(201)
     expect(started.body).toMatchObject({ status: "running", targets_queued: 1 })
     await waitForRun(s, w.id, started.body.run_id, (r) => r.status === "completed")
-    const [after] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    const [after] = await srv.sql<
+      [{ balance_minor: number }]
+    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
     expect(after.balance_minor).toBeLessThanOrEqual(balance_minor)
   })
 
@@ -147,33 +174,49 @@ describe("a run over every sim behaviour", () => {
     for (const o of outcomes) expect(o).toMatchObject({ status: "done", attempts: 1 })
 
     // Proposals became approvals (held past the call: nobody decided in time).
-    const approvals = await srv.sql<{ proposed_action: string }[]>`select proposed_action from approvals where run_id = ${runId} order by proposed_action`
+    const approvals = await srv.sql<
+      { proposed_action: string }[]
+    >`select proposed_action from approvals where run_id = ${runId} order by proposed_action`
     expect(approvals.map((x) => x.proposed_action)).toEqual(["callback", "concession", "escalate"])
 
     // Each call: one reservation, settled once; the wallet agrees with the ledger.
-    const calls = await srv.sql<{ id: number; cost_minor: number | null; connected_seconds: number }[]>`select id, cost_minor, connected_seconds from calls where run_id = ${runId}`
+    const calls = await srv.sql<
+      { id: number; cost_minor: number | null; connected_seconds: number }[]
+    >`select id, cost_minor, connected_seconds from calls where run_id = ${runId}`
     expect(calls).toHaveLength(8)
     for (const c of calls) {
-      const entries = await srv.sql<{ kind: string }[]>`select kind from ledger_entries where reference = ${`call:${c.id}`} order by id`
+      const entries = await srv.sql<
+        { kind: string }[]
+      >`select kind from ledger_entries where reference = ${`call:${c.id}`} order by id`
       expect(entries.filter((e) => e.kind === "call_reservation")).toHaveLength(1)
       expect(entries.filter((e) => e.kind === "call_release").length).toBeLessThanOrEqual(1)
     }
-    const [{ sum }] = await srv.sql<[{ sum: number }]>`select coalesce(sum(amount_minor), 0)::bigint as sum from ledger_entries where tenant_id = ${s.tenantId}`
-    const [{ balance_minor }] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    const [{ sum }] = await srv.sql<
+      [{ sum: number }]
+    >`select coalesce(sum(amount_minor), 0)::bigint as sum from ledger_entries where tenant_id = ${s.tenantId}`
+    const [{ balance_minor }] = await srv.sql<
+      [{ balance_minor: number }]
+    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
     expect(balance_minor).toBe(sum)
     const charged = calls.reduce((n, c) => n + (c.cost_minor ?? 0), 0)
     expect(charged).toBeGreaterThan(0)
 
     // Turns: strictly increasing seq across the run, turn_index from 0 per call.
-    const turns = await srv.sql<{ seq: number; call_id: number; turn_index: number }[]>`select seq, call_id, turn_index from turns where run_id = ${runId} order by seq`
+    const turns = await srv.sql<
+      { seq: number; call_id: number; turn_index: number }[]
+    >`select seq, call_id, turn_index from turns where run_id = ${runId} order by seq`
     expect(turns.length).toBeGreaterThan(20)
     for (let i = 1; i < turns.length; i++) expect(turns[i]!.seq).toBeGreaterThan(turns[i - 1]!.seq)
 
     // The decision log says why each target was dialed and how it ended.
-    const log = await srv.sql<{ decision: string; n: number }[]>`select decision, count(*)::int as n from dial_decisions where run_id = ${runId} group by decision order by decision`
+    const log = await srv.sql<
+      { decision: string; n: number }[]
+    >`select decision, count(*)::int as n from dial_decisions where run_id = ${runId} group by decision order by decision`
     expect(Object.fromEntries(log.map((l) => [l.decision, l.n]))).toMatchObject({ dial: 8, stop: 8 })
     // The cool-down now knows these numbers.
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from recent_contacts where tenant_id = ${s.tenantId}`
+    const [{ n }] = await srv.sql<
+      [{ n: number }]
+    >`select count(*)::int as n from recent_contacts where tenant_id = ${s.tenantId}`
     expect(n).toBe(8)
   })
 
@@ -183,13 +226,22 @@ describe("a run over every sim behaviour", () => {
     const w = await readyWorkflow(s, numbers([0, 1]))
     const runId = (await call("POST", `/api/workflows/${w.id}/run`, s)).body.run_id as number
     await waitForRun(s, w.id, runId, (r) => r.status === "completed", 30_000)
-    const targets = await srv.sql<{ outcome: string; attempts: number }[]>`select outcome, attempts from run_targets where run_id = ${runId} order by phone_e164`
+    const targets = await srv.sql<
+      { outcome: string; attempts: number }[]
+    >`select outcome, attempts from run_targets where run_id = ${runId} order by phone_e164`
     expect(targets).toEqual([
       { outcome: "no_answer", attempts: 3 },
       { outcome: "busy", attempts: 3 },
     ])
-    const retries = await srv.sql<{ reason: string }[]>`select reason from dial_decisions where run_id = ${runId} and decision = 'retry' order by id`
-    expect(retries.map((r) => r.reason).sort()).toEqual(["busy_retry_scheduled", "busy_retry_scheduled", "no_answer_retry_scheduled", "no_answer_retry_scheduled"])
+    const retries = await srv.sql<
+      { reason: string }[]
+    >`select reason from dial_decisions where run_id = ${runId} and decision = 'retry' order by id`
+    expect(retries.map((r) => r.reason).sort()).toEqual([
+      "busy_retry_scheduled",
+      "busy_retry_scheduled",
+      "no_answer_retry_scheduled",
+      "no_answer_retry_scheduled",
+    ])
   })
 })
 
@@ -198,7 +250,10 @@ describe("pause and resume", () => {
     const s = await a.signup({ country: "US" })
     await fund(s)
     // More targets than the per-workflow cap (20), so some are still queued when the pause lands.
-    const phones = numbers(Array.from({ length: 40 }, (_, i) => 3 + (i % 4)), 3035550100)
+    const phones = numbers(
+      Array.from({ length: 40 }, (_, i) => 3 + (i % 4)),
+      3035550100,
+    )
     const w = await readyWorkflow(s, phones)
     await srv.sql`update workflows set status = 'draft' where id = ${w.id}`
     const first = await call("POST", `/api/workflows/${w.id}/run`, s)
@@ -209,9 +264,13 @@ describe("pause and resume", () => {
     expect((await call("GET", `/api/workflows/${w.id}`, s)).body.status).toBe("paused")
     // In-flight calls finish; nothing new is dialed while paused.
     await new Promise((r) => setTimeout(r, 1500))
-    const [{ dialed: atPause }] = await srv.sql<[{ dialed: number }]>`select count(*)::int as dialed from calls where run_id = ${runId}`
+    const [{ dialed: atPause }] = await srv.sql<
+      [{ dialed: number }]
+    >`select count(*)::int as dialed from calls where run_id = ${runId}`
     await new Promise((r) => setTimeout(r, 1000))
-    const [{ dialed: later }] = await srv.sql<[{ dialed: number }]>`select count(*)::int as dialed from calls where run_id = ${runId}`
+    const [{ dialed: later }] = await srv.sql<
+      [{ dialed: number }]
+    >`select count(*)::int as dialed from calls where run_id = ${runId}`
     expect(later).toBe(atPause)
     expect(later).toBeLessThan(phones.length)
 
@@ -220,10 +279,14 @@ describe("pause and resume", () => {
     expect(resumed.body).toMatchObject({ run_id: runId, status: "running", resumed: true })
     const run = await waitForRun(s, w.id, runId, (r) => r.status === "completed")
     expect(run.targets_dialed).toBe(phones.length)
-    const perTarget = await srv.sql<{ n: number }[]>`select count(*)::int as n from calls where run_id = ${runId} group by run_target_id`
+    const perTarget = await srv.sql<
+      { n: number }[]
+    >`select count(*)::int as n from calls where run_id = ${runId} group by run_target_id`
     expect(perTarget).toHaveLength(phones.length)
     for (const t of perTarget) expect(t.n).toBe(1)
-    const [{ runs }] = await srv.sql<[{ runs: number }]>`select count(*)::int as runs from runs where workflow_id = ${w.id}`
+    const [{ runs }] = await srv.sql<
+      [{ runs: number }]
+    >`select count(*)::int as runs from runs where workflow_id = ${w.id}`
     expect(runs).toBe(1)
   })
 })
@@ -238,9 +301,12 @@ describe("money per call", () => {
     expect(paused.pause_reason).toBe("insufficient_funds")
     expect(paused.targets_dialed).toBeLessThan(phones.length)
     expect((await call("GET", `/api/workflows/${w.id}`, s)).body.status).toBe("paused")
-    const [{ balance_minor }] = await srv.sql<[{ balance_minor: number }]>`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    const [{ balance_minor }] = await srv.sql<
+      [{ balance_minor: number }]
+    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
     expect(balance_minor).toBeGreaterThanOrEqual(0)
-    const refused = await srv.sql`select 1 from dial_decisions where run_id = ${runId} and decision = 'hold' and reason = 'insufficient_funds'`
+    const refused =
+      await srv.sql`select 1 from dial_decisions where run_id = ${runId} and decision = 'hold' and reason = 'insufficient_funds'`
     expect(refused.length).toBeGreaterThan(0)
 
     await fund(s)
@@ -248,7 +314,8 @@ describe("money per call", () => {
     expect(resumed.body).toMatchObject({ run_id: runId, resumed: true })
     const done = await waitForRun(s, w.id, runId, (r) => r.status === "completed")
     expect(done.targets_dialed).toBe(phones.length)
-    const twice = await srv.sql`select run_target_id from calls where run_id = ${runId} and outcome is distinct from 'insufficient_funds' group by run_target_id having count(*) > 1`
+    const twice =
+      await srv.sql`select run_target_id from calls where run_id = ${runId} and outcome is distinct from 'insufficient_funds' group by run_target_id having count(*) > 1`
     expect(twice).toHaveLength(0)
   })
 })
@@ -259,23 +326,39 @@ describe("calling hours", () => {
     try {
       const b = api(strict)
       const s = await b.signup({ country: "US" })
-      const intent = (await (await b.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 100_000 } })).json()) as Json
+      const intent = (await (
+        await b.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 100_000 } })
+      ).json()) as Json
       await b.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
-      const req = async (method: string, path: string, body?: unknown) => (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
+      const req = async (method: string, path: string, body?: unknown) =>
+        (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
       const w = await req("POST", "/api/workflows", { nl_prompt: "Invite customers to our spring sale." })
       await req("POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550103" }] }) // Washington, DC: Eastern time
       await req("PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
       // A one-hour window twelve hours away in New York is closed now.
-      const nyHour = Number(new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", hour: "2-digit", hourCycle: "h23" }).format(new Date()))
+      const nyHour = Number(
+        new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", hour: "2-digit", hourCycle: "h23" }).format(
+          new Date(),
+        ),
+      )
       const start = (nyHour + 12) % 24
       const pad = (h: number) => `${String(h).padStart(2, "0")}:00`
       const window = start === 23 ? { start: "22:00", end: "23:00" } : { start: pad(start), end: pad(start + 1) }
-      expect((await b.call("PUT", `/api/workflows/${w.id}`, { token: s.token, body: { schedule: { calling_hours: window } } })).status).toBe(200)
+      expect(
+        (
+          await b.call("PUT", `/api/workflows/${w.id}`, {
+            token: s.token,
+            body: { schedule: { calling_hours: window } },
+          })
+        ).status,
+      ).toBe(200)
       const run = await req("POST", `/api/workflows/${w.id}/run`)
       expect(run.status).toBe("running")
       const held = await (async () => {
         for (let i = 0; i < 100; i++) {
-          const rows = await strict.sql<{ reason: string; detail: Json }[]>`select reason, detail from dial_decisions where run_id = ${run.run_id} and decision = 'hold'`
+          const rows = await strict.sql<
+            { reason: string; detail: Json }[]
+          >`select reason, detail from dial_decisions where run_id = ${run.run_id} and decision = 'hold'`
           if (rows.length > 0) return rows[0]!
           await new Promise((r) => setTimeout(r, 100))
         }
@@ -283,7 +366,9 @@ describe("calling hours", () => {
       })()
       expect(held.reason).toBe("outside_calling_hours")
       expect(held.detail.zones).toEqual(["America/New_York"])
-      const [target] = await strict.sql<[{ status: string; next_attempt_at: Date }]>`select status, next_attempt_at from run_targets where run_id = ${run.run_id}`
+      const [target] = await strict.sql<
+        [{ status: string; next_attempt_at: Date }]
+      >`select status, next_attempt_at from run_targets where run_id = ${run.run_id}`
       expect(target.status).toBe("waiting")
       expect(target.next_attempt_at.getTime()).toBeGreaterThan(Date.now() + 60 * 60_000)
       const calls = await strict.sql`select 1 from calls where run_id = ${run.run_id}`

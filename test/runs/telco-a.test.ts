@@ -75,14 +75,28 @@ afterAll(async () => {
 
 describe("a run over telco_a", () => {
   it("places every call through the tenant's account and completes with the callee's outcomes", async () => {
-    const phones = ["+12025550402", "+12025550413", "+12025550424", "+12025550435", "+12025550446", "+12025550450", "+12025550461"]
+    const phones = [
+      "+12025550402",
+      "+12025550413",
+      "+12025550424",
+      "+12025550435",
+      "+12025550446",
+      "+12025550450",
+      "+12025550461",
+    ]
     const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Invite members to renew their plan." })).body
     await call("POST", `/api/workflows/${w.id}/audience`, tenant, { rows: phones.map((phone) => ({ phone })) })
     await call("PUT", `/api/workflows/${w.id}/compliance`, tenant, { consent_attestation_text: "Opted in." })
     // Only the carrier is the workspace's own (the model is the platform's): the calls go out on its
     // telco_a account but are paid at the bundled rate (src/billing/call-terms.ts), so fund the wallet.
     const intent = (await call("POST", "/billing/topup", tenant, { amount_minor: 1_000_000 })).body
-    expect((await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })).status).toBe(200)
+    expect(
+      (
+        await a.call("POST", "/billing/webhooks/stub", {
+          body: { external_id: intent.external_id, status: "succeeded" },
+        })
+      ).status,
+    ).toBe(200)
     const run = await call("POST", `/api/workflows/${w.id}/run`, tenant)
     expect(run.status).toBe(201)
 
@@ -113,7 +127,9 @@ describe("a run over telco_a", () => {
     expect(byDigit["2"]!.outcome).toMatch(/^voicemail/)
     for (const d of ["3", "4", "5"]) expect(byDigit[d]!.outcome).toBe("agreed")
     expect(byDigit["6"]!.outcome).toBe("declined")
-    const providers = await srv.sql<{ provider: string }[]>`select distinct provider from calls where run_id = ${run.body.run_id}`
+    const providers = await srv.sql<
+      { provider: string }[]
+    >`select distinct provider from calls where run_id = ${run.body.run_id}`
     expect(providers).toEqual([{ provider: "telco_a" }])
 
     // What the callee heard came from our TwiML: the disclosure and opening line first.
@@ -125,20 +141,26 @@ describe("a run over telco_a", () => {
     expect(turns.map((t) => t.speaker).slice(0, 2)).toEqual(["agent", "callee"])
     expect(turns[1]!.text).toBe("Yes, that sounds good.")
     // Not every paid leg is the workspace's own: each call held its reservation at the bundled rate.
-    const reservations = await srv.sql`select 1 from ledger_entries where tenant_id = ${tenant.tenantId} and kind = 'call_reservation'`
+    const reservations =
+      await srv.sql`select 1 from ledger_entries where tenant_id = ${tenant.tenantId} and kind = 'call_reservation'`
     expect(reservations.length).toBeGreaterThanOrEqual(7)
   })
 })
 
 describe("webhook signatures", () => {
   it("accepts the tenant's own signature and refuses a wrong token, an altered parameter, another tenant's token or none", async () => {
-    const [c] = await srv.sql<[{ id: number }]>`select id from calls where tenant_id = ${tenant.tenantId} order by id limit 1`
+    const [c] = await srv.sql<
+      [{ id: number }]
+    >`select id from calls where tenant_id = ${tenant.tenantId} order by id limit 1`
     const url = `${srv.url}/api/telco_a/status?call_id=${c.id}`
     const params = { CallSid: "CA0000", CallStatus: "completed", To: "+12025550413" }
     const send = (signature: string | null, body: Record<string, string> = params) =>
       fetch(url, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", ...(signature !== null && { "X-telco-a-Signature": signature }) },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          ...(signature !== null && { "X-telco-a-Signature": signature }),
+        },
         body: new URLSearchParams(body).toString(),
       })
     expect((await send(signTelcoA(account.token, url, params))).status).toBe(200)
@@ -156,22 +178,44 @@ describe("webhook signatures", () => {
 
 describe("a call to a provisioned number", () => {
   it("is answered in the persona of the number's workflow and recorded", async () => {
-    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Answer questions about our gym membership.", persona_override: "kai" })).body
-    const provisioned = await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "415", workflow_id: w.id })
+    const w = (
+      await call("POST", "/api/workflows", tenant, {
+        nl_prompt: "Answer questions about our gym membership.",
+        persona_override: "kai",
+      })
+    ).body
+    const provisioned = await call("POST", "/numbers/provision", tenant, {
+      country: "US",
+      area_code: "415",
+      workflow_id: w.id,
+    })
     expect(provisioned.status).toBe(201)
     const number = provisioned.body.number as Json
     const owned = fake.ownedByPhone(number.phone_e164)!
     expect(owned.voice_url).toMatch(/\/voice\/telco_a\/incoming/)
-    const params = { CallSid: `CA${randomBytes(8).toString("hex")}`, From: "+12125550999", To: number.phone_e164, CallStatus: "ringing", Direction: "inbound" }
+    const params = {
+      CallSid: `CA${randomBytes(8).toString("hex")}`,
+      From: "+12125550999",
+      To: number.phone_e164,
+      CallStatus: "ringing",
+      Direction: "inbound",
+    }
     const res = await fake.callback(owned.voice_url, params, { token: account.token })
     expect(res.status).toBe(200)
     expect(res.headers.get("content-type")).toMatch(/xml/)
     const doc = await res.text()
     expect(doc).toMatch(/<Say>[^<]*Kai[^<]*<\/Say><Hangup\/>/)
-    const [row] = await srv.sql<[{ from_e164: string; workflow_id: number; tenant_id: number }]>`select from_e164, workflow_id, tenant_id from inbound_calls where provider_call_id = ${params.CallSid}`
+    const [row] = await srv.sql<
+      [{ from_e164: string; workflow_id: number; tenant_id: number }]
+    >`select from_e164, workflow_id, tenant_id from inbound_calls where provider_call_id = ${params.CallSid}`
     expect(row).toEqual({ from_e164: "+12125550999", workflow_id: w.id, tenant_id: tenant.tenantId })
     const timeline = await call("GET", `/api/timeline?phone=${encodeURIComponent("+12125550999")}`, tenant)
-    expect(timeline.body.events[0]).toMatchObject({ kind: "call", direction: "inbound", workflow_id: w.id, payload: { provider_call_id: params.CallSid } })
+    expect(timeline.body.events[0]).toMatchObject({
+      kind: "call",
+      direction: "inbound",
+      workflow_id: w.id,
+      payload: { provider_call_id: params.CallSid },
+    })
     const forged = await fake.callback(owned.voice_url, { ...params, CallSid: "CA-forged" }, { token: "f".repeat(32) })
     expect(forged.status).toBe(401)
   })
@@ -179,16 +223,30 @@ describe("a call to a provisioned number", () => {
 
 describe("telco_b's voice webhook", () => {
   it("answers a call to our number with the persona's greeting when signed with the workspace's telco_b key, else 401", async () => {
-    const key = "tb_" + randomBytes(16).toString("hex")
+    const key = `tb_${randomBytes(16).toString("hex")}`
     const saved = await call("PUT", "/onboarding/credentials/telco_b", tenant, { primary_id: "acct-4711", secret: key })
     expect(saved.body).toMatchObject({ saved: true, validated: true })
-    const w = (await call("POST", "/api/workflows", tenant, { nl_prompt: "Answer questions about our yoga classes.", persona_override: "leo" })).body
-    const number = (await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })).body.number as Json
-    const body = JSON.stringify({ uuid: `tb-${randomBytes(6).toString("hex")}`, from: "13125550100", to: number.phone_e164.slice(1) })
+    const w = (
+      await call("POST", "/api/workflows", tenant, {
+        nl_prompt: "Answer questions about our yoga classes.",
+        persona_override: "leo",
+      })
+    ).body
+    const number = (
+      await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })
+    ).body.number as Json
+    const body = JSON.stringify({
+      uuid: `tb-${randomBytes(6).toString("hex")}`,
+      from: "13125550100",
+      to: number.phone_e164.slice(1),
+    })
     const send = (signature: string | null, raw = body) =>
       fetch(`${srv.url}/voice/telco_b/incoming`, {
         method: "POST",
-        headers: { "content-type": "application/json", ...(signature !== null && { "X-telco-b-Signature": signature }) },
+        headers: {
+          "content-type": "application/json",
+          ...(signature !== null && { "X-telco-b-Signature": signature }),
+        },
         body: raw,
       })
     const sign = (k: string, raw = body) => createHmac("sha256", k).update(raw).digest("hex")
@@ -199,7 +257,9 @@ describe("telco_b's voice webhook", () => {
     expect(actions).toHaveLength(1)
     expect(actions[0]).toMatchObject({ action: "talk" })
     expect(actions[0]!.text).toMatch(/Leo/)
-    const [row] = await srv.sql<[{ provider: string; workflow_id: number }]>`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
+    const [row] = await srv.sql<
+      [{ provider: string; workflow_id: number }]
+    >`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
     expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
 
     expect((await send(sign("someone-elses-key"))).status).toBe(401)

@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it, vi } from "vitest"
 import { loadConfig } from "../../src/platform/config.js"
 import { Telephony, TelephonyLive } from "../../src/providers/Telephony.js"
 import { makeSimTelephony, simCalleeFor, simRingMs } from "../../src/providers/telephony/sim.telephony.js"
-import { TelephonyError, type CallLeg, type CarrierEvent, type TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
+import {
+  TelephonyError,
+  type CallLeg,
+  type CarrierEvent,
+  type TelephonyProvider,
+} from "../../src/providers/telephony/telephony.interface.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 
 const TERMINAL = new Set(["BUSY", "NO_ANSWER", "FAILED", "HANGUP"])
@@ -36,7 +41,8 @@ function dial(tel: TelephonyProvider, to: string, callId = 1): Dialed {
   return { leg, events, answered, ended }
 }
 
-const types = (events: CarrierEvent[]) => events.map((e) => (e.type === "ANSWERED" || e.type === "HANGUP" ? `${e.type}:${e.by}` : e.type))
+const types = (events: CarrierEvent[]) =>
+  events.map((e) => (e.type === "ANSWERED" || e.type === "HANGUP" ? `${e.type}:${e.by}` : e.type))
 
 afterEach(() => {
   vi.useRealTimers()
@@ -279,7 +285,10 @@ describe("Telephony service", () => {
 
   it("parses SIM_TIME_SCALE and CALLING_HOURS", () => {
     expect(loadConfig({})).toMatchObject({ simTimeScale: 1, callingHoursAny: false })
-    expect(loadConfig({ SIM_TIME_SCALE: "0.01", CALLING_HOURS: "any" })).toMatchObject({ simTimeScale: 0.01, callingHoursAny: true })
+    expect(loadConfig({ SIM_TIME_SCALE: "0.01", CALLING_HOURS: "any" })).toMatchObject({
+      simTimeScale: 0.01,
+      callingHoursAny: true,
+    })
     expect(loadConfig({ SIM_TIME_SCALE: "0" }).simTimeScale).toBe(0)
     expect(loadConfig({ SIM_TIME_SCALE: "" }).simTimeScale).toBe(1)
     expect(() => loadConfig({ SIM_TIME_SCALE: "-1" })).toThrow(/SIM_TIME_SCALE/)

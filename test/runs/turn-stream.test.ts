@@ -1,8 +1,3 @@
-// Live monitoring through the real server: the SSE turn stream (history then live with no gap and
-// no duplicate under concurrent emission, since_seq and Last-Event-ID, the target filter,
-// keepalive and idle close, a stalled client dropped without delaying the others, one bus
-// subscription per run), live calls, and turn ingestion over POST /internal/turns.
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Bus } from "../../src/platform/Bus.js"
 import { TurnStreams } from "../../src/turns/TurnStreams.js"
@@ -29,24 +24,36 @@ type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-exp
 
 /** A run row of the owner's (no runtime involved: turns come through /internal/turns). */
 async function newRun(s: Session = owner): Promise<{ runId: number; workflowId: number }> {
-  const w = (await (await a.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Check in with our customers." } })).json()) as Json
-  const [run] = await srv.sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
+  const w = (await (
+    await a.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Check in with our customers." } })
+  ).json()) as Json
+  const [run] = await srv.sql<
+    [{ id: number }]
+  >`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
   return { runId: run.id, workflowId: w.id }
 }
 
 const ingest = (tenantId: number, body: Json, key = SYSTEM_KEY) =>
-  fetch(srv.url + "/internal/turns", {
+  fetch(`${srv.url}/internal/turns`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-system-key": key, "x-tenant-id": String(tenantId) },
     body: JSON.stringify(body),
   })
 
-const turn = (runId: number, targetId: number, seq: number, extra: Json = {}) => ({ run_id: runId, target_id: targetId, seq, speaker: seq % 2 ? "callee" : "agent", text: `line ${seq}`, ...extra })
+const turn = (runId: number, targetId: number, seq: number, extra: Json = {}) => ({
+  run_id: runId,
+  target_id: targetId,
+  seq,
+  speaker: seq % 2 ? "callee" : "agent",
+  text: `line ${seq}`,
+  ...extra,
+})
 
 const streamUrl = (runId: number, q = "") => `${srv.url}/api/runs/${runId}/turns/stream${q}`
 const auth = (s: Session = owner) => ({ authorization: `Bearer ${s.token}` })
 
-const expectConsecutive = (seqs: number[], from: number, to: number) => expect(seqs).toEqual(Array.from({ length: to - from + 1 }, (_, i) => from + i))
+const expectConsecutive = (seqs: number[], from: number, to: number) =>
+  expect(seqs).toEqual(Array.from({ length: to - from + 1 }, (_, i) => from + i))
 
 describe("the turn stream", () => {
   it("sends history and then live turns with no gap and no duplicate, while turns keep coming", async () => {
@@ -72,7 +79,9 @@ describe("the turn stream", () => {
     const { runId } = await newRun()
     const first = sse(streamUrl(runId), auth())
     await first.status
-    const bursts = Array.from({ length: 120 }, (_, i) => ingest(owner.tenantId, turn(runId, 1 + (i % 3), i, { outcome_id: `o-${i % 3}` })))
+    const bursts = Array.from({ length: 120 }, (_, i) =>
+      ingest(owner.tenantId, turn(runId, 1 + (i % 3), i, { outcome_id: `o-${i % 3}` })),
+    )
     const late = sse(streamUrl(runId), auth())
     await Promise.all(bursts)
     for (const c of [first, late]) {
@@ -141,12 +150,25 @@ describe("the turn stream", () => {
     const N = 2000 // ~32 MB: far past what loopback socket buffers hold, and the 64 KiB cap
     const started = Date.now()
     for (let i = 1; i <= N; i++) {
-      bus.publish(`turns.${owner.tenantId}.${runId}.5`, { seq: i, run_id: runId, target_id: 5, call_id: null, turn_index: i, speaker: "agent", text: big, at: new Date().toISOString() } satisfies TurnMessage)
+      bus.publish(`turns.${owner.tenantId}.${runId}.5`, {
+        seq: i,
+        run_id: runId,
+        target_id: 5,
+        call_id: null,
+        turn_index: i,
+        speaker: "agent",
+        text: big,
+        at: new Date().toISOString(),
+      } satisfies TurnMessage)
       if (i % 50 === 0) await new Promise((r) => setImmediate(r))
     }
     for (const r of readers) {
       await r.waitFor(N, 20_000)
-      expectConsecutive(r.json<TurnMessage>().map((t) => t.seq), 1, N)
+      expectConsecutive(
+        r.json<TurnMessage>().map((t) => t.seq),
+        1,
+        N,
+      )
     }
     const elapsed = Date.now() - started
     expect(elapsed).toBeLessThan(15_000)
@@ -155,7 +177,10 @@ describe("the turn stream", () => {
     const hub = await srv.running.runtime.runPromise(TurnStreams)
     expect(hub.watching(owner.tenantId, runId)).toBe(2)
     stalled.resume()
-    await Promise.race([stalled.ended, new Promise((_, rej) => setTimeout(() => rej(new Error("stalled client's stream did not end")), 10_000))])
+    await Promise.race([
+      stalled.ended,
+      new Promise((_, rej) => setTimeout(() => rej(new Error("stalled client's stream did not end")), 10_000)),
+    ])
     expect(stalled.events.length).toBeLessThan(N)
     for (const r of readers) r.close()
   })
@@ -179,8 +204,12 @@ describe("keepalive and idle close", () => {
     try {
       const b = api(fast)
       const s = await b.signup()
-      const w = (await (await b.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Say hello." } })).json()) as Json
-      const [run] = await fast.sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id) values (${s.tenantId}, ${w.id}) returning id`
+      const w = (await (
+        await b.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Say hello." } })
+      ).json()) as Json
+      const [run] = await fast.sql<
+        [{ id: number }]
+      >`insert into runs (tenant_id, workflow_id) values (${s.tenantId}, ${w.id}) returning id`
       const c = sse(`${fast.url}/api/runs/${run.id}/turns/stream`, { authorization: `Bearer ${s.token}` })
       expect(await c.status).toBe(200)
       const opened = Date.now()
@@ -199,13 +228,22 @@ describe("keepalive and idle close", () => {
 describe("live calls", () => {
   it("lists the workspace's calls in flight, with what their stream needs", async () => {
     const { runId, workflowId } = await newRun()
-    const [target] = await srv.sql<[{ id: number }]>`insert into audience_targets (tenant_id, workflow_id, phone_e164) values (${owner.tenantId}, ${workflowId}, '+12025550177') returning id`
-    const [rt] = await srv.sql<[{ id: number }]>`insert into run_targets (tenant_id, run_id, target_id, phone_e164, status) values (${owner.tenantId}, ${runId}, ${target.id}, '+12025550177', 'dialing') returning id`
+    const [target] = await srv.sql<
+      [{ id: number }]
+    >`insert into audience_targets (tenant_id, workflow_id, phone_e164) values (${owner.tenantId}, ${workflowId}, '+12025550177') returning id`
+    const [rt] = await srv.sql<
+      [{ id: number }]
+    >`insert into run_targets (tenant_id, run_id, target_id, phone_e164, status) values (${owner.tenantId}, ${runId}, ${target.id}, '+12025550177', 'dialing') returning id`
     await srv.sql`insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider, owner_instance, status, answered_at)
                   values (${owner.tenantId}, ${runId}, ${workflowId}, ${rt.id}, ${target.id}, 1, '+12025550177', 'sim', 'x', 'connected', now())`
     const mine = (await (await a.call("GET", "/api/runs/live", { token: owner.token })).json()) as Json
     const call = (mine.calls as Json[]).find((c) => c.run_id === runId)
-    expect(call).toMatchObject({ run_id: runId, target_id: target.id, status: "connected", stream_url: `/api/runs/${runId}/turns/stream?target_id=${target.id}` })
+    expect(call).toMatchObject({
+      run_id: runId,
+      target_id: target.id,
+      status: "connected",
+      stream_url: `/api/runs/${runId}/turns/stream?target_id=${target.id}`,
+    })
     expect(mine.calls.length).toBeLessThanOrEqual(20)
     const theirs = (await (await a.call("GET", "/api/runs/live", { token: other.token })).json()) as Json
     expect((theirs.calls as Json[]).some((c) => c.run_id === runId)).toBe(false)
@@ -224,11 +262,21 @@ describe("POST /internal/turns", () => {
     const first = await ingest(owner.tenantId, body)
     expect(first.status).toBe(201)
     const stored = (await first.json()) as Json
-    expect(stored).toMatchObject({ seq: 1, run_id: runId, target_id: 4, turn_index: 0, text: "Hello there", outcome_id: "ext-call-1", duplicate: false })
+    expect(stored).toMatchObject({
+      seq: 1,
+      run_id: runId,
+      target_id: 4,
+      turn_index: 0,
+      text: "Hello there",
+      outcome_id: "ext-call-1",
+      duplicate: false,
+    })
     const again = await ingest(owner.tenantId, body)
     expect(again.status).toBe(201)
     expect(await again.json()).toMatchObject({ seq: 1, duplicate: true })
-    const concurrent = await Promise.all(Array.from({ length: 5 }, () => ingest(owner.tenantId, turn(runId, 4, 1, { outcome_id: "ext-call-1" }))))
+    const concurrent = await Promise.all(
+      Array.from({ length: 5 }, () => ingest(owner.tenantId, turn(runId, 4, 1, { outcome_id: "ext-call-1" }))),
+    )
     const seqs = await Promise.all(concurrent.map(async (r) => ((await r.json()) as Json).seq))
     expect(new Set(seqs).size).toBe(1)
     const rows = await srv.sql`select seq from turns where run_id = ${runId}`
@@ -242,9 +290,17 @@ describe("POST /internal/turns", () => {
   it("refuses bad keys, a missing tenant, another tenant's run and bad bodies", async () => {
     const { runId } = await newRun()
     expect((await ingest(owner.tenantId, turn(runId, 1, 0), "wrong-key-wrong-key")).status).toBe(401)
-    const noKey = await fetch(srv.url + "/internal/turns", { method: "POST", headers: { "content-type": "application/json", "x-tenant-id": String(owner.tenantId) }, body: JSON.stringify(turn(runId, 1, 0)) })
+    const noKey = await fetch(`${srv.url}/internal/turns`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-tenant-id": String(owner.tenantId) },
+      body: JSON.stringify(turn(runId, 1, 0)),
+    })
     expect(noKey.status).toBe(401)
-    const noTenant = await fetch(srv.url + "/internal/turns", { method: "POST", headers: { "content-type": "application/json", "x-system-key": SYSTEM_KEY }, body: JSON.stringify(turn(runId, 1, 0)) })
+    const noTenant = await fetch(`${srv.url}/internal/turns`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-system-key": SYSTEM_KEY },
+      body: JSON.stringify(turn(runId, 1, 0)),
+    })
     expect(noTenant.status).toBe(422)
     expect((await ingest(other.tenantId, turn(runId, 1, 0))).status).toBe(404)
     expect((await ingest(owner.tenantId, { ...turn(runId, 1, 0), speaker: "robot" })).status).toBe(422)
@@ -256,7 +312,11 @@ describe("POST /internal/turns", () => {
   it("is off (404) when SYSTEM_KEY is unset", async () => {
     const off = await startTestServer()
     try {
-      const res = await fetch(off.url + "/internal/turns", { method: "POST", headers: { "content-type": "application/json", "x-system-key": SYSTEM_KEY, "x-tenant-id": "1" }, body: "{}" })
+      const res = await fetch(`${off.url}/internal/turns`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-system-key": SYSTEM_KEY, "x-tenant-id": "1" },
+        body: "{}",
+      })
       expect(res.status).toBe(404)
     } finally {
       await off.stop()

@@ -30,7 +30,11 @@ export const FAST_RUNTIME_ENV: Readonly<Record<string, string>> = {
 export const uniqueEmail = (tag = "user") => `${tag}-${randomBytes(4).toString("hex")}@example.com`
 
 export function api(srv: TestServer) {
-  const call = (method: string, path: string, opts: { body?: unknown; token?: string; headers?: Record<string, string> } = {}) =>
+  const call = (
+    method: string,
+    path: string,
+    opts: { body?: unknown; token?: string; headers?: Record<string, string> } = {},
+  ) =>
     fetch(srv.url + path, {
       method,
       headers: {
@@ -47,10 +51,19 @@ export function api(srv: TestServer) {
    * account unverified. A server known only by its URL (no config) has no outbox we can read, so
    * its accounts stay unverified.
    */
-  async function signup(opts: { email?: string; password?: string; country?: string; full_name?: string; verify?: boolean } = {}): Promise<Session> {
+  async function signup(
+    opts: { email?: string; password?: string; country?: string; full_name?: string; verify?: boolean } = {},
+  ): Promise<Session> {
     const email = opts.email ?? uniqueEmail()
     const password = opts.password ?? "correct horse battery staple"
-    const res = await call("POST", "/auth/signup", { body: { email, password, ...(opts.country && { country: opts.country }), ...(opts.full_name && { full_name: opts.full_name }) } })
+    const res = await call("POST", "/auth/signup", {
+      body: {
+        email,
+        password,
+        ...(opts.country && { country: opts.country }),
+        ...(opts.full_name && { full_name: opts.full_name }),
+      },
+    })
     if (res.status !== 201) throw new Error(`signup ${res.status}: ${await res.text()}`)
     if (opts.verify !== false && srv.config !== undefined) await verifyEmail(email)
     return login(email, password)
@@ -75,7 +88,10 @@ export function api(srv: TestServer) {
     return { email, password, token: body.token, userId: body.user.id, tenantId: body.tenant.id, cookie }
   }
 
-  async function createKey(session: Session, body: Record<string, unknown> = { name: "test key" }): Promise<{ id: number; secret: string; [k: string]: unknown }> {
+  async function createKey(
+    session: Session,
+    body: Record<string, unknown> = { name: "test key" },
+  ): Promise<{ id: number; secret: string; [k: string]: unknown }> {
     const res = await call("POST", "/api-keys", { token: session.token, body })
     if (res.status !== 201) throw new Error(`create key ${res.status}: ${await res.text()}`)
     return (await res.json()) as { id: number; secret: string }

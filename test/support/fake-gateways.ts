@@ -2,7 +2,13 @@
 // request, check credentials, answer like the real APIs, inject failures and send signed webhooks;
 // they keep the methods a checkout saved and charge them off-session (decline, async modes).
 import { randomBytes } from "node:crypto"
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http"
 import type { AddressInfo } from "node:net"
 import { signGwCard, signGwUpi } from "../../src/providers/payments/signatures.js"
 
@@ -27,7 +33,10 @@ export interface Delivery {
 }
 
 /** How the next requests misbehave, consumed one per request in order. */
-type Fault = { kind: "fail"; status: number; body: unknown; headers: Record<string, string> } | { kind: "hang" } | { kind: "delay"; ms: number }
+type Fault =
+  | { kind: "fail"; status: number; body: unknown; headers: Record<string, string> }
+  | { kind: "hang" }
+  | { kind: "delay"; ms: number }
 
 interface FakeBase {
   /** Base URL to configure as the gateway's apiUrl (no trailing slash). */
@@ -44,10 +53,14 @@ interface FakeBase {
   close(): Promise<void>
 }
 
-const rid = (prefix: string, bytes = 12): string => `${prefix}${randomBytes(bytes).toString("base64url").replace(/[-_]/g, "x")}`
+const rid = (prefix: string, bytes = 12): string =>
+  `${prefix}${randomBytes(bytes).toString("base64url").replace(/[-_]/g, "x")}`
 
 /** A node:http server on 127.0.0.1:0 running `handle` after recording the request and applying faults. */
-async function startFake(handle: (req: RecordedRequest, res: ServerResponse) => void, errorBody: (status: number) => unknown) {
+async function startFake(
+  handle: (req: RecordedRequest, res: ServerResponse) => void,
+  errorBody: (status: number) => unknown,
+) {
   const requests: RecordedRequest[] = []
   const faults: Fault[] = []
   const timers = new Set<NodeJS.Timeout>()
@@ -90,7 +103,8 @@ async function startFake(handle: (req: RecordedRequest, res: ServerResponse) => 
     url,
     requests,
     failNext(status, times = 1, options = {}) {
-      for (let i = 0; i < times; i++) faults.push({ kind: "fail", status, body: options.body ?? errorBody(status), headers: options.headers ?? {} })
+      for (let i = 0; i < times; i++)
+        faults.push({ kind: "fail", status, body: options.body ?? errorBody(status), headers: options.headers ?? {} })
     },
     hangNext(times = 1) {
       for (let i = 0; i < times; i++) faults.push({ kind: "hang" })
@@ -142,8 +156,17 @@ function bufferResponse(): { res: ServerResponse; replay(to: ServerResponse): vo
   }
 }
 
-async function post(toUrl: string, payload: string, headers: Record<string, string>, eventId: string): Promise<Delivery> {
-  const res = await fetch(toUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: payload })
+async function post(
+  toUrl: string,
+  payload: string,
+  headers: Record<string, string>,
+  eventId: string,
+): Promise<Delivery> {
+  const res = await fetch(toUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: payload,
+  })
   return { status: res.status, body: await res.text(), payload, eventId, headers }
 }
 
@@ -202,7 +225,11 @@ export interface OffSessionControls {
   readonly asyncDeliveries: Delivery[]
 }
 
-function offSession(): OffSessionControls & { takeDecline(): boolean; async: { on: boolean; delayMs: number }; webhookUrl(): string } {
+function offSession(): OffSessionControls & {
+  takeDecline(): boolean
+  async: { on: boolean; delayMs: number }
+  webhookUrl(): string
+} {
   let declines = 0
   let hook = ""
   const async = { on: false, delayMs: 50 }
@@ -250,7 +277,11 @@ export interface FakeGwCard extends FakeBase, OffSessionControls {
    * The payer completes the session: checkout.session.completed, then payment_intent.succeeded
    * for its PaymentIntent (naming the saved card when the session asked to keep it).
    */
-  pay(toUrl: string, sessionId: string, card?: { brand?: string; last4?: string }): Promise<{ session: Delivery; paymentIntent: Delivery; method: FakeCardMethod | undefined }>
+  pay(
+    toUrl: string,
+    sessionId: string,
+    card?: { brand?: string; last4?: string },
+  ): Promise<{ session: Delivery; paymentIntent: Delivery; method: FakeCardMethod | undefined }>
   /** A signed payment_intent.* event for a PaymentIntent this fake holds. */
   deliverIntent(toUrl: string, piId: string, opts?: GwCardDeliverOptions): Promise<Delivery>
 }
@@ -266,14 +297,33 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
   const off = offSession()
   const idempotent = new Map<string, { body: string; status: number; answer: unknown }>()
   const cardError = (status: number, message: string, extra: Record<string, unknown> = {}) => ({
-    error: { type: status === 401 ? "invalid_request_error" : status >= 500 ? "api_error" : "invalid_request_error", message, ...extra },
+    error: {
+      type: status === 401 ? "invalid_request_error" : status >= 500 ? "api_error" : "invalid_request_error",
+      message,
+      ...extra,
+    },
   })
   let url = ""
 
-  const signedPost = (toUrl: string, type: string, object: Record<string, unknown>, opts: GwCardDeliverOptions = {}) => {
+  const signedPost = (
+    toUrl: string,
+    type: string,
+    object: Record<string, unknown>,
+    opts: GwCardDeliverOptions = {},
+  ) => {
     const eventId = opts.eventId ?? rid("evt_1")
-    const payload = JSON.stringify({ id: eventId, object: "event", type: opts.type ?? type, created: nowSeconds(), livemode: false, data: { object: { ...object, ...opts.object } } })
-    const signature = opts.signature === undefined ? signGwCard(payload, opts.secret ?? config.webhookSecret, opts.timestamp ?? nowSeconds()) : opts.signature
+    const payload = JSON.stringify({
+      id: eventId,
+      object: "event",
+      type: opts.type ?? type,
+      created: nowSeconds(),
+      livemode: false,
+      data: { object: { ...object, ...opts.object } },
+    })
+    const signature =
+      opts.signature === undefined
+        ? signGwCard(payload, opts.secret ?? config.webhookSecret, opts.timestamp ?? nowSeconds())
+        : opts.signature
     // The gateway sends gw_card-Signature; our HTTP engine drops underscore header names, so the
     // deployment's proxy forwards it hyphenated (README), and so does this fake.
     return post(toUrl, payload, signature === null ? {} : { "gw-card-Signature": signature }, eventId)
@@ -284,27 +334,52 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
       object: "payment_intent",
       ...pi,
       amount_received: pi.status === "succeeded" ? pi.amount : 0,
-      ...(method !== undefined && { payment_method_details: { type: "card", card: { brand: method.brand, last4: method.last4 } } }),
+      ...(method !== undefined && {
+        payment_method_details: { type: "card", card: { brand: method.brand, last4: method.last4 } },
+      }),
     }
   }
 
   /** POST /v1/payment_intents with confirm=true and off_session=true: a charge of a saved card. */
   function createPaymentIntent(form: URLSearchParams, answer: (status: number, body: unknown) => void): void {
     const missing = ["amount", "currency", "customer", "payment_method"].find((k) => (form.get(k) ?? "") === "")
-    if (missing !== undefined) return answer(400, cardError(400, `Missing required param: ${missing}.`, { code: "parameter_missing", param: missing }))
-    if (form.get("confirm") !== "true" || form.get("off_session") !== "true") return answer(400, cardError(400, "This fake only confirms off-session charges."))
+    if (missing !== undefined)
+      return answer(
+        400,
+        cardError(400, `Missing required param: ${missing}.`, { code: "parameter_missing", param: missing }),
+      )
+    if (form.get("confirm") !== "true" || form.get("off_session") !== "true")
+      return answer(400, cardError(400, "This fake only confirms off-session charges."))
     const amount = Number(form.get("amount"))
-    if (!Number.isSafeInteger(amount) || amount < CARD_MIN_AMOUNT) return answer(400, cardError(400, "Amount must be at least $0.50 usd", { code: "amount_too_small", param: "amount" }))
+    if (!Number.isSafeInteger(amount) || amount < CARD_MIN_AMOUNT)
+      return answer(
+        400,
+        cardError(400, "Amount must be at least $0.50 usd", { code: "amount_too_small", param: "amount" }),
+      )
     const method = methods.get(form.get("payment_method")!)
     if (method === undefined || method.customer !== form.get("customer")) {
-      return answer(400, cardError(400, `No such PaymentMethod: '${form.get("payment_method")}'`, { code: "resource_missing", param: "payment_method" }))
+      return answer(
+        400,
+        cardError(400, `No such PaymentMethod: '${form.get("payment_method")}'`, {
+          code: "resource_missing",
+          param: "payment_method",
+        }),
+      )
     }
     const metadata: Record<string, string> = {}
     for (const [k, v] of form) {
       const m = /^metadata\[(.+)\]$/.exec(k)
       if (m?.[1] !== undefined) metadata[m[1]] = v
     }
-    const pi: FakeCardIntent = { id: rid("pi_"), amount, currency: form.get("currency")!, customer: method.customer, payment_method: method.id, metadata, status: "processing" }
+    const pi: FakeCardIntent = {
+      id: rid("pi_"),
+      amount,
+      currency: form.get("currency")!,
+      customer: method.customer,
+      payment_method: method.id,
+      metadata,
+      status: "processing",
+    }
     paymentIntents.set(pi.id, pi)
     const declined = off.takeDecline()
     if (declined && !off.async.on) {
@@ -346,7 +421,10 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
       if (auth !== `Bearer ${config.secretKey}`) {
         // The real API masks all but the last four characters of a wrong key.
         const given = auth.startsWith("Bearer ") ? auth.slice(7) : ""
-        return answer(401, cardError(401, `Invalid API Key provided: ${given === "" ? "(none)" : `****${given.slice(-4)}`}`))
+        return answer(
+          401,
+          cardError(401, `Invalid API Key provided: ${given === "" ? "(none)" : `****${given.slice(-4)}`}`),
+        )
       }
       if (req.method !== "POST" || (req.path !== "/v1/checkout/sessions" && req.path !== "/v1/payment_intents")) {
         return answer(404, cardError(404, `Unrecognized request URL (${req.method}: ${req.path})`))
@@ -359,7 +437,14 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
         const seen = idempotent.get(key)
         if (seen !== undefined) {
           if (seen.body !== req.body) {
-            return answer(400, cardError(400, "Keys for idempotent requests can only be used with the same parameters they were first used with.", { type: "idempotency_error" }))
+            return answer(
+              400,
+              cardError(
+                400,
+                "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                { type: "idempotency_error" },
+              ),
+            )
           }
           return answer(seen.status, seen.answer)
         }
@@ -385,7 +470,11 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
         if (typeof key === "string") idempotent.set(key, { body: req.body, status, answer: body })
         answer(status, body)
       }
-      if (missing !== undefined) return remember(400, cardError(400, `Missing required param: ${missing}.`, { code: "parameter_missing", param: missing }))
+      if (missing !== undefined)
+        return remember(
+          400,
+          cardError(400, `Missing required param: ${missing}.`, { code: "parameter_missing", param: missing }),
+        )
       if (form.get("mode") !== "payment") return remember(400, cardError(400, "Invalid mode.", { param: "mode" }))
       const unit = Number(form.get("line_items[0][price_data][unit_amount]"))
       const quantity = Number(form.get("line_items[0][quantity]"))
@@ -393,7 +482,12 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
         return remember(400, cardError(400, "Invalid integer.", { param: "line_items[0][price_data][unit_amount]" }))
       }
       if (unit * quantity < CARD_MIN_AMOUNT) {
-        return remember(400, cardError(400, "The Checkout Session's total amount due must add up to at least $0.50 usd", { code: "amount_too_small" }))
+        return remember(
+          400,
+          cardError(400, "The Checkout Session's total amount due must add up to at least $0.50 usd", {
+            code: "amount_too_small",
+          }),
+        )
       }
       const metadata: Record<string, string> = {}
       for (const [k, v] of form) {
@@ -423,7 +517,11 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
       sessions.set(id, session)
       remember(200, { object: "checkout.session", mode: "payment", livemode: false, created: nowSeconds(), ...session })
     },
-    (status) => cardError(status, status === 429 ? "Too many requests" : status >= 500 ? "An unknown error occurred" : "Request failed"),
+    (status) =>
+      cardError(
+        status,
+        status === 429 ? "Too many requests" : status >= 500 ? "An unknown error occurred" : "Request failed",
+      ),
   )
   url = base.url
 
@@ -530,17 +628,33 @@ export interface FakeGwUpi extends FakeBase, OffSessionControls {
 /** The UPI gateway's minimum order (INR 1.00), as the real API enforces it. */
 const UPI_MIN_AMOUNT = 100
 
-export async function startFakeGwUpi(config: { keyId: string; keySecret: string; webhookSecret: string }): Promise<FakeGwUpi> {
+export async function startFakeGwUpi(config: {
+  keyId: string
+  keySecret: string
+  webhookSecret: string
+}): Promise<FakeGwUpi> {
   const orders = new Map<string, FakeUpiOrder>()
   const tokens = new Map<string, FakeUpiToken>()
   const customers = new Set<string>()
   const off = offSession()
   const upiError = (description: string, field?: string) => ({
-    error: { code: "BAD_REQUEST_ERROR", description, source: "business", step: "payment_initiation", reason: "input_validation_failed", ...(field !== undefined && { field }) },
+    error: {
+      code: "BAD_REQUEST_ERROR",
+      description,
+      source: "business",
+      step: "payment_initiation",
+      reason: "input_validation_failed",
+      ...(field !== undefined && { field }),
+    },
   })
   const expectedAuth = `Basic ${Buffer.from(`${config.keyId}:${config.keySecret}`).toString("base64")}`
 
-  const signedPost = (toUrl: string, event: string, entity: Record<string, unknown>, opts: GwUpiDeliverOptions = {}) => {
+  const signedPost = (
+    toUrl: string,
+    event: string,
+    entity: Record<string, unknown>,
+    opts: GwUpiDeliverOptions = {},
+  ) => {
     const eventId = opts.eventId === undefined ? rid("", 10) : opts.eventId
     const full = { ...entity, ...opts.entity }
     const payload = JSON.stringify({
@@ -551,7 +665,8 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
       payload: { payment: { entity: full } },
       created_at: nowSeconds(),
     })
-    const signature = opts.signature === undefined ? signGwUpi(payload, opts.secret ?? config.webhookSecret) : opts.signature
+    const signature =
+      opts.signature === undefined ? signGwUpi(payload, opts.secret ?? config.webhookSecret) : opts.signature
     const headers: Record<string, string> = {}
     // Hyphenated as the deployment's proxy forwards them (see gw_card above).
     if (signature !== null) headers["X-gw-upi-Signature"] = signature
@@ -592,13 +707,23 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
     if (order === undefined) return answer(400, upiError("The id provided does not exist", "order_id"))
     if (order.status === "paid") return answer(400, upiError("Order has already been paid", "order_id"))
     const token = typeof input.token === "string" ? tokens.get(input.token) : undefined
-    if (token === undefined || token.customer_id !== input.customer_id) return answer(400, upiError("The token provided does not exist", "token"))
+    if (token === undefined || token.customer_id !== input.customer_id)
+      return answer(400, upiError("The token provided does not exist", "token"))
     if (input.amount !== order.amount) return answer(400, upiError("The amount must match the order amount", "amount"))
-    if (input.recurring !== "1" && input.recurring !== 1) return answer(400, upiError("recurring is required", "recurring"))
+    if (input.recurring !== "1" && input.recurring !== 1)
+      return answer(400, upiError("recurring is required", "recurring"))
     const declined = off.takeDecline()
     const extra = { customer_id: token.customer_id, token_id: token.id, vpa: token.vpa, recurring: true }
     if (!off.async.on) {
-      if (declined) return answer(200, paymentEntity(order, "failed", { ...extra, error_code: "BAD_REQUEST_ERROR", error_description: "Payment declined by the payer's bank" }))
+      if (declined)
+        return answer(
+          200,
+          paymentEntity(order, "failed", {
+            ...extra,
+            error_code: "BAD_REQUEST_ERROR",
+            error_description: "Payment declined by the payer's bank",
+          }),
+        )
       order.status = "paid"
       return answer(200, paymentEntity(order, "captured", extra))
     }
@@ -640,11 +765,18 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
       if (req.path === "/v1/customers") {
         const id = rid("cust_", 10)
         customers.add(id)
-        return answer(200, { id, entity: "customer", name: input.name ?? null, notes: input.notes ?? {}, created_at: nowSeconds() })
+        return answer(200, {
+          id,
+          entity: "customer",
+          name: input.name ?? null,
+          notes: input.notes ?? {},
+          created_at: nowSeconds(),
+        })
       }
       if (req.path === "/v1/payments/create/recurring") return recurring(input, answer)
       const amount = input.amount
-      if (typeof amount !== "number" || !Number.isSafeInteger(amount)) return answer(400, upiError("The amount must be an integer.", "amount"))
+      if (typeof amount !== "number" || !Number.isSafeInteger(amount))
+        return answer(400, upiError("The amount must be an integer.", "amount"))
       if (amount < UPI_MIN_AMOUNT) return answer(400, upiError("The amount must be atleast INR 1.00", "amount"))
       if (typeof input.currency !== "string" || !/^[A-Z]{3}$/.test(input.currency)) {
         return answer(400, upiError("The currency field is required.", "currency"))
@@ -660,14 +792,29 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
         receipt: typeof input.receipt === "string" ? input.receipt : null,
         notes: (notes as Record<string, unknown> | undefined) ?? {},
         status: "created",
-        customer_id: typeof input.customer_id === "string" && customers.has(input.customer_id) ? input.customer_id : null,
+        customer_id:
+          typeof input.customer_id === "string" && customers.has(input.customer_id) ? input.customer_id : null,
         wants_token: typeof input.token === "object" && input.token !== null,
       }
-      if (input.customer_id !== undefined && order.customer_id === null) return answer(400, upiError("The id provided does not exist", "customer_id"))
+      if (input.customer_id !== undefined && order.customer_id === null)
+        return answer(400, upiError("The id provided does not exist", "customer_id"))
       orders.set(order.id, order)
-      answer(200, { entity: "order", amount_paid: 0, amount_due: amount, attempts: 0, offer_id: null, created_at: nowSeconds(), ...order })
+      answer(200, {
+        entity: "order",
+        amount_paid: 0,
+        amount_due: amount,
+        attempts: 0,
+        offer_id: null,
+        created_at: nowSeconds(),
+        ...order,
+      })
     },
-    (status) => ({ error: { code: status >= 500 ? "SERVER_ERROR" : "BAD_REQUEST_ERROR", description: status === 429 ? "Too many requests" : "The server encountered an error" } }),
+    (status) => ({
+      error: {
+        code: status >= 500 ? "SERVER_ERROR" : "BAD_REQUEST_ERROR",
+        description: status === 429 ? "Too many requests" : "The server encountered an error",
+      },
+    }),
   )
 
   return {
@@ -687,14 +834,20 @@ export async function startFakeGwUpi(config: { keyId: string; keySecret: string;
         tokens.set(token.id, token)
         extra = { customer_id: token.customer_id, token_id: token.id, vpa: token.vpa }
       }
-      const entity = order === undefined ? { ...paymentEntityFor(orderId), ...extra } : paymentEntity(order, "captured", extra)
+      const entity =
+        order === undefined ? { ...paymentEntityFor(orderId), ...extra } : paymentEntity(order, "captured", extra)
       return signedPost(toUrl, "payment.captured", entity, opts)
     },
   }
 }
 
 /** Both fake gateways, and the server environment that points the real adapters at them. */
-export async function startFakeGateways(): Promise<{ card: FakeGwCard; upi: FakeGwUpi; env: Record<string, string>; close(): Promise<void> }> {
+export async function startFakeGateways(): Promise<{
+  card: FakeGwCard
+  upi: FakeGwUpi
+  env: Record<string, string>
+  close(): Promise<void>
+}> {
   const card = await startFakeGwCard({ secretKey: "sk_test_card", webhookSecret: "whsec_card" })
   const upi = await startFakeGwUpi({ keyId: "key_upi", keySecret: "upi_secret", webhookSecret: "whsec_upi" })
   const env = {

@@ -24,9 +24,16 @@ const CALLEE_LINES: Record<string, string[]> = {
   decline: ["I'm not interested, no thanks.", "No thanks, I'm not interested."],
 }
 
-const tag = (doc: string, name: string) => [...doc.matchAll(new RegExp(`<${name}[^>]*>([\\s\\S]*?)</${name}>`, "g"))].map((m) => unxml(m[1]!))
-const attr = (doc: string, name: string, attribute: string) => new RegExp(`<${name}[^>]*\\s${attribute}="([^"]*)"`).exec(doc)?.[1]
-const unxml = (s: string) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&amp;/g, "&")
+const tag = (doc: string, name: string) =>
+  [...doc.matchAll(new RegExp(`<${name}[^>]*>([\\s\\S]*?)</${name}>`, "g"))].map((m) => unxml(m[1]!))
+const attr = (doc: string, name: string, attribute: string) =>
+  new RegExp(`<${name}[^>]*\\s${attribute}="([^"]*)"`).exec(doc)?.[1]
+const unxml = (s: string) =>
+  s
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, "&")
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Adds call creation to the fake; returns the calls it placed, by sid. */
@@ -36,9 +43,20 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
 
   fake.handle("POST", /^\/Calls\.json$/, ({ req, account }) => {
     const f = req.form
-    if (!f.To || !f.Url || !f.StatusCallback) return { status: 400, body: { code: 21205, message: "To, Url and StatusCallback are required", status: 400 } }
+    if (!f.To || !f.Url || !f.StatusCallback)
+      return { status: 400, body: { code: 21205, message: "To, Url and StatusCallback are required", status: 400 } }
     const sid = `CA${randomBytes(16).toString("hex")}`
-    const call: FakeCall = { sid, to: f.To, from: f.From, url: f.Url, statusCallback: f.StatusCallback, heard: [], said: [], status: "queued", done: Promise.resolve() }
+    const call: FakeCall = {
+      sid,
+      to: f.To,
+      from: f.From,
+      url: f.Url,
+      statusCallback: f.StatusCallback,
+      heard: [],
+      said: [],
+      status: "queued",
+      done: Promise.resolve(),
+    }
     calls.set(sid, call)
     call.done = play(call, account.token).catch((e: unknown) => {
       call.status = `error: ${String(e)}`
@@ -61,7 +79,11 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
     const machine = digit === "2"
     const answeredBy = machine ? "machine_start" : "human"
     await status("in-progress", { AnsweredBy: answeredBy })
-    const lines = machine ? ["Hi, you've reached Sam. Please leave a message after the tone."] : digit === "6" ? CALLEE_LINES.decline! : CALLEE_LINES.agree!
+    const lines = machine
+      ? ["Hi, you've reached Sam. Please leave a message after the tone."]
+      : digit === "6"
+        ? CALLEE_LINES.decline!
+        : CALLEE_LINES.agree!
     let url = call.url
     let params: Record<string, string> = { ...base, CallStatus: "in-progress", AnsweredBy: answeredBy }
     let turn = 0

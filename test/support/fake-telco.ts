@@ -2,7 +2,13 @@
 // token (HTTP Basic), numbers for sale and numbers owned, failure injection, and signed callbacks
 // to our webhooks. Other resources (calls, …) plug in through `handle` without changing this file.
 import { createHmac, randomBytes } from "node:crypto"
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http"
 import type { AddressInfo } from "node:net"
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 
@@ -62,7 +68,10 @@ export interface HandlerContext {
 
 export type HandlerAnswer = { status: number; body?: unknown }
 
-type Fault = { kind: "fail"; status: number; body: unknown; headers: Record<string, string> } | { kind: "hang" } | { kind: "delay"; ms: number }
+type Fault =
+  | { kind: "fail"; status: number; body: unknown; headers: Record<string, string> }
+  | { kind: "hang" }
+  | { kind: "delay"; ms: number }
 
 export interface FakeTelco {
   /** Base URL to configure as the telco_a API root (no trailing slash). */
@@ -78,7 +87,7 @@ export interface FakeTelco {
   /** A new account (random sid and token unless given). */
   addAccount(account?: Partial<FakeTelcoAccount>): FakeTelcoAccount
   /** Replaces the numbers for sale in `country`. */
-  stock(country: string, phones: ReadonlyArray<string | Partial<FakeOffer> & { phone_number: string }>): void
+  stock(country: string, phones: ReadonlyArray<string | (Partial<FakeOffer> & { phone_number: string })>): void
   /** Gives `accountSid` a number it owns already (as if bought elsewhere): import tests. */
   own(accountSid: string, phone: string, fields?: Partial<FakeIncomingNumber>): FakeIncomingNumber
   /** The owned number with this E.164, on any account. */
@@ -87,7 +96,11 @@ export interface FakeTelco {
    * Serves `method` on paths below /2010-04-01/Accounts/{sid} matching `pattern` (named groups
    * become params), after authentication; checked before the built-in resources.
    */
-  handle(method: string, pattern: RegExp, handler: (ctx: HandlerContext) => HandlerAnswer | Promise<HandlerAnswer>): void
+  handle(
+    method: string,
+    pattern: RegExp,
+    handler: (ctx: HandlerContext) => HandlerAnswer | Promise<HandlerAnswer>,
+  ): void
   /** The next `times` requests are answered with `status` (a telco-shaped error body unless given). */
   failNext(status: number, times?: number, options?: { body?: unknown; headers?: Record<string, string> }): void
   /** The next `times` requests are never answered (client timeouts). */
@@ -95,7 +108,11 @@ export interface FakeTelco {
   /** The next `times` requests are processed at once but answered only after `ms` (a timeout after success). */
   delayNext(ms: number, times?: number): void
   /** Sends a callback to one of our webhooks as telco_a does, signed with `token` (or the given signature). */
-  callback(url: string, params: Record<string, string>, opts: { token: string; method?: "POST" | "GET"; signature?: string | null }): Promise<Response>
+  callback(
+    url: string,
+    params: Record<string, string>,
+    opts: { token: string; method?: "POST" | "GET"; signature?: string | null },
+  ): Promise<Response>
   /** Forgets requests and pending faults (not accounts or numbers). */
   reset(): void
   close(): Promise<void>
@@ -112,9 +129,18 @@ export function signTelcoA(token: string, url: string, params: Record<string, st
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex")
-const telcoError = (status: number, code: number, message: string) => ({ code, message, more_info: `https://telco-a.example/docs/errors/${code}`, status })
+const telcoError = (status: number, code: number, message: string) => ({
+  code,
+  message,
+  more_info: `https://telco-a.example/docs/errors/${code}`,
+  status,
+})
 const defaultError = (status: number) =>
-  status === 401 ? telcoError(401, 20003, "Authenticate") : status === 429 ? telcoError(429, 20429, "Too Many Requests") : telcoError(status, 20500, `fake telco_a failure ${status}`)
+  status === 401
+    ? telcoError(401, 20003, "Authenticate")
+    : status === 429
+      ? telcoError(429, 20429, "Too Many Requests")
+      : telcoError(status, 20500, `fake telco_a failure ${status}`)
 
 function offerOf(input: string | (Partial<FakeOffer> & { phone_number: string }), country: string): FakeOffer {
   const o = typeof input === "string" ? { phone_number: input } : input
@@ -128,7 +154,9 @@ function offerOf(input: string | (Partial<FakeOffer> & { phone_number: string })
   }
 }
 
-export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<FakeTelcoAccount>> } = {}): Promise<FakeTelco> {
+export async function startFakeTelco(
+  opts: { accounts?: ReadonlyArray<Partial<FakeTelcoAccount>> } = {},
+): Promise<FakeTelco> {
   const requests: TelcoRequest[] = []
   const faults: Fault[] = []
   const timers = new Set<NodeJS.Timeout>()
@@ -136,16 +164,33 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
   const offers = new Map<string, FakeOffer[]>()
   const numbers = new Map<string, FakeIncomingNumber>()
   const released: FakeIncomingNumber[] = []
-  const custom: Array<{ method: string; pattern: RegExp; handler: (ctx: HandlerContext) => HandlerAnswer | Promise<HandlerAnswer> }> = []
+  const custom: Array<{
+    method: string
+    pattern: RegExp
+    handler: (ctx: HandlerContext) => HandlerAnswer | Promise<HandlerAnswer>
+  }> = []
   let url = ""
 
   // Default stock: US numbers in two area codes.
   offers.set("US", [
-    ...Array.from({ length: 30 }, (_, i) => offerOf({ phone_number: `+1415555${String(200 + i).padStart(4, "0")}`, region: "CA", locality: "San Francisco" }, "US")),
-    ...Array.from({ length: 30 }, (_, i) => offerOf({ phone_number: `+1212555${String(200 + i).padStart(4, "0")}`, region: "NY", locality: "New York" }, "US")),
+    ...Array.from({ length: 30 }, (_, i) =>
+      offerOf(
+        { phone_number: `+1415555${String(200 + i).padStart(4, "0")}`, region: "CA", locality: "San Francisco" },
+        "US",
+      ),
+    ),
+    ...Array.from({ length: 30 }, (_, i) =>
+      offerOf(
+        { phone_number: `+1212555${String(200 + i).padStart(4, "0")}`, region: "NY", locality: "New York" },
+        "US",
+      ),
+    ),
   ])
 
-  const resourceOf = (n: FakeIncomingNumber) => ({ ...n, uri: `${API}/${n.account_sid}/IncomingPhoneNumbers/${n.sid}.json` })
+  const resourceOf = (n: FakeIncomingNumber) => ({
+    ...n,
+    uri: `${API}/${n.account_sid}/IncomingPhoneNumbers/${n.sid}.json`,
+  })
 
   function applyWebhooks(n: FakeIncomingNumber, form: Record<string, string>): void {
     if ("VoiceUrl" in form) n.voice_url = form.VoiceUrl!
@@ -180,31 +225,45 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
     if (req.method === "GET" && (m = /^\/AvailablePhoneNumbers\/([A-Za-z]+)\/Local\.json$/.exec(r))) {
       const country = m[1]!.toUpperCase()
       const stock = offers.get(country)
-      if (stock === undefined) return { status: 404, body: telcoError(404, 20404, `The requested resource ${r} was not found`) }
+      if (stock === undefined)
+        return { status: 404, body: telcoError(404, 20404, `The requested resource ${r} was not found`) }
       const area = req.query.AreaCode
       const size = Math.max(1, Math.min(1000, Number(req.query.PageSize ?? 50) || 50))
-      const matching = stock.filter((o) => area === undefined || (parsePhoneNumberFromString(o.phone_number)?.nationalNumber ?? "").startsWith(area))
+      const matching = stock.filter(
+        (o) =>
+          area === undefined || (parsePhoneNumberFromString(o.phone_number)?.nationalNumber ?? "").startsWith(area),
+      )
       return { status: 200, body: { available_phone_numbers: matching.slice(0, size), uri: req.path } }
     }
     if (r === "/IncomingPhoneNumbers.json" && req.method === "GET") {
       const phone = req.query.PhoneNumber
-      const owned = [...numbers.values()].filter((n) => n.account_sid === account.sid && (phone === undefined || n.phone_number === phone))
-      return { status: 200, body: { incoming_phone_numbers: owned.map(resourceOf), page: 0, page_size: 50, uri: req.path } }
+      const owned = [...numbers.values()].filter(
+        (n) => n.account_sid === account.sid && (phone === undefined || n.phone_number === phone),
+      )
+      return {
+        status: 200,
+        body: { incoming_phone_numbers: owned.map(resourceOf), page: 0, page_size: 50, uri: req.path },
+      }
     }
     if (r === "/IncomingPhoneNumbers.json" && req.method === "POST") {
       const phone = req.form.PhoneNumber
-      if (phone === undefined || phone === "") return { status: 400, body: telcoError(400, 21421, "PhoneNumber is required") }
+      if (phone === undefined || phone === "")
+        return { status: 400, body: telcoError(400, 21421, "PhoneNumber is required") }
       const country = [...offers.entries()].find(([, list]) => list.some((o) => o.phone_number === phone))
       if (country === undefined || [...numbers.values()].some((n) => n.phone_number === phone))
         return { status: 400, body: telcoError(400, 21422, `PhoneNumber ${phone} is not available`) }
-      offers.set(country[0], country[1].filter((o) => o.phone_number !== phone))
+      offers.set(
+        country[0],
+        country[1].filter((o) => o.phone_number !== phone),
+      )
       const n = newNumber(account.sid, phone)
       applyWebhooks(n, req.form)
       return { status: 201, body: resourceOf(n) }
     }
     if ((m = /^\/IncomingPhoneNumbers\/(PN[0-9a-zA-Z]+)\.json$/.exec(r))) {
       const n = numbers.get(m[1]!)
-      if (n === undefined || n.account_sid !== account.sid) return { status: 404, body: telcoError(404, 20404, `The requested resource ${r} was not found`) }
+      if (n === undefined || n.account_sid !== account.sid)
+        return { status: 404, body: telcoError(404, 20404, `The requested resource ${r} was not found`) }
       if (req.method === "GET") return { status: 200, body: resourceOf(n) }
       if (req.method === "POST") {
         applyWebhooks(n, req.form)
@@ -219,7 +278,12 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
     return { status: 404, body: telcoError(404, 20404, `The requested resource ${r} was not found`) }
   }
 
-  function answer(res: ServerResponse, req: TelcoRequest, a: HandlerAnswer, headers: Record<string, string> = {}): void {
+  function answer(
+    res: ServerResponse,
+    req: TelcoRequest,
+    a: HandlerAnswer,
+    headers: Record<string, string> = {},
+  ): void {
     req.status = a.status
     if (a.status === 204 || a.body === undefined) {
       res.writeHead(a.status, headers)
@@ -236,10 +300,15 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
     const auth = /^Basic (.+)$/i.exec(req.headers.authorization ?? "")
     const [user, ...rest] = auth ? Buffer.from(auth[1]!, "base64").toString("utf8").split(":") : []
     const account = user === undefined ? undefined : accounts.get(user)
-    if (account === undefined || account.token !== rest.join(":")) return { status: 401, body: telcoError(401, 20003, "Authenticate") }
-    if (m === null || decodeURIComponent(m[1]!) !== account.sid) return { status: 403, body: telcoError(403, 20003, "the credentials do not belong to this account") }
+    if (account === undefined || account.token !== rest.join(":"))
+      return { status: 401, body: telcoError(401, 20003, "Authenticate") }
+    if (m === null || decodeURIComponent(m[1]!) !== account.sid)
+      return { status: 403, body: telcoError(403, 20003, "the credentials do not belong to this account") }
     if (req.method === "GET" && /^\/2010-04-01\/Accounts\/[^/?]+\.json$/.test(req.path.split("?")[0]!))
-      return { status: 200, body: { sid: account.sid, friendly_name: `Account ${account.sid}`, status: "active", type: "Full" } }
+      return {
+        status: 200,
+        body: { sid: account.sid, friendly_name: `Account ${account.sid}`, status: "active", type: "Full" },
+      }
     for (const c of custom) {
       const hit = c.method === req.method ? c.pattern.exec(req.resource) : null
       if (hit) return c.handler({ req, account, params: { ...hit.groups } })
@@ -302,7 +371,10 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
     },
     stock(country, phones) {
       const c = country.toUpperCase()
-      offers.set(c, phones.map((p) => offerOf(p, c)))
+      offers.set(
+        c,
+        phones.map((p) => offerOf(p, c)),
+      )
     },
     own(accountSid, phone, fields) {
       return newNumber(accountSid, phone, fields)
@@ -314,7 +386,13 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
       custom.push({ method: method.toUpperCase(), pattern, handler })
     },
     failNext(status, times = 1, options = {}) {
-      for (let i = 0; i < times; i++) faults.push({ kind: "fail", status, body: options.body ?? defaultError(status), headers: options.headers ?? {} })
+      for (let i = 0; i < times; i++)
+        faults.push({
+          kind: "fail",
+          status,
+          body: options.body ?? defaultError(status),
+          headers: options.headers ?? {},
+        })
     },
     hangNext(times = 1) {
       for (let i = 0; i < times; i++) faults.push({ kind: "hang" })
@@ -324,8 +402,10 @@ export async function startFakeTelco(opts: { accounts?: ReadonlyArray<Partial<Fa
     },
     async callback(to, params, o) {
       const method = o.method ?? "POST"
-      const signed = method === "GET" ? `${to}${to.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}` : to
-      const signature = o.signature === undefined ? signTelcoA(o.token, signed, method === "GET" ? {} : params) : o.signature
+      const signed =
+        method === "GET" ? `${to}${to.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}` : to
+      const signature =
+        o.signature === undefined ? signTelcoA(o.token, signed, method === "GET" ? {} : params) : o.signature
       return fetch(method === "GET" ? signed : to, {
         method,
         headers: {

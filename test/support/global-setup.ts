@@ -33,4 +33,3 @@ export default async function setup({ provide }: { provide: (key: string, value:
     await admin.end()
   }
 }
-

@@ -75,11 +75,18 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; extraRoutes?: AnyRoute[] } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { env?: Record<string, string>; extraRoutes?: AnyRoute[] } = {},
+): Promise<TestServer> {
   const db = await freshDatabase()
   const config = loadConfig({ ...baseEnv(), ...db.env, ...opts.env })
   const logger = makeLogger(config)
-  const running = await serve({ role: "all", config, logger, ...(opts.extraRoutes && { extraRoutes: opts.extraRoutes }) })
+  const running = await serve({
+    role: "all",
+    config,
+    logger,
+    ...(opts.extraRoutes && { extraRoutes: opts.extraRoutes }),
+  })
   const sql = await running.runtime.runPromise(Effect.map(Db, (d) => d.sql))
   const port = running.port!
   return {
@@ -131,7 +138,9 @@ export async function spawnServer(opts: {
   spawned.add(child)
   child.once("exit", () => spawned.delete(child))
   const lines: Array<Record<string, unknown>> = []
-  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)))
+  const exited = new Promise<number | string>((resolve) =>
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)),
+  )
   let stderr = ""
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()))
   const started = new Promise<number | undefined>((resolve, reject) => {

@@ -16,7 +16,12 @@ export interface ProbeState {
   streamEnded: boolean
 }
 
-export const newProbeState = (): ProbeState => ({ aborted: 0, streamBuffered: [], streamWritten: 0, streamEnded: false })
+export const newProbeState = (): ProbeState => ({
+  aborted: 0,
+  streamBuffered: [],
+  streamWritten: 0,
+  streamEnded: false,
+})
 
 export function probeRoutes(state: ProbeState): AnyRoute[] {
   return [
@@ -37,7 +42,8 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
       tags: ["test"],
       params: z.object({ id: Id }),
       query: z.object({ limit: QueryInt(1, 50).optional(), flag: QueryBool.optional() }),
-      handler: ({ params, query }) => Effect.succeed(json({ id: params.id, limit: query.limit ?? null, flag: query.flag ?? null })),
+      handler: ({ params, query }) =>
+        Effect.succeed(json({ id: params.id, limit: query.limit ?? null, flag: query.flag ?? null })),
     }),
     route({
       method: "POST",
@@ -50,7 +56,14 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
         Effect.succeed(
           json({
             json_rows: body?.rows.length ?? null,
-            parts: parts?.map((p) => ({ name: p.name, filename: p.filename ?? null, type: p.type ?? null, bytes: p.data.length, text: p.data.toString("utf8").slice(0, 40) })) ?? null,
+            parts:
+              parts?.map((p) => ({
+                name: p.name,
+                filename: p.filename ?? null,
+                type: p.type ?? null,
+                bytes: p.data.length,
+                text: p.data.toString("utf8").slice(0, 40),
+              })) ?? null,
           }),
         ),
     }),
@@ -88,7 +101,13 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
       tags: ["test"],
       body: { raw: true },
       handler: ({ rawBody, headers }) =>
-        Effect.succeed(json({ sha256: createHash("sha256").update(rawBody).digest("hex"), length: rawBody.length, type: headers["content-type"] ?? null })),
+        Effect.succeed(
+          json({
+            sha256: createHash("sha256").update(rawBody).digest("hex"),
+            length: rawBody.length,
+            type: headers["content-type"] ?? null,
+          }),
+        ),
     }),
     route({
       method: "GET",

@@ -12,11 +12,20 @@ export const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)
 
 export type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
-export async function call(base: string, method: string, path: string, opts: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: Json }> {
   const headers: Record<string, string> = {}
   if (opts.token !== undefined) headers["authorization"] = `Bearer ${opts.token}`
   if (opts.body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(base + path, { method, headers, ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }) })
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
+  })
   return { status: res.status, body: (await res.json()) as Json }
 }
 
@@ -25,7 +34,9 @@ export async function call(base: string, method: string, path: string, opts: { t
  * mail to the outbox under the DATA_DIR they were given.
  */
 export async function verifyEmail(base: string, dataDir: string, email: string): Promise<void> {
-  const link = readOutbox(join(dataDir, "outbox.jsonl")).filter((m) => m.kind === "verify_email" && m.to === email).at(-1)?.links[0]
+  const link = readOutbox(join(dataDir, "outbox.jsonl"))
+    .filter((m) => m.kind === "verify_email" && m.to === email)
+    .at(-1)?.links[0]
   if (link === undefined) throw new Error(`no verification mail to ${email}`)
   const token = new URL(link, base).searchParams.get("token") ?? ""
   const r = await call(base, "GET", `/auth/verify-email?token=${encodeURIComponent(token)}`)
@@ -53,13 +64,18 @@ export interface SharedDatabase {
 
 /** A fresh database for the suite's processes to share, made before its tests and dropped after. */
 export function sharedDatabase(): SharedDatabase {
-  const state = { processes: [] as SpawnedServer[] } as { db: SharedDatabase["db"]; sql: Sql; processes: SpawnedServer[] }
+  const state = { processes: [] as SpawnedServer[] } as {
+    db: SharedDatabase["db"]
+    sql: Sql
+    processes: SpawnedServer[]
+  }
   beforeAll(async () => {
     state.db = await freshDatabase()
     state.sql = connectPostgres(state.db.env.DATABASE_URL!, 2)
   })
   afterAll(async () => {
-    for (const p of state.processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
+    for (const p of state.processes)
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
     await Promise.all(state.processes.map((p) => p.exited))
     await state.sql?.end()
     await state.db?.drop()

@@ -11,7 +11,11 @@ export interface RawResponse {
 }
 
 /** Sends `request` (written in pieces when given an array) and reads one response. */
-export function rawRequest(port: number, request: string | Buffer | Array<string | Buffer>, opts: { timeoutMs?: number } = {}): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  request: string | Buffer | Array<string | Buffer>,
+  opts: { timeoutMs?: number } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1")
     let data = Buffer.alloc(0)
@@ -25,14 +29,20 @@ export function rawRequest(port: number, request: string | Buffer | Array<string
       socket.destroy()
       const text = data.toString("latin1")
       const end = text.indexOf("\r\n\r\n")
-      if (end < 0) return reject(new Error(`no HTTP response (got ${JSON.stringify(text.slice(0, 200))}, closed=${closed})`))
+      if (end < 0)
+        return reject(new Error(`no HTTP response (got ${JSON.stringify(text.slice(0, 200))}, closed=${closed})`))
       const [statusLine, ...headerLines] = text.slice(0, end).split("\r\n")
       const headers: Record<string, string> = {}
       for (const l of headerLines) {
         const i = l.indexOf(":")
         headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim()
       }
-      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: data.subarray(Buffer.byteLength(text.slice(0, end + 4), "latin1")).toString("utf8"), closed })
+      resolve({
+        status: Number(statusLine!.split(" ")[1]),
+        headers,
+        body: data.subarray(Buffer.byteLength(text.slice(0, end + 4), "latin1")).toString("utf8"),
+        closed,
+      })
     }
     socket.on("data", (d) => {
       data = Buffer.concat([data, d])

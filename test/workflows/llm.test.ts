@@ -27,18 +27,60 @@ import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 
 /** A few rows shaped like the global library (migrations/0001), {offer} and {callback_window} included. */
 const OBJECTIONS: LibraryObjection[] = [
-  { id: 1, category: "price", trigger_text: "It's too expensive.", rebuttal_template: "I understand, cost matters. Many customers changed their mind once they saw what {offer} saves them." },
-  { id: 2, category: "price", trigger_text: "I can get it cheaper elsewhere.", rebuttal_template: "That's fair to check. {company} includes the setup others charge extra for." },
-  { id: 3, category: "timing", trigger_text: "I'm busy right now.", rebuttal_template: "Of course, I can call back. Would {callback_window} work better for you?" },
-  { id: 5, category: "need", trigger_text: "I don't need this.", rebuttal_template: "Understood. May I ask what you use today?" },
-  { id: 7, category: "trust", trigger_text: "How did you get my number?", rebuttal_template: "Fair question. You're on a list {company} holds with your consent." },
-  { id: 9, category: "authority", trigger_text: "I need to talk to my spouse first.", rebuttal_template: "That makes sense. Shall we speak again {callback_window}?" },
-  { id: 11, category: "information", trigger_text: "Send me an email instead.", rebuttal_template: "Glad to. I'll send the details of {offer} right after this call." },
-  { id: 14, category: "do_not_call", trigger_text: "Don't call me again.", rebuttal_template: "Understood. You won't hear from {company} again." },
+  {
+    id: 1,
+    category: "price",
+    trigger_text: "It's too expensive.",
+    rebuttal_template:
+      "I understand, cost matters. Many customers changed their mind once they saw what {offer} saves them.",
+  },
+  {
+    id: 2,
+    category: "price",
+    trigger_text: "I can get it cheaper elsewhere.",
+    rebuttal_template: "That's fair to check. {company} includes the setup others charge extra for.",
+  },
+  {
+    id: 3,
+    category: "timing",
+    trigger_text: "I'm busy right now.",
+    rebuttal_template: "Of course, I can call back. Would {callback_window} work better for you?",
+  },
+  {
+    id: 5,
+    category: "need",
+    trigger_text: "I don't need this.",
+    rebuttal_template: "Understood. May I ask what you use today?",
+  },
+  {
+    id: 7,
+    category: "trust",
+    trigger_text: "How did you get my number?",
+    rebuttal_template: "Fair question. You're on a list {company} holds with your consent.",
+  },
+  {
+    id: 9,
+    category: "authority",
+    trigger_text: "I need to talk to my spouse first.",
+    rebuttal_template: "That makes sense. Shall we speak again {callback_window}?",
+  },
+  {
+    id: 11,
+    category: "information",
+    trigger_text: "Send me an email instead.",
+    rebuttal_template: "Glad to. I'll send the details of {offer} right after this call.",
+  },
+  {
+    id: 14,
+    category: "do_not_call",
+    trigger_text: "Don't call me again.",
+    rebuttal_template: "Understood. You won't hear from {company} again.",
+  },
 ]
 
 const request = (over: Partial<RuleBookRequest> = {}): RuleBookRequest => ({
-  prompt: "Call our broadband customers about the new fibre plan and offer a discount of up to ₹800 on the first month.",
+  prompt:
+    "Call our broadband customers about the new fibre plan and offer a discount of up to ₹800 on the first month.",
   currency: "INR",
   country: "IN",
   planTier: "free",
@@ -67,7 +109,9 @@ describe("sim language model", () => {
 
   it("answers a structured request with the caller's offline answer, and refuses one without", async () => {
     expect(await generateRuleBook(sim, request())).toEqual(simulateRuleBook(request()))
-    const e = await sim.generateJson({ messages: [], format: { name: "poem", schema: {} } }).catch((err: unknown) => err)
+    const e = await sim
+      .generateJson({ messages: [], format: { name: "poem", schema: {} } })
+      .catch((err: unknown) => err)
     expect(e).toBeInstanceOf(LlmCallError)
     expect((e as LlmCallError).retryable).toBe(false)
   })
@@ -134,7 +178,8 @@ describe("sim language model", () => {
   })
 
   it("takes the concession cap from the prompt in minor units, clamped to the ceiling", async () => {
-    const cap = async (over: Partial<RuleBookRequest>) => ((await generateRuleBook(sim, request(over))) as RuleBook).concession_policy
+    const cap = async (over: Partial<RuleBookRequest>) =>
+      ((await generateRuleBook(sim, request(over))) as RuleBook).concession_policy
     expect(await cap({})).toEqual({ allowed: true, cap_minor: 80_000, currency: "INR", requires_approval: true })
     expect((await cap({ ...USD_REQUEST, prompt: "Offer a $20 credit to unhappy customers." })).cap_minor).toBe(2_000)
     expect((await cap({ ...USD_REQUEST, prompt: "Give a discount of up to 12.50 on renewals." })).cap_minor).toBe(1_250)
@@ -146,14 +191,22 @@ describe("sim language model", () => {
     expect(percent.cap_minor).toBeLessThanOrEqual(10_000)
     // An amount in the other currency is not converted.
     expect((await cap({ ...USD_REQUEST, prompt: "Offer a ₹500 discount." })).cap_minor).toBe(percent.cap_minor)
-    expect(await cap({ prompt: "Remind customers about their appointment." })).toEqual({ allowed: false, cap_minor: 0, currency: "INR", requires_approval: true })
+    expect(await cap({ prompt: "Remind customers about their appointment." })).toEqual({
+      allowed: false,
+      cap_minor: 0,
+      currency: "INR",
+      requires_approval: true,
+    })
   })
 
   it("reads call length, voicemail and callback window from the prompt", async () => {
     const book = (await generateRuleBook(sim, request({ prompt: PROMPTS[1]! }))) as RuleBook
     expect(book.max_call_seconds).toBe(180)
     expect(book.voicemail).toBe("leave_opening_line")
-    const plain = (await generateRuleBook(sim, request({ prompt: "Call customers back within 3 days about their order." }))) as RuleBook
+    const plain = (await generateRuleBook(
+      sim,
+      request({ prompt: "Call customers back within 3 days about their order." }),
+    )) as RuleBook
     expect(plain.voicemail).toBe("hang_up")
     expect(plain.callback_policy.max_days_ahead).toBe(3)
     expect(plain.escalation_policy.triggers.length).toBeGreaterThan(0)
@@ -173,7 +226,10 @@ describe("sim language model", () => {
   })
 
   it("writes a valid Hindi book, opening and disclosure in Hindi", async () => {
-    const book = (await generateRuleBook(sim, request({ prompt: "Call customers in Hindi about the new plan." }))) as RuleBook
+    const book = (await generateRuleBook(
+      sim,
+      request({ prompt: "Call customers in Hindi about the new plan." }),
+    )) as RuleBook
     expect(book.opening_line).toMatch(/^Namaste \{name\}/)
     expect(validateRuleBook(book, { currency: "INR", planTier: "free" }).ok).toBe(true)
   })
@@ -183,7 +239,8 @@ describe("sim language model", () => {
       const book = await generateRuleBook(sim, { ...base, prompt: "Sell upgrades INVALID_RULEBOOK please" })
       const result = validateRuleBook(book, { currency: base.currency, planTier: "free" })
       expect(result.ok).toBe(false)
-      if (!result.ok) expect(result.errors.map((e) => e.field).sort()).toEqual(["disclosure_lines", "objection_handlers"])
+      if (!result.ok)
+        expect(result.errors.map((e) => e.field).sort()).toEqual(["disclosure_lines", "objection_handlers"])
     }
   })
 
@@ -255,7 +312,13 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
     const chunks: Buffer[] = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
-      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>, at: Date.now() })
+      requests.push({
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
+        at: Date.now(),
+      })
       const next = queue.shift()
       if (next === "hang") return
       if (next !== undefined) return send(res, next.status, next.body, next.headers)
@@ -281,7 +344,8 @@ function objectNodes(schema: unknown, path = "$"): Array<{ path: string; node: R
   if (typeof schema !== "object" || schema === null) return []
   if (Array.isArray(schema)) return schema.flatMap((s, i) => objectNodes(s, `${path}[${i}]`))
   const node = schema as Record<string, unknown>
-  const here = node.type === "object" || (Array.isArray(node.type) && node.type.includes("object")) ? [{ path, node }] : []
+  const here =
+    node.type === "object" || (Array.isArray(node.type) && node.type.includes("object")) ? [{ path, node }] : []
   return [...here, ...Object.entries(node).flatMap(([k, v]) => objectNodes(v, `${path}.${k}`))]
 }
 
@@ -318,10 +382,13 @@ describe("OpenAI-compatible adapter", () => {
     expect(messages.map((m) => m.role)).toEqual(["system", "user"])
     expect(messages[1]!.content).toBe(request().prompt)
     // The system message carries the tenant's limits and the library.
-    expect(messages[0]!.content).toContain("#14 [do_not_call] \"Don't call me again.\"")
+    expect(messages[0]!.content).toContain('#14 [do_not_call] "Don\'t call me again."')
     expect(messages[0]!.content).toContain("at most 500000")
     expect(messages[0]!.content).toContain("Use rohan.")
-    const format = r.body.response_format as { type: string; json_schema: { name: string; strict: boolean; schema: Record<string, unknown> } }
+    const format = r.body.response_format as {
+      type: string
+      json_schema: { name: string; strict: boolean; schema: Record<string, unknown> }
+    }
     expect(format.type).toBe("json_schema")
     expect(format.json_schema.name).toBe("rule_book")
     expect(format.json_schema.strict).toBe(true)
@@ -349,18 +416,25 @@ describe("OpenAI-compatible adapter", () => {
     const props = schema.properties as Record<string, Record<string, unknown>>
     expect(props.ncpr_category!.type).toEqual(["integer", "null"])
     expect(props.ncpr_category!.anyOf).toBeUndefined()
-    const handler = (props.objection_handlers!.items as Record<string, Record<string, Record<string, unknown>>>).properties!
+    const handler = (props.objection_handlers!.items as Record<string, Record<string, Record<string, unknown>>>)
+      .properties!
     expect(handler.objection_id!.type).toEqual(["integer", "null"])
     expect(props.schema_version).toMatchObject({ enum: [1] })
     // Limits the server may not enforce move into descriptions.
-    expect(JSON.stringify(schema)).not.toMatch(/"(minLength|maxLength|minimum|maximum|exclusiveMinimum|maxItems|const)"/)
+    expect(JSON.stringify(schema)).not.toMatch(
+      /"(minLength|maxLength|minimum|maximum|exclusiveMinimum|maxItems|const)"/,
+    )
     expect(props.opening_line!.description).toBe("1 to 500 characters")
   })
 
   it("makes optional properties nullable and keeps them required", () => {
     const converted = toStrictJsonSchema({
       type: "object",
-      properties: { a: { type: "string" }, b: { type: "integer", minimum: 2 }, c: { type: "object", properties: { d: { type: "string", enum: ["x"] } } } },
+      properties: {
+        a: { type: "string" },
+        b: { type: "integer", minimum: 2 },
+        c: { type: "object", properties: { d: { type: "string", enum: ["x"] } } },
+      },
       required: ["a"],
     })
     expect(converted.required).toEqual(["a", "b", "c"])
@@ -369,7 +443,10 @@ describe("OpenAI-compatible adapter", () => {
     expect(props.b).toEqual({ type: ["integer", "null"], description: "at least 2" })
     expect(props.c!.type).toEqual(["object", "null"])
     expect(props.c!.additionalProperties).toBe(false)
-    expect((props.c!.properties as Record<string, Record<string, unknown>>).d).toEqual({ type: ["string", "null"], enum: ["x", null] })
+    expect((props.c!.properties as Record<string, Record<string, unknown>>).d).toEqual({
+      type: ["string", "null"],
+      enum: ["x", null],
+    })
   })
 
   it("retries after a 500 and succeeds", async () => {
@@ -381,7 +458,11 @@ describe("OpenAI-compatible adapter", () => {
   })
 
   it("honours Retry-After on a 429", async () => {
-    fake.script({ status: 429, body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }, headers: { "retry-after": "1" } })
+    fake.script({
+      status: 429,
+      body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+      headers: { "retry-after": "1" },
+    })
     await generateRuleBook(llm(), request())
     expect(fake.requests).toHaveLength(2)
     expect(fake.requests[1]!.at - fake.requests[0]!.at).toBeGreaterThanOrEqual(950)
@@ -397,7 +478,15 @@ describe("OpenAI-compatible adapter", () => {
   })
 
   it("does not retry a 400, and keeps the key out of the message", async () => {
-    fake.script({ status: 400, body: { error: { message: `Invalid schema for response_format 'rule_book' (key ${KEY})`, code: "invalid_request_error" } } })
+    fake.script({
+      status: 400,
+      body: {
+        error: {
+          message: `Invalid schema for response_format 'rule_book' (key ${KEY})`,
+          code: "invalid_request_error",
+        },
+      },
+    })
     const e = await caught(generateRuleBook(llm(), request()))
     expect(e.retryable).toBe(false)
     expect(e.status).toBe(400)
@@ -425,7 +514,12 @@ describe("OpenAI-compatible adapter", () => {
   })
 
   it("fails without retrying on content that is not a JSON object, or no message at all", async () => {
-    fake.script({ status: 200, body: completion("Here is your rule book: {") }, { status: 200, body: completion("[1, 2]") }, { status: 200, body: { choices: [] } }, { status: 200, body: "<html>" })
+    fake.script(
+      { status: 200, body: completion("Here is your rule book: {") },
+      { status: 200, body: completion("[1, 2]") },
+      { status: 200, body: { choices: [] } },
+      { status: 200, body: "<html>" },
+    )
     for (let i = 0; i < 4; i++) {
       const e = await caught(generateRuleBook(llm(), request()))
       expect(e.retryable).toBe(false)
@@ -434,7 +528,12 @@ describe("OpenAI-compatible adapter", () => {
   })
 
   it("reports an unreachable server as retryable", async () => {
-    const e = await caught(generateRuleBook(makeOpenAiLlm({ baseUrl: "http://127.0.0.1:1/v1", apiKey: KEY, model: "m", timeoutMs: 500 }), request()))
+    const e = await caught(
+      generateRuleBook(
+        makeOpenAiLlm({ baseUrl: "http://127.0.0.1:1/v1", apiKey: KEY, model: "m", timeoutMs: 500 }),
+        request(),
+      ),
+    )
     expect(e.retryable).toBe(true)
     expect(e.message).toContain("unreachable")
     expect(e.message).not.toContain(KEY)
@@ -442,7 +541,8 @@ describe("OpenAI-compatible adapter", () => {
 })
 
 describe("Llm service", () => {
-  const run = (env: Record<string, string>) => Effect.runSync(Effect.provide(Llm, LlmLive.pipe(Layer.provide(AppConfig.layer(loadConfig(env))))))
+  const run = (env: Record<string, string>) =>
+    Effect.runSync(Effect.provide(Llm, LlmLive.pipe(Layer.provide(AppConfig.layer(loadConfig(env))))))
 
   it("uses the simulator unless LLM_BASE_URL is set", () => {
     expect(run({}).name).toBe("sim")
@@ -452,8 +552,15 @@ describe("Llm service", () => {
   })
 
   it("parses the LLM settings with defaults", () => {
-    expect(loadConfig({})).toMatchObject({ llmBaseUrl: undefined, llmApiKey: undefined, llmModel: "gpt-4o-mini", llmTimeoutMs: 20_000 })
-    expect(loadConfig({ LLM_BASE_URL: "https://api.example/v1/", LLM_API_KEY: " k ", LLM_TIMEOUT_MS: "5000" })).toMatchObject({
+    expect(loadConfig({})).toMatchObject({
+      llmBaseUrl: undefined,
+      llmApiKey: undefined,
+      llmModel: "gpt-4o-mini",
+      llmTimeoutMs: 20_000,
+    })
+    expect(
+      loadConfig({ LLM_BASE_URL: "https://api.example/v1/", LLM_API_KEY: " k ", LLM_TIMEOUT_MS: "5000" }),
+    ).toMatchObject({
       llmBaseUrl: "https://api.example/v1",
       llmApiKey: "k",
       llmTimeoutMs: 5_000,
@@ -464,16 +571,26 @@ describe("Llm service", () => {
 
   it("reports the model in provider status", () => {
     expect(providerStatus(loadConfig({})).llm).toEqual({ provider: "sim", mode: "simulator", configured: true })
-    expect(providerStatus(loadConfig({ LLM_BASE_URL: "http://127.0.0.1:9/v1" })).llm).toEqual({ provider: "openai", mode: "live", configured: true })
+    expect(providerStatus(loadConfig({ LLM_BASE_URL: "http://127.0.0.1:9/v1" })).llm).toEqual({
+      provider: "openai",
+      mode: "live",
+      configured: true,
+    })
   })
 
   it("builds the adapter from configuration with an injected fetch", async () => {
     const seen: string[] = []
     const fakeFetch: typeof fetch = async (input) => {
       seen.push(String(input))
-      return new Response(JSON.stringify(completion(JSON.stringify({ ok: 1 }))), { status: 200, headers: { "content-type": "application/json" } })
+      return new Response(JSON.stringify(completion(JSON.stringify({ ok: 1 }))), {
+        status: 200,
+        headers: { "content-type": "application/json" },
+      })
     }
-    const model = makeLlm({ llmBaseUrl: "http://llm.test/v1", llmApiKey: undefined, llmModel: "m", llmTimeoutMs: 1000 }, { fetch: fakeFetch })
+    const model = makeLlm(
+      { llmBaseUrl: "http://llm.test/v1", llmApiKey: undefined, llmModel: "m", llmTimeoutMs: 1000 },
+      { fetch: fakeFetch },
+    )
     expect(await generateRuleBook(model, request())).toEqual({ ok: 1 })
     expect(seen).toEqual(["http://llm.test/v1/chat/completions"])
   })
@@ -509,11 +626,15 @@ describe("OpenAI-compatible adapter: replies", () => {
     company: "Acme",
     ...over,
   })
-  const answer = (reply: Record<string, unknown>): Scripted => ({ status: 200, body: completion(JSON.stringify(reply)) })
+  const answer = (reply: Record<string, unknown>): Scripted => ({
+    status: 200,
+    body: completion(JSON.stringify(reply)),
+  })
   const llm = () => makeOpenAiLlm({ baseUrl: fake.url, apiKey: "sk-test", model: "gpt-4o-mini", timeoutMs: 2_000 })
   type Schema = Record<string, unknown> & { properties: Record<string, Record<string, unknown>> }
   const sentSchema = (i = 0) =>
-    (fake.requests[i]!.body.response_format as { json_schema: { name: string; strict: boolean; schema: Schema } }).json_schema
+    (fake.requests[i]!.body.response_format as { json_schema: { name: string; strict: boolean; schema: Schema } })
+      .json_schema
 
   it("asks for a strict agent_reply built from the rule book and reads the answer", async () => {
     fake.script(
@@ -539,7 +660,9 @@ describe("OpenAI-compatible adapter: replies", () => {
       expect(node.additionalProperties, path).toBe(false)
       expect([...(node.required as string[])].sort(), path).toEqual(Object.keys(node.properties as object).sort())
     }
-    const propose = format.schema.properties.propose as { anyOf: Array<{ properties?: { action: { enum: string[] } } }> }
+    const propose = format.schema.properties.propose as {
+      anyOf: Array<{ properties?: { action: { enum: string[] } } }>
+    }
     expect(propose.anyOf[0]!.properties!.action.enum).toEqual(["concession", "callback", "escalate"])
     const end = format.schema.properties.end as { anyOf: Array<{ properties?: { outcome: { enum: string[] } } }> }
     expect(end.anyOf[0]!.properties!.outcome.enum).toContain("agreed_with_concession")
@@ -564,13 +687,20 @@ describe("OpenAI-compatible adapter: replies", () => {
     }
     fake.script(answer({ text: "Shall we go ahead?", propose: null, end: null }))
     expect(await llm().reply(replyRequest({ ruleBook: book }))).toEqual({ text: "Shall we go ahead?" })
-    const propose = sentSchema().schema.properties.propose as { anyOf: Array<{ properties?: { action: { enum: string[] } } }> }
+    const propose = sentSchema().schema.properties.propose as {
+      anyOf: Array<{ properties?: { action: { enum: string[] } } }>
+    }
     expect(propose.anyOf[0]!.properties!.action.enum).toEqual(["callback"])
-    expect((fake.requests[0]!.body.messages as Array<{ content: string }>)[0]!.content).toContain("never offer a discount")
+    expect((fake.requests[0]!.body.messages as Array<{ content: string }>)[0]!.content).toContain(
+      "never offer a discount",
+    )
 
     const none: RuleBook = { ...book, callback_policy: { ...book.callback_policy, allowed: false } }
     fake.script(answer({ text: "Thanks, goodbye.", propose: null, end: { outcome: "declined" } }))
-    expect(await llm().reply(replyRequest({ ruleBook: none }))).toEqual({ text: "Thanks, goodbye.", end: { outcome: "declined" } })
+    expect(await llm().reply(replyRequest({ ruleBook: none }))).toEqual({
+      text: "Thanks, goodbye.",
+      end: { outcome: "declined" },
+    })
     expect(sentSchema(1).schema.properties.propose).toEqual({ type: "null" })
   })
 
@@ -582,7 +712,9 @@ describe("OpenAI-compatible adapter: replies", () => {
     expect(messages.map((m) => m.role)).toEqual(["system", "assistant", "user", "assistant", "system"])
     expect(messages.at(-1)!.content).toMatch(/just decided on your concession proposal: approved/)
 
-    fake.script(answer({ text: "I'll confirm by message. Goodbye.", propose: null, end: { outcome: "pending_approval" } }))
+    fake.script(
+      answer({ text: "I'll confirm by message. Goodbye.", propose: null, end: { outcome: "pending_approval" } }),
+    )
     await llm().reply(replyRequest({ history, decision: { action: "callback", status: "timeout" } }))
     const second = fake.requests[1]!.body.messages as Array<{ content: string }>
     expect(second.at(-1)!.content).toMatch(/outcome pending_approval/)
@@ -604,7 +736,10 @@ describe("OpenAI-compatible adapter: replies", () => {
   })
 
   it("shares the retry path with rule-book generation", async () => {
-    fake.script({ status: 503, body: { error: { message: "overloaded" } } }, answer({ text: "Sure.", propose: null, end: null }))
+    fake.script(
+      { status: 503, body: { error: { message: "overloaded" } } },
+      answer({ text: "Sure.", propose: null, end: null }),
+    )
     expect(await llm().reply(replyRequest())).toEqual({ text: "Sure." })
     expect(fake.requests).toHaveLength(2)
     expect(fake.requests[1]!.body).toEqual(fake.requests[0]!.body)

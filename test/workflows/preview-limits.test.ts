@@ -15,7 +15,9 @@ let client: ReturnType<typeof api>
 let session: Session
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { PREVIEWS_ANON_PER_IP_HOUR: String(ANON_BUDGET), PREVIEW_CLIP_TTL_DAYS: String(TTL_DAYS) } })
+  srv = await startTestServer({
+    env: { PREVIEWS_ANON_PER_IP_HOUR: String(ANON_BUDGET), PREVIEW_CLIP_TTL_DAYS: String(TTL_DAYS) },
+  })
   client = api(srv)
   session = await client.signup()
 })
@@ -28,13 +30,17 @@ const fresh = (line: string): string => `${line} Reference ${randomBytes(3).read
 const preview = (body: unknown, headers: Record<string, string> = {}) =>
   client.call("POST", "/api/workflows/preview-opening", { body, headers })
 
-async function previewOk(text: string, headers: Record<string, string> = {}): Promise<{ clip_id: string; mp3_url: string }> {
+async function previewOk(
+  text: string,
+  headers: Record<string, string> = {},
+): Promise<{ clip_id: string; mp3_url: string }> {
   const res = await preview({ text, persona: "amelia" }, headers)
   expect(res.status, await res.clone().text()).toBe(200)
   return (await res.json()) as { clip_id: string; mp3_url: string }
 }
 
-const clipRows = async (id: string) => (await srv.sql<{ id: string }[]>`select id from speech_clips where id = ${id}`).length
+const clipRows = async (id: string) =>
+  (await srv.sql<{ id: string }[]>`select id from speech_clips where id = ${id}`).length
 
 describe("rate limits on POST /api/workflows/preview-opening", () => {
   it("answers an anonymous flood from one address with 429 past the budget, while signed-in callers still get clips", async () => {
@@ -53,7 +59,9 @@ describe("rate limits on POST /api/workflows/preview-opening", () => {
     // A refused request synthesises and stores nothing.
     const refusedText = fresh("This one should never be made.")
     expect((await preview({ text: refusedText, persona: "amelia" })).status).toBe(429)
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from speech_clips where persona = 'amelia' and created_at > now() - interval '1 minute'`
+    const [{ n }] = await srv.sql<
+      [{ n: number }]
+    >`select count(*)::int as n from speech_clips where persona = 'amelia' and created_at > now() - interval '1 minute'`
     expect(n).toBe(1)
 
     // The same address, signed in (bearer session, API key, cookie from our own origin), is not
@@ -64,10 +72,15 @@ describe("rate limits on POST /api/workflows/preview-opening", () => {
     await previewOk(line, { cookie: session.cookie, origin: srv.url })
 
     // A credential that does not check out is an anonymous caller: it cannot escape the budget.
-    expect((await preview({ text: line, persona: "amelia" }, { authorization: "Bearer svc_live_notarealkey" })).status).toBe(429)
+    expect(
+      (await preview({ text: line, persona: "amelia" }, { authorization: "Bearer svc_live_notarealkey" })).status,
+    ).toBe(429)
     expect((await preview({ text: line, persona: "amelia" }, { authorization: "Bearer not.a.jwt" })).status).toBe(429)
     // Nor can a cross-site page borrow a visitor's session cookie for its priority and budget.
-    expect((await preview({ text: line, persona: "amelia" }, { cookie: session.cookie, origin: "https://evil.example" })).status).toBe(429)
+    expect(
+      (await preview({ text: line, persona: "amelia" }, { cookie: session.cookie, origin: "https://evil.example" }))
+        .status,
+    ).toBe(429)
   })
 
   it("gives each address its own budget", async () => {
@@ -111,7 +124,8 @@ describe("rate limits on POST /api/workflows/preview-opening", () => {
 })
 
 describe("preview clip sweep", () => {
-  const run = (now: Date, limits?: Parameters<typeof sweepPreviewClips>[1]) => srv.running.runtime.runPromise(sweepPreviewClips(now, limits))
+  const run = (now: Date, limits?: Parameters<typeof sweepPreviewClips>[1]) =>
+    srv.running.runtime.runPromise(sweepPreviewClips(now, limits))
   const signedIn = () => ({ authorization: `Bearer ${session.token}` })
 
   it("removes clips unused for longer than the TTL in one sweep; their URLs then 404, recent ones stay", async () => {
@@ -153,7 +167,9 @@ describe("preview clip sweep", () => {
     await srv.sql`update speech_clips set last_used_at = now() - interval '3 days' where id = ${mine.clip_id}`
     await srv.sql`update speech_clips set last_used_at = now() - interval '2 days' where id = ${anonOld.clip_id}`
     await srv.sql`update speech_clips set last_used_at = now() - interval '1 day' where id = ${anonNew.clip_id}`
-    const [{ anonymous }] = await srv.sql<[{ anonymous: number }]>`select count(*)::int as anonymous from speech_clips where anonymous`
+    const [{ anonymous }] = await srv.sql<
+      [{ anonymous: number }]
+    >`select count(*)::int as anonymous from speech_clips where anonymous`
 
     const result = await run(new Date(), { maxAnonymous: 1, batch: 1 })
     expect(result.evicted).toBe(anonymous - 1)
@@ -163,7 +179,9 @@ describe("preview clip sweep", () => {
 
     // A signed-in request for an anonymous clip takes it out of the anonymous class.
     expect((await previewOk(newerText, signedIn())).clip_id).toBe(anonNew.clip_id)
-    const [row] = await srv.sql<{ anonymous: boolean }[]>`select anonymous from speech_clips where id = ${anonNew.clip_id}`
+    const [row] = await srv.sql<
+      { anonymous: boolean }[]
+    >`select anonymous from speech_clips where id = ${anonNew.clip_id}`
     expect(row!.anonymous).toBe(false)
   })
 
@@ -178,4 +196,3 @@ describe("preview clip sweep", () => {
     expect(await clipRows(b.clip_id)).toBe(1)
   })
 })
-

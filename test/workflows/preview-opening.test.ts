@@ -21,7 +21,11 @@ interface Preview {
 
 const BITRATES_V1_L3 = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
 const BITRATES_V2_L3 = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
-const SAMPLE_RATES: Record<number, readonly number[]> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] }
+const SAMPLE_RATES: Record<number, readonly number[]> = {
+  3: [44100, 48000, 32000],
+  2: [22050, 24000, 16000],
+  0: [11025, 12000, 8000],
+}
 
 /** Walks Layer III frame headers back to back (the sim writes no ID3 tag); throws on anything else. */
 function walkMp3(bytes: Uint8Array): { frames: number; sampleRate: number; duration_ms: number } {
@@ -115,7 +119,9 @@ describe("POST /api/workflows/preview-opening", () => {
     const again = await Promise.all([previewOk(text, "kai"), previewOk(text, "kai"), previewOk(`  ${text}\n`, "kai")])
     for (const b of again) expect(b).toEqual(first)
     expect(await rowsFor(first.clip_id)).toBe(1)
-    const [row] = await srv.sql<{ provider: string; persona: string }[]>`select provider, persona from speech_clips where id = ${first.clip_id}`
+    const [row] = await srv.sql<
+      { provider: string; persona: string }[]
+    >`select provider, persona from speech_clips where id = ${first.clip_id}`
     expect(row).toEqual({ provider: "sim", persona: "kai" })
   })
 
@@ -132,7 +138,9 @@ describe("POST /api/workflows/preview-opening", () => {
   })
 
   it("also answers under /v1", async () => {
-    const res = await client.call("POST", "/v1/api/workflows/preview-opening", { body: { text: "Hello from version one.", persona: "priya" } })
+    const res = await client.call("POST", "/v1/api/workflows/preview-opening", {
+      body: { text: "Hello from version one.", persona: "priya" },
+    })
     expect(res.status).toBe(200)
     const body = (await res.json()) as Preview
     expect((await fetch(`${srv.url}/v1/api/workflows/preview-opening/${body.clip_id}`)).status).toBe(200)
@@ -168,16 +176,21 @@ describe("GET /api/workflows/preview-opening/{clip_id}", () => {
     expect(await res.json()).toMatchObject({ code: "NOT_FOUND" })
   })
 
-  it.each(["xyz", "0".repeat(31), "0".repeat(33), "A".repeat(32), "..%2F..%2Fetc"])("is 422 for the malformed id %s", async (id) => {
-    const res = await fetch(`${srv.url}/api/workflows/preview-opening/${id}`)
-    expect(res.status).toBe(422)
-    expect(await res.json()).toMatchObject({ code: "VALIDATION_FAILED", field: "clip_id" })
-  })
+  it.each(["xyz", "0".repeat(31), "0".repeat(33), "A".repeat(32), "..%2F..%2Fetc"])(
+    "is 422 for the malformed id %s",
+    async (id) => {
+      const res = await fetch(`${srv.url}/api/workflows/preview-opening/${id}`)
+      expect(res.status).toBe(422)
+      expect(await res.json()).toMatchObject({ code: "VALIDATION_FAILED", field: "clip_id" })
+    },
+  )
 
   it("refreshes last_used_at only when it has gone stale", async () => {
     const body = await previewOk(fresh("Just checking in."), "anya")
     const usedAt = async () => {
-      const [row] = await srv.sql<{ last_used_at: Date }[]>`select last_used_at from speech_clips where id = ${body.clip_id}`
+      const [row] = await srv.sql<
+        { last_used_at: Date }[]
+      >`select last_used_at from speech_clips where id = ${body.clip_id}`
       return row!.last_used_at.getTime()
     }
     const created = await usedAt()
@@ -246,7 +259,9 @@ describe("sim speech worker pool", () => {
     try {
       const running = speech.synthesize({ text: "Occupying the worker.", voice })
       await expect(speech.synthesize({ text: " ", voice })).rejects.toMatchObject({ code: "EMPTY_TEXT" })
-      await expect(speech.synthesize({ text: "Hi.", voice: { ...voice, language: "fr-FR" } })).rejects.toMatchObject({ code: "UNSUPPORTED_VOICE" })
+      await expect(speech.synthesize({ text: "Hi.", voice: { ...voice, language: "fr-FR" } })).rejects.toMatchObject({
+        code: "UNSUPPORTED_VOICE",
+      })
       await expect(speech.synthesize({ text: "Hi.", voice })).rejects.toMatchObject({ code: "BUSY" })
       await running
     } finally {
@@ -259,7 +274,8 @@ describe("sim speech worker pool", () => {
     const speech = makeSimSpeech({ workers: 1, maxQueue: 4, jobTimeoutMs: 1 })
     try {
       const jobs = [1, 2, 3].map((i) => speech.synthesize({ text: `Job ${i}.`, voice }))
-      for (const job of jobs) await expect(job).rejects.toMatchObject({ name: "SpeechSynthesisError", code: "ENGINE_FAILURE" })
+      for (const job of jobs)
+        await expect(job).rejects.toMatchObject({ name: "SpeechSynthesisError", code: "ENGINE_FAILURE" })
     } finally {
       await speech.close()
     }
@@ -314,11 +330,14 @@ describe("synthesis failures as HTTP errors", () => {
   })
   const run = (speech: SpeechProvider) =>
     srv.running.runtime.runPromiseExit(
-      previewOpening({ text: fresh("Hello."), persona: "amelia", caller: { kind: "anonymous", ip: "203.0.113.7" } }).pipe(
-        Effect.provideService(Speech, speech),
-      ),
+      previewOpening({
+        text: fresh("Hello."),
+        persona: "amelia",
+        caller: { kind: "anonymous", ip: "203.0.113.7" },
+      }).pipe(Effect.provideService(Speech, speech)),
     )
-  const failure = (exit: Exit.Exit<unknown, unknown>) => (Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit)
+  const failure = (exit: Exit.Exit<unknown, unknown>) =>
+    Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit
 
   it("asks the provider for low priority for anonymous callers and normal for workspaces", async () => {
     const seen: Array<string | undefined> = []
@@ -331,7 +350,9 @@ describe("synthesis failures as HTTP errors", () => {
     }
     const ask = (caller: PreviewCaller) =>
       srv.running.runtime.runPromiseExit(
-        previewOpening({ text: fresh("Priority check."), persona: "amelia", caller }).pipe(Effect.provideService(Speech, recording)),
+        previewOpening({ text: fresh("Priority check."), persona: "amelia", caller }).pipe(
+          Effect.provideService(Speech, recording),
+        ),
       )
     await ask({ kind: "anonymous", ip: "203.0.113.8" })
     await ask({ kind: "workspace", tenantId: 1 })

@@ -2,7 +2,12 @@
 // names, every failure reported at once, the PUT merge, and the JSON Schema export.
 import { describe, expect, it } from "vitest"
 import { MAX_CONCESSION_MINOR, maxConcessionMinor } from "../../src/billing/pricing.js"
-import { mergeRuleBook, ruleBookJsonSchema, validateRuleBook, type RuleBook } from "../../src/workflows/rulebook.schema.js"
+import {
+  mergeRuleBook,
+  ruleBookJsonSchema,
+  validateRuleBook,
+  type RuleBook,
+} from "../../src/workflows/rulebook.schema.js"
 
 const INR = { currency: "INR", planTier: "free" } as const
 const USD = { currency: "USD", planTier: "free" } as const
@@ -18,8 +23,18 @@ function validBook(): RuleBook {
     opening_line: "Hello {name}, this is {agent_name} from {company}. Do you have a minute?",
     disclosure_lines: ["This call is from {company} and may be recorded for quality."],
     objection_handlers: [
-      { objection_id: 1, category: "price", trigger: "It's too expensive.", response: "I understand, {name}. The plan costs less per GB." },
-      { objection_id: null, category: "timing", trigger: "I'm busy right now.", response: "Of course, when shall I call back?" },
+      {
+        objection_id: 1,
+        category: "price",
+        trigger: "It's too expensive.",
+        response: "I understand, {name}. The plan costs less per GB.",
+      },
+      {
+        objection_id: null,
+        category: "timing",
+        trigger: "I'm busy right now.",
+        response: "Of course, when shall I call back?",
+      },
     ],
     concession_policy: { allowed: true, cap_minor: 50_000, currency: "INR", requires_approval: true },
     callback_policy: { allowed: true, max_days_ahead: 7, requires_approval: true },
@@ -67,8 +82,21 @@ describe("RuleBook shape", () => {
   })
 
   it("refuses wrong versions, unknown personas and languages, out-of-range numbers", () => {
-    const errors = errorsOf({ ...validBook(), schema_version: 2, persona: "zed", language: "fr-FR", max_call_seconds: 10, ncpr_category: 9 })
-    expect(fields(errors).sort()).toEqual(["language", "max_call_seconds", "ncpr_category", "persona", "schema_version"])
+    const errors = errorsOf({
+      ...validBook(),
+      schema_version: 2,
+      persona: "zed",
+      language: "fr-FR",
+      max_call_seconds: 10,
+      ncpr_category: 9,
+    })
+    expect(fields(errors).sort()).toEqual([
+      "language",
+      "max_call_seconds",
+      "ncpr_category",
+      "persona",
+      "schema_version",
+    ])
   })
 
   it("refuses a missing key and a non-object", () => {
@@ -98,19 +126,31 @@ describe("RuleBook semantic checks", () => {
   })
 
   it("needs a positive concession cap when concessions are allowed, and none when not", () => {
-    expect(fields(errorsOf(withChange((b) => void (b.concession_policy.cap_minor = 0))))).toEqual(["concession_policy.cap_minor"])
-    const off = withChange((b) => void (b.concession_policy = { allowed: false, cap_minor: 0, currency: "INR", requires_approval: true }))
+    expect(fields(errorsOf(withChange((b) => void (b.concession_policy.cap_minor = 0))))).toEqual([
+      "concession_policy.cap_minor",
+    ])
+    const off = withChange(
+      (b) => void (b.concession_policy = { allowed: false, cap_minor: 0, currency: "INR", requires_approval: true }),
+    )
     expect(validateRuleBook(off, INR).ok).toBe(true)
   })
 
   it("caps the concession at the plan's ceiling in the workspace currency", () => {
     expect(maxConcessionMinor("INR", "free")).toBe(MAX_CONCESSION_MINOR.INR)
     expect(MAX_CONCESSION_MINOR).toEqual({ INR: 500_000, USD: 10_000 })
-    expect(validateRuleBook(withChange((b) => void (b.concession_policy.cap_minor = 500_000)), INR).ok).toBe(true)
+    expect(
+      validateRuleBook(
+        withChange((b) => void (b.concession_policy.cap_minor = 500_000)),
+        INR,
+      ).ok,
+    ).toBe(true)
     const over = errorsOf(withChange((b) => void (b.concession_policy.cap_minor = 500_001)))
     expect(fields(over)).toEqual(["concession_policy.cap_minor"])
     expect(over[0]!.message).toContain("500000")
-    const usd = withChange((b) => void (b.concession_policy = { allowed: true, cap_minor: 10_001, currency: "USD", requires_approval: true }))
+    const usd = withChange(
+      (b) =>
+        void (b.concession_policy = { allowed: true, cap_minor: 10_001, currency: "USD", requires_approval: true }),
+    )
     expect(fields(errorsOf(usd, USD))).toEqual(["concession_policy.cap_minor"])
   })
 
@@ -124,8 +164,18 @@ describe("RuleBook semantic checks", () => {
     expect(hindiPersona[0]!.message).toContain("hi-IN")
     expect(fields(errorsOf(withChange((b) => void (b.language = "hi-IN"))))).toEqual(["persona"])
     // Same family, another accent: allowed.
-    expect(validateRuleBook(withChange((b) => void (b.language = "en-US")), INR).ok).toBe(true)
-    expect(validateRuleBook(withChange((b) => ((b.language = "hi-IN"), (b.persona = "meera"))), INR).ok).toBe(true)
+    expect(
+      validateRuleBook(
+        withChange((b) => void (b.language = "en-US")),
+        INR,
+      ).ok,
+    ).toBe(true)
+    expect(
+      validateRuleBook(
+        withChange((b) => ((b.language = "hi-IN"), (b.persona = "meera"))),
+        INR,
+      ).ok,
+    ).toBe(true)
   })
 
   it("allows only {name}, {agent_name} and {company}, naming the placeholder", () => {
@@ -144,8 +194,12 @@ describe("RuleBook semantic checks", () => {
   })
 
   it("needs an escalation trigger when escalation is allowed", () => {
-    expect(fields(errorsOf(withChange((b) => void (b.escalation_policy.triggers = []))))).toEqual(["escalation_policy.triggers"])
-    const off = withChange((b) => void (b.escalation_policy = { allowed: false, triggers: [], requires_approval: true }))
+    expect(fields(errorsOf(withChange((b) => void (b.escalation_policy.triggers = []))))).toEqual([
+      "escalation_policy.triggers",
+    ])
+    const off = withChange(
+      (b) => void (b.escalation_policy = { allowed: false, triggers: [], requires_approval: true }),
+    )
     expect(validateRuleBook(off, INR).ok).toBe(true)
   })
 
@@ -161,7 +215,15 @@ describe("RuleBook semantic checks", () => {
       }),
     )
     expect(fields(errors).sort()).toEqual(
-      ["concession_policy.cap_minor", "concession_policy.currency", "disclosure_lines", "escalation_policy.triggers", "objection_handlers", "opening_line", "persona"].sort(),
+      [
+        "concession_policy.cap_minor",
+        "concession_policy.currency",
+        "disclosure_lines",
+        "escalation_policy.triggers",
+        "objection_handlers",
+        "opening_line",
+        "persona",
+      ].sort(),
     )
   })
 })
@@ -186,14 +248,19 @@ describe("mergeRuleBook", () => {
   })
 
   it("replaces arrays whole and ignores undefined values", () => {
-    const merged = mergeRuleBook(validBook(), { objection_handlers: [validBook().objection_handlers[1]], goal: undefined }) as RuleBook
+    const merged = mergeRuleBook(validBook(), {
+      objection_handlers: [validBook().objection_handlers[1]],
+      goal: undefined,
+    }) as RuleBook
     expect(merged.objection_handlers).toHaveLength(1)
     expect(merged.goal).toBe(validBook().goal)
   })
 
   it("lets validation report a policy replaced by a non-object, and a bad merged value", () => {
     expect(fields(errorsOf(mergeRuleBook(validBook(), { concession_policy: null })))).toEqual(["concession_policy"])
-    expect(fields(errorsOf(mergeRuleBook(validBook(), { concession_policy: { cap_minor: 10_000_000 } })))).toEqual(["concession_policy.cap_minor"])
+    expect(fields(errorsOf(mergeRuleBook(validBook(), { concession_policy: { cap_minor: 10_000_000 } })))).toEqual([
+      "concession_policy.cap_minor",
+    ])
   })
 })
 

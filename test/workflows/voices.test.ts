@@ -61,7 +61,8 @@ function parseMp3(bytes: Uint8Array): Mp3Summary {
     channels = mode === 3 ? 1 : 2
     const perFrame = version === 3 ? 1152 : 576
     const length = Math.floor(((perFrame / 8) * kbps * 1000) / rate) + padding
-    if (at + length > bytes.length) throw new Error(`frame ${frames} overruns the file by ${at + length - bytes.length} bytes`)
+    if (at + length > bytes.length)
+      throw new Error(`frame ${frames} overruns the file by ${at + length - bytes.length} bytes`)
     at += length
     frames++
     samples += perFrame

@@ -38,19 +38,36 @@ const create = async (s: Session = owner, body: Json = { nl_prompt: PROMPT }) =>
 }
 
 const countRows = async (table: "workflows" | "rule_books", tenantId: number) => {
-  const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from ${srv.sql(table)} where tenant_id = ${tenantId}`
+  const [{ n }] = await srv.sql<
+    [{ n: number }]
+  >`select count(*)::int as n from ${srv.sql(table)} where tenant_id = ${tenantId}`
   return n
 }
 
 describe("creating a workflow", () => {
   it("turns the prompt into a validated rule book and a draft workflow", async () => {
-    const res = await call("POST", "/api/workflows", owner, { nl_prompt: PROMPT, is_test: true, author_user_id: "crm-42" })
+    const res = await call("POST", "/api/workflows", owner, {
+      nl_prompt: PROMPT,
+      is_test: true,
+      author_user_id: "crm-42",
+    })
     expect(res.status).toBe(201)
     const w = res.body
-    expect(w).toMatchObject({ status: "draft", is_test: true, author_user_id: "crm-42", audience_count: 0, runs_count: 0, rule_book_version: 1 })
+    expect(w).toMatchObject({
+      status: "draft",
+      is_test: true,
+      author_user_id: "crm-42",
+      audience_count: 0,
+      runs_count: 0,
+      rule_book_version: 1,
+    })
     expect(typeof w.id).toBe("number")
     expect(w.name.length).toBeGreaterThan(0)
-    expect(w.rule_book).toMatchObject({ schema_version: 1, persona: w.persona, concession_policy: { currency: "INR", allowed: true } })
+    expect(w.rule_book).toMatchObject({
+      schema_version: 1,
+      persona: w.persona,
+      concession_policy: { currency: "INR", allowed: true },
+    })
     expect(w.rule_book.system_prompt.length).toBeGreaterThan(0)
     expect(w.rule_book.objection_handlers.length).toBeGreaterThan(0)
     expect(w.rule_book.disclosure_lines.length).toBeGreaterThan(0)
@@ -59,7 +76,14 @@ describe("creating a workflow", () => {
 
     const [row] = await srv.sql`select w.status, w.nl_prompt, w.rule_book_id, rb.version, rb.source, rb.model, rb.body
                                 from workflows w join rule_books rb on rb.id = w.rule_book_id where w.id = ${w.id}`
-    expect(row).toMatchObject({ status: "draft", nl_prompt: PROMPT, rule_book_id: w.rule_book_id, version: 1, source: "generated", model: "sim-1" })
+    expect(row).toMatchObject({
+      status: "draft",
+      nl_prompt: PROMPT,
+      rule_book_id: w.rule_book_id,
+      version: 1,
+      source: "generated",
+      model: "sim-1",
+    })
     expect(row!.body).toEqual(w.rule_book)
   })
 
@@ -83,7 +107,9 @@ describe("creating a workflow", () => {
     expect(res.body.code).toBe("RULE_BOOK_INVALID")
     expect(res.body.errors.length).toBeGreaterThan(0)
     for (const e of res.body.errors) expect(e).toEqual({ field: expect.any(String), message: expect.any(String) })
-    expect([await countRows("workflows", owner.tenantId), await countRows("rule_books", owner.tenantId)]).toEqual(before)
+    expect([await countRows("workflows", owner.tenantId), await countRows("rule_books", owner.tenantId)]).toEqual(
+      before,
+    )
   })
 
   it.each([
@@ -101,7 +127,9 @@ describe("creating a workflow", () => {
   })
 
   it("accepts a prompt of exactly 4000 characters", async () => {
-    const res = await call("POST", "/api/workflows", owner, { nl_prompt: PROMPT + " ".repeat(0) + "y".repeat(4000 - PROMPT.length) })
+    const res = await call("POST", "/api/workflows", owner, {
+      nl_prompt: PROMPT + " ".repeat(0) + "y".repeat(4000 - PROMPT.length),
+    })
     expect(res.status).toBe(201)
   })
 
@@ -138,7 +166,17 @@ describe("reading workflows", () => {
     expect(all.body.tenant_id).toBe(s.tenantId)
     expect(all.body.workflows.map((w: Json) => w.id)).toEqual([second.id, first.id])
     expect(Object.keys(all.body.workflows[0]).sort()).toEqual(
-      ["archived_at", "created_at", "id", "name", "persona", "rule_book_id", "schedule_kind", "status", "updated_at"].sort(),
+      [
+        "archived_at",
+        "created_at",
+        "id",
+        "name",
+        "persona",
+        "rule_book_id",
+        "schedule_kind",
+        "status",
+        "updated_at",
+      ].sort(),
     )
     const paused = await call("GET", "/api/workflows?status=paused", s)
     expect(paused.body.workflows.map((w: Json) => w.id)).toEqual([first.id])
@@ -171,20 +209,31 @@ describe("changing a workflow", () => {
       name: "Win-back, March",
       persona: "rohan",
       schedule_kind: "window",
-      schedule: { calling_hours: { start: "10:00", end: "19:30" }, timezone: "Asia/Kolkata", days: ["mon", "tue", "wed"] },
+      schedule: {
+        calling_hours: { start: "10:00", end: "19:30" },
+        timezone: "Asia/Kolkata",
+        days: ["mon", "tue", "wed"],
+      },
     })
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({
       name: "Win-back, March",
       persona: "rohan",
       schedule_kind: "window",
-      schedule: { calling_hours: { start: "10:00", end: "19:30" }, timezone: "Asia/Kolkata", days: ["mon", "tue", "wed"] },
+      schedule: {
+        calling_hours: { start: "10:00", end: "19:30" },
+        timezone: "Asia/Kolkata",
+        days: ["mon", "tue", "wed"],
+      },
       rule_book_version: 2,
       rule_book: { persona: "rohan", language: "en-IN" },
     })
     expect(res.body.rule_book_id).not.toBe(w.rule_book_id)
     const versions = await srv.sql`select version, source from rule_books where workflow_id = ${w.id} order by version`
-    expect(versions).toEqual([{ version: 1, source: "generated" }, { version: 2, source: "edited" }])
+    expect(versions).toEqual([
+      { version: 1, source: "generated" },
+      { version: 2, source: "edited" },
+    ])
   })
 
   it("merges rule-book fields, top level or inside rule_book, into a new version", async () => {
@@ -219,7 +268,11 @@ describe("changing a workflow", () => {
     ["an unknown persona", { persona: "bob" }, "persona"],
     ["an unknown field", { colour: "blue" }, ""],
     ["an empty body", {}, ""],
-    ["a malformed calling window", { schedule: { calling_hours: { start: "21:00", end: "09:00" } } }, "schedule.calling_hours.end"],
+    [
+      "a malformed calling window",
+      { schedule: { calling_hours: { start: "21:00", end: "09:00" } } },
+      "schedule.calling_hours.end",
+    ],
     ["an unknown time zone", { schedule: { timezone: "Mars/Olympus" } }, "schedule.timezone"],
     ["a once schedule without a start", { schedule_kind: "once" }, "schedule.start_at"],
   ])("refuses %s with 422", async (_, body, field) => {
@@ -249,10 +302,17 @@ describe("changing a workflow", () => {
     const same = await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner)
     expect(same.status).toBe(200)
     expect(same.body.rule_book_version).toBe(2)
-    const fresh = await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner, { nl_prompt: "Remind patients about their dental check-up next week." })
+    const fresh = await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner, {
+      nl_prompt: "Remind patients about their dental check-up next week.",
+    })
     expect(fresh.status).toBe(200)
-    expect(fresh.body).toMatchObject({ rule_book_version: 3, nl_prompt: "Remind patients about their dental check-up next week." })
-    const bad = await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner, { nl_prompt: "INVALID_RULEBOOK" })
+    expect(fresh.body).toMatchObject({
+      rule_book_version: 3,
+      nl_prompt: "Remind patients about their dental check-up next week.",
+    })
+    const bad = await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner, {
+      nl_prompt: "INVALID_RULEBOOK",
+    })
     expect(bad.status).toBe(422)
     expect(bad.body.code).toBe("RULE_BOOK_INVALID")
     const after = await call("GET", `/api/workflows/${w.id}`, owner)
@@ -264,7 +324,9 @@ describe("consent attestation", () => {
   it("records the signed-in user and refuses API keys", async () => {
     const w = await create()
     const key = await a.createKey(owner, { name: "admin key", scope: "admin" })
-    const byKey = await call("PUT", `/api/workflows/${w.id}/compliance`, key.secret, { consent_attestation_text: "We have consent." })
+    const byKey = await call("PUT", `/api/workflows/${w.id}/compliance`, key.secret, {
+      consent_attestation_text: "We have consent.",
+    })
     expect(byKey.status).toBe(403)
     expect(byKey.body.code).toBe("API_KEY_NOT_ALLOWED")
 
@@ -295,9 +357,14 @@ describe("consent attestation", () => {
 describe("retiring and deleting", () => {
   it("refuses both while a run is running, then retires for good", async () => {
     const w = await create()
-    const [run] = await srv.sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id) values (${owner.tenantId}, ${w.id}) returning id`
+    const [run] = await srv.sql<
+      [{ id: number }]
+    >`insert into runs (tenant_id, workflow_id) values (${owner.tenantId}, ${w.id}) returning id`
     await srv.sql`update workflows set status = 'live' where id = ${w.id}`
-    for (const [method, path] of [["POST", `/api/workflows/${w.id}/retire`], ["DELETE", `/api/workflows/${w.id}`]] as const) {
+    for (const [method, path] of [
+      ["POST", `/api/workflows/${w.id}/retire`],
+      ["DELETE", `/api/workflows/${w.id}`],
+    ] as const) {
       const res = await call(method, path, owner)
       expect(res.status).toBe(409)
       expect(res.body).toMatchObject({ code: "RUN_IN_PROGRESS", run_id: run.id })
@@ -312,7 +379,9 @@ describe("retiring and deleting", () => {
     // Terminal: nothing changes it any more, and retiring again is harmless.
     expect((await call("PUT", `/api/workflows/${w.id}`, owner, { name: "back?" })).body.code).toBe("WORKFLOW_RETIRED")
     expect((await call("POST", `/api/workflows/${w.id}/regenerate-rule-book`, owner)).status).toBe(409)
-    expect((await call("PUT", `/api/workflows/${w.id}/compliance`, owner, { consent_attestation_text: "x" })).status).toBe(409)
+    expect(
+      (await call("PUT", `/api/workflows/${w.id}/compliance`, owner, { consent_attestation_text: "x" })).status,
+    ).toBe(409)
     expect((await call("POST", `/api/workflows/${w.id}/retire`, owner)).status).toBe(200)
   })
 
@@ -355,12 +424,22 @@ describe("tenant isolation", () => {
     ]
     for (const [method, path, body] of attempts) {
       const res = await call(method, path, other, body)
-      expect({ method, path, status: res.status, code: res.body.code }).toEqual({ method, path, status: 404, code: "NOT_FOUND" })
+      expect({ method, path, status: res.status, code: res.body.code }).toEqual({
+        method,
+        path,
+        status: 404,
+        code: "NOT_FOUND",
+      })
     }
     const list = await call("GET", "/api/workflows", other)
     expect(list.body.workflows.map((x: Json) => x.id)).not.toContain(w.id)
     const after = await call("GET", `/api/workflows/${w.id}`, owner)
-    expect(after.body).toMatchObject({ name: w.name, status: "draft", rule_book_version: 1, compliance: { attested: false } })
+    expect(after.body).toMatchObject({
+      name: w.name,
+      status: "draft",
+      rule_book_version: 1,
+      compliance: { attested: false },
+    })
   })
 
   it("needs credentials", async () => {

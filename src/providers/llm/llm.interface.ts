@@ -139,5 +139,7 @@ export function fillPlaceholders(text: string, v: { name: string | null; agentNa
   const name = v.name?.trim() ?? ""
   let out = text
   if (name === "") out = out.replace(/,\s*\{name\}(?=[\s.,!?;:]|$)/g, "").replace(/\s*\{name\}/g, "")
-  return out.replace(/\{(name|agent_name|company)\}/g, (_, key: string) => (key === "name" ? name : key === "agent_name" ? v.agentName : v.company))
+  return out.replace(/\{(name|agent_name|company)\}/g, (_, key: string) =>
+    key === "name" ? name : key === "agent_name" ? v.agentName : v.company,
+  )
 }

@@ -83,7 +83,11 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     const message = `language model API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
     if (res.status === 429 || res.status >= 500) {
       const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return { ok: false, error: new LlmCallError(message, true, { status: res.status }), ...(retryAfterMs !== undefined && { retryAfterMs }) }
+      return {
+        ok: false,
+        error: new LlmCallError(message, true, { status: res.status }),
+        ...(retryAfterMs !== undefined && { retryAfterMs }),
+      }
     }
     // Any other 4xx (bad key, unknown model, a schema the server rejects) fails the same way every time.
     return { ok: false, error: new LlmCallError(message, false, { status: res.status }) }
@@ -93,7 +97,10 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
    * One chat completion whose answer must match `format.schema` (strict structured output),
    * retried within withRetries' budget; resolves with the parsed JSON object.
    */
-  function chat(messages: ReadonlyArray<ChatMessage>, format: { name: string; schema: Record<string, unknown> }): Promise<Record<string, unknown>> {
+  function chat(
+    messages: ReadonlyArray<ChatMessage>,
+    format: { name: string; schema: Record<string, unknown> },
+  ): Promise<Record<string, unknown>> {
     const body = JSON.stringify({
       model: opts.model,
       temperature: 0,
@@ -102,7 +109,8 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     })
     return withRetries(
       () => attempt(body),
-      (message, cause) => new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+      (message, cause) =>
+        new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
   }
 
@@ -130,7 +138,8 @@ function readCompletion(text: string, status: number): LlmAttempt {
   const choices = body?.choices
   const first: unknown = Array.isArray(choices) ? choices[0] : undefined
   const message = isObject(first) ? first.message : undefined
-  if (!isObject(first) || !isObject(message)) return fail(`language model API answered ${status} without a completion message`)
+  if (!isObject(first) || !isObject(message))
+    return fail(`language model API answered ${status} without a completion message`)
   if (typeof message.refusal === "string" && message.refusal.trim() !== "") {
     return fail(`language model refused: ${message.refusal.replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)}`)
   }
@@ -150,7 +159,11 @@ const REPLY_TEXT_MAX = 1000
 /** The proposals the rule book allows at all; the reply schema offers only these. */
 function allowedActions(book: AgentBrief): ProposalAction[] {
   return ACTIONS.filter((a) =>
-    a === "concession" ? book.concession_policy.allowed && book.concession_policy.cap_minor > 0 : a === "callback" ? book.callback_policy.allowed : book.escalation_policy.allowed,
+    a === "concession"
+      ? book.concession_policy.allowed && book.concession_policy.cap_minor > 0
+      : a === "callback"
+        ? book.callback_policy.allowed
+        : book.escalation_policy.allowed,
   )
 }
 
@@ -165,7 +178,11 @@ function replySchema(actions: readonly ProposalAction[]): Record<string, unknown
               type: "object",
               properties: {
                 action: { type: "string", enum: [...actions] },
-                value_minor: { type: ["integer", "null"], description: "the concession in minor units of the rule book's currency; null for callback and escalate" },
+                value_minor: {
+                  type: ["integer", "null"],
+                  description:
+                    "the concession in minor units of the rule book's currency; null for callback and escalate",
+                },
                 rationale: { type: "string", description: "why, for the human who approves it" },
               },
               required: ["action", "value_minor", "rationale"],
@@ -181,7 +198,12 @@ function replySchema(actions: readonly ProposalAction[]): Record<string, unknown
       propose,
       end: {
         anyOf: [
-          { type: "object", properties: { outcome: { type: "string", enum: [...AGENT_OUTCOMES] } }, required: ["outcome"], additionalProperties: false },
+          {
+            type: "object",
+            properties: { outcome: { type: "string", enum: [...AGENT_OUTCOMES] } },
+            required: ["outcome"],
+            additionalProperties: false,
+          },
           { type: "null" },
         ],
       },
@@ -194,9 +216,13 @@ function replySchema(actions: readonly ProposalAction[]): Record<string, unknown
 /** The rule book as instructions, the transcript as turns, and the human's latest decision. */
 function replyMessages(req: ReplyRequest): ChatMessage[] {
   const book = req.ruleBook
-  const fill = (t: string): string => fillPlaceholders(t, { name: req.callee.name ?? "the callee", agentName: req.agentName, company: req.company })
+  const fill = (t: string): string =>
+    fillPlaceholders(t, { name: req.callee.name ?? "the callee", agentName: req.agentName, company: req.company })
   const c = book.concession_policy
-  const approval = (required: boolean): string => (required ? "a human approves it first: propose it, tell the callee you are checking, and promise nothing until you hear the decision" : "no approval is needed, but still propose it")
+  const approval = (required: boolean): string =>
+    required
+      ? "a human approves it first: propose it, tell the callee you are checking, and promise nothing until you hear the decision"
+      : "no approval is needed, but still propose it"
   const system = [
     fill(book.system_prompt),
     "",
@@ -210,7 +236,9 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
     c.allowed && c.cap_minor > 0
       ? `- Concession: at most ${formatAmount(c.cap_minor, c.currency)} (value_minor at most ${c.cap_minor}, minor units of ${c.currency}); ${approval(c.requires_approval)}.`
       : "- Concession: none; never offer a discount, waiver or credit.",
-    book.callback_policy.allowed ? `- Callback: within ${book.callback_policy.max_days_ahead} days; ${approval(book.callback_policy.requires_approval)}.` : "- Callback: not offered.",
+    book.callback_policy.allowed
+      ? `- Callback: within ${book.callback_policy.max_days_ahead} days; ${approval(book.callback_policy.requires_approval)}.`
+      : "- Callback: not offered.",
     book.escalation_policy.allowed
       ? `- Escalation to a human colleague when: ${book.escalation_policy.triggers.join("; ")}; ${approval(book.escalation_policy.requires_approval)}.`
       : "- Escalation: not available.",
@@ -219,7 +247,8 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
     "Outcomes: agreed (the callee accepts), agreed_with_concession (accepts with an approved concession), declined (refuses twice), callback_scheduled (an approved callback), escalated (an approved transfer), pending_approval (the decision did not come in time: say you will confirm by message), do_not_call (asks never to be called again), no_decision (the call goes nowhere).",
   ].join("\n")
   const messages: ChatMessage[] = [{ role: "system", content: system }]
-  for (const turn of req.history) messages.push({ role: turn.speaker === "agent" ? "assistant" : "user", content: turn.text })
+  for (const turn of req.history)
+    messages.push({ role: turn.speaker === "agent" ? "assistant" : "user", content: turn.text })
   const d = req.decision
   if (d !== undefined) {
     const fresh = req.history.at(-1)?.speaker === "agent"
@@ -229,7 +258,10 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
         : d.status === "denied"
           ? "denied: say politely that you cannot offer it, and carry on"
           : "not decided in time: say you will confirm by message, and end with outcome pending_approval"
-    messages.push({ role: "system", content: `${fresh ? "The human has just decided" : "Earlier, the human decided"} on your ${d.action} proposal: ${what}.` })
+    messages.push({
+      role: "system",
+      content: `${fresh ? "The human has just decided" : "Earlier, the human decided"} on your ${d.action} proposal: ${what}.`,
+    })
   }
   return messages
 }
@@ -245,9 +277,11 @@ function readReply(answer: Record<string, unknown>, actions: readonly ProposalAc
   const p = answer.propose
   if (isObject(p)) {
     const action = p.action
-    if (typeof action !== "string" || !(actions as readonly string[]).includes(action)) fail(`proposes ${String(action)}, which the rule book does not allow`)
+    if (typeof action !== "string" || !(actions as readonly string[]).includes(action))
+      fail(`proposes ${String(action)}, which the rule book does not allow`)
     const value = p.value_minor
-    if (value !== null && value !== undefined && !(typeof value === "number" && Number.isInteger(value) && value >= 0)) fail("value_minor is not a whole number of minor units")
+    if (value !== null && value !== undefined && !(typeof value === "number" && Number.isInteger(value) && value >= 0))
+      fail("value_minor is not a whole number of minor units")
     out.propose = {
       action: action as ProposalAction,
       value_minor: action === "concession" && typeof value === "number" ? value : null,
@@ -256,7 +290,8 @@ function readReply(answer: Record<string, unknown>, actions: readonly ProposalAc
   } else if (p !== null && p !== undefined) fail("propose is neither an object nor null")
   const e = answer.end
   if (isObject(e)) {
-    if (typeof e.outcome !== "string" || !(AGENT_OUTCOMES as readonly string[]).includes(e.outcome)) fail(`unknown outcome ${String(e.outcome)}`)
+    if (typeof e.outcome !== "string" || !(AGENT_OUTCOMES as readonly string[]).includes(e.outcome))
+      fail(`unknown outcome ${String(e.outcome)}`)
     out.end = { outcome: e.outcome as string }
   } else if (e !== null && e !== undefined) fail("end is neither an object nor null")
   return out
@@ -277,6 +312,7 @@ function parseObject(text: string): Record<string, unknown> | undefined {
 /** The human part of an OpenAI-style error body (error.message, with error.code), else the text. */
 function errorDetail(text: string): string {
   const err = parseObject(text)?.error
-  if (isObject(err) && typeof err.message === "string") return typeof err.code === "string" ? `${err.code}: ${err.message}` : err.message
+  if (isObject(err) && typeof err.message === "string")
+    return typeof err.code === "string" ? `${err.code}: ${err.message}` : err.message
   return text
 }

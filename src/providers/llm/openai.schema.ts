@@ -32,7 +32,9 @@ export function toStrictJsonSchema(schema: Record<string, unknown>): Record<stri
     if ((DROPPED_KEYWORDS as readonly string[]).includes(key)) continue
     if (key === "const") out.enum = [value]
     else if (key === "properties" && isObject(value)) {
-      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isObject(v) ? toStrictJsonSchema(v) : v]))
+      out.properties = Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, isObject(v) ? toStrictJsonSchema(v) : v]),
+      )
     } else if (key === "items" && isObject(value)) out.items = toStrictJsonSchema(value)
     else if ((key === "anyOf" || key === "$defs") && value !== undefined) {
       out[key] = Array.isArray(value)
@@ -46,7 +48,11 @@ export function toStrictJsonSchema(schema: Record<string, unknown>): Record<stri
 
   if (isObject(out.properties)) {
     const properties = out.properties
-    const required = new Set(Array.isArray(schema.required) ? (schema.required as unknown[]).filter((k): k is string => typeof k === "string") : [])
+    const required = new Set(
+      Array.isArray(schema.required)
+        ? (schema.required as unknown[]).filter((k): k is string => typeof k === "string")
+        : [],
+    )
     for (const [k, v] of Object.entries(properties)) {
       if (!required.has(k) && isObject(v)) properties[k] = nullable(v)
     }
@@ -61,7 +67,9 @@ export function toStrictJsonSchema(schema: Record<string, unknown>): Record<stri
     hints.unshift(...union.descriptions)
   }
 
-  const description = [typeof out.description === "string" ? out.description : undefined, ...hints].filter((d): d is string => d !== undefined && d !== "")
+  const description = [typeof out.description === "string" ? out.description : undefined, ...hints].filter(
+    (d): d is string => d !== undefined && d !== "",
+  )
   if (description.length > 0) out.description = description.join("; ")
   return out
 }
@@ -74,12 +82,22 @@ function limitHints(schema: Record<string, unknown>): string[] {
     return typeof v === "number" && Math.abs(v) < Number.MAX_SAFE_INTEGER ? v : undefined
   }
   const range = (lo: number | undefined, hi: number | undefined, unit: string): string | undefined =>
-    lo !== undefined && hi !== undefined ? `${lo} to ${hi}${unit}` : lo !== undefined ? `at least ${lo}${unit}` : hi !== undefined ? `at most ${hi}${unit}` : undefined
+    lo !== undefined && hi !== undefined
+      ? `${lo} to ${hi}${unit}`
+      : lo !== undefined
+        ? `at least ${lo}${unit}`
+        : hi !== undefined
+          ? `at most ${hi}${unit}`
+          : undefined
   const exclusiveMin = n("exclusiveMinimum")
   return [
     range(n("minLength"), n("maxLength"), " characters"),
     range(n("minItems"), n("maxItems"), " items"),
-    range(n("minimum") ?? (exclusiveMin !== undefined && schema.type === "integer" ? exclusiveMin + 1 : undefined), n("maximum"), ""),
+    range(
+      n("minimum") ?? (exclusiveMin !== undefined && schema.type === "integer" ? exclusiveMin + 1 : undefined),
+      n("maximum"),
+      "",
+    ),
     typeof schema.pattern === "string" ? `matching ${schema.pattern}` : undefined,
   ].filter((h): h is string => h !== undefined)
 }
@@ -90,7 +108,8 @@ function primitiveUnion(anyOf: unknown): { types: string[]; descriptions: string
   const types: string[] = []
   const descriptions: string[] = []
   for (const branch of anyOf) {
-    if (!isObject(branch) || typeof branch.type !== "string" || ["object", "array"].includes(branch.type)) return undefined
+    if (!isObject(branch) || typeof branch.type !== "string" || ["object", "array"].includes(branch.type))
+      return undefined
     if (Object.keys(branch).some((k) => k !== "type" && k !== "description")) return undefined
     types.push(branch.type)
     if (typeof branch.description === "string") descriptions.push(branch.description)
@@ -101,7 +120,14 @@ function primitiveUnion(anyOf: unknown): { types: string[]; descriptions: string
 /** `schema` that also accepts null. */
 function nullable(schema: Record<string, unknown>): Record<string, unknown> {
   const t = schema.type
-  if (typeof t === "string") return t === "null" ? schema : { ...schema, type: [t, "null"], ...(Array.isArray(schema.enum) && { enum: [...(schema.enum as unknown[]), null] }) }
+  if (typeof t === "string")
+    return t === "null"
+      ? schema
+      : {
+          ...schema,
+          type: [t, "null"],
+          ...(Array.isArray(schema.enum) && { enum: [...(schema.enum as unknown[]), null] }),
+        }
   if (Array.isArray(t)) return t.includes("null") ? schema : { ...schema, type: [...t, "null"] }
   return { anyOf: [schema, { type: "null" }] }
 }

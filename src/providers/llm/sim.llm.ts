@@ -42,10 +42,12 @@ export function makeSimLlm(): LanguageModel {
 /** The simulator ends a call without a decision when its answer would be this many turns in. */
 export const SIM_TURN_CAP = 16
 
-const DO_NOT_CALL_ASK = /\b(?:(?:don't|do not|never) (?:ever )?call (?:me|this number)|stop calling|remove (?:me|my number)|take me off)\b/
+const DO_NOT_CALL_ASK =
+  /\b(?:(?:don't|do not|never) (?:ever )?call (?:me|this number)|stop calling|remove (?:me|my number)|take me off)\b/
 const HUMAN_ASK = /\b(?:human|real person|a person|manager|supervisor|representative|operator)\b/
 const CALLBACK_ASK = /\b(?:call (?:me )?back|callback|call me later|another time|tomorrow)\b/
-const DECLINE = /\b(?:not interested|no thanks|no,? thank you|not for me|i'll pass|(?:don't|do not) (?:\w+ ){0,3}need)\b/
+const DECLINE =
+  /\b(?:not interested|no thanks|no,? thank you|not for me|i'll pass|(?:don't|do not) (?:\w+ ){0,3}need)\b/
 const DISCOUNT_ASK = /\b(?:discount|better price|lower price|cheaper|better deal|reduce the price|any offers?)\b/
 const AGREE = /\b(?:yes|yeah|yep|sure|sounds good|okay|ok|go ahead|that works|i'm in|let's do it|deal)\b/
 
@@ -62,7 +64,11 @@ export function simConcessionMinor(book: AgentBrief): number {
 export function simulateReply(req: ReplyRequest): AgentReply {
   const book = req.ruleBook
   const fill = (text: string): string => {
-    const filled = fillPlaceholders(text, { name: req.callee.name, agentName: req.agentName, company: req.company }).trim()
+    const filled = fillPlaceholders(text, {
+      name: req.callee.name,
+      agentName: req.agentName,
+      company: req.company,
+    }).trim()
     return filled === "" ? "I see." : filled
   }
   const say = (text: string): AgentReply => ({ text: fill(text) })
@@ -75,17 +81,30 @@ export function simulateReply(req: ReplyRequest): AgentReply {
   if (decided !== undefined && last?.speaker === "agent") {
     const { action, status } = decided
     if (status === "timeout") {
-      const what = action === "concession" ? "confirm that discount" : action === "callback" ? "confirm a callback time" : "reach a colleague"
-      return end(`I couldn't ${what} just now, {name}; I'll confirm by message shortly. Thank you for your time, goodbye.`, "pending_approval")
+      const what =
+        action === "concession"
+          ? "confirm that discount"
+          : action === "callback"
+            ? "confirm a callback time"
+            : "reach a colleague"
+      return end(
+        `I couldn't ${what} just now, {name}; I'll confirm by message shortly. Thank you for your time, goodbye.`,
+        "pending_approval",
+      )
     }
     if (action === "concession") {
       return status === "approved"
         ? say(`Good news, {name}: I can take ${amount} off for you. Shall we go ahead?`)
-        : say("I'm sorry, {name}, I can't offer a discount on this one. Would you still like to go ahead at the regular price?")
+        : say(
+            "I'm sorry, {name}, I can't offer a discount on this one. Would you still like to go ahead at the regular price?",
+          )
     }
     if (action === "callback") {
       return status === "approved"
-        ? end("All set, {name}: someone from {company} will call you back tomorrow. Thank you for your time, goodbye.", "callback_scheduled")
+        ? end(
+            "All set, {name}: someone from {company} will call you back tomorrow. Thank you for your time, goodbye.",
+            "callback_scheduled",
+          )
         : say("I'm sorry, {name}, I can't book a callback right now. Do you have two minutes now instead?")
     }
     return status === "approved"
@@ -93,14 +112,20 @@ export function simulateReply(req: ReplyRequest): AgentReply {
       : say("I'm sorry, {name}, no colleague is free right now, so I can't transfer you. Can I help you myself?")
   }
 
-  if (req.history.length >= SIM_TURN_CAP - 1) return end("I'll let you go now, {name}. Thank you for your time, and goodbye.", "no_decision")
+  if (req.history.length >= SIM_TURN_CAP - 1)
+    return end("I'll let you go now, {name}. Thank you for your time, and goodbye.", "no_decision")
   if (last?.speaker !== "callee") return say("Are you still there, {name}?")
 
   const heard = last.text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
   const quoted = `"${clip(last.text.replace(/\s+/g, " ").trim(), 200)}"`
   const agentTurns = req.history.filter((h) => h.speaker === "agent").length
   const pending = (action: ProposalAction): boolean => decided?.action !== action
-  const propose = (text: string, action: ProposalAction, value_minor: number | null, rationale: string): AgentReply => ({
+  const propose = (
+    text: string,
+    action: ProposalAction,
+    value_minor: number | null,
+    rationale: string,
+  ): AgentReply => ({
     text: fill(text),
     propose: { action, value_minor, rationale },
   })
@@ -111,20 +136,37 @@ export function simulateReply(req: ReplyRequest): AgentReply {
   }
   if (HUMAN_ASK.test(heard)) {
     if (book.escalation_policy.allowed && pending("escalate")) {
-      return propose("Of course, {name}. Let me see whether a colleague can take over; one moment, please.", "escalate", null, `The callee asked for a human: ${quoted}.`)
+      return propose(
+        "Of course, {name}. Let me see whether a colleague can take over; one moment, please.",
+        "escalate",
+        null,
+        `The callee asked for a human: ${quoted}.`,
+      )
     }
-    return say("I'm sorry, {name}, no colleague is free to take this call, but I'm happy to help myself. What would you like to know?")
+    return say(
+      "I'm sorry, {name}, no colleague is free to take this call, but I'm happy to help myself. What would you like to know?",
+    )
   }
   if (CALLBACK_ASK.test(heard)) {
     if (book.callback_policy.allowed && pending("callback")) {
-      return propose("Of course, {name}. Let me check that we can call you back tomorrow; one moment, please.", "callback", null, `The callee asked to be called back: ${quoted}.`)
+      return propose(
+        "Of course, {name}. Let me check that we can call you back tomorrow; one moment, please.",
+        "callback",
+        null,
+        `The callee asked to be called back: ${quoted}.`,
+      )
     }
     return say("I'm sorry, {name}, I can't book a callback right now. Do you have two minutes now instead?")
   }
   if (DECLINE.test(heard)) {
-    const declines = req.history.filter((h) => h.speaker === "callee" && DECLINE.test(h.text.toLowerCase().replace(/[\u2018\u2019]/g, "'"))).length
+    const declines = req.history.filter(
+      (h) => h.speaker === "callee" && DECLINE.test(h.text.toLowerCase().replace(/[\u2018\u2019]/g, "'")),
+    ).length
     if (declines >= 2) return end("I understand, {name}. Thank you for your time, and have a good day.", "declined")
-    return say(bestHandler(book, heard)?.response ?? "I understand, {name}. Before you decide, may I take thirty seconds to explain how this could help you?")
+    return say(
+      bestHandler(book, heard)?.response ??
+        "I understand, {name}. Before you decide, may I take thirty seconds to explain how this could help you?",
+    )
   }
   if (DISCOUNT_ASK.test(heard)) {
     const policy = book.concession_policy
@@ -136,15 +178,23 @@ export function simulateReply(req: ReplyRequest): AgentReply {
         `The callee asked for a discount: ${quoted}. Proposing half of the ${formatAmount(policy.cap_minor, policy.currency)} cap.`,
       )
     }
-    if (decided?.action === "concession" && decided.status === "approved") return say(`As I said, {name}, I can take ${amount} off for you. Shall we go ahead?`)
+    if (decided?.action === "concession" && decided.status === "approved")
+      return say(`As I said, {name}, I can take ${amount} off for you. Shall we go ahead?`)
     return say("I'm sorry, {name}, I can't offer a discount on this. Would you still like to go ahead?")
   }
   if (AGREE.test(heard)) {
     if (decided?.action === "concession" && decided.status === "approved") {
-      return end("Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details shortly. Thank you, goodbye.", "agreed_with_concession")
+      return end(
+        "Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details shortly. Thank you, goodbye.",
+        "agreed_with_concession",
+      )
     }
     // The first "yes" answers "do you have a minute?": it earns the pitch, not a sale.
-    if (agentTurns >= 2) return end("Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for your time, goodbye.", "agreed")
+    if (agentTurns >= 2)
+      return end(
+        "Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for your time, goodbye.",
+        "agreed",
+      )
     return say(pitch(book))
   }
   const handler = bestHandler(book, heard)
@@ -156,7 +206,9 @@ export function simulateReply(req: ReplyRequest): AgentReply {
 function pitch(book: AgentBrief): string {
   const topic = /\babout ([^.?!]{3,120})[.?!]/.exec(book.opening_line)?.[1]?.trim()
   const offer = "takes just a minute to set up, and I can do it for you right now. Shall we go ahead?"
-  return topic === undefined ? `Thank you, {name}. It ${offer}` : `Thank you, {name}. I'm calling about ${topic}: it ${offer}`
+  return topic === undefined
+    ? `Thank you, {name}. It ${offer}`
+    : `Thank you, {name}. I'm calling about ${topic}: it ${offer}`
 }
 
 /** The handler whose trigger shares the most words with what the callee said (first on a tie). */

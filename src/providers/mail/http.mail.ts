@@ -57,7 +57,13 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
       text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
       const f = fetchFailure(e, timeoutMs)
-      return { ok: false, error: new MailDeliveryError(`mail API ${scrub(f.message)}`, f.retryable, { cause: e, ...(f.status !== undefined && { status: f.status }) }) }
+      return {
+        ok: false,
+        error: new MailDeliveryError(`mail API ${scrub(f.message)}`, f.retryable, {
+          cause: e,
+          ...(f.status !== undefined && { status: f.status }),
+        }),
+      }
     }
     if (res.ok) {
       const id = parseId(text)
@@ -66,7 +72,9 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
       // not help, and might deliver twice.
       return {
         ok: false,
-        error: new MailDeliveryError(`mail API answered ${res.status} without a message id`, false, { status: res.status }),
+        error: new MailDeliveryError(`mail API answered ${res.status} without a message id`, false, {
+          status: res.status,
+        }),
       }
     }
     const detail = scrub(text.slice(0, ERROR_DETAIL_CHARS)).replace(/\s+/g, " ").trim()
@@ -98,7 +106,8 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
       const idempotencyKey = randomUUID()
       const id = await withRetries(
         () => attempt(body, idempotencyKey),
-        (message, cause) => new MailDeliveryError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+        (message, cause) =>
+          new MailDeliveryError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
       )
       return { id }
     },
@@ -118,4 +127,3 @@ function parseId(text: string): string | undefined {
   }
   return undefined
 }
-

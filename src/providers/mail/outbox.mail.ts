@@ -51,7 +51,9 @@ export function makeOutboxMail(file: string): MailProvider {
           await handle.close()
         }
       } catch (e) {
-        throw new MailDeliveryError(`could not write to the outbox ${file}: ${(e as Error).message}`, true, { cause: e })
+        throw new MailDeliveryError(`could not write to the outbox ${file}: ${(e as Error).message}`, true, {
+          cause: e,
+        })
       }
       return { id: line.id }
     },

@@ -122,7 +122,8 @@ export function makeGwCardGateway(opts: GwCardOptions): PaymentGateway {
           raw: body,
         }
         if (status === "succeeded") return { status: "succeeded", ...result }
-        if (status === "requires_payment_method" || status === "canceled") return { status: "failed", reason: `payment intent ${status}`, ...result }
+        if (status === "requires_payment_method" || status === "canceled")
+          return { status: "failed", reason: `payment intent ${status}`, ...result }
         // processing, requires_action, requires_capture…: payment_intent.succeeded or .payment_failed will say.
         return { status: "pending", ...result }
       })

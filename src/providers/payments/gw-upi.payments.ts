@@ -60,10 +60,18 @@ export function makeGwUpiGateway(opts: GwUpiOptions): PaymentGateway {
       // the captured payment's webhook names (token_id, customer_id).
       let recurring: Record<string, unknown> = {}
       if (req.savePaymentMethod === true) {
-        const customer = await post("/v1/customers", { name: `Parley workspace ${req.tenantId}`, fail_existing: "0", notes: { tenant_id: String(req.tenantId) } })
+        const customer = await post("/v1/customers", {
+          name: `Parley workspace ${req.tenantId}`,
+          fail_existing: "0",
+          notes: { tenant_id: String(req.tenantId) },
+        })
         const customerId = stringField(customer, "id")
         if (customerId === undefined) throw new PaymentGatewayError("gw_upi API answered without a customer id", false)
-        recurring = { customer_id: customerId, method: "upi", token: { max_amount: GW_UPI_TOKEN_MAX_AMOUNT, frequency: "as_presented" } }
+        recurring = {
+          customer_id: customerId,
+          method: "upi",
+          token: { max_amount: GW_UPI_TOKEN_MAX_AMOUNT, frequency: "as_presented" },
+        }
       }
       const body = await post("/v1/orders", {
         amount: req.amountMinor,
@@ -77,14 +85,23 @@ export function makeGwUpiGateway(opts: GwUpiOptions): PaymentGateway {
       if (orderId === undefined) throw new PaymentGatewayError("gw_upi API answered without an order id", false)
       // The page finds amount, key and order from the stored intent; the order id proves the link.
       const query = new URLSearchParams({ intent: String(req.intentId), order_id: orderId })
-      return { externalId: orderId, checkoutUrl: `${trimSlash(req.baseUrl)}/billing/gw_upi/checkout?${query.toString()}` }
+      return {
+        externalId: orderId,
+        checkoutUrl: `${trimSlash(req.baseUrl)}/billing/gw_upi/checkout?${query.toString()}`,
+      }
     },
 
     async chargeSaved(req: SavedChargeRequest): Promise<SavedChargeResult> {
       if (req.currency !== "INR") throw new PaymentGatewayError(`gw_upi charges INR only, not ${req.currency}`, false)
       assertChargeableAmount("gw_upi", req.amountMinor)
       const notes = { intent_id: String(req.intentId), tenant_id: String(req.tenantId), purpose: "autocharge" }
-      const order = await post("/v1/orders", { amount: req.amountMinor, currency: "INR", receipt: `intent_${req.intentId}`, payment_capture: 1, notes })
+      const order = await post("/v1/orders", {
+        amount: req.amountMinor,
+        currency: "INR",
+        receipt: `intent_${req.intentId}`,
+        payment_capture: 1,
+        notes,
+      })
       const orderId = stringField(order, "id")
       if (orderId === undefined) throw new PaymentGatewayError("gw_upi API answered without an order id", false)
       // An order takes one successful payment, so a retried request cannot charge twice.
@@ -100,9 +117,15 @@ export function makeGwUpiGateway(opts: GwUpiOptions): PaymentGateway {
           notes,
         })
         const status = stringField(body, "status")
-        const result = { externalId: orderId, amountMinor: intField(body, "amount"), currency: stringField(body, "currency")?.toUpperCase(), raw: body }
+        const result = {
+          externalId: orderId,
+          amountMinor: intField(body, "amount"),
+          currency: stringField(body, "currency")?.toUpperCase(),
+          raw: body,
+        }
         if (status === "captured") return { status: "succeeded", ...result }
-        if (status === "failed") return { status: "failed", reason: stringField(body, "error_description") ?? "payment failed", ...result }
+        if (status === "failed")
+          return { status: "failed", reason: stringField(body, "error_description") ?? "payment failed", ...result }
         // created, authorized: payment.captured or payment.failed will say.
         return { status: "pending", ...result }
       }).then((r) => (r.externalId === undefined ? { ...r, externalId: orderId } : r))

@@ -72,7 +72,10 @@ export class PaymentGatewayError extends ProviderCallError {
 /** Refuses, before any network call, an amount no gateway could charge. */
 export function assertChargeableAmount(gateway: GatewayName, amountMinor: number): void {
   if (!Number.isSafeInteger(amountMinor) || amountMinor <= 0) {
-    throw new PaymentGatewayError(`${gateway}: amount must be a positive integer of minor units, got ${String(amountMinor)}`, false)
+    throw new PaymentGatewayError(
+      `${gateway}: amount must be a positive integer of minor units, got ${String(amountMinor)}`,
+      false,
+    )
   }
 }
 
@@ -110,7 +113,12 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
       // GW_*_API_URL are the platform's own: no address guard, but no redirects and a capped answer.
       res = await providerFetch(
         call.url,
-        { method: "POST", headers: { accept: "application/json", ...call.headers }, body: call.body, signal: AbortSignal.timeout(call.timeoutMs) },
+        {
+          method: "POST",
+          headers: { accept: "application/json", ...call.headers },
+          body: call.body,
+          signal: AbortSignal.timeout(call.timeoutMs),
+        },
         PLATFORM_DEFAULT,
         call.fetch,
       )
@@ -118,26 +126,46 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
     } catch (e) {
       const f = fetchFailure(e, call.timeoutMs)
       // The cause may carry the request (and so the credentials): keep none.
-      return { ok: false, error: new PaymentGatewayError(`${call.gateway} API ${scrub(f.message)}`, f.retryable, f.status === undefined ? undefined : { status: f.status }) }
+      return {
+        ok: false,
+        error: new PaymentGatewayError(
+          `${call.gateway} API ${scrub(f.message)}`,
+          f.retryable,
+          f.status === undefined ? undefined : { status: f.status },
+        ),
+      }
     }
     if (res.ok) {
       const body = parseObject(text)
       if (body !== undefined) return { ok: true, value: body }
       // Accepted but not understood (a wrong base URL answering 200, say): another attempt would
       // not help and might create a second checkout.
-      return { ok: false, error: new PaymentGatewayError(`${call.gateway} API answered ${res.status} without a JSON object`, false, { status: res.status }) }
+      return {
+        ok: false,
+        error: new PaymentGatewayError(`${call.gateway} API answered ${res.status} without a JSON object`, false, {
+          status: res.status,
+        }),
+      }
     }
     const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
     const message = `${call.gateway} API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
     if (res.status === 429 || res.status >= 500 || (call.alsoRetry ?? []).includes(res.status)) {
       const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return { ok: false, error: new PaymentGatewayError(message, true, { status: res.status }), ...(retryAfterMs !== undefined && { retryAfterMs }) }
+      return {
+        ok: false,
+        error: new PaymentGatewayError(message, true, { status: res.status }),
+        ...(retryAfterMs !== undefined && { retryAfterMs }),
+      }
     }
     // Any other 4xx (bad key, bad parameters) fails the same way every time.
     return { ok: false, error: new PaymentGatewayError(message, false, { status: res.status }) }
   }
 
-  return withRetries(attempt, (message, cause) => new PaymentGatewayError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }))
+  return withRetries(
+    attempt,
+    (message, cause) =>
+      new PaymentGatewayError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+  )
 }
 
 /**
@@ -148,8 +176,21 @@ export async function declinedAsFailure(call: () => Promise<SavedChargeResult>):
   try {
     return await call()
   } catch (e) {
-    if (e instanceof PaymentGatewayError && !e.retryable && e.status !== undefined && e.status >= 400 && e.status < 500) {
-      return { status: "failed", externalId: undefined, amountMinor: undefined, currency: undefined, reason: e.message, raw: { status: e.status } }
+    if (
+      e instanceof PaymentGatewayError &&
+      !e.retryable &&
+      e.status !== undefined &&
+      e.status >= 400 &&
+      e.status < 500
+    ) {
+      return {
+        status: "failed",
+        externalId: undefined,
+        amountMinor: undefined,
+        currency: undefined,
+        reason: e.message,
+        raw: { status: e.status },
+      }
     }
     throw e
   }
@@ -170,7 +211,8 @@ export function stringField(body: Record<string, unknown>, key: string): string 
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>
   } catch {
     // Not JSON: the caller reports it.
   }
@@ -183,12 +225,12 @@ function errorDetail(text: string): string {
   const err = body?.error
   if (typeof err === "object" && err !== null) {
     const e = err as Record<string, unknown>
-    const human = typeof e.message === "string" ? e.message : typeof e.description === "string" ? e.description : undefined
+    const human =
+      typeof e.message === "string" ? e.message : typeof e.description === "string" ? e.description : undefined
     if (human !== undefined) return typeof e.code === "string" ? `${e.code}: ${human}` : human
   }
   return text
 }
-
 
 /** `url` with `query` appended (before any fragment); values are used verbatim, already encoded. */
 export function appendQuery(url: string, query: string): string {

@@ -2,7 +2,15 @@
 // the intent is settled later by POST /billing/webhooks/stub {external_id, status}. It exists only
 // in deployments that run PAYMENTS=stub with no real gateway (Payments.ts decides).
 import { randomBytes } from "node:crypto"
-import { assertChargeableAmount, trimSlash, type CheckoutRequest, type CheckoutSession, type PaymentGateway, type SavedChargeRequest, type SavedChargeResult } from "./payments.interface.js"
+import {
+  assertChargeableAmount,
+  trimSlash,
+  type CheckoutRequest,
+  type CheckoutSession,
+  type PaymentGateway,
+  type SavedChargeRequest,
+  type SavedChargeResult,
+} from "./payments.interface.js"
 
 export function makeStubGateway(): PaymentGateway {
   return {
@@ -18,7 +26,13 @@ export function makeStubGateway(): PaymentGateway {
     // A stub-saved method (from a stub top-up settled with save_payment_method) always pays.
     async chargeSaved(req: SavedChargeRequest): Promise<SavedChargeResult> {
       assertChargeableAmount("stub", req.amountMinor)
-      return { status: "succeeded", externalId: `stub_ac_${randomBytes(12).toString("hex")}`, amountMinor: req.amountMinor, currency: req.currency, raw: { stub: true } }
+      return {
+        status: "succeeded",
+        externalId: `stub_ac_${randomBytes(12).toString("hex")}`,
+        amountMinor: req.amountMinor,
+        currency: req.currency,
+        raw: { stub: true },
+      }
     },
   }
 }

@@ -261,7 +261,10 @@ export interface PreparedSpeech {
 /** The cheap checks, without touching the engine. Throws SpeechSynthesisError. */
 export function prepareSpeech(req: SpeechRequest): PreparedSpeech {
   if (req.text.length > MAX_SPEECH_TEXT_CHARS) {
-    throw new SpeechSynthesisError("TEXT_TOO_LONG", `text is ${req.text.length} characters; the limit is ${MAX_SPEECH_TEXT_CHARS}`)
+    throw new SpeechSynthesisError(
+      "TEXT_TOO_LONG",
+      `text is ${req.text.length} characters; the limit is ${MAX_SPEECH_TEXT_CHARS}`,
+    )
   }
   const text = speakableText(req.text)
   if (text === "") throw new SpeechSynthesisError("EMPTY_TEXT", "text has nothing to speak")

@@ -32,7 +32,13 @@ const DEFAULT_JOB_TIMEOUT_MS = 30_000
 
 const defaultWorkers = (): number => Math.max(1, Math.min(2, availableParallelism() - 1))
 
-const CODES: ReadonlySet<SpeechErrorCode> = new Set(["TEXT_TOO_LONG", "EMPTY_TEXT", "UNSUPPORTED_VOICE", "ENGINE_FAILURE", "BUSY"])
+const CODES: ReadonlySet<SpeechErrorCode> = new Set([
+  "TEXT_TOO_LONG",
+  "EMPTY_TEXT",
+  "UNSUPPORTED_VOICE",
+  "ENGINE_FAILURE",
+  "BUSY",
+])
 
 /*
  * The worker entry sits beside this module: sim.worker.js in the build, sim.worker.ts when this
@@ -98,7 +104,8 @@ class WorkerPool {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new SpeechSynthesisError("ENGINE_FAILURE", "the speech provider is closed"))
       const job: Job = { id: this.nextId++, prepared, resolve, reject }
-      const slot = this.slots.find((s) => s.job === undefined) ?? (this.slots.length < this.size ? this.spawn() : undefined)
+      const slot =
+        this.slots.find((s) => s.job === undefined) ?? (this.slots.length < this.size ? this.spawn() : undefined)
       if (slot !== undefined) return this.dispatch(slot, job)
       const waiting = this.queue.length + this.lowQueue.length
       if (waiting >= this.maxQueue || (priority === "low" && this.lowQueue.length >= this.maxLowQueue)) {
@@ -194,8 +201,10 @@ export function makeSimSpeech(opts: SimSpeechOptions = {}): SpeechProvider & { c
   const maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE
   const maxLowQueue = opts.maxLowQueue ?? Math.floor(maxQueue / 2)
   const jobTimeoutMs = opts.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
-  if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError(`workers must be a positive integer, got ${workers}`)
-  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0) throw new RangeError(`maxQueue must be a non-negative integer, got ${maxQueue}`)
+  if (!Number.isSafeInteger(workers) || workers < 1)
+    throw new RangeError(`workers must be a positive integer, got ${workers}`)
+  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0)
+    throw new RangeError(`maxQueue must be a non-negative integer, got ${maxQueue}`)
   if (!Number.isSafeInteger(maxLowQueue) || maxLowQueue < 0 || maxLowQueue > maxQueue)
     throw new RangeError(`maxLowQueue must be an integer from 0 to maxQueue, got ${maxLowQueue}`)
   if (!(jobTimeoutMs > 0)) throw new RangeError(`jobTimeoutMs must be positive, got ${jobTimeoutMs}`)

@@ -10,7 +10,13 @@ export interface WorkerJob {
 }
 
 export type WorkerResult =
-  | { readonly id: number; readonly ok: true; readonly audio: Uint8Array; readonly duration_ms: number; readonly sample_rate: number }
+  | {
+      readonly id: number
+      readonly ok: true
+      readonly audio: Uint8Array
+      readonly duration_ms: number
+      readonly sample_rate: number
+    }
   | { readonly id: number; readonly ok: false; readonly code: SpeechErrorCode; readonly message: string }
 
 const port = parentPort
@@ -23,13 +29,19 @@ port.on("message", ({ id, job }: WorkerJob) => {
     const clip = renderSpeech(job)
     result = { id, ok: true, audio: clip.audio, duration_ms: clip.duration_ms, sample_rate: clip.sample_rate }
     // encodeMp3 builds a fresh, unshared buffer: hand it over instead of copying it.
-    if (clip.audio.byteOffset === 0 && clip.audio.byteLength === clip.audio.buffer.byteLength) transfer = [clip.audio.buffer as ArrayBuffer]
+    if (clip.audio.byteOffset === 0 && clip.audio.byteLength === clip.audio.buffer.byteLength)
+      transfer = [clip.audio.buffer as ArrayBuffer]
   } catch (err) {
     // Errors cross the thread boundary as plain data: the code is what callers act on.
     result =
       err instanceof SpeechSynthesisError
         ? { id, ok: false, code: err.code, message: err.message }
-        : { id, ok: false, code: "ENGINE_FAILURE", message: `speech engine failed: ${err instanceof Error ? err.message : String(err)}` }
+        : {
+            id,
+            ok: false,
+            code: "ENGINE_FAILURE",
+            message: `speech engine failed: ${err instanceof Error ? err.message : String(err)}`,
+          }
   }
   port.postMessage(result, transfer)
 })

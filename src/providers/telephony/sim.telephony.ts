@@ -4,7 +4,13 @@
 // It must carry 10,000 concurrent legs in one process, so a leg is one small object: methods on
 // the prototype, callee lines from a shared table by index, what the agent said kept only as a
 // few cue bits, and at most one timer at a time (setImmediate when the scaled delay is 0).
-import { TelephonyError, type CallLeg, type CarrierEvent, type DialRequest, type TelephonyProvider } from "./telephony.interface.js"
+import {
+  TelephonyError,
+  type CallLeg,
+  type CarrierEvent,
+  type DialRequest,
+  type TelephonyProvider,
+} from "./telephony.interface.js"
 
 export interface SimTelephonyOptions {
   /** Multiplies every ring, speech and reply time; 0 runs calls as fast as the event loop turns. */
@@ -73,32 +79,64 @@ const MOOD_OFFERED = 2 // the agent offered what they asked for
 
 /** Every callee line, three phrasings each (a number keeps one phrasing for the whole call). */
 const LINES = {
-  greetYes: ["Yes, I have a minute. What is it about?", "Sure, go ahead. What's this about?", "Okay, I've got a minute. Tell me more."],
-  accept: ["Yes, that sounds good. Let's go ahead.", "Sure, that works for me. Let's do it.", "Okay, sounds good. Go ahead."],
+  greetYes: [
+    "Yes, I have a minute. What is it about?",
+    "Sure, go ahead. What's this about?",
+    "Okay, I've got a minute. Tell me more.",
+  ],
+  accept: [
+    "Yes, that sounds good. Let's go ahead.",
+    "Sure, that works for me. Let's do it.",
+    "Okay, sounds good. Go ahead.",
+  ],
   goOn: ["Okay, go on.", "Alright, I'm listening.", "Mm-hm, go on."],
-  object: ["Sorry, I don't think I need this right now.", "Honestly, I don't really need this.", "Hmm, I don't think we need this at the moment."],
+  object: [
+    "Sorry, I don't think I need this right now.",
+    "Honestly, I don't really need this.",
+    "Hmm, I don't think we need this at the moment.",
+  ],
   refuse: ["No, I'm not interested. Thank you.", "No thanks, I'm not interested.", "I'm not interested, thank you."],
   askDiscount: [
     "It sounds interesting, but it's a bit pricey for me. Can you give me a discount?",
     "I might be interested if the price were lower. Is there any discount?",
     "Hmm, that's more than I'd like to pay. Could you do a discount?",
   ],
-  askDiscountAgain: ["Is there really no discount you can give me?", "What about a discount, though?", "I'd still like a discount first."],
-  acceptDiscount: ["That's great, yes. Let's go ahead then.", "Oh, perfect. Yes, let's do it.", "Okay, with that, yes. Go ahead."],
+  askDiscountAgain: [
+    "Is there really no discount you can give me?",
+    "What about a discount, though?",
+    "I'd still like a discount first.",
+  ],
+  acceptDiscount: [
+    "That's great, yes. Let's go ahead then.",
+    "Oh, perfect. Yes, let's do it.",
+    "Okay, with that, yes. Go ahead.",
+  ],
   noDiscount: ["Then I'm not interested, sorry.", "In that case, no thanks.", "Then I'll pass, thanks."],
   askCallback: [
     "I'm busy right now. Could you call me back tomorrow?",
     "This isn't a good time. Can you call me back tomorrow?",
     "I'm in the middle of something. Please call me back tomorrow.",
   ],
-  askCallbackAgain: ["Could you just call me back tomorrow, please?", "Really, tomorrow would be better. Call me back then?", "Please call me back tomorrow instead."],
-  noCallback: ["Then never mind, I'm not interested.", "No thanks, I really can't talk now.", "Then I'll pass, thanks."],
+  askCallbackAgain: [
+    "Could you just call me back tomorrow, please?",
+    "Really, tomorrow would be better. Call me back then?",
+    "Please call me back tomorrow instead.",
+  ],
+  noCallback: [
+    "Then never mind, I'm not interested.",
+    "No thanks, I really can't talk now.",
+    "Then I'll pass, thanks.",
+  ],
   askHuman: [
     "I'd rather talk to a real person. Can you put me through to a human?",
     "Are you a robot? I want to speak to a human, please.",
     "I'd prefer to speak with a manager, please.",
   ],
-  askHumanAgain: ["Please, can I just talk to a real person?", "I'd really prefer a human.", "Can I speak to a manager instead?"],
+  askHumanAgain: [
+    "Please, can I just talk to a real person?",
+    "I'd really prefer a human.",
+    "Can I speak to a manager instead?",
+  ],
   noHuman: ["Then I'm not interested, thanks.", "No thanks, then.", "Then I'll pass."],
   holding: ["Okay, I'll hold.", "Sure, I'll wait.", "Alright."],
   finalDecline: ["No, I'm not interested. Goodbye.", "No thanks, it's not for me. Goodbye.", "No, I'll pass. Bye."],
@@ -114,13 +152,34 @@ type LineKind = keyof typeof LINES
 type CalleeMove = LineKind | "hangup"
 
 /** The behaviour a number's last digit selects (DESIGN.md). */
-export type SimCallee = "no_answer" | "busy" | "voicemail" | "agrees" | "declines" | "wants_discount" | "wants_callback" | "wants_human"
+export type SimCallee =
+  | "no_answer"
+  | "busy"
+  | "voicemail"
+  | "agrees"
+  | "declines"
+  | "wants_discount"
+  | "wants_callback"
+  | "wants_human"
 
 /** What the sim does for `to`, from its last digit; undefined for a number with no digit. */
 export function simCalleeFor(to: string): SimCallee | undefined {
   const digit = lastDigit(to)
   if (digit < 0) return undefined
-  return (["no_answer", "busy", "voicemail", "agrees", "agrees", "agrees", "declines", "wants_discount", "wants_callback", "wants_human"] as const)[digit]
+  return (
+    [
+      "no_answer",
+      "busy",
+      "voicemail",
+      "agrees",
+      "agrees",
+      "agrees",
+      "declines",
+      "wants_discount",
+      "wants_callback",
+      "wants_human",
+    ] as const
+  )[digit]
 }
 
 function lastDigit(to: string): number {
@@ -136,7 +195,8 @@ function calleeMove(leg: SimLeg): CalleeMove {
   const heard = leg.heard
   if (leg.step >= CALLEE_PATIENCE || (heard & CUE_BYE) !== 0) return "hangup"
   if (leg.digit === 2) return leg.step === 0 ? "voicemail" : "hangup"
-  if (leg.digit >= 3 && leg.digit <= 5) return leg.step === 0 ? "greetYes" : (heard & CUE_QUESTION) !== 0 ? "accept" : "goOn"
+  if (leg.digit >= 3 && leg.digit <= 5)
+    return leg.step === 0 ? "greetYes" : (heard & CUE_QUESTION) !== 0 ? "accept" : "goOn"
   if (leg.digit === 6) return leg.step === 0 ? "object" : "refuse"
   // 7, 8 and 9 ask for something, accept it when it comes, and decline once told no.
   const want = leg.digit === 7 ? ("Discount" as const) : leg.digit === 8 ? ("Callback" as const) : ("Human" as const)
@@ -215,7 +275,8 @@ class SimLeg implements CallLeg {
 
   say(text: string): Promise<{ durationMs: number }> {
     if (this.phase === ENDED) return Promise.reject(new TelephonyError(`call ${this.providerCallId} has ended`, false))
-    if (this.op !== 0) return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
+    if (this.op !== 0)
+      return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
     const lower = text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
     for (const [bit, re] of CUES) if (re.test(lower)) this.heard |= bit
     const words = Math.max(1, text.split(/\s+/).filter((w) => w !== "").length)
@@ -225,7 +286,8 @@ class SimLeg implements CallLeg {
 
   listen(): Promise<{ text: string; at: number } | null> {
     if (this.phase === ENDED) return Promise.resolve(null)
-    if (this.op !== 0) return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
+    if (this.op !== 0)
+      return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
     return this.begin(2)
   }
 
@@ -364,7 +426,8 @@ function hash(text: string, seed: number): number {
 }
 
 export function makeSimTelephony(opts: SimTelephonyOptions): TelephonyProvider {
-  if (!Number.isFinite(opts.timeScale) || opts.timeScale < 0) throw new RangeError(`timeScale must be a non-negative number, got ${opts.timeScale}`)
+  if (!Number.isFinite(opts.timeScale) || opts.timeScale < 0)
+    throw new RangeError(`timeScale must be a non-negative number, got ${opts.timeScale}`)
   return new SimTelephony(opts.timeScale, opts.now ?? (() => Date.now()), opts.seed ?? 0, opts.holdProcess ?? false)
 }
 

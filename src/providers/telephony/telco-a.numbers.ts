@@ -4,7 +4,13 @@
 import { Buffer } from "node:buffer"
 import { parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
 import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
-import { NumberInventoryError, type AvailableNumber, type NumberInventory, type NumberSearch, type NumberWebhooks } from "./numbers.interface.js"
+import {
+  NumberInventoryError,
+  type AvailableNumber,
+  type NumberInventory,
+  type NumberSearch,
+  type NumberWebhooks,
+} from "./numbers.interface.js"
 
 /** One telco_a account: the platform's, or a byok workspace's own. */
 export interface TelcoAAccount {
@@ -54,11 +60,16 @@ const trimSlash = (s: string): string => s.replace(/\/+$/, "")
  * Resolves with the status and the JSON object answered (empty for 204); rejects with
  * TelcoAApiError. The auth token never appears in an error message.
  */
-export async function telcoARequest(account: TelcoAAccount, req: TelcoARequest, opts: TelcoAOptions = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function telcoARequest(
+  account: TelcoAAccount,
+  req: TelcoARequest,
+  opts: TelcoAOptions = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const timeoutMs = opts.timeoutMs ?? 10_000
   const outbound = opts.outbound ?? PLATFORM_DEFAULT
   const basic = Buffer.from(`${account.accountSid}:${account.authToken}`, "utf8").toString("base64")
-  const scrub = (s: string): string => [account.authToken, basic].filter((x) => x !== "").reduce((acc, secret) => acc.split(secret).join("***"), s)
+  const scrub = (s: string): string =>
+    [account.authToken, basic].filter((x) => x !== "").reduce((acc, secret) => acc.split(secret).join("***"), s)
   const query = req.query === undefined ? "" : `?${new URLSearchParams(req.query).toString()}`
   const url = `${trimSlash(account.apiUrl)}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}${req.path}${query}`
   const what = `telco_a ${req.method} ${req.path}`
@@ -85,30 +96,58 @@ export async function telcoARequest(account: TelcoAAccount, req: TelcoARequest, 
       text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
       const f = fetchFailure(e, timeoutMs)
-      return { ok: false, error: new TelcoAApiError(`${what}: ${scrub(f.message)}`, f.retryable, undefined, f.status === undefined ? undefined : { status: f.status }) }
+      return {
+        ok: false,
+        error: new TelcoAApiError(
+          `${what}: ${scrub(f.message)}`,
+          f.retryable,
+          undefined,
+          f.status === undefined ? undefined : { status: f.status },
+        ),
+      }
     }
     const body = parseObject(text)
     if (res.ok) {
       if (body !== undefined || text.trim() === "") return { ok: true, value: { status: res.status, body: body ?? {} } }
-      return { ok: false, error: new TelcoAApiError(`${what}: answered ${res.status} without a JSON object`, false, undefined, { status: res.status }) }
+      return {
+        ok: false,
+        error: new TelcoAApiError(`${what}: answered ${res.status} without a JSON object`, false, undefined, {
+          status: res.status,
+        }),
+      }
     }
     const code = typeof body?.code === "number" ? body.code : undefined
-    const detail = scrub(typeof body?.message === "string" ? body.message : text).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
+    const detail = scrub(typeof body?.message === "string" ? body.message : text)
+      .replace(/\s+/g, " ")
+      .trim()
+      .slice(0, ERROR_DETAIL_CHARS)
     const message = `${what}: answered ${res.status}${code === undefined ? "" : ` (code ${code})`}${detail === "" ? "" : `: ${detail}`}`
     if (res.status === 429 || res.status >= 500) {
       const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return { ok: false, error: new TelcoAApiError(message, true, code, { status: res.status }), ...(retryAfterMs !== undefined && { retryAfterMs }) }
+      return {
+        ok: false,
+        error: new TelcoAApiError(message, true, code, { status: res.status }),
+        ...(retryAfterMs !== undefined && { retryAfterMs }),
+      }
     }
     return { ok: false, error: new TelcoAApiError(message, false, code, { status: res.status }) }
   }
 
-  return withRetries(attempt, (message, cause) => new TelcoAApiError(message, true, cause.code, { cause, ...(cause.status !== undefined && { status: cause.status }) }))
+  return withRetries(
+    attempt,
+    (message, cause) =>
+      new TelcoAApiError(message, true, cause.code, {
+        cause,
+        ...(cause.status !== undefined && { status: cause.status }),
+      }),
+  )
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>
   } catch {
     // Not JSON: the caller reports it.
   }
@@ -126,10 +165,18 @@ function capabilitiesOf(v: unknown): { voice: boolean; sms: boolean } {
 /** A failure as the numbers service reads it; `unknown` failures keep the status and retryability. */
 function asInventoryError(e: unknown, reason?: "not_available" | "not_owned"): NumberInventoryError {
   if (e instanceof NumberInventoryError) return e
-  if (!(e instanceof TelcoAApiError)) return new NumberInventoryError(`telco_a: ${String(e)}`, false, "failed", { cause: e })
+  if (!(e instanceof TelcoAApiError))
+    return new NumberInventoryError(`telco_a: ${String(e)}`, false, "failed", { cause: e })
   const options = { cause: e, ...(e.status !== undefined && { status: e.status }) }
-  if (e.status === 401 || e.status === 403) return new NumberInventoryError(`telco_a refused the account's credentials: ${e.message}`, false, "unauthorised", options)
-  if (!e.retryable && e.status !== undefined && e.status < 500 && reason !== undefined) return new NumberInventoryError(e.message, false, reason, options)
+  if (e.status === 401 || e.status === 403)
+    return new NumberInventoryError(
+      `telco_a refused the account's credentials: ${e.message}`,
+      false,
+      "unauthorised",
+      options,
+    )
+  if (!e.retryable && e.status !== undefined && e.status < 500 && reason !== undefined)
+    return new NumberInventoryError(e.message, false, reason, options)
   return new NumberInventoryError(e.message, e.retryable, "failed", options)
 }
 
@@ -145,8 +192,14 @@ export function makeTelcoANumbers(account: TelcoAAccount, opts: TelcoAOptions = 
 
   /** The account's own number with this E.164, if it has it. */
   async function findOwned(phoneE164: string): Promise<string | undefined> {
-    const { body } = await call({ method: "GET", path: "/IncomingPhoneNumbers.json", query: { PhoneNumber: phoneE164 } })
-    const list = Array.isArray(body.incoming_phone_numbers) ? (body.incoming_phone_numbers as Array<Record<string, unknown>>) : []
+    const { body } = await call({
+      method: "GET",
+      path: "/IncomingPhoneNumbers.json",
+      query: { PhoneNumber: phoneE164 },
+    })
+    const list = Array.isArray(body.incoming_phone_numbers)
+      ? (body.incoming_phone_numbers as Array<Record<string, unknown>>)
+      : []
     return str(list.find((n) => n.phone_number === phoneE164)?.sid)
   }
 
@@ -163,29 +216,46 @@ export function makeTelcoANumbers(account: TelcoAAccount, opts: TelcoAOptions = 
       if (q.areaCode !== undefined) query.AreaCode = q.areaCode
       let body: Record<string, unknown>
       try {
-        ;({ body } = await call({ method: "GET", path: `/AvailablePhoneNumbers/${encodeURIComponent(country)}/Local.json`, query }))
+        ;({ body } = await call({
+          method: "GET",
+          path: `/AvailablePhoneNumbers/${encodeURIComponent(country)}/Local.json`,
+          query,
+        }))
       } catch (e) {
         // A country telco_a does not sell numbers in is a 404: nothing available.
         if (e instanceof TelcoAApiError && e.status === 404) return []
         throw asInventoryError(e)
       }
-      const offers = Array.isArray(body.available_phone_numbers) ? (body.available_phone_numbers as Array<Record<string, unknown>>) : []
+      const offers = Array.isArray(body.available_phone_numbers)
+        ? (body.available_phone_numbers as Array<Record<string, unknown>>)
+        : []
       const out: AvailableNumber[] = []
       for (const o of offers.slice(0, q.limit)) {
         const phone = str(o.phone_number)
         if (phone === undefined) continue
         const region = str(o.region)
         const locality = str(o.locality)
-        out.push({ phone_e164: phone, country: str(o.iso_country) ?? country, ...(region && { region }), ...(locality && { locality }), capabilities: capabilitiesOf(o.capabilities) })
+        out.push({
+          phone_e164: phone,
+          country: str(o.iso_country) ?? country,
+          ...(region && { region }),
+          ...(locality && { locality }),
+          capabilities: capabilitiesOf(o.capabilities),
+        })
       }
       return out
     },
 
     async provision(req) {
       try {
-        const { body } = await call({ method: "POST", path: "/IncomingPhoneNumbers.json", form: { PhoneNumber: req.phoneE164, ...webhookForm(req) } })
+        const { body } = await call({
+          method: "POST",
+          path: "/IncomingPhoneNumbers.json",
+          form: { PhoneNumber: req.phoneE164, ...webhookForm(req) },
+        })
         const sid = str(body.sid)
-        if (sid === undefined) throw new NumberInventoryError("telco_a bought the number but answered without its sid", false, "failed")
+        if (sid === undefined)
+          throw new NumberInventoryError("telco_a bought the number but answered without its sid", false, "failed")
         return { providerNumberId: sid }
       } catch (e) {
         const err = asInventoryError(e, "not_available")
@@ -206,7 +276,8 @@ export function makeTelcoANumbers(account: TelcoAAccount, opts: TelcoAOptions = 
     async registerOwned(req) {
       try {
         const sid = await findOwned(req.phoneE164)
-        if (sid === undefined) throw new NumberInventoryError(`the telco_a account does not own ${req.phoneE164}`, false, "not_owned")
+        if (sid === undefined)
+          throw new NumberInventoryError(`the telco_a account does not own ${req.phoneE164}`, false, "not_owned")
         await wire(sid, req)
         return { providerNumberId: sid }
       } catch (e) {

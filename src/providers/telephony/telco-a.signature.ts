@@ -13,11 +13,18 @@ export function telcoASignedPayload(url: string, params: Readonly<Record<string,
 }
 
 export function signTelcoA(token: string, url: string, params?: Readonly<Record<string, string>>): string {
-  return createHmac("sha1", Buffer.from(token, "utf8")).update(telcoASignedPayload(url, params), "utf8").digest("base64")
+  return createHmac("sha1", Buffer.from(token, "utf8"))
+    .update(telcoASignedPayload(url, params), "utf8")
+    .digest("base64")
 }
 
 /** Constant-time check of a presented signature; false (never a throw) for anything malformed. */
-export function verifyTelcoA(token: string, url: string, params: Readonly<Record<string, string>> | undefined, presented: string | undefined): boolean {
+export function verifyTelcoA(
+  token: string,
+  url: string,
+  params: Readonly<Record<string, string>> | undefined,
+  presented: string | undefined,
+): boolean {
   try {
     if (typeof presented !== "string" || presented === "" || token === "") return false
     const expected = Buffer.from(signTelcoA(token, url, params), "base64")

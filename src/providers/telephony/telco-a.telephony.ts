@@ -6,7 +6,13 @@
 // the process holding the leg.
 import { ProviderCallError, withRetries, type Attempt } from "../http.util.js"
 import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
-import { TelephonyError, type CallLeg, type CarrierEvent, type DialRequest, type TelephonyProvider } from "./telephony.interface.js"
+import {
+  TelephonyError,
+  type CallLeg,
+  type CarrierEvent,
+  type DialRequest,
+  type TelephonyProvider,
+} from "./telephony.interface.js"
 
 export interface TelcoAAccount {
   readonly sid: string
@@ -54,9 +60,13 @@ export const statusUrl = (base: string, callId: number) => `${base}/api/telco_a/
 const xml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
 /** The TwiML a voice webhook answers with. */
-export function twiml(says: readonly string[], next: { gather: string } | { hangup: true } | { redirect: string; pauseSeconds: number }): string {
+export function twiml(
+  says: readonly string[],
+  next: { gather: string } | { hangup: true } | { redirect: string; pauseSeconds: number },
+): string {
   let body = says.map((s) => `<Say>${xml(s)}</Say>`).join("")
-  if ("gather" in next) body += `<Gather input="speech" method="POST" speechTimeout="auto" action="${xml(next.gather)}"></Gather>`
+  if ("gather" in next)
+    body += `<Gather input="speech" method="POST" speechTimeout="auto" action="${xml(next.gather)}"></Gather>`
   else if ("hangup" in next) body += "<Hangup/>"
   else body += `<Pause length="${next.pauseSeconds}"/><Redirect method="POST">${xml(next.redirect)}</Redirect>`
   return `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`
@@ -86,7 +96,10 @@ class TelcoALeg implements CallLeg {
   ) {}
 
   attach(): void {
-    this.unregister = this.o.channel.register(this.callId, { voice: (p) => this.voice(p), status: (p) => this.status(p) })
+    this.unregister = this.o.channel.register(this.callId, {
+      voice: (p) => this.voice(p),
+      status: (p) => this.status(p),
+    })
   }
 
   private now(): number {
@@ -96,7 +109,7 @@ class TelcoALeg implements CallLeg {
   private answer(by: string | undefined): void {
     if (this.answered || this.ended) return
     this.answered = true
-    this.onEvent({ type: "ANSWERED", by: by !== undefined && by.startsWith("machine") ? "machine" : "human", at: this.now() })
+    this.onEvent({ type: "ANSWERED", by: by?.startsWith("machine") ? "machine" : "human", at: this.now() })
   }
 
   private end(e: CarrierEvent): void {
@@ -124,7 +137,11 @@ class TelcoALeg implements CallLeg {
         return this.end({ type: "NO_ANSWER", at })
       case "failed":
       case "canceled":
-        return this.end(this.answered ? { type: "HANGUP", by: "callee", at } : { type: "FAILED", reason: `provider reported ${p["CallStatus"]}`, at })
+        return this.end(
+          this.answered
+            ? { type: "HANGUP", by: "callee", at }
+            : { type: "FAILED", reason: `provider reported ${p["CallStatus"]}`, at },
+        )
       case "completed":
         return this.end(this.answered ? { type: "HANGUP", by: "callee", at } : { type: "NO_ANSWER", at })
       default:
@@ -147,7 +164,9 @@ class TelcoALeg implements CallLeg {
       if (this.ready !== undefined) return this.flush()
       // The agent is still thinking: ask the provider to come back rather than time out.
       this.pendingTimer = setTimeout(() => {
-        this.respond(twiml(this.says.splice(0), { redirect: voiceUrl(this.o.publicBaseUrl, this.callId), pauseSeconds: 1 }))
+        this.respond(
+          twiml(this.says.splice(0), { redirect: voiceUrl(this.o.publicBaseUrl, this.callId), pauseSeconds: 1 }),
+        )
       }, this.o.holdMs ?? 8_000)
       this.pendingTimer.unref?.()
     })
@@ -216,7 +235,11 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
             url,
             {
               method: "POST",
-              headers: { authorization: auth, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+              headers: {
+                authorization: auth,
+                "content-type": "application/x-www-form-urlencoded",
+                accept: "application/json",
+              },
               body: new URLSearchParams(form).toString(),
               // Covers the answer too: a provider dripping its body hits the same limit.
               signal: AbortSignal.timeout(timeoutMs),
@@ -227,7 +250,13 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
           text = await readBounded(res, outbound.responseLimitBytes)
         } catch (e) {
           const f = fetchFailure(e, timeoutMs)
-          return { ok: false, error: new TelephonyError(`telco_a ${f.message}`, f.retryable, { cause: e, ...(f.status !== undefined && { status: f.status }) }) }
+          return {
+            ok: false,
+            error: new TelephonyError(`telco_a ${f.message}`, f.retryable, {
+              cause: e,
+              ...(f.status !== undefined && { status: f.status }),
+            }),
+          }
         }
         if (res.ok) {
           try {
@@ -237,12 +266,21 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
           }
         }
         const retryable = res.status === 429 || res.status >= 500
-        return { ok: false, error: new TelephonyError(`telco_a answered ${res.status}: ${text.slice(0, 200)}`, retryable, { status: res.status }) }
+        return {
+          ok: false,
+          error: new TelephonyError(`telco_a answered ${res.status}: ${text.slice(0, 200)}`, retryable, {
+            status: res.status,
+          }),
+        }
       },
-      (message, cause) => new TelephonyError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+      (message, cause) =>
+        new TelephonyError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
 
-  const options: LegOptions = { ...o, fetchCall: (sid, form) => post(`${callsUrl}/${encodeURIComponent(sid)}.json`, form) }
+  const options: LegOptions = {
+    ...o,
+    fetchCall: (sid, form) => post(`${callsUrl}/${encodeURIComponent(sid)}.json`, form),
+  }
 
   return {
     name: "telco_a",
@@ -280,7 +318,8 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
           (r) => {
             leg.providerCallId = r.sid ?? ""
           },
-          (e: unknown) => leg.status({ CallStatus: "failed", ErrorMessage: e instanceof ProviderCallError ? e.message : String(e) }),
+          (e: unknown) =>
+            leg.status({ CallStatus: "failed", ErrorMessage: e instanceof ProviderCallError ? e.message : String(e) }),
         )
       })
       return leg
