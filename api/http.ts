@@ -2,8 +2,8 @@
 // that honour backpressure. uWS objects are only valid on the thread of the request and until
 // the response ends or aborts, so every write goes through these guards.
 import { STATUS_CODES } from "node:http"
-import type { HttpResponse } from "./uws.js"
 import type { Headers, StreamWriter } from "./reply.js"
+import type { HttpResponse } from "./uws.js"
 
 /** Per-request state shared by the reader, the writers and the abort handler. */
 export class Exchange {

@@ -1,8 +1,8 @@
 // OpenAPI 3.1 generated from the route table, so the description can never drift from what the
 // router enforces: the same zod schemas become the parameters, bodies and responses.
 import { z } from "zod"
-import type { AnyRoute } from "./route.js"
 import { ERROR_CODES } from "./error-map.js"
+import type { AnyRoute } from "./route.js"
 import { ErrorBody, ValidationErrorBody } from "./schemas.js"
 
 type JsonSchema = Record<string, unknown>

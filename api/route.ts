@@ -3,9 +3,9 @@
 import type { Readable } from "node:stream"
 import type { Effect } from "effect"
 import type { z } from "zod"
-import type { DomainError } from "../src/platform/errors.js"
-import type { AppServices } from "../src/main/app.layer.js"
 import type { Principal, Scope } from "../src/auth/principal.js"
+import type { AppServices } from "../src/main/app.layer.js"
+import type { DomainError } from "../src/platform/errors.js"
 import type { Reply } from "./reply.js"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"

@@ -1,10 +1,9 @@
 // The session cookie as the spec names it (svc_session: HttpOnly, Secure), plus the helpers
 // handlers use to read who is calling.
 import { Effect } from "effect"
-import { SESSION_COOKIE, parseCookies } from "../src/auth/authenticator.js"
-import type { Principal, UserPrincipal } from "../src/auth/principal.js"
-import { API_KEY_PREFIX } from "../src/auth/authenticator.js"
+import { API_KEY_PREFIX, parseCookies, SESSION_COOKIE } from "../src/auth/authenticator.js"
 import { SESSION_SECONDS } from "../src/auth/jwt.js"
+import type { Principal, UserPrincipal } from "../src/auth/principal.js"
 
 export const sessionCookie = (token: string): string =>
   `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${SESSION_SECONDS}; HttpOnly; Secure; SameSite=Lax`

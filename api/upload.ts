@@ -3,7 +3,7 @@
 import { PassThrough } from "node:stream"
 import busboy from "busboy"
 import { Effect } from "effect"
-import { BadRequestBody, PayloadTooLarge, type DomainError } from "../src/platform/errors.js"
+import { BadRequestBody, type DomainError, PayloadTooLarge } from "../src/platform/errors.js"
 import { ClientGone, type Exchange } from "./http.js"
 import type { Upload, UploadedFile } from "./route.js"
 

@@ -1,7 +1,8 @@
 // Loads uWebSockets.js's native binary directly. The package's own entry falls back to a slow
 // pure-JS server when the binary does not load; we would rather stop at start-up and say why.
-import { createRequire } from "node:module"
+
 import type * as Uws from "uWebSockets.js"
+import { createRequire } from "node:module"
 
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js"
 export type UwsModule = typeof Uws

@@ -1,14 +1,14 @@
 // bench/approvals: from a decision's HTTP response to the agent speaking again on the call, across
 // one api and one runtime process on real Postgres and NATS, split into its hops; against a bare NATS round trip.
 import { randomBytes } from "node:crypto"
-import { Agent, request, type IncomingMessage } from "node:http"
 import { mkdtempSync } from "node:fs"
+import { Agent, type IncomingMessage, request } from "node:http"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { redact } from "../src/platform/Db.js"
-import { machine, record, scratchDatabase, startProcess, verifyEmail, type ServerProcess } from "./lib.js"
+import { machine, record, type ServerProcess, scratchDatabase, startProcess, verifyEmail } from "./lib.js"
 
 /** Decisions measured, after WARMUP unmeasured ones. */
 const N = Number(process.env.BENCH_APPROVALS_N ?? 200)

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
-import { cpuMicros, machine, record, startProcess, type LoadResult } from "./lib.js"
+import { cpuMicros, type LoadResult, machine, record, startProcess } from "./lib.js"
 
 // More, shorter rounds than bench/http: the difference measured is smaller than the machine's
 // drift, so each keyed round is compared with the open round beside it (orders alternate).

@@ -1,7 +1,7 @@
 // bench/dialer: one runtime process (the real `--role all` process, in a child with --expose-gc)
 // driving a 10,000-target run of long simulated calls: calls started/s, peak live calls and actors,
 // heap per live call, event-loop delay; against the same number of bare XState actors (no I/O).
-import { fork, type ChildProcess } from "node:child_process"
+import { type ChildProcess, fork } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { cpuMicros, load, machine, record, startProcess, type LoadResult } from "./lib.js"
+import { cpuMicros, type LoadResult, load, machine, record, startProcess } from "./lib.js"
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)

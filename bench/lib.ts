@@ -1,16 +1,17 @@
 // Shared bench plumbing: start a server process and wait for its port, drive load with
 // autocannon from this process, describe the machine, record results in RESULTS.md, and make a
 // scratch database for a run.
+
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { spawn, type ChildProcess } from "node:child_process"
-import { readFileSync, writeFileSync, existsSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import autocannon from "autocannon"
+import { connectPostgres, type Sql, withDatabase } from "../src/platform/Db.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { readOutbox } from "../src/providers/mail/outbox.mail.js"
-import { connectPostgres, withDatabase, type Sql } from "../src/platform/Db.js"
 
 export interface ServerProcess {
   readonly port: number

@@ -2,7 +2,7 @@
 // 1,000 clients × 1,000 turns/s and 5,000 × 100/s, against a bare uWS fan-out of the same turns from
 // the same publisher: delivered events/s, end-to-end latency, CPU and RSS; then a tenth of the
 // clients stop reading, and each server's RSS is followed while the other nine tenths are checked.
-import { fork, type ChildProcess } from "node:child_process"
+import { type ChildProcess, fork } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
@@ -11,7 +11,7 @@ import { createInterface } from "node:readline"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { redact } from "../src/platform/Db.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
-import { cpuMicros, machine, record, scratchDatabase, startProcess, type ServerProcess } from "./lib.js"
+import { cpuMicros, machine, record, type ServerProcess, scratchDatabase, startProcess } from "./lib.js"
 
 const ROUNDS = Number(process.env.BENCH_SSE_ROUNDS ?? 2)
 const WARMUP_S = Number(process.env.BENCH_SSE_WARMUP_S ?? 2)

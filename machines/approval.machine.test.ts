@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest"
 import { createActor, initialTransition, SimulatedClock, transition } from "xstate"
 import {
-  approvalMachine,
-  approvalStatus,
   type ApprovalEvent,
   type ApprovalInput,
   type ApprovalOutput,
   type ApprovalResolution,
   type ApprovalSnapshot,
+  approvalMachine,
+  approvalStatus,
 } from "./approval.machine.js"
 
 const T0 = 1_700_000_000_000

@@ -1,6 +1,6 @@
 // One proposal (concession, callback, escalate) awaiting a human decision until it expires.
 // Pure: persisting the snapshot and recording an expiry are actions the runtime provides.
-import { and, assertEvent, assign, setup, type SnapshotFrom } from "xstate"
+import { and, assertEvent, assign, type SnapshotFrom, setup } from "xstate"
 
 export type ApprovalAction = "concession" | "callback" | "escalate"
 

@@ -1,30 +1,30 @@
 import { describe, expect, it } from "vitest"
 import {
   createActor,
+  type EventObject,
   fromCallback,
   fromPromise,
   initialTransition,
   SimulatedClock,
+  type SnapshotFrom,
   transition,
   waitFor,
-  type EventObject,
-  type SnapshotFrom,
 } from "xstate"
 import {
-  callMachine,
   type ApprovalRequest,
   type CallEvent,
   type CallInput,
   type CallOutput,
+  type ConversationEvent,
   type ConverseInboundEvent,
   type ConverseInput,
+  callMachine,
   type HangUpInput,
   type HangUpOutput,
   type LineInput,
   type ReserveFundsInput,
   type SettleInput,
   type TelephonyEvent,
-  type ConversationEvent,
 } from "./call.machine.js"
 
 type CallSnapshot = SnapshotFrom<typeof callMachine>

@@ -2,14 +2,8 @@
 // Pure: telephony, the conversation, money and approvals are actors/actions the runtime provides.
 // Its types and shared helpers are in call.parts.ts. A call is not persisted: a process that takes
 // a run over finalises the calls the old owner left in flight from Postgres.
-import { assertEvent, assign, fromCallback, fromPromise, sendTo, setup, type EventObject } from "xstate"
+import { assertEvent, assign, type EventObject, fromCallback, fromPromise, sendTo, setup } from "xstate"
 import {
-  callRef,
-  errorMessage,
-  isRetryableOutcome,
-  lineInput,
-  notProvided,
-  SETTLE_RETRIES,
   type ApprovalRequest,
   type CallContext,
   type CallEvent,
@@ -17,11 +11,17 @@ import {
   type CallOutput,
   type ConverseInboundEvent,
   type ConverseInput,
+  callRef,
+  errorMessage,
   type HangUpInput,
   type HangUpOutput,
+  isRetryableOutcome,
   type LeaveMessageInput,
+  lineInput,
+  notProvided,
   type PlaceCallInput,
   type ReserveFundsInput,
+  SETTLE_RETRIES,
   type SettleInput,
 } from "./call.parts.js"
 

@@ -1,8 +1,9 @@
 // The pure machines the runtime hosts, and the version stored beside each persisted snapshot.
 // Bump a machine's version when a persisted snapshot of the old shape could no longer be restored.
-export * from "./run.machine.js"
-export * from "./call.machine.js"
+
 export * from "./approval.machine.js"
+export * from "./call.machine.js"
+export * from "./run.machine.js"
 
 export const MACHINE_VERSIONS = {
   run: 1,

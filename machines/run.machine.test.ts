@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest"
 import { createActor, initialTransition, transition } from "xstate"
 import {
-  runMachine,
-  runStatus,
   type RunEvent,
   type RunInput,
   type RunRef,
   type RunSnapshot,
   type RunStatusChange,
+  runMachine,
+  runStatus,
 } from "./run.machine.js"
 
 const input: RunInput = { runId: 7, tenantId: 3, workflowId: 11 }

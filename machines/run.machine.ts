@@ -1,6 +1,6 @@
 // The lifecycle of one campaign run: whether the dialer may start calls, and when the run is over.
 // Pure: the dialer, persistence and status notifications are actions the runtime provides.
-import { assertEvent, assign, setup, type SnapshotFrom } from "xstate"
+import { assertEvent, assign, type SnapshotFrom, setup } from "xstate"
 
 export interface RunInput {
   runId: number

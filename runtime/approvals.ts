@@ -1,8 +1,8 @@
 // One run's approvals: an approval actor per pending proposal (its row written first), restored
 // from Postgres when the run is claimed, and decisions arriving from the api relayed to the
 // approval actor and to the call that waits on it.
-import { createActor, type Actor } from "xstate"
-import { approvalMachine, MACHINE_VERSIONS, type ApprovalInput, type ApprovalRequest } from "../machines/index.js"
+import { type Actor, createActor } from "xstate"
+import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../machines/index.js"
 import * as approvals from "../src/approvals/approvals.repo.js"
 import type { LiveCall, RunScope } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"

@@ -3,10 +3,10 @@
 // Postgres (its outcome, retry and decision), and the finalising of calls a dead owner left behind.
 import { createActor, fromCallback, fromPromise } from "xstate"
 import {
-  callMachine,
   type ApprovalRequest,
   type CallOutput,
   type ConverseInboundEvent,
+  callMachine,
   type HangUpInput,
   type HangUpOutput,
   type LineInput,
@@ -18,7 +18,7 @@ import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
 import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
 import type { Attempt } from "./dialer.js"
-import { Decision, retryDecision, type DialDecision } from "./dialer.policy.js"
+import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
 import * as repo from "./runtime.repo.js"
 

@@ -5,8 +5,8 @@ import { isRetryableOutcome, RETRYABLE_OUTCOMES, type RetryableOutcome } from ".
 import type { WindowCheck } from "./calling-window.js"
 import { DAY, MINUTE } from "./timezones.js"
 
-export * from "./timezones.js"
 export * from "./calling-window.js"
+export * from "./timezones.js"
 export { RETRYABLE_OUTCOMES, type RetryableOutcome }
 
 // ---------------------------------------------------------------------------------------------

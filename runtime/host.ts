@@ -5,34 +5,34 @@
 // process can take any run over from Postgres.
 import { Duration, Effect, Exit, Scope } from "effect"
 import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
-import { releaseCall, reserveCall, settleCall } from "../src/billing/usage.service.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
+import { releaseCall, reserveCall, settleCall } from "../src/billing/usage.service.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
+import { Credentials } from "../src/onboarding/Credentials.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
 import { Db } from "../src/platform/Db.js"
 import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
-import { Llm } from "../src/providers/Llm.js"
-import { Telephony } from "../src/providers/Telephony.js"
-import { Credentials } from "../src/onboarding/Credentials.js"
-import { providerResolver } from "../src/providers/accounts.js"
-import { busWebhookChannel } from "./telco-channel.js"
-import { Pacer, SlotCounter } from "./pacing.js"
-import { RunDriver, type DialerSettings } from "./run-driver.js"
-import { runLeases } from "./leases.js"
 import {
+  type ApprovalDecided,
   RT_APPROVAL_DECIDED,
   RT_PING,
   RT_RUN_CONTROL,
   RT_RUN_WAKE,
   RUNTIME_QUEUE,
-  type ApprovalDecided,
   type RunControl,
   type RuntimePong,
 } from "../src/platform/subjects.js"
+import { providerResolver } from "../src/providers/accounts.js"
+import { Llm } from "../src/providers/Llm.js"
+import { Telephony } from "../src/providers/Telephony.js"
+import { runLeases } from "./leases.js"
+import { Pacer, SlotCounter } from "./pacing.js"
+import { type DialerSettings, RunDriver } from "./run-driver.js"
+import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
 
 export interface RuntimeHost {

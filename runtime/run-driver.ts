@@ -2,11 +2,11 @@
 // (dialer.ts), a call actor per attempt in flight (call-effects.ts) and an approval actor per
 // pending proposal (approvals.ts); its snapshot is saved by persistence.ts. Postgres holds the
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
-import { createActor, type Actor } from "xstate"
-import { MACHINE_VERSIONS, runMachine, runStatus, type RunSnapshot, type RunStatusChange } from "../machines/index.js"
+import { type Actor, createActor } from "xstate"
+import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
+import { findVoice } from "../src/voices/voices.catalog.js"
 import type { RuleBook } from "../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../src/workflows/workflow.schema.js"
-import { findVoice } from "../src/voices/voices.catalog.js"
 import { RunApprovals } from "./approvals.js"
 import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"

@@ -6,7 +6,7 @@
 import type { Logger } from "pino"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
-import { turnSubject, type TurnMessage } from "../src/turns/turn.message.js"
+import { type TurnMessage, turnSubject } from "../src/turns/turn.message.js"
 import { insertTurns, reserveTurnSeqs, type TurnRow } from "../src/turns/turns.repo.js"
 
 export interface TurnIn {

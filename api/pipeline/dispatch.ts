@@ -1,9 +1,9 @@
 // dispatch: the request context built from the earlier steps (system key, validation,
 // negotiation), the handler's Effect run on the app runtime, and its exit read as one outcome.
-import { Cause, Effect, Exit, Option, type ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, type ManagedRuntime, Option } from "effect"
 import type { Principal } from "../../src/auth/principal.js"
 import type { AppServices } from "../../src/main/app.layer.js"
-import { ValidationFailed, type DomainError } from "../../src/platform/errors.js"
+import { type DomainError, ValidationFailed } from "../../src/platform/errors.js"
 import type { Reply } from "../reply.js"
 import type { AnyRoute, Method, RequestContext } from "../route.js"
 import type { StreamedBody } from "../upload.js"

@@ -1,7 +1,7 @@
 // systemKey: the check of a `system` route's caller: the deployment's SYSTEM_KEY in
 // X-System-Key (compared in constant time), and an optional X-Tenant-Id to act for.
 import { createHash, timingSafeEqual } from "node:crypto"
-import { NotFound, Unauthenticated, ValidationFailed, type DomainError } from "../../src/platform/errors.js"
+import { type DomainError, NotFound, Unauthenticated, ValidationFailed } from "../../src/platform/errors.js"
 
 export interface SystemRequest {
   readonly method: string

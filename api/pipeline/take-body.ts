@@ -1,7 +1,7 @@
 // takeBody: attaches the body's reader. uWS hands the body only to a reader attached in the
 // synchronous part of the handler, so this runs there: a whole buffer, or a streamed multipart form.
-import { readBody, type Exchange } from "../http.js"
-import { streamMultipart, type StreamedBody } from "../upload.js"
+import { type Exchange, readBody } from "../http.js"
+import { type StreamedBody, streamMultipart } from "../upload.js"
 import type { BodyPlan } from "./body-limit.js"
 
 export interface TakenBody {

@@ -1,7 +1,7 @@
 // validate: the route's zod schemas over params, query and the negotiated body, in that
 // order; the first failure answers with the contract's 422 (or the route's 400) body.
 import type { z } from "zod"
-import { ValidationFailed, type FieldError } from "../../src/platform/errors.js"
+import { type FieldError, ValidationFailed } from "../../src/platform/errors.js"
 import type { AnyRoute } from "../route.js"
 import type { Negotiated } from "./negotiate.js"
 

@@ -1,7 +1,7 @@
 // POST /api-keys: a new key; its secret is in this response and nowhere else, ever.
 import { Effect } from "effect"
 import { z } from "zod"
-import { DEFAULT_KEY_SCOPE, createKey } from "../../src/keys/keys.service.js"
+import { createKey, DEFAULT_KEY_SCOPE } from "../../src/keys/keys.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { userOf } from "../session.js"

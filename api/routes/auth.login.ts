@@ -4,8 +4,8 @@ import { z } from "zod"
 import { login } from "../../src/auth/auth.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
-import { sessionCookie } from "../session.js"
 import { Email } from "../schemas.js"
+import { sessionCookie } from "../session.js"
 
 export default route({
   method: "POST",

@@ -1,7 +1,7 @@
 // GET /auth/me: who the session belongs to. Called with an API key, it describes the key instead.
 import { Effect } from "effect"
-import { me } from "../../src/auth/auth.service.js"
 import { findTenant, tenantView } from "../../src/auth/auth.repo.js"
+import { me } from "../../src/auth/auth.service.js"
 import { Db } from "../../src/platform/Db.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

@@ -2,10 +2,10 @@
 // for autocharge. Removing the last one of a gateway turns autocharge off.
 import { Effect } from "effect"
 import { z } from "zod"
-import { Id } from "../schemas.js"
 import { listPaymentMethods, removePaymentMethod } from "../../src/billing/payments.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { Id } from "../schemas.js"
 import { callerOf } from "../session.js"
 
 export const paymentMethodsList = route({

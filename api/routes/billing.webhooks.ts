@@ -5,6 +5,8 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/payments.service.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
+import { Clock } from "../../src/platform/Clock.js"
 import { BadRequestBody, NotFound, Unauthenticated } from "../../src/platform/errors.js"
 import { Payments } from "../../src/providers/Payments.js"
 import {
@@ -12,10 +14,8 @@ import {
   verifyGwCardSignature,
   verifyGwUpiSignature,
 } from "../../src/providers/payments/signatures.js"
-import { AppConfig } from "../../src/platform/AppConfig.js"
-import { Clock } from "../../src/platform/Clock.js"
 import { json } from "../reply.js"
-import { route, type Route } from "../route.js"
+import { type Route, route } from "../route.js"
 
 /**
  * A header the spec names with an underscore, or its hyphenated form. The HTTP engine we can run

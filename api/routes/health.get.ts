@@ -3,14 +3,14 @@
 // database or bus is down. Failures answer stable codes; their details (error text, addresses)
 // go to the log under the request id, since this endpoint is public.
 import { Effect } from "effect"
-import { providerStatus } from "../../src/providers/provider-status.js"
-import { Payments } from "../../src/providers/Payments.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { Bus } from "../../src/platform/Bus.js"
 import { Db } from "../../src/platform/Db.js"
 import { Instance } from "../../src/platform/Instance.js"
 import { Log } from "../../src/platform/Log.js"
 import { RT_PING, type RuntimePong } from "../../src/platform/subjects.js"
+import { Payments } from "../../src/providers/Payments.js"
+import { providerStatus } from "../../src/providers/provider-status.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 

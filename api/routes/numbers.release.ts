@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { releaseNumber } from "../../src/numbers/numbers.service.js"
 import { json } from "../reply.js"
-import { route, type Method } from "../route.js"
+import { type Method, route } from "../route.js"
 import { Id } from "../schemas.js"
 import { callerOf } from "../session.js"
 

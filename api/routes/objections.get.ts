@@ -1,8 +1,8 @@
 // GET /api/objections/{id}: one entry of the global objection library.
 import { Effect } from "effect"
 import { z } from "zod"
-import { NotFound } from "../../src/platform/errors.js"
 import { findObjection } from "../../src/objections/objections.repo.js"
+import { NotFound } from "../../src/platform/errors.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"

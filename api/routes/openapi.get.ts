@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { openApiDocument } from "../openapi.js"
 import { json } from "../reply.js"
-import { route, type AnyRoute } from "../route.js"
+import { type AnyRoute, route } from "../route.js"
 
 /** Built once from the final table (the table includes this route). */
 export function openApiRoute(table: () => ReadonlyArray<AnyRoute>): AnyRoute {

@@ -3,14 +3,14 @@
 // what the provider should do next (TwiML for telco_a, a JSON action list for telco_b).
 import { Effect } from "effect"
 import {
+  type TelcoAWebhook,
   telcoAStatus,
   telcoAVoice,
   telcoBVoice,
-  type TelcoAWebhook,
 } from "../../src/calls/telephony-webhooks.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { bytes, json } from "../reply.js"
-import { route, type RequestContext } from "../route.js"
+import { type RequestContext, route } from "../route.js"
 import { calledUrl } from "../webhook-url.js"
 
 const XML = "text/xml; charset=utf-8"

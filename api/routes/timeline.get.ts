@@ -4,11 +4,11 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { restorePlus } from "../../src/phones/phone.js"
 import {
-  TIMELINE_DEFAULT_N,
-  TIMELINE_MAX_N,
   cursorOf,
   getTimeline,
   subjectOf,
+  TIMELINE_DEFAULT_N,
+  TIMELINE_MAX_N,
 } from "../../src/timeline/timeline.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

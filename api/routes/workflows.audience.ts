@@ -2,8 +2,8 @@
 // rows) to a workflow's audience; answers the counts of what was accepted and filtered out.
 import { Effect } from "effect"
 import { z } from "zod"
-import { attachAudience } from "../../src/audience/audience.service.js"
 import { NAME_MAX } from "../../src/audience/audience.parse.js"
+import { attachAudience } from "../../src/audience/audience.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"

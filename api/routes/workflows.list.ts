@@ -2,8 +2,8 @@
 // pages (limit 1–200, default 50; next_cursor beside the list, null on the last page).
 import { Effect } from "effect"
 import { z } from "zod"
-import { listWorkflows } from "../../src/workflows/workflows.service.js"
 import { WORKFLOW_STATUSES } from "../../src/workflows/workflow.schema.js"
+import { listWorkflows } from "../../src/workflows/workflows.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { PageCursor, PageLimit, QueryBool } from "../schemas.js"

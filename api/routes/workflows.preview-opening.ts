@@ -3,14 +3,14 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { Auth } from "../../src/auth/Auth.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import {
   CLIP_ID,
   MAX_PREVIEW_TEXT_CHARS,
+  type PreviewCaller,
   previewAudio,
   previewOpening,
-  type PreviewCaller,
 } from "../../src/previews/previews.service.js"
-import { AppConfig } from "../../src/platform/AppConfig.js"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { baseUrl } from "../base-url.js"
 import { bytes, json } from "../reply.js"

@@ -3,8 +3,8 @@
 import { Effect } from "effect"
 import { json } from "../../api/reply.js"
 import { route } from "../../api/route.js"
-import { loadConfig } from "../../src/platform/config.js"
 import { serve } from "../../src/main/serve.js"
+import { loadConfig } from "../../src/platform/config.js"
 import { makeLogger } from "../../src/platform/Log.js"
 
 const body = { ok: true, service: "parley", probe: "auth" }

@@ -9,15 +9,15 @@
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
 import { join } from "node:path"
-import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks"
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks"
 import { writeHeapSnapshot } from "node:v8"
 import { Effect } from "effect"
-import { assign, createActor, setup, type AnyActorRef } from "xstate"
-import { loadConfig } from "../../src/platform/config.js"
-import { Telephony } from "../../src/providers/Telephony.js"
+import { type AnyActorRef, assign, createActor, setup } from "xstate"
 import { serve } from "../../src/main/serve.js"
+import { loadConfig } from "../../src/platform/config.js"
 import { connectPostgres, Db, type Sql } from "../../src/platform/Db.js"
 import { makeLogger } from "../../src/platform/Log.js"
+import { Telephony } from "../../src/providers/Telephony.js"
 
 /** What the parent asks for; every request carries an id the reply echoes. */
 export type HostRequest =

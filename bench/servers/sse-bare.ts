@@ -3,7 +3,7 @@
 // framed once and written to every client in its own cork, with no backpressure handling at all.
 // BARE_FANOUT=event writes each event to every client as it arrives instead.
 import { connect } from "@nats-io/transport-node"
-import { loadUws, type HttpResponse } from "../../api/uws.js"
+import { type HttpResponse, loadUws } from "../../api/uws.js"
 
 const subject = process.env.BARE_SUBJECT ?? "bench.bare.>"
 const perEvent = process.env.BARE_FANOUT === "event"

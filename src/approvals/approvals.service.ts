@@ -4,14 +4,14 @@
 // ended is scheduled as a new attempt; a concession approved late is recorded for follow-up.
 import { Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
-import { Conflict, NotFound } from "../platform/errors.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
+import { Conflict, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
-import { RT_APPROVAL_DECIDED, type ApprovalDecided } from "../platform/subjects.js"
-import * as repo from "./approvals.repo.js"
+import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
+import * as repo from "./approvals.repo.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
 export const CALLBACK_DELAY_MS = 2 * 3_600_000

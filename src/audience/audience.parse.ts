@@ -1,8 +1,8 @@
 // An audience file or JSON body turned into normalised rows (E.164 phone, name, other columns),
 // handed on in batches as they are read, with invalid numbers counted and the first few kept.
 import type { Readable } from "node:stream"
-import { PHONE_HEADERS, readCsv, withoutNul, type CsvLayout, type CsvRow } from "../phones/csv.js"
-import { toE164, type TenantCountry } from "../phones/phone.js"
+import { type CsvLayout, type CsvRow, PHONE_HEADERS, readCsv, withoutNul } from "../phones/csv.js"
+import { type TenantCountry, toE164 } from "../phones/phone.js"
 
 export type AudienceRole = "phone" | "name"
 

@@ -1,7 +1,8 @@
 // SQL of audience attaches: the workflow check, the upload record, batches into audience_staging,
 // and the one set-based merge that filters, de-duplicates, upserts and counts.
-import type { Sql } from "../platform/Db.js"
+
 import type { TenantCountry } from "../phones/phone.js"
+import type { Sql } from "../platform/Db.js"
 import type { AudienceRow } from "./audience.parse.js"
 
 export interface AttachTarget {

@@ -3,20 +3,20 @@
 // de-duplicated and merged in one short transaction; a failed attach changes no target.
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
-import { Conflict, NotFound, ValidationFailed, type DomainError } from "../platform/errors.js"
+import { COOLDOWN_MS } from "../compliance/dnc.service.js"
 import { CsvFormatError } from "../phones/csv.js"
 import type { TenantCountry } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
-import { COOLDOWN_MS } from "../compliance/dnc.service.js"
+import { Conflict, type DomainError, NotFound, ValidationFailed } from "../platform/errors.js"
 import {
   BATCH_SIZE,
-  parseAudienceCsv,
-  parseAudienceJson,
+  type BatchSink,
   type InvalidRow,
   type JsonAudienceRow,
   type ParseTally,
-  type BatchSink,
+  parseAudienceCsv,
+  parseAudienceJson,
 } from "./audience.parse.js"
 import * as repo from "./audience.repo.js"
 

@@ -2,10 +2,10 @@
 // generated once and shared through the database), and the check that signup and OTP start
 // run when ALTCHA_REQUIRED is on.
 import { Context, Effect, Layer } from "effect"
-import { BadRequest } from "../platform/errors.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Db } from "../platform/Db.js"
-import { makeAltcha, type Altcha } from "./altcha.js"
+import { BadRequest } from "../platform/errors.js"
+import { type Altcha, makeAltcha } from "./altcha.js"
 import { systemSecret } from "./secrets.js"
 
 export class Challenge extends Context.Tag("parley/Challenge")<Challenge, Altcha>() {

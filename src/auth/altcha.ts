@@ -8,7 +8,7 @@
 // v1 payload `{algorithm, challenge, number, salt, signature}`, but that path exists only for
 // servers that have not moved on; since this server chooses the challenge format, it issues v2
 // and accepts only v2 payloads.
-import { createChallenge, randomInt, verifySolution, type Challenge, type Solution } from "altcha-lib"
+import { type Challenge, createChallenge, randomInt, type Solution, verifySolution } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import type { Sql } from "../platform/Db.js"
 import { spendAltcha } from "./credentials.repo.js"

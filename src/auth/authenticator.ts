@@ -4,18 +4,18 @@
 import { createHash, hash } from "node:crypto"
 import type { Logger } from "pino"
 import type { BusClient } from "../platform/bus/bus.js"
-import type { Config } from "../platform/config.js"
-import { Forbidden, Unauthenticated, type DomainError } from "../platform/errors.js"
-import type { Sql } from "../platform/Db.js"
 import type { WallClock } from "../platform/Clock.js"
-import { findKeyBySecret, findSession, recordKeyUses, type KeyRow, type SessionRow } from "./credentials.repo.js"
+import type { Config } from "../platform/config.js"
+import type { Sql } from "../platform/Db.js"
+import { type DomainError, Forbidden, Unauthenticated } from "../platform/errors.js"
+import { findKeyBySecret, findSession, type KeyRow, recordKeyUses, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
 import {
   AUTH_INVALIDATE_SUBJECT,
-  SCOPE_RANK,
   type Invalidation,
   type KeyPrincipal,
   type Principal,
+  SCOPE_RANK,
   type Scope,
   type UserPrincipal,
 } from "./principal.js"

@@ -1,7 +1,7 @@
 // Session tokens: HS256 JWTs (jose) with claims sub, tid, role, email, iat, exp and a jti that
 // logout revokes. Seven days, as the spec states.
 import { randomBytes } from "node:crypto"
-import { SignJWT, jwtVerify, errors } from "jose"
+import { errors, jwtVerify, SignJWT } from "jose"
 
 export const SESSION_SECONDS = 7 * 24 * 60 * 60
 

@@ -4,15 +4,15 @@
 // so the endpoints can't be used to find out who has one.
 import { createHash, randomInt, timingSafeEqual } from "node:crypto"
 import { Effect } from "effect"
-import { RateLimited, Unauthenticated } from "../platform/errors.js"
-import * as counters from "../platform/rate-counters.repo.js"
-import { sendBestEffort } from "../providers/Mail.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
+import { RateLimited, Unauthenticated } from "../platform/errors.js"
+import * as counters from "../platform/rate-counters.repo.js"
+import { sendBestEffort } from "../providers/Mail.js"
 import * as repo from "./auth.repo.js"
-import * as otp from "./otp.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
+import * as otp from "./otp.repo.js"
 
 export const OTP_TTL_SECONDS = 10 * 60
 export const OTP_RESEND_SECONDS = 30

@@ -2,18 +2,18 @@
 // charge itself, decided under the wallet's lock after a debit and settled like any gateway event.
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Option } from "effect"
-import { Conflict, ValidationFailed, type FieldError } from "../platform/errors.js"
+import { Db } from "../platform/Db.js"
+import { Conflict, type FieldError, ValidationFailed } from "../platform/errors.js"
+import { Log } from "../platform/Log.js"
 import { Payments } from "../providers/Payments.js"
 import {
-  PaymentGatewayError,
   type PaymentGateway,
+  PaymentGatewayError,
   type SavedChargeResult,
 } from "../providers/payments/payments.interface.js"
-import { Db } from "../platform/Db.js"
-import { Log } from "../platform/Log.js"
 import * as repo from "./payments.repo.js"
 import { applyGatewayEvent } from "./payments.service.js"
-import { AUTOCHARGE_MAX_MINOR, formatMinor, TOPUP_MINIMUM_MINOR, type Currency } from "./pricing.js"
+import { AUTOCHARGE_MAX_MINOR, type Currency, formatMinor, TOPUP_MINIMUM_MINOR } from "./pricing.js"
 import * as wallets from "./wallet.repo.js"
 import { loadWallet } from "./wallet.service.js"
 

@@ -1,7 +1,8 @@
 // The ledger core: every credit and debit of a wallet goes through postEntry, which changes the
 // balance and appends its entry in one transaction, idempotently on a key, never below zero.
-import type { Currency } from "./pricing.js"
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "./pricing.js"
 
 export interface LedgerEntry {
   readonly id: number

@@ -4,16 +4,16 @@
 // in the ledger as the mandate payment received and the fee taken, which leaves the balance as it was.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
-import { Conflict, NotFound } from "../platform/errors.js"
+import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation, type Tx } from "../platform/Db.js"
-import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
+import { Conflict, NotFound } from "../platform/errors.js"
+import { iso } from "../platform/time.js"
 import { postEntry } from "./ledger.repo.js"
 import { chargeEveryMinute } from "./periodic.js"
 import { BYOK_FEE_MINOR } from "./pricing.js"
-import * as repo from "./subscription.repo.js"
 import type { SubscriptionRow } from "./subscription.repo.js"
-import { iso } from "../platform/time.js"
+import * as repo from "./subscription.repo.js"
 
 export const subscriptionView = (s: SubscriptionRow) => ({
   id: s.id,

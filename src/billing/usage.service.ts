@@ -2,15 +2,15 @@
 // settle the connected seconds at hangup and release the rest.
 import { Effect } from "effect"
 import { findTenantPlan } from "../auth/auth.repo.js"
-import { InsufficientFunds } from "../platform/errors.js"
+import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
-import { AppConfig } from "../platform/AppConfig.js"
+import { InsufficientFunds } from "../platform/errors.js"
 import { maybeAutocharge } from "./autocharge.service.js"
 import { callTerms } from "./call-terms.js"
 import { postEntry } from "./ledger.repo.js"
-import * as repo from "./usage.repo.js"
 import type { Reservation } from "./usage.repo.js"
+import * as repo from "./usage.repo.js"
 import { callCostMinor, loadTenant } from "./wallet.service.js"
 
 export type { Reservation } from "./usage.repo.js"

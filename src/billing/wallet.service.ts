@@ -2,14 +2,14 @@
 // that says whether a call may be placed now (and what it would hold).
 import { Effect } from "effect"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
-import { NotFound } from "../platform/errors.js"
+import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
-import { AppConfig } from "../platform/AppConfig.js"
+import { NotFound } from "../platform/errors.js"
 import { callTerms } from "./call-terms.js"
 import { listEntries } from "./ledger.repo.js"
 import * as payments from "./payments.repo.js"
-import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR, type Currency } from "./pricing.js"
+import { type Currency, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR } from "./pricing.js"
 import { findWallet, type WalletRow } from "./wallet.repo.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180

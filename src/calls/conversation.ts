@@ -4,9 +4,9 @@
 // The loop owns the leg from the first word to the hang-up: it always hangs up before resolving.
 import {
   AGENT_OUTCOMES,
-  fillPlaceholders,
   type AgentReply,
   type DecisionStatus,
+  fillPlaceholders,
   type LanguageModel,
   type Proposal,
   type ProposalAction,

@@ -4,19 +4,19 @@
 // one of our numbers, an answer in the persona of the number's workflow.
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Effect } from "effect"
-import { rtTelcoCall, type TelcoWebhookMessage } from "../platform/subjects.js"
-import { Unauthenticated } from "../platform/errors.js"
 import { findActiveByPhone } from "../numbers/numbers.repo.js"
-import * as repo from "./inbound-calls.repo.js"
 import { Credentials } from "../onboarding/Credentials.js"
-import { fillPlaceholders } from "../providers/llm/llm.interface.js"
-import { twiml } from "../providers/telephony/telco-a.telephony.js"
-import { verifyTelcoA } from "../providers/telephony/telco-a.signature.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
+import { Unauthenticated } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { rtTelcoCall, type TelcoWebhookMessage } from "../platform/subjects.js"
+import { fillPlaceholders } from "../providers/llm/llm.interface.js"
+import { verifyTelcoA } from "../providers/telephony/telco-a.signature.js"
+import { twiml } from "../providers/telephony/telco-a.telephony.js"
 import { findVoice } from "../voices/voices.catalog.js"
+import * as repo from "./inbound-calls.repo.js"
 
 const badSignature = () =>
   new Unauthenticated({ code: "INVALID_SIGNATURE", message: "webhook signature missing or not valid" })

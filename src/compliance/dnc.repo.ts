@@ -1,7 +1,8 @@
 // SQL of the tenant's do-not-call list, and of the per-number suppression checks (DNC entry,
 // recent contact) that GET /dnc/check answers with.
-import type { Sql } from "../platform/Db.js"
+
 import type { TenantCountry } from "../phones/phone.js"
+import type { Sql } from "../platform/Db.js"
 
 export type DncSource = "manual" | "import" | "call" | "unsubscribe" | "erasure"
 

@@ -2,14 +2,14 @@
 // the check of one number against everything that keeps it from being dialled.
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
-import { NotFound, ValidationFailed, type DomainError } from "../platform/errors.js"
-import { lookupNcpr } from "./ncpr.import.js"
-import { CsvFormatError, inBatches, PHONE_HEADERS, readCsv, withoutNul, type CsvLayout } from "../phones/csv.js"
-import { e164Candidates, isIndian, toE164, type TenantCountry } from "../phones/phone.js"
+import { CsvFormatError, type CsvLayout, inBatches, PHONE_HEADERS, readCsv, withoutNul } from "../phones/csv.js"
+import { e164Candidates, isIndian, type TenantCountry, toE164 } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
-import * as repo from "./dnc.repo.js"
+import { type DomainError, NotFound, ValidationFailed } from "../platform/errors.js"
 import type { DncRow, DncSource } from "./dnc.repo.js"
+import * as repo from "./dnc.repo.js"
+import { lookupNcpr } from "./ncpr.import.js"
 
 /** The cool-down: a number the tenant reached less than this long ago is not dialled again. */
 export const COOLDOWN_DAYS = 7

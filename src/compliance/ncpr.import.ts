@@ -1,11 +1,11 @@
 // India's National Customer Preference Register: importing the published file (numbers with the
 // categories their owners still accept, or 0 for none), and looking a number up.
 import type { Readable } from "node:stream"
-import type { Sql } from "../platform/Db.js"
-import { inBatches, PHONE_HEADERS, readCsv, type CsvLayout } from "../phones/csv.js"
+import { type CsvLayout, inBatches, PHONE_HEADERS, readCsv } from "../phones/csv.js"
 import { indianE164 } from "../phones/phone.js"
-import * as repo from "./ncpr.repo.js"
+import type { Sql } from "../platform/Db.js"
 import type { NcprRegistration } from "./ncpr.repo.js"
+import * as repo from "./ncpr.repo.js"
 
 export type { NcprRegistration } from "./ncpr.repo.js"
 

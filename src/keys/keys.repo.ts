@@ -1,7 +1,8 @@
 // SQL for API keys and their audit trail (api_keys, api_key_events). A key's status is derived
 // on every read, never stored: an expiry passes without anyone writing it down.
-import type { Sql, Tx } from "../platform/Db.js"
+
 import type { Scope } from "../auth/principal.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export interface KeyRow {
   readonly id: number

@@ -6,12 +6,12 @@ import { Effect } from "effect"
 import { Auth } from "../auth/Auth.js"
 import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
 import type { Scope, UserPrincipal } from "../auth/principal.js"
-import { BadRequest, Conflict, Forbidden, NotFound } from "../platform/errors.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
-import * as repo from "./keys.repo.js"
-import type { KeyRow } from "./keys.repo.js"
+import { BadRequest, Conflict, Forbidden, NotFound } from "../platform/errors.js"
 import { iso } from "../platform/time.js"
+import type { KeyRow } from "./keys.repo.js"
+import * as repo from "./keys.repo.js"
 
 export const MAX_ACTIVE_KEYS = 10
 const SECRET_CHARS = 40 // base62: ~238 bits

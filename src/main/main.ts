@@ -4,15 +4,14 @@
 // SIGTERM/SIGINT into a graceful stop.
 import { createReadStream } from "node:fs"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { loadConfig, ConfigError, type Config } from "../platform/config.js"
-import { flushLogs, makeLogger, releaseStdout } from "../platform/Log.js"
-import { AppConfig } from "../platform/AppConfig.js"
-import { Log } from "../platform/Log.js"
-import { Db, DbLive } from "../platform/Db.js"
-import { migrate } from "../platform/Migrator.js"
 import { importNcpr } from "../compliance/ncpr.import.js"
-import { serve } from "./serve.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { type Config, ConfigError, loadConfig } from "../platform/config.js"
+import { Db, DbLive } from "../platform/Db.js"
 import type { Role } from "../platform/Instance.js"
+import { flushLogs, Log, makeLogger, releaseStdout } from "../platform/Log.js"
+import { migrate } from "../platform/Migrator.js"
+import { serve } from "./serve.js"
 
 const USAGE = `usage: parley serve [--role all|api|runtime]
        parley migrate

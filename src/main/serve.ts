@@ -2,15 +2,15 @@
 // and/or the HTTP server; stop them in reverse order so nothing in flight loses its database or bus.
 import { ManagedRuntime } from "effect"
 import type { Logger } from "pino"
-import { routeTable } from "../../api/routes/index.js"
 import type { AnyRoute } from "../../api/route.js"
-import { startApiServer, type ApiServer } from "../../api/server.js"
+import { routeTable } from "../../api/routes/index.js"
+import { type ApiServer, startApiServer } from "../../api/server.js"
 import { loadUws } from "../../api/uws.js"
-import { startRuntimeHost, type RuntimeHost } from "../../runtime/host.js"
-import { appLayer, type AppServices } from "./app.layer.js"
+import { type RuntimeHost, startRuntimeHost } from "../../runtime/host.js"
 import type { Config } from "../platform/config.js"
 import { StartupError } from "../platform/errors.js"
 import { Instance, type ProcessInstance, type Role } from "../platform/Instance.js"
+import { type AppServices, appLayer } from "./app.layer.js"
 
 export interface Running {
   readonly instance: ProcessInstance

@@ -1,8 +1,8 @@
 // SQL of the workspaces' phone numbers: the claim that makes a number one workspace's, its
 // activation and release, and the monthly-rental bookkeeping.
 import type { Currency } from "../billing/pricing.js"
-import type { ListPage } from "../platform/page.cursor.js"
 import { isUniqueViolation, type Sql, type Tx } from "../platform/Db.js"
+import type { ListPage } from "../platform/page.cursor.js"
 
 export type NumberSource = "provisioned" | "imported"
 export type NumberStatus = "pending" | "active" | "released"

@@ -1,40 +1,41 @@
 // A workspace's phone numbers: search the inventory of the account it buys from, provision (buy
 // with our webhooks wired, first month charged), import an owned number (byok), list, release
 // (unwired at the provider, rental stopped), and the monthly rental renewal.
-import { parsePhoneNumberFromString } from "libphonenumber-js/max"
+
 import { Context, Effect } from "effect"
+import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { postEntry } from "../billing/ledger.repo.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
-import { balanceOf } from "../billing/wallet.repo.js"
 import { addMonth } from "../billing/subscription.service.js"
+import { balanceOf } from "../billing/wallet.repo.js"
+import { type TenantCountry, toE164 } from "../phones/phone.js"
+import { AppConfig } from "../platform/AppConfig.js"
+import { Clock } from "../platform/Clock.js"
+import { Db, type Sql } from "../platform/Db.js"
 import {
   Conflict,
+  type DomainError,
   GatewayUnavailable,
   InsufficientFunds,
   NotFound,
   ValidationFailed,
-  type DomainError,
 } from "../platform/errors.js"
-import { pageOf, type ListPage } from "../platform/page.cursor.js"
-import { toE164, type TenantCountry } from "../phones/phone.js"
-import { ProviderCallError } from "../providers/http.util.js"
+import { Log } from "../platform/Log.js"
+import { type ListPage, pageOf } from "../platform/page.cursor.js"
+import { iso } from "../platform/time.js"
 import {
-  platformNumberAccount,
-  tenantNumberAccount,
   type NumberAccount,
+  platformNumberAccount,
   type TelcoAccountResolver,
+  tenantNumberAccount,
 } from "../providers/accounts.js"
-import { NumberInventoryError, type AvailableNumber } from "../providers/telephony/numbers.interface.js"
+import { ProviderCallError } from "../providers/http.util.js"
+import { type AvailableNumber, NumberInventoryError } from "../providers/telephony/numbers.interface.js"
 import { makeSimNumbers } from "../providers/telephony/sim.numbers.js"
 import type { TelcoAOptions } from "../providers/telephony/telco-a.numbers.js"
-import { AppConfig } from "../platform/AppConfig.js"
-import { Clock } from "../platform/Clock.js"
-import { Db, type Sql } from "../platform/Db.js"
-import { Log } from "../platform/Log.js"
-import * as repo from "./numbers.repo.js"
 import type { NumberRow } from "./numbers.repo.js"
-import { iso } from "../platform/time.js"
+import * as repo from "./numbers.repo.js"
 
 export const SEARCH_LIMIT_MAX = 50
 /** How many offers provisioning without a number looks through for one nobody holds. */

@@ -1,6 +1,6 @@
 // SQL for the global objection library (migrations/0001). Global rows: no tenant_id.
 import type { Effect } from "effect"
-import { query, type Db } from "../platform/Db.js"
+import { type Db, query } from "../platform/Db.js"
 
 export interface Objection {
   readonly id: number

@@ -1,15 +1,15 @@
 // Tenants' provider credentials for the runtime: the decrypted credential a byok tenant's calls and
 // generations use (validated, tenant in byok mode), as a plain function and as an Effect service.
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../platform/config.js"
 import { AppConfig } from "../platform/AppConfig.js"
+import type { Config } from "../platform/config.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { telcoAccountResolver } from "../providers/accounts.js"
-import { makeCredentialCrypto, type CredentialCrypto } from "./credentials.crypto.js"
+import { type CredentialCrypto, makeCredentialCrypto } from "./credentials.crypto.js"
 import { activeCredentialRow } from "./onboarding.repo.js"
 import type { ProviderId } from "./providers.catalogue.js"
 
-export { makeCredentialCrypto, type CredentialCrypto } from "./credentials.crypto.js"
+export { type CredentialCrypto, makeCredentialCrypto } from "./credentials.crypto.js"
 
 export interface ActiveCredential {
   readonly provider: ProviderId

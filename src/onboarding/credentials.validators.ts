@@ -3,7 +3,7 @@
 // to call (the simulators), the format check the catalogue already made. A base URL from the
 // credential is the tenant's: it goes through the connect-time address guard.
 import { setTimeout as sleep } from "node:timers/promises"
-import { parseRetryAfter, ProviderCallError, type Attempt } from "../providers/http.util.js"
+import { type Attempt, ProviderCallError, parseRetryAfter } from "../providers/http.util.js"
 import { DEFAULT_RESPONSE_LIMIT_BYTES, fetchFailure, outboundFor, providerFetch } from "../providers/outbound.js"
 import type { CheckedCredential, ProviderId } from "./providers.catalogue.js"
 

@@ -2,26 +2,26 @@
 // provider credentials (checked against the catalogue, validated live, stored encrypted, never
 // returned), the completion checklist, and completion itself (reset whenever what it certified changes).
 import { Effect } from "effect"
-import { formatMinor, type Currency } from "../billing/pricing.js"
-import { Conflict, EncryptionUnavailable, NotFound, ValidationFailed } from "../platform/errors.js"
+import { type Currency, formatMinor } from "../billing/pricing.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
+import { Conflict, EncryptionUnavailable, NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { iso } from "../platform/time.js"
 import { credentialCryptoFor } from "./Credentials.js"
 import { maskSecret } from "./credentials.crypto.js"
-import { validateCredential, type ValidationOutcome } from "./credentials.validators.js"
-import * as repo from "./onboarding.repo.js"
+import { type ValidationOutcome, validateCredential } from "./credentials.validators.js"
 import type { CredentialRow, CredentialStatus, Mode, ReadinessFacts } from "./onboarding.repo.js"
+import * as repo from "./onboarding.repo.js"
 import {
+  type CredentialInput,
   checkCredentialInput,
   isProviderId,
   PROVIDERS,
-  type CredentialInput,
   type ProviderId,
 } from "./providers.catalogue.js"
 import { privateUrlReason } from "./public-url.js"
-import { iso } from "../platform/time.js"
 
 export type { Mode } from "./onboarding.repo.js"
 

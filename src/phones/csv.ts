@@ -1,7 +1,7 @@
 // Streaming CSV of phone numbers with a header or without: csv-parse reads the bytes as they
 // arrive; the first record decides which column plays which role (phone, name, reason, …).
 import { pipeline, type Readable } from "node:stream"
-import { CsvError, parse, type InfoRecord, type Options } from "csv-parse"
+import { CsvError, type InfoRecord, type Options, parse } from "csv-parse"
 
 /** Which columns play which role, for one kind of file (audience, DNC import, registry). */
 export interface CsvLayout<R extends string> {

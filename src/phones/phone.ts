@@ -1,6 +1,6 @@
 // Phone numbers as people type them, turned into E.164: the one normaliser behind audience
 // uploads, the DNC list and its check, plus the narrower Indian form the national registry uses.
-import { parsePhoneNumberFromString, validatePhoneNumberLength, type CountryCode } from "libphonenumber-js/max"
+import { type CountryCode, parsePhoneNumberFromString, validatePhoneNumberLength } from "libphonenumber-js/max"
 
 /** The countries a tenant may have (tenants.country); every one is a region libphonenumber knows. */
 export type TenantCountry = "IN" | "US" | "GB" | "AU" | "CA" | "SG" | "AE"

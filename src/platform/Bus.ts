@@ -1,12 +1,12 @@
 // The bus as an Effect service: NATS when NATS_URL is set, otherwise the in-process bus; either
 // way drained when the process's scope closes.
 import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "./AppConfig.js"
 import type { BusClient, BusMsg } from "./bus/bus.js"
-import { StartupError } from "./errors.js"
 import { makeMemoryBus } from "./bus/memory.bus.js"
 import { namespaced } from "./bus/namespaced.bus.js"
 import { connectNatsBus } from "./bus/nats.bus.js"
-import { AppConfig } from "./AppConfig.js"
+import { StartupError } from "./errors.js"
 import { Instance } from "./Instance.js"
 import { Log } from "./Log.js"
 

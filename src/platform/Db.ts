@@ -4,8 +4,8 @@ import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import postgres from "postgres"
-import { StartupError } from "./errors.js"
 import { AppConfig } from "./AppConfig.js"
+import { StartupError } from "./errors.js"
 import { Log } from "./Log.js"
 
 export type Sql = postgres.Sql<{ bigint: number }>

@@ -1,7 +1,7 @@
 // The process logger (pino) as an Effect service. One JSON line per event; request lines carry
 // the request id so a 5xx can be traced from the response header to the log.
 import { Context, Layer } from "effect"
-import { pino, type Logger } from "pino"
+import { type Logger, pino } from "pino"
 import type { Config } from "./config.js"
 
 export class Log extends Context.Tag("parley/Log")<Log, Logger>() {

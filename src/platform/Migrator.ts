@@ -3,8 +3,8 @@
 import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { MIGRATIONS_DIR } from "./paths.js"
 import type { Sql } from "./Db.js"
+import { MIGRATIONS_DIR } from "./paths.js"
 
 export interface MigrationFile {
   readonly version: number

@@ -1,7 +1,7 @@
 // SQL for synthesised opening-line previews (migrations/0004 and 0014, table speech_clips). Clips
 // are public, immutable and addressed by a content hash, so rows carry no tenant_id.
 import { Effect } from "effect"
-import { query, type Db } from "../platform/Db.js"
+import { type Db, query } from "../platform/Db.js"
 
 export interface ClipMeta {
   readonly id: string

@@ -3,18 +3,18 @@
 import { createHash } from "node:crypto"
 import { isIP } from "node:net"
 import { Effect } from "effect"
-import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
-import { hit, HOUR_MS } from "../platform/rate-counters.repo.js"
-import { Speech } from "../providers/Speech.js"
-import {
-  SpeechSynthesisError,
-  type SpeechPriority,
-  type SpeechProvider,
-  type SynthesizedAudio,
-} from "../providers/speech/speech.interface.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
-import { query, type Db } from "../platform/Db.js"
+import { type Db, query } from "../platform/Db.js"
+import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
+import { HOUR_MS, hit } from "../platform/rate-counters.repo.js"
+import { Speech } from "../providers/Speech.js"
+import {
+  type SpeechPriority,
+  type SpeechProvider,
+  SpeechSynthesisError,
+  type SynthesizedAudio,
+} from "../providers/speech/speech.interface.js"
 import { findVoice, type Voice } from "../voices/voices.catalog.js"
 import { findClip, findClipMeta, insertClip, touchClip } from "./previews.repo.js"
 

@@ -4,9 +4,9 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Log } from "../platform/Log.js"
 import { makeHttpMail } from "./mail/http.mail.js"
-import { outboundFor } from "./outbound.js"
 import type { MailProvider, OutgoingMail } from "./mail/mail.interface.js"
 import { makeOutboxMail } from "./mail/outbox.mail.js"
+import { outboundFor } from "./outbound.js"
 
 export class Mail extends Context.Tag("parley/Mail")<Mail, MailProvider>() {}
 

@@ -1,8 +1,8 @@
 // The payment gateways as a service: INR goes to gw_upi and USD to gw_card when their keys are
 // configured. The unsigned stub gateway is opt-in: only with PAYMENTS=stub and no real gateway.
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../platform/config.js"
 import { AppConfig } from "../platform/AppConfig.js"
+import type { Config } from "../platform/config.js"
 import { makeGwCardGateway } from "./payments/gw-card.payments.js"
 import { makeGwUpiGateway } from "./payments/gw-upi.payments.js"
 import type { Currency, PaymentGateway } from "./payments/payments.interface.js"

@@ -2,10 +2,11 @@
 // answers are read up to a size cap, and URLs a tenant supplied connect only to public addresses,
 // checked on the address actually dialled (after DNS), so a name that resolves publicly when the
 // credential is saved and privately later (DNS rebinding) is still refused.
-import { lookup as dnsLookup } from "node:dns/promises"
+
 import type { LookupAddress, LookupOptions } from "node:dns"
+import { lookup as dnsLookup } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
-import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from "undici"
+import { Agent, buildConnector, type Dispatcher, fetch as undiciFetch } from "undici"
 import { describeNetworkError, ProviderCallError } from "./http.util.js"
 
 /** The answer size cap when the caller names none (the PROVIDER_RESPONSE_LIMIT_BYTES default). */

@@ -2,11 +2,11 @@
 // it, and hands them to the PDF writer. The figures are read before the first byte is sent, so a
 // failure is still an HTTP error and not a truncated document.
 import { Effect } from "effect"
-import { ValidationFailed } from "../platform/errors.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
+import { ValidationFailed } from "../platform/errors.js"
 import * as repo from "./reports.repo.js"
-import { parsePeriod, weeklyFigures, type Period, type WeeklyFigures } from "./weekly.figures.js"
+import { type Period, parsePeriod, type WeeklyFigures, weeklyFigures } from "./weekly.figures.js"
 
 /** from/to as sent → the period, or 422 naming the faulty field. */
 export function periodOf(from: string, to: string): Effect.Effect<Period, ValidationFailed> {

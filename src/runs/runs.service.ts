@@ -3,10 +3,10 @@
 // processes are told over the bus (they also find the change on their own if the message is lost).
 import { Effect } from "effect"
 import { ownerEmailVerified } from "../auth/auth.repo.js"
-import { precheck, DEFAULT_PRECHECK_SECONDS } from "../billing/wallet.service.js"
-import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
+import { DEFAULT_PRECHECK_SECONDS, precheck } from "../billing/wallet.service.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
+import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import * as repo from "./runs.repo.js"

@@ -1,21 +1,21 @@
 // Rows of each timeline source as the spec's event shape {at, kind, direction, workflow_id,
 // run_id, summary, payload}, with the sentence a person reads in the summary. Pure functions.
-import { formatMinor, type Currency } from "../billing/pricing.js"
+import { type Currency, formatMinor } from "../billing/pricing.js"
+import { iso } from "../platform/time.js"
 import { encodeCursor } from "./timeline.cursor.js"
 import type {
-  InboundCallRow,
   AccountEventRow,
   ApiKeyEventRow,
   ApprovalRow,
   CallRow,
   DialerRow,
   DncRow,
+  InboundCallRow,
   Ordered,
   TurnSummaryRow,
   UserRow,
   WorkflowRow,
 } from "./timeline.repo.js"
-import { iso } from "../platform/time.js"
 
 export type EventKind =
   | "call"

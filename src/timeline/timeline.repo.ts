@@ -2,10 +2,10 @@
 // DNC entries, dialer decisions for a phone; decisions, API keys, workflows, attestations and the
 // account for a user). Each is tenant-scoped, newest first, cut to the page and to the cursor.
 import type { PendingQuery, Row } from "postgres"
-import type { Sql } from "../platform/Db.js"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { TenantCountry } from "../phones/phone.js"
-import { KEY_SOURCES, SOURCE, type Cursor } from "./timeline.cursor.js"
+import type { Sql } from "../platform/Db.js"
+import { type Cursor, KEY_SOURCES, SOURCE } from "./timeline.cursor.js"
 
 type Fragment = PendingQuery<Row[]>
 

@@ -1,11 +1,11 @@
 // The contact timeline (GET /api/timeline): everything the workspace did with one phone number or
 // one of its users, newest first. Each source is read to the page size and merged here.
 import { Effect } from "effect"
-import { BadRequest, ValidationFailed } from "../platform/errors.js"
 import { toE164 } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
-import { parseBefore, type Cursor } from "./timeline.cursor.js"
+import { BadRequest, ValidationFailed } from "../platform/errors.js"
+import { type Cursor, parseBefore } from "./timeline.cursor.js"
 import * as ev from "./timeline.events.js"
 import * as repo from "./timeline.repo.js"
 

@@ -1,14 +1,14 @@
 // Turn streams for watchers (history, then live, with no gap and no duplicate), the calls in
 // flight, and turns ingested from external orchestrators onto the same bus and table.
 import { Effect } from "effect"
-import { NotFound } from "../platform/errors.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
+import { NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
-import type { StreamSink } from "./turn-hub.js"
-import { turnSubject, type TurnMessage } from "./turn.message.js"
-import * as repo from "./turns.repo.js"
 import { TurnStreams } from "./TurnStreams.js"
+import { type TurnMessage, turnSubject } from "./turn.message.js"
+import type { StreamSink } from "./turn-hub.js"
+import * as repo from "./turns.repo.js"
 
 const HISTORY_PAGE = 500
 export const LIVE_CALLS_MAX = 20

@@ -5,7 +5,7 @@
 import { formatMinor, maxConcessionMinor } from "../billing/pricing.js"
 import type { JsonRequest, LanguageModel } from "../providers/llm/llm.interface.js"
 import { VOICES } from "../voices/voices.catalog.js"
-import { ruleBookJsonSchema, type RuleBookRequest } from "./rulebook.schema.js"
+import { type RuleBookRequest, ruleBookJsonSchema } from "./rulebook.schema.js"
 import { simulateRuleBook } from "./rulebook.sim-writer.js"
 
 /** The library listing in the system message is capped so a large library cannot crowd out the task. */

@@ -2,7 +2,7 @@
 // book must also pass (validateRuleBook), its JSON Schema for structured output, PUT merging, and
 // what a book is written from (RuleBookRequest: rulebook.prompt.ts, rulebook.sim-writer.ts).
 import { z } from "zod"
-import { maxConcessionMinor, type Currency } from "../billing/pricing.js"
+import { type Currency, maxConcessionMinor } from "../billing/pricing.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
 
 export const RULE_BOOK_LANGUAGES = ["en-IN", "en-US", "en-GB", "en-AU", "hi-IN"] as const

@@ -1,7 +1,7 @@
 // The simulator's rule-book writer: turns a campaign prompt into a rule book by plain text rules,
 // deterministically, with no model account. The workflow service hands it to the language model as
 // the offline answer (rulebook.prompt.ts), so the simulator answers with it and a real model ignores it.
-import { formatMinor, maxConcessionMinor, type Currency } from "../billing/pricing.js"
+import { type Currency, formatMinor, maxConcessionMinor } from "../billing/pricing.js"
 import { clip, wordsOf } from "../providers/llm/sim.text.js"
 import { findVoice, VOICES, type Voice } from "../voices/voices.catalog.js"
 import { RULE_BOOK_PLACEHOLDERS, type RuleBookRequest } from "./rulebook.schema.js"

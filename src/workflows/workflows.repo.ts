@@ -1,8 +1,8 @@
 // SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
 // tenant; functions that must share a transaction take its handle.
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
-import type { ListPage } from "../platform/page.cursor.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { ListPage } from "../platform/page.cursor.js"
 import type { RuleBook } from "./rulebook.schema.js"
 import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
 

@@ -3,20 +3,20 @@
 // decided under the workflow's row lock, so they hold against a run starting at the same moment.
 import { Cause, Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
-import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
 import { listObjections } from "../objections/objections.repo.js"
-import { pageOf, type ListPage } from "../platform/page.cursor.js"
+import { Db, type Tx } from "../platform/Db.js"
+import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
+import { Log } from "../platform/Log.js"
+import { type ListPage, pageOf } from "../platform/page.cursor.js"
+import { iso } from "../platform/time.js"
 import { Llm } from "../providers/Llm.js"
 import { LlmCallError } from "../providers/llm/llm.interface.js"
-import { Db, type Tx } from "../platform/Db.js"
-import { Log } from "../platform/Log.js"
 import { findVoice } from "../voices/voices.catalog.js"
 import { generateRuleBook } from "./rulebook.prompt.js"
-import { mergeRuleBook, validateRuleBook, type RuleBook } from "./rulebook.schema.js"
-import { RULE_BOOK_FIELDS, effectiveSchedule, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
-import * as repo from "./workflows.repo.js"
+import { mergeRuleBook, type RuleBook, validateRuleBook } from "./rulebook.schema.js"
+import { effectiveSchedule, RULE_BOOK_FIELDS, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
 import type { TenantContext, WorkflowDetailRow } from "./workflows.repo.js"
-import { iso } from "../platform/time.js"
+import * as repo from "./workflows.repo.js"
 
 /** The workflow as every endpoint shows it. */
 export const workflowView = (w: WorkflowDetailRow) => ({

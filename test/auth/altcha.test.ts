@@ -1,6 +1,6 @@
 // ALTCHA against a migrated database: challenges solved by altcha-lib's own solver (the widget's
 // algorithm) verify once; replayed, tampered, foreign, expired or malformed payloads do not.
-import { createChallenge, solveChallenge, type Challenge } from "altcha-lib"
+import { type Challenge, createChallenge, solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeAltcha } from "../../src/auth/altcha.js"

@@ -2,10 +2,10 @@
 // limit, expiry, rate limit, concurrency, inactive accounts), the hourly guess and send budgets per
 // address and per client IP (also behind a proxy), and ALTCHA on signup, OTP start and resend.
 import { randomBytes } from "node:crypto"
-import { solveChallenge, type Challenge } from "altcha-lib"
+import { type Challenge, solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readOutbox, type OutboxLine } from "../../src/providers/mail/outbox.mail.js"
+import { type OutboxLine, readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 const PASSWORD = "correct horse battery staple"

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { sse, type SseClient } from "../support/sse-client.js"
+import { type SseClient, sse } from "../support/sse-client.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>

@@ -3,12 +3,12 @@
 // nothing and turn autocharge off after three; plus the stub's opt-in, currency checks on every
 // webhook, and the UPI checkout page rendered from the stored intent.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { reserveCall } from "../../src/billing/usage.service.js"
 import { TRIAL_CREDIT_MINOR } from "../../src/billing/pricing.js"
+import { reserveCall } from "../../src/billing/usage.service.js"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { signGeneric } from "../../src/providers/payments/signatures.js"
 import { api, type Session } from "../support/clients.js"
-import { startFakeGateways, type FakeGwCard, type FakeGwUpi } from "../support/fake-gateways.js"
+import { type FakeGwCard, type FakeGwUpi, startFakeGateways } from "../support/fake-gateways.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 const errorOf = async (res: Response) => ({

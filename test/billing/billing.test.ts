@@ -2,11 +2,9 @@
 // payment-intent state table on the stub gateway; the real gateway adapters against local fake
 // gateways that send signed webhooks back; signature failures; exactly-once credit under 50
 // concurrent deliveries; top-up bounds; autocharge; and the usage API the call runtime uses.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
 import { Effect } from "effect"
-import type { AppServices } from "../../src/main/app.layer.js"
-import { releaseCall, reserveCall, settleCall } from "../../src/billing/usage.service.js"
-import { precheck } from "../../src/billing/wallet.service.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Auth } from "../../src/auth/Auth.js"
 import {
   AUTOCHARGE_MAX_MINOR,
@@ -16,9 +14,12 @@ import {
   TRIAL_CREDIT_MINOR,
 } from "../../src/billing/pricing.js"
 import { addMonth, renewDueSubscriptions } from "../../src/billing/subscription.service.js"
+import { releaseCall, reserveCall, settleCall } from "../../src/billing/usage.service.js"
+import { precheck } from "../../src/billing/wallet.service.js"
+import type { AppServices } from "../../src/main/app.layer.js"
 import { signGeneric } from "../../src/providers/payments/signatures.js"
 import { api, type Session } from "../support/clients.js"
-import { startFakeGateways, type FakeGwCard, type FakeGwUpi } from "../support/fake-gateways.js"
+import { type FakeGwCard, type FakeGwUpi, startFakeGateways } from "../support/fake-gateways.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 const errorOf = async (res: Response) => ({

@@ -4,11 +4,11 @@ import { randomUUID } from "node:crypto"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
-  openWallet,
-  postEntry,
   type LedgerEntry,
+  openWallet,
   type PostEntry,
   type PostResult,
+  postEntry,
 } from "../../src/billing/ledger.repo.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { realServices, startTestServer, type TestServer } from "../support/harness.js"

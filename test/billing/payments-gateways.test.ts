@@ -5,11 +5,12 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { makePayments, Payments, PaymentsLive } from "../../src/providers/Payments.js"
 import { makeGwCardGateway } from "../../src/providers/payments/gw-card.payments.js"
 import { makeGwUpiGateway } from "../../src/providers/payments/gw-upi.payments.js"
-import { PaymentGatewayError, type CheckoutRequest } from "../../src/providers/payments/payments.interface.js"
+import { type CheckoutRequest, PaymentGatewayError } from "../../src/providers/payments/payments.interface.js"
 import {
   signGeneric,
   signGwCard,
@@ -19,8 +20,7 @@ import {
   verifyGwUpiSignature,
 } from "../../src/providers/payments/signatures.js"
 import { makeStubGateway } from "../../src/providers/payments/stub.payments.js"
-import { AppConfig } from "../../src/platform/AppConfig.js"
-import { startFakeGwCard, startFakeGwUpi, type FakeGwCard, type FakeGwUpi } from "../support/fake-gateways.js"
+import { type FakeGwCard, type FakeGwUpi, startFakeGwCard, startFakeGwUpi } from "../support/fake-gateways.js"
 
 const NOW = 1_750_000_000
 const body = Buffer.from('{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"id":"cs_1"}}}')

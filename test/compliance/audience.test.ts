@@ -5,7 +5,7 @@
 import { connect } from "node:net"
 import { Readable } from "node:stream"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { parseAudienceCsv, type AudienceRow } from "../../src/audience/audience.parse.js"
+import { type AudienceRow, parseAudienceCsv } from "../../src/audience/audience.parse.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { rawRequest } from "../support/raw-http.js"

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { freshDatabase, spawnServer, startTestServer, type SpawnedServer, type TestServer } from "../support/harness.js"
+import { freshDatabase, type SpawnedServer, spawnServer, startTestServer, type TestServer } from "../support/harness.js"
 import { newProbeState, probeRoutes } from "../support/probes.js"
 import { rawRequest } from "../support/raw-http.js"
 

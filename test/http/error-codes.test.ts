@@ -1,7 +1,7 @@
 // The closed set of error codes: the OpenAPI document lists exactly ERROR_CODES, every error the
 // error map can produce carries one of them, and every declared code is produced by some error.
 import { describe, expect, it } from "vitest"
-import { DATABASE_TIMEOUT, ERROR_CODES, INTERNAL_ERROR, toHttpError, type ErrorCode } from "../../api/error-map.js"
+import { DATABASE_TIMEOUT, ERROR_CODES, type ErrorCode, INTERNAL_ERROR, toHttpError } from "../../api/error-map.js"
 import { openApiDocument } from "../../api/openapi.js"
 import { routeTable } from "../../api/routes/index.js"
 import {
@@ -11,6 +11,7 @@ import {
   BadRequestBody,
   CONFLICT_CODES,
   Conflict,
+  type DomainError,
   EncryptionUnavailable,
   FORBIDDEN_CODES,
   Forbidden,
@@ -26,7 +27,6 @@ import {
   Unauthenticated,
   UnsupportedMediaType,
   ValidationFailed,
-  type DomainError,
 } from "../../src/platform/errors.js"
 
 const message = "m"

@@ -4,9 +4,9 @@
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { newProbeState, probeRoutes, type ProbeState } from "../support/probes.js"
-import { rawRequest } from "../support/raw-http.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { newProbeState, type ProbeState, probeRoutes } from "../support/probes.js"
+import { rawRequest } from "../support/raw-http.js"
 
 const SYSTEM_KEY = "s3cret-system-key-0123456789"
 const state: ProbeState = newProbeState()

@@ -1,11 +1,11 @@
 // The process as an operator meets it: configuration errors stop start-up naming the variable,
 // roles that need shared services say so, SIGTERM drains in-flight work and exits 0.
 import { spawn } from "node:child_process"
-import { createServer, type AddressInfo } from "node:net"
+import { type AddressInfo, createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ConfigError, loadConfig } from "../../src/platform/config.js"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
-import { loadConfig, ConfigError } from "../../src/platform/config.js"
 import { freshDatabase, spawnServer, startTestServer, type TestServer } from "../support/harness.js"
 import { newProbeState, probeRoutes } from "../support/probes.js"
 

@@ -3,20 +3,9 @@
 import { Cause, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import type { Principal } from "../../src/auth/principal.js"
-import {
-  BadRequestBody,
-  NotFound,
-  PayloadTooLarge,
-  Unauthenticated,
-  UnsupportedMediaType,
-  ValidationFailed,
-} from "../../src/platform/errors.js"
 import { DATABASE_TIMEOUT, INTERNAL_ERROR } from "../../api/error-map.js"
-import { json } from "../../api/reply.js"
-import { route, type AnyRoute } from "../../api/route.js"
 import { authenticate, authRequirement, LookupFailed } from "../../api/pipeline/authenticate.js"
-import { bodyLimit, type BodyPlan } from "../../api/pipeline/body-limit.js"
+import { type BodyPlan, bodyLimit } from "../../api/pipeline/body-limit.js"
 import { clientAddress } from "../../api/pipeline/client-address.js"
 import { outcome, requestContext } from "../../api/pipeline/dispatch.js"
 import type { Incoming } from "../../api/pipeline/incoming.js"
@@ -27,6 +16,17 @@ import { requestId } from "../../api/pipeline/request-id.js"
 import { commonHeaders, defectError } from "../../api/pipeline/respond.js"
 import { systemKey } from "../../api/pipeline/system-key.js"
 import { validateBody, validateInput } from "../../api/pipeline/validate.js"
+import { json } from "../../api/reply.js"
+import { type AnyRoute, route } from "../../api/route.js"
+import type { Principal } from "../../src/auth/principal.js"
+import {
+  BadRequestBody,
+  NotFound,
+  PayloadTooLarge,
+  Unauthenticated,
+  UnsupportedMediaType,
+  ValidationFailed,
+} from "../../src/platform/errors.js"
 
 const handler = () => Effect.succeed(json({}))
 const limits = { bodyLimitBytes: 1000, uploadLimitBytes: 50_000 }

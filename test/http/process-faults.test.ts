@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../support/harness.js"
+import { freshDatabase, type SpawnedServer, spawnServer } from "../support/harness.js"
 
 // Loaded into the server process before main.ts: signals that make it misbehave on demand.
 const FAULTS = `

@@ -1,7 +1,7 @@
 // The first public endpoints through the real server: /healthz, /pricing, /voices (with samples
 // that really are MP3), /api/objections and /openapi.json.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startTestServer, realServices, type TestServer } from "../support/harness.js"
+import { realServices, startTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 beforeAll(async () => {

@@ -2,10 +2,10 @@
 // and a table that contradicts itself refused at start-up.
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { json } from "../../api/reply.js"
-import { route, type AnyRoute, type Method } from "../../api/route.js"
-import { Router, RouteTableError } from "../../api/router.js"
 import { parseQuery } from "../../api/pipeline/validate.js"
+import { json } from "../../api/reply.js"
+import { type AnyRoute, type Method, route } from "../../api/route.js"
+import { Router, RouteTableError } from "../../api/router.js"
 
 const r = (method: Method, path: string): AnyRoute =>
   route({ method, path, auth: "public", summary: path, tags: [], handler: () => Effect.succeed(json(path)) })

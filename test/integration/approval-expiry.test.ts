@@ -2,8 +2,8 @@
 // runtime process to own the run restores it, re-arms the timer with what is left, and expires it.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { call, real, sharedDatabase, until, type Json, verifyEmail } from "../support/processes.js"
 import { spawnServer } from "../support/harness.js"
+import { call, type Json, real, sharedDatabase, until, verifyEmail } from "../support/processes.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("approval expiry across a runtime restart (real Postgres and NATS)", () => {

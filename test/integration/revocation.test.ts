@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connectPostgres } from "../../src/platform/Db.js"
-import { freshDatabase, spawnServer, type SpawnedServer } from "../support/harness.js"
-import { sse, type SseClient } from "../support/sse-client.js"
+import { freshDatabase, type SpawnedServer, spawnServer } from "../support/harness.js"
+import { type SseClient, sse } from "../support/sse-client.js"
 
 /** Several api processes only share state through a real Postgres and NATS. */
 const real = Boolean(process.env.DATABASE_URL && process.env.NATS_URL)

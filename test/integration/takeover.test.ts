@@ -3,8 +3,8 @@
 // Postgres, finishes it, dials every target exactly once, and charges every call exactly once.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { call, real, sharedDatabase, until, type Json, verifyEmail } from "../support/processes.js"
-import { spawnServer, type SpawnedServer } from "../support/harness.js"
+import { type SpawnedServer, spawnServer } from "../support/harness.js"
+import { call, type Json, real, sharedDatabase, until, verifyEmail } from "../support/processes.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.
 describe.skipIf(!real)("run takeover across runtime processes (real Postgres and NATS)", () => {

@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
-import { call, real, sharedDatabase, type Json, verifyEmail } from "../support/processes.js"
 import { spawnServer } from "../support/harness.js"
+import { call, type Json, real, sharedDatabase, verifyEmail } from "../support/processes.js"
 import { sse } from "../support/sse-client.js"
 
 // Declared only with a real Postgres and NATS for separate processes to share; skipped otherwise.

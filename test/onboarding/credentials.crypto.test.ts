@@ -3,7 +3,6 @@
 // configuration check, and the masked hint.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { loadConfig } from "../../src/platform/config.js"
 import {
   CredentialDecryptError,
   decodeMasterKey,
@@ -11,6 +10,7 @@ import {
   makeCredentialCrypto,
   maskSecret,
 } from "../../src/onboarding/credentials.crypto.js"
+import { loadConfig } from "../../src/platform/config.js"
 
 const key = randomBytes(32).toString("base64")
 const crypto = makeCredentialCrypto(key)

@@ -1,7 +1,8 @@
 // The mail providers: the outbox simulator's one-line-per-message file (also under concurrency)
 // and the HTTP adapter against a local fake mail API (request shape, retries, refusal, timeout).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+
 import { mkdtemp, readFile, rm } from "node:fs/promises"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

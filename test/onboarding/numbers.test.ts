@@ -19,7 +19,7 @@ import { NumberInventoryError } from "../../src/providers/telephony/numbers.inte
 import { makeSimNumbers } from "../../src/providers/telephony/sim.numbers.js"
 import { makeTelcoANumbers } from "../../src/providers/telephony/telco-a.numbers.js"
 import { api, type Session } from "../support/clients.js"
-import { startFakeTelco, type FakeTelco, type FakeTelcoAccount } from "../support/fake-telco.js"
+import { type FakeTelco, type FakeTelcoAccount, startFakeTelco } from "../support/fake-telco.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 const webhooks = {

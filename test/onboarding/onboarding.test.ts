@@ -5,8 +5,8 @@
 import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   activeCredential,
   Credentials,

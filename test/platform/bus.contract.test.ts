@@ -5,11 +5,11 @@ import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import { afterEach, describe, expect, it } from "vitest"
 import {
-  BusError,
-  DEFAULT_MAX_PAYLOAD,
   type BusClient,
+  BusError,
   type BusErrorCode,
   type BusMsg,
+  DEFAULT_MAX_PAYLOAD,
 } from "../../src/platform/bus/bus.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { connectNatsBus } from "../../src/platform/bus/nats.bus.js"

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, startEmbeddedPostgres, type Sql, withDatabase } from "../../src/platform/Db.js"
-import { migrate, readMigrations, MigrationError } from "../../src/platform/Migrator.js"
+import { connectPostgres, type Sql, startEmbeddedPostgres, withDatabase } from "../../src/platform/Db.js"
+import { MigrationError, migrate, readMigrations } from "../../src/platform/Migrator.js"
 import { spawnServer } from "../support/harness.js"
 
 let url: string

@@ -5,7 +5,7 @@
 import { inflateSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { formatMinor } from "../../src/billing/pricing.js"
-import { parsePeriod, weeklyFigures, type Period } from "../../src/reports/weekly.figures.js"
+import { type Period, parsePeriod, weeklyFigures } from "../../src/reports/weekly.figures.js"
 import { axisScale, pdfMoney, pdfText } from "../../src/reports/weekly.pdf.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"

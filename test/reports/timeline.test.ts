@@ -2,7 +2,7 @@
 // none or several), n limits, the before cursor paging without overlap or loss across events that
 // share a timestamp, newest first, the shape of every kind of event, and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, uniqueEmail, type Session } from "../support/clients.js"
+import { api, FAST_RUNTIME_ENV, type Session, uniqueEmail } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any

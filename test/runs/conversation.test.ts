@@ -3,22 +3,22 @@
 // abort, model failures, turn caps, voicemail, scaled timing and 1,000 concurrent calls.
 import { afterEach, describe, expect, it, vi } from "vitest"
 import {
-  converse,
   type ConversationOptions,
   type ConversationResult,
   type ConversationTurn,
+  converse,
 } from "../../src/calls/conversation.js"
 import type { DecisionStatus, LanguageModel, Proposal, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm, SIM_TURN_CAP, simConcessionMinor, simulateReply } from "../../src/providers/llm/sim.llm.js"
-import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 import { makeSimTelephony } from "../../src/providers/telephony/sim.telephony.js"
 import {
-  TelephonyError,
   type CallLeg,
   type CarrierEvent,
+  TelephonyError,
   type TelephonyProvider,
 } from "../../src/providers/telephony/telephony.interface.js"
-import { validateRuleBook, type LibraryObjection, type RuleBook } from "../../src/workflows/rulebook.schema.js"
+import { type LibraryObjection, type RuleBook, validateRuleBook } from "../../src/workflows/rulebook.schema.js"
+import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 
 const OBJECTIONS: LibraryObjection[] = [
   {

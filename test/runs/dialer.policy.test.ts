@@ -1,12 +1,13 @@
 // The dialer's pure rules: callee time zones from the number, the calling window in every zone
 // (DST change days, days filter, start_at, nextOpenAt against a brute-force scan, never-open
 // windows), the retry table, and decision-log constructors.
-import { describe, expect, it } from "vitest"
+
 import fc from "fast-check"
+import { describe, expect, it } from "vitest"
 import {
-  Decision,
   calleeTimeZones,
   callingWindowCheck,
+  Decision,
   retryDecision,
   type WindowCheck,
   type WindowCheckInput,

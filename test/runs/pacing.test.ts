@@ -1,7 +1,8 @@
 // Pacing pieces of the dialer: token-bucket rates and bursts, all-or-nothing acquisition across
 // several buckets, and slot counters whose caps hold and whose counts never go negative.
-import { describe, expect, it } from "vitest"
+
 import fc from "fast-check"
+import { describe, expect, it } from "vitest"
 import { Pacer, SlotCounter, TokenBucket } from "../../runtime/pacing.js"
 
 /** Tokens a bucket hands out to a caller polling every millisecond over [0, ms]. */

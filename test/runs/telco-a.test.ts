@@ -7,8 +7,8 @@ import { createHmac, randomBytes } from "node:crypto"
 import { createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { fakeOutboundCalls, type FakeCall } from "../support/fake-telco-calls.js"
-import { startFakeTelco, signTelcoA, type FakeTelco, type FakeTelcoAccount } from "../support/fake-telco.js"
+import { type FakeTelco, type FakeTelcoAccount, signTelcoA, startFakeTelco } from "../support/fake-telco.js"
+import { type FakeCall, fakeOutboundCalls } from "../support/fake-telco-calls.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -2,16 +2,16 @@
 // life cycle (say/listen/hangup), deterministic timing scaled by timeScale, scale, and its layers.
 import { Effect, Layer } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { Telephony, TelephonyLive } from "../../src/providers/Telephony.js"
 import { makeSimTelephony, simCalleeFor, simRingMs } from "../../src/providers/telephony/sim.telephony.js"
 import {
-  TelephonyError,
   type CallLeg,
   type CarrierEvent,
+  TelephonyError,
   type TelephonyProvider,
 } from "../../src/providers/telephony/telephony.interface.js"
-import { AppConfig } from "../../src/platform/AppConfig.js"
 
 const TERMINAL = new Set(["BUSY", "NO_ANSWER", "FAILED", "HANGUP"])
 

@@ -1,10 +1,11 @@
 // Runs once before all suites: migrates one template database through the real migrator, so each
 // suite starts from a copy in well under a second (embedded: a copied PGlite directory; real
 // Postgres: CREATE DATABASE ... TEMPLATE). The template is removed at the end.
+
+import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { randomBytes } from "node:crypto"
 import { connectPostgres, startEmbeddedPostgres, withDatabase } from "../../src/platform/Db.js"
 import { migrate } from "../../src/platform/Migrator.js"
 

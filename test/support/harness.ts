@@ -2,7 +2,7 @@
 // the database the server uses), or as a child process speaking only HTTP. Embedded PGlite and the
 // in-process bus by default; real Postgres and NATS when DATABASE_URL / NATS_URL are set. Each
 // server gets its own database (a copy of the migrated template) and its own bus namespace.
-import { spawn, type ChildProcess } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,11 +11,11 @@ import { createInterface } from "node:readline"
 import { Effect } from "effect"
 import { inject } from "vitest"
 import type { AnyRoute } from "../../api/route.js"
-import { loadConfig, type Config } from "../../src/platform/config.js"
-import { serve, type Running } from "../../src/main/serve.js"
+import { type Running, serve } from "../../src/main/serve.js"
+import { type Config, loadConfig } from "../../src/platform/config.js"
 import { connectPostgres, Db, type Sql, withDatabase } from "../../src/platform/Db.js"
-import { makeLogger } from "../../src/platform/Log.js"
 import type { Role } from "../../src/platform/Instance.js"
+import { makeLogger } from "../../src/platform/Log.js"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
 
 type Template = { kind: "pglite"; dataDir: string } | { kind: "postgres"; database: string; url: string }

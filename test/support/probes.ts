@@ -4,7 +4,7 @@ import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import { z } from "zod"
 import { json, stream } from "../../api/reply.js"
-import { route, type AnyRoute } from "../../api/route.js"
+import { type AnyRoute, route } from "../../api/route.js"
 import { Id, QueryBool, QueryInt } from "../../api/schemas.js"
 import { readingUpload } from "../../api/upload.js"
 

@@ -3,8 +3,8 @@
 // condition across processes.
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
+import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { freshDatabase, type SpawnedServer } from "./harness.js"
 
 /** Several processes only share state through a real Postgres and NATS. */

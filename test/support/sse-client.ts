@@ -1,6 +1,6 @@
 // A small server-sent-events client for tests: connects with node:http, parses events as they
 // arrive (id, data, comments), and can stop reading to play a stalled client.
-import { request, type IncomingMessage } from "node:http"
+import { type IncomingMessage, request } from "node:http"
 
 export interface SseEvent {
   readonly id: string | undefined

@@ -6,6 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { makeLlm } from "../../src/providers/accounts.js"
 import { Llm, LlmLive } from "../../src/providers/Llm.js"
@@ -14,14 +15,13 @@ import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
 import { toStrictJsonSchema } from "../../src/providers/llm/openai.schema.js"
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { providerStatus } from "../../src/providers/provider-status.js"
-import { AppConfig } from "../../src/platform/AppConfig.js"
 import { generateRuleBook } from "../../src/workflows/rulebook.prompt.js"
 import {
-  ruleBookJsonSchema,
-  validateRuleBook,
   type LibraryObjection,
   type RuleBook,
   type RuleBookRequest,
+  ruleBookJsonSchema,
+  validateRuleBook,
 } from "../../src/workflows/rulebook.schema.js"
 import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
 

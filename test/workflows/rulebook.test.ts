@@ -4,9 +4,9 @@ import { describe, expect, it } from "vitest"
 import { MAX_CONCESSION_MINOR, maxConcessionMinor } from "../../src/billing/pricing.js"
 import {
   mergeRuleBook,
+  type RuleBook,
   ruleBookJsonSchema,
   validateRuleBook,
-  type RuleBook,
 } from "../../src/workflows/rulebook.schema.js"
 
 const INR = { currency: "INR", planTier: "free" } as const

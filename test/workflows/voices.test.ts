@@ -9,9 +9,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import { makeSimSpeech } from "../../src/providers/speech/sim.speech.js"
 import {
   MAX_SPEECH_TEXT_CHARS,
-  SpeechSynthesisError,
   type SpeechProvider,
   type SpeechRequest,
+  SpeechSynthesisError,
   type SynthesizedAudio,
 } from "../../src/providers/speech/speech.interface.js"
 import { makeVoiceSamples } from "../../src/voices/voice-samples.js"

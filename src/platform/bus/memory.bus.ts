@@ -3,14 +3,14 @@
 
 import { randomBytes } from "node:crypto"
 import {
-  BusError,
-  DEFAULT_MAX_PAYLOAD,
   type BusClient,
+  BusError,
   type BusMsg,
   type BusSubscription,
+  DEFAULT_MAX_PAYLOAD,
+  type GatherOptions,
   type Payload,
   type PublishOptions,
-  type GatherOptions,
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"

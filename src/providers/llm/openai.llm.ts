@@ -1,17 +1,17 @@
 // The adapter for an OpenAI-compatible chat-completions API: each structured request (a rule book,
 // say) and each agent reply are asked for as strict structured output (json_schema), with
 // per-attempt timeouts, bounded retries and typed errors.
-import { parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
-import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
+import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
+import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 import {
   AGENT_OUTCOMES,
-  fillPlaceholders,
-  LlmCallError,
   type AgentBrief,
   type AgentReply,
   type ChatMessage,
+  fillPlaceholders,
   type JsonRequest,
   type LanguageModel,
+  LlmCallError,
   type ProposalAction,
   type ReplyRequest,
 } from "./llm.interface.js"

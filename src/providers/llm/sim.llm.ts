@@ -1,20 +1,21 @@
 // The offline language-model simulator: answers a call's turns from the agent's brief by plain text
 // rules, deterministically, with no model account. A structured request (a rule book, say) it
 // answers with the caller's offline stand-in: what to write is the caller's business.
-import { formatAmount } from "./money.js"
-import { clip, wordsOf } from "./sim.text.js"
+
 import {
-  fillPlaceholders,
-  LlmCallError,
   type AgentBrief,
   type AgentObjectionHandler,
   type AgentOutcome,
   type AgentReply,
+  fillPlaceholders,
   type JsonRequest,
   type LanguageModel,
+  LlmCallError,
   type ProposalAction,
   type ReplyRequest,
 } from "./llm.interface.js"
+import { formatAmount } from "./money.js"
+import { clip, wordsOf } from "./sim.text.js"
 
 /** The handler category a "don't call me again" is answered from. */
 const DO_NOT_CALL_CATEGORY = "do_not_call"

@@ -1,8 +1,9 @@
 // The adapter for a real transactional-mail API (POST {base}/messages, bearer key, JSON in and
 // out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
-import { parseRetryAfter, withRetries, type Attempt } from "../http.util.js"
-import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
+
 import { randomUUID } from "node:crypto"
+import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
+import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
 
 export interface HttpMailOptions {

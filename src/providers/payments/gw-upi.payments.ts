@@ -4,17 +4,17 @@
 import { Buffer } from "node:buffer"
 import {
   assertChargeableAmount,
-  declinedAsFailure,
-  intField,
-  PaymentGatewayError,
-  postToGateway,
-  stringField,
-  trimSlash,
   type CheckoutRequest,
   type CheckoutSession,
+  declinedAsFailure,
+  intField,
   type PaymentGateway,
+  PaymentGatewayError,
+  postToGateway,
   type SavedChargeRequest,
   type SavedChargeResult,
+  stringField,
+  trimSlash,
 } from "./payments.interface.js"
 
 /**

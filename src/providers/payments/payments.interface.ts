@@ -1,6 +1,6 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
+import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
 import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"

@@ -4,12 +4,12 @@
 import { randomBytes } from "node:crypto"
 import {
   assertChargeableAmount,
-  trimSlash,
   type CheckoutRequest,
   type CheckoutSession,
   type PaymentGateway,
   type SavedChargeRequest,
   type SavedChargeResult,
+  trimSlash,
 } from "./payments.interface.js"
 
 export function makeStubGateway(): PaymentGateway {

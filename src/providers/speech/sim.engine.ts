@@ -4,8 +4,8 @@ import { createRequire } from "node:module"
 import { Mp3Encoder } from "@breezystack/lamejs"
 import {
   MAX_SPEECH_TEXT_CHARS,
-  SpeechSynthesisError,
   type SpeechRequest,
+  SpeechSynthesisError,
   type SpeechVoice,
   type SynthesizedAudio,
 } from "./speech.interface.js"

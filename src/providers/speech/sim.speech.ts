@@ -2,14 +2,14 @@
 // small pool of worker threads (sim.worker.ts), since one eSpeak run blocks its thread 200–400 ms.
 import { availableParallelism } from "node:os"
 import { Worker, type WorkerOptions } from "node:worker_threads"
-import { prepareSpeech, type PreparedSpeech } from "./sim.engine.js"
+import { type PreparedSpeech, prepareSpeech } from "./sim.engine.js"
 import type { WorkerJob, WorkerResult } from "./sim.worker.js"
 import {
-  SpeechSynthesisError,
   type SpeechErrorCode,
   type SpeechPriority,
   type SpeechProvider,
   type SpeechRequest,
+  SpeechSynthesisError,
   type SynthesizedAudio,
 } from "./speech.interface.js"
 

@@ -1,8 +1,8 @@
 // A speech-simulator worker thread: runs the blocking eSpeak + MP3 engine one job at a time, so the
 // HTTP event loop never waits on it. Started by sim.speech.ts; speaks only the messages below.
 import { parentPort } from "node:worker_threads"
-import { renderSpeech, type PreparedSpeech } from "./sim.engine.js"
-import { SpeechSynthesisError, type SpeechErrorCode } from "./speech.interface.js"
+import { type PreparedSpeech, renderSpeech } from "./sim.engine.js"
+import { type SpeechErrorCode, SpeechSynthesisError } from "./speech.interface.js"
 
 export interface WorkerJob {
   readonly id: number

@@ -1,11 +1,11 @@
 // The simulator's number inventory: a deterministic stock for any country libphonenumber knows
 // (US +1 <area> 555 01xx, IN +91 98765 501xx, …); buying, taking over and releasing always work.
 import {
+  type CountryCode,
   getCountryCallingCode,
   getExampleNumber,
   isSupportedCountry,
   parsePhoneNumberFromString,
-  type CountryCode,
 } from "libphonenumber-js/max"
 import examples from "libphonenumber-js/mobile/examples"
 import type { AvailableNumber, NumberInventory, NumberSearch } from "./numbers.interface.js"

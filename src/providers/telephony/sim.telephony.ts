@@ -5,10 +5,10 @@
 // the prototype, callee lines from a shared table by index, what the agent said kept only as a
 // few cue bits, and at most one timer at a time (setImmediate when the scaled delay is 0).
 import {
-  TelephonyError,
   type CallLeg,
   type CarrierEvent,
   type DialRequest,
+  TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
 

@@ -2,12 +2,12 @@
 // HTTP Basic account sid and auth token): search, buy with our webhooks, take over, release.
 // telcoARequest is the account-scoped call with timeouts and retries; the calls adapter reuses it.
 import { Buffer } from "node:buffer"
-import { parseRetryAfter, ProviderCallError, withRetries, type Attempt } from "../http.util.js"
-import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
+import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
+import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 import {
-  NumberInventoryError,
   type AvailableNumber,
   type NumberInventory,
+  NumberInventoryError,
   type NumberSearch,
   type NumberWebhooks,
 } from "./numbers.interface.js"

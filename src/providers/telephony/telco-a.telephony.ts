@@ -4,13 +4,13 @@
 // of webhook answers: what the agent says (<Say>), then listen again (<Gather input="speech">) or
 // hang up. Webhooks reach the api process that the provider calls; the channel carries them to
 // the process holding the leg.
-import { ProviderCallError, withRetries, type Attempt } from "../http.util.js"
-import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded, type Outbound } from "../outbound.js"
+import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
+import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 import {
-  TelephonyError,
   type CallLeg,
   type CarrierEvent,
   type DialRequest,
+  TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
 
