@@ -82,8 +82,11 @@ function operation(r: AnyRoute): JsonSchema {
     requestBody = { required: true, content }
   }
 
+  const pathId = r.path
+    .replace(/[{}]/g, "")
+    .replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())
   return {
-    operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
+    operationId: `${r.method.toLowerCase()}${pathId}`,
     summary: r.summary,
     tags: r.tags,
     security: SECURITY[r.auth],
@@ -103,7 +106,8 @@ export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
       title: "Parley voice-campaign API",
       version: "0.3.0",
       description:
-        "Multi-tenant AI voice campaigns. Every path also answers under the /v1 prefix. Errors are {error, code, field?}; " +
+        "Multi-tenant AI voice campaigns. Every path also answers under the /v1 prefix. Errors are {error, code, " +
+        "field?}; " +
         "schema failures are 422 VALIDATION_FAILED with errors[].",
     },
     servers: [{ url: "/" }, { url: "/v1" }],

@@ -374,8 +374,11 @@ export async function benchApprovals(): Promise<void> {
       const t = performance.now()
       await sql`
         insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
-        select * from unnest(${[tenantId]}::bigint[], ${[runId]}::bigint[], ${[0]}::bigint[], ${[null]}::bigint[], ${[1_000_000_000 + i]}::bigint[], ${[i]}::int[],
-          ${["agent"]}::text[], ${["Good news: I can take $20.00 off for you. Shall we go ahead?"]}::text[], ${[new Date().toISOString()]}::timestamptz[])
+        select * from unnest(
+          ${[tenantId]}::bigint[], ${[runId]}::bigint[], ${[0]}::bigint[], ${[null]}::bigint[],
+          ${[1_000_000_000 + i]}::bigint[], ${[i]}::int[],
+          ${["agent"]}::text[], ${["Good news: I can take $20.00 off for you. Shall we go ahead?"]}::text[],
+          ${[new Date().toISOString()]}::timestamptz[])
         on conflict do nothing`
       insert.push(performance.now() - t)
     }
@@ -417,32 +420,82 @@ export async function benchApprovals(): Promise<void> {
   // The part of the runtime → bench stretch that is neither the store nor the bus: the batch's wait.
   const batchWait = split.sink.p50 - insertS.p50 - bareS.p50 / 2
 
-  const md = `## approvals — decision's HTTP response → the agent's resumed line, api and runtime in two processes
-
-Machine: ${machine()}; PostgreSQL ${pg.version} and NATS on the same machine (scratch database, unique BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).
-Two processes, \`src/main/main.ts serve --role api\` and \`--role runtime\` (LOG_LEVEL=info, DB_POOL_MAX 10), SIM_TIME_SCALE ${SCALE}, CALLING_HOURS=any, CPS limits 1000, APPROVAL_HOLD_MS ${env.APPROVAL_HOLD_MS} (calls hold for their decision), the workflow's max_call_seconds 1800. The bench signs up over HTTP, funds the workspace, and runs ${N + WARMUP} callees ending in 7 (each asks for a discount; the agent proposes a concession, says a holding line and waits); all ${N + WARMUP} approvals were pending ${f1(pendingAt)} s after POST run. Then it approves them one at a time, oldest first, over one keep-alive connection (node:http): **t0** = the last byte of the 200 from \`POST /api/approvals/{id}/decide\`; **t1** = the resumed agent turn (the first agent turn of that call from the index after the holding line) arriving at the bench on its own NATS subscription to \`turns.<tenant>.>\`. The next decision follows 0–${GAP_MS} ms after t1. The first ${WARMUP} decisions are not counted; ${got.length} of ${decisions.length} measured decisions got their resumed turn${missing > 0 ? ` (**${missing} did not within 3 s**)` : ""}, ${offers} of them the concession (e.g. "${sample}").
-
-**Decision's HTTP response → agent's resumed line on the bus: p50 ${f2(headline.p50)} ms, p99 ${f2(headline.p99)} ms, max ${f2(headline.max)} ms** (n = ${headline.n}); **${f1(headline.p50 / pingS.p50)}× the runtime's \`rt.ping\` round trip** (p50 ${f2(pingS.p50)} ms) and ${f1(headline.p50 / bareS.p50)}× a bare NATS request/reply (p50 ${f2(bareS.p50)} ms).
-
-| stretch (ms, over ${headline.n} decisions) | p50 | p99 | max | |
-|---|---:|---:|---:|---|
-${row("**t1 − t0: response → resumed line at the bench (NATS)**", headline, "the figure")}
-${row("t1 − request sent: the click → resumed line", split.fromClick)}
-${row("decide request: sent → response (t0)", split.request, "auth, conditional update in Postgres, publish, reply")}
-${row("sent → `rt.approval.decided` at the bench", split.bus, `on the bus before the response arrived in ${split.busBeforeResponse} of ${headline.n}`)}
-${row("runtime: `rt.approval.decided` → resumed line produced (its `at`)", split.runtime, "call actor → conversation → model (sim) → turn; `at` has whole-ms resolution")}
-${row("runtime → bench: line produced → on the bus at the bench", split.sink, "TurnSink: insert (batched only behind one in flight), publish")}
-${row("response → the same line over SSE from the api process", split.sse, `\`GET /api/runs/{id}/turns/stream\` (n = ${split.sse.n})`)}
-${row("SSE after the bench's own NATS copy", split.sseHop, "the api process's fan-out")}
-
-| baseline (ms) | p50 | p99 | max | |
-|---|---:|---:|---:|---|
-${row("bare NATS request/reply: bench → a responder on a second connection in the bench", bareS, `${bareS.n} sequential, half before and half after the decisions`)}
-${row("`rt.ping` request/reply: bench → the runtime process", pingS, `${pingS.n} sequential, likewise`)}
-${row("one-row `unnest` insert into `turns` (as the TurnSink writes it), from the bench", insertS, `${insertS.n} sequential: the store without the wait`)}
-
-Speech is not in the figure: the resumed line takes ${f1(split.speech.p50)} ms to speak at this scale (p50 of words ÷ ${WORDS_PER_SECOND}/s × ${SCALE}), and the callee's next line began ${f1(split.spoken.p50)} ms (p50) after the agent's line's \`at\`, yet the line reached the bench ${f2(split.sink.p50)} ms after its \`at\`: a turn is stored and published while it is being spoken, not after.
-Where the time goes: of the ${f2(split.sink.p50)} ms from the line to the bench (p50), the Postgres insert is ~${f2(insertS.p50)} ms and the bus hop ~${f2(bareS.p50 / 2)} ms, leaving **~${f1(batchWait)} ms** for the TurnSink to start the insert (it stores a turn as soon as no insert is in flight, and batches only what arrives during one) and for the event loop to get to each step: ${f1((100 * batchWait) / headline.p50)}% of the p50.`
+  const md =
+    `## approvals — decision's HTTP response → the agent's resumed line, api and runtime in two processes\n\n` +
+    `Machine: ${machine()}; PostgreSQL ${pg.version} and NATS on the same machine (scratch database, unique ` +
+    `BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ` +
+    `${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).\n` +
+    `Two processes, \`src/main/main.ts serve --role api\` and \`--role runtime\` (LOG_LEVEL=info, DB_POOL_MAX ` +
+    `10), SIM_TIME_SCALE ${SCALE}, CALLING_HOURS=any, CPS limits 1000, APPROVAL_HOLD_MS ` +
+    `${env.APPROVAL_HOLD_MS} (calls hold for their decision), the workflow's max_call_seconds 1800. The bench ` +
+    `signs up over HTTP, funds the workspace, and runs ${N + WARMUP} callees ending in 7 (each asks for a ` +
+    `discount; the agent proposes a concession, says a holding line and waits); all ${N + WARMUP} approvals ` +
+    `were pending ${f1(pendingAt)} s after POST run. Then it approves them one at a time, oldest first, over ` +
+    `one keep-alive connection (node:http): **t0** = the last byte of the 200 from \`POST ` +
+    `/api/approvals/{id}/decide\`; **t1** = the resumed agent turn (the first agent turn of that call from the ` +
+    `index after the holding line) arriving at the bench on its own NATS subscription to \`turns.<tenant>.>\`. ` +
+    `The next decision follows 0–${GAP_MS} ms after t1. The first ${WARMUP} decisions are not counted; ` +
+    `${got.length} of ${decisions.length} measured decisions got their resumed ` +
+    `turn${missing > 0 ? ` (**${missing} did not within 3 s**)` : ""}, ${offers} of them the concession (e.g. ` +
+    `"${sample}").\n\n` +
+    `**Decision's HTTP response → agent's resumed line on the bus: p50 ${f2(headline.p50)} ms, p99 ` +
+    `${f2(headline.p99)} ms, max ${f2(headline.max)} ms** (n = ${headline.n}); ` +
+    `**${f1(headline.p50 / pingS.p50)}× the runtime's \`rt.ping\` round trip** (p50 ${f2(pingS.p50)} ms) and ` +
+    `${f1(headline.p50 / bareS.p50)}× a bare NATS request/reply (p50 ${f2(bareS.p50)} ms).\n\n` +
+    `| stretch (ms, over ${headline.n} decisions) | p50 | p99 | max | |\n` +
+    `|---|---:|---:|---:|---|\n` +
+    `${row("**t1 − t0: response → resumed line at the bench (NATS)**", headline, "the figure")}\n` +
+    `${row("t1 − request sent: the click → resumed line", split.fromClick)}\n` +
+    row("decide request: sent → response (t0)", split.request, "auth, conditional update in Postgres, publish, reply") +
+    `\n` +
+    row(
+      "sent → `rt.approval.decided` at the bench",
+      split.bus,
+      `on the bus before the response arrived in ${split.busBeforeResponse} of ${headline.n}`,
+    ) +
+    `\n` +
+    row(
+      "runtime: `rt.approval.decided` → resumed line produced (its `at`)",
+      split.runtime,
+      "call actor → conversation → model (sim) → turn; `at` has whole-ms resolution",
+    ) +
+    `\n` +
+    row(
+      "runtime → bench: line produced → on the bus at the bench",
+      split.sink,
+      "TurnSink: insert (batched only behind one in flight), publish",
+    ) +
+    `\n` +
+    row(
+      "response → the same line over SSE from the api process",
+      split.sse,
+      `\`GET /api/runs/{id}/turns/stream\` (n = ${split.sse.n})`,
+    ) +
+    `\n${row("SSE after the bench's own NATS copy", split.sseHop, "the api process's fan-out")}\n\n` +
+    `| baseline (ms) | p50 | p99 | max | |\n` +
+    `|---|---:|---:|---:|---|\n` +
+    row(
+      "bare NATS request/reply: bench → a responder on a second connection in the bench",
+      bareS,
+      `${bareS.n} sequential, half before and half after the decisions`,
+    ) +
+    `\n` +
+    `${row("`rt.ping` request/reply: bench → the runtime process", pingS, `${pingS.n} sequential, likewise`)}\n` +
+    row(
+      "one-row `unnest` insert into `turns` (as the TurnSink writes it), from the bench",
+      insertS,
+      `${insertS.n} sequential: the store without the wait`,
+    ) +
+    `\n\nSpeech is not in the figure: the resumed line takes ${f1(split.speech.p50)} ms to speak at this scale ` +
+    `(p50 of words ÷ ${WORDS_PER_SECOND}/s × ${SCALE}), and the callee's next line began ` +
+    `${f1(split.spoken.p50)} ms (p50) after the agent's line's \`at\`, yet the line reached the bench ` +
+    `${f2(split.sink.p50)} ms after its \`at\`: a turn is stored and published while it is being spoken, not ` +
+    `after.\n` +
+    `Where the time goes: of the ${f2(split.sink.p50)} ms from the line to the bench (p50), the Postgres ` +
+    `insert is ~${f2(insertS.p50)} ms and the bus hop ~${f2(bareS.p50 / 2)} ms, leaving **~${f1(batchWait)} ` +
+    `ms** for the TurnSink to start the insert (it stores a turn as soon as no insert is in flight, and ` +
+    `batches only what arrives during one) and for the event loop to get to each step: ` +
+    `${f1((100 * batchWait) / headline.p50)}% of the p50.`
   process.stdout.write(`\n${md}\n`)
   if (problems.length > 0) process.stdout.write(`warnings and errors logged:\n${problems.join("\n")}\n`)
   record("approvals", md)

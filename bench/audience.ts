@@ -102,7 +102,8 @@ async function parseAndNormalise(path: string, expected: Expected): Promise<numb
   const seconds = (performance.now() - t0) / 1000
   if (tally.rows !== ROWS || tally.invalid !== expected.invalid)
     throw new Error(
-      `parser tally ${JSON.stringify({ rows: tally.rows, invalid: tally.invalid })}, expected ${JSON.stringify(expected)}`,
+      `parser tally ${JSON.stringify({ rows: tally.rows, invalid: tally.invalid })}, expected ` +
+        `${JSON.stringify(expected)}`,
     )
   return ROWS / seconds
 }
@@ -171,7 +172,8 @@ async function upload(
     for (const [k, v] of Object.entries(want))
       if (counts[k] !== v)
         throw new Error(
-          `upload counted ${k}=${String(counts[k])}, expected ${v}: ${JSON.stringify({ ...counts, invalid_rows: undefined })}`,
+          `upload counted ${k}=${String(counts[k])}, expected ${v}: ` +
+            `${JSON.stringify({ ...counts, invalid_rows: undefined })}`,
         )
     return {
       seconds,
@@ -192,7 +194,8 @@ export async function benchAudience(): Promise<void> {
   const expected = generate(file, ROWS)
   const bytes = statSync(file).size
   process.stdout.write(
-    `${ROWS} rows, ${(bytes / 2 ** 20).toFixed(1)} MiB: ${expected.unique} distinct valid numbers, ${expected.invalid} invalid, ${expected.duplicates} repeats\n`,
+    `${ROWS} rows, ${(bytes / 2 ** 20).toFixed(1)} MiB: ${expected.unique} distinct valid numbers, ` +
+      `${expected.invalid} invalid, ${expected.duplicates} repeats\n`,
   )
 
   const base = process.env.DATABASE_URL
@@ -261,7 +264,9 @@ export async function benchAudience(): Promise<void> {
       const u = await upload(url, token, await workflow(), file, pid, expected)
       uploads.push(u)
       process.stdout.write(
-        `round ${round + 1}: csv-parse ${Math.round(alone.at(-1)!)} rows/s, parse+normalise ${Math.round(parsed.at(-1)!)} rows/s, endpoint ${Math.round(u.rps)} rows/s (${u.seconds.toFixed(1)} s), server RSS peak ${mib(u.peakRssKiB)}\n`,
+        `round ${round + 1}: csv-parse ${Math.round(alone.at(-1)!)} rows/s, parse+normalise ` +
+          `${Math.round(parsed.at(-1)!)} rows/s, endpoint ${Math.round(u.rps)} rows/s (${u.seconds.toFixed(1)} ` +
+          `s), server RSS peak ${mib(u.peakRssKiB)}\n`,
       )
     }
     // The same upload with a file SCALE times larger: if the server held rows, its peak would grow with them.
@@ -270,7 +275,8 @@ export async function benchAudience(): Promise<void> {
     const big = await upload(url, token, await workflow(), bigFile, pid, bigExpected)
     scaled = { expected: bigExpected, bytes: statSync(bigFile).size, upload: big }
     process.stdout.write(
-      `${ROWS * SCALE} rows: endpoint ${Math.round(big.rps)} rows/s (${big.seconds.toFixed(1)} s), server RSS ${mib(big.rssBeforeKiB)} before, peak ${mib(big.peakRssKiB)}\n`,
+      `${ROWS * SCALE} rows: endpoint ${Math.round(big.rps)} rows/s (${big.seconds.toFixed(1)} s), server ` +
+        `RSS ${mib(big.rssBeforeKiB)} before, peak ${mib(big.peakRssKiB)}\n`,
     )
     serverHwm = memory(pid).hwm
   } finally {
@@ -291,21 +297,45 @@ export async function benchAudience(): Promise<void> {
   // Held rows would make the growth follow the file; allow for the collector's slack.
   const verdict =
     bigGrowth < growth * (SCALE / 2) + 32 * 1024
-      ? `the growth does not follow the file size (the file is parsed as it arrives and staged 1,000 rows at a time; what grows is garbage the collector has not taken back yet).`
-      : `**the growth followed the file size** (${(bigGrowth / Math.max(growth, 1)).toFixed(1)}× for a ${SCALE}× file): something holds rows.`
+      ? `the growth does not follow the file size (the file is parsed as it arrives and staged 1,000 rows at a ` +
+        `time; what grows is garbage the collector has not taken back yet).`
+      : `**the growth followed the file size** (${(bigGrowth / Math.max(growth, 1)).toFixed(1)}× for a ` +
+        `${SCALE}× file): something holds rows.`
   const c = uploads[0]!.counts
-  const md = `## audience — POST /api/workflows/{id}/audience with a ${ROWS.toLocaleString("en")}-row CSV vs csv-parse alone
-
-Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; database: ${real ? "PostgreSQL (DATABASE_URL), scratch database" : "embedded PGlite (the default, one connection, in the server process)"}. The server (\`src/main/main.ts serve\` through tsx, LOG_LEVEL=info) in its own process; the bench uploads from this process with \`fetch\` and a file-backed \`Blob\` (\`fs.openAsBlob\`), so neither side holds the file. The file: ${(bytes / 2 ** 20).toFixed(1)} MiB, header + 5 columns, quoted names with commas and escaped quotes, notes spanning lines, extra columns on 1 row in 40, blank lines; ${expected.invalid} invalid numbers, ${expected.duplicates} repeats written another way, ${expected.unique} distinct valid numbers. Each round attaches it to a new workflow (after a warm-up upload of 2,000 rows); medians of ${ROUNDS} rounds.
-
-| what | rows/s |
-|---|---:|
-| csv-parse alone (same options: bom, trim, relax_column_count, skip_empty_lines), file stream, records counted | ${Math.round(a)} |
-| \`parseAudienceCsv\` without the database (csv-parse + header roles + libphonenumber E.164 on every row) | ${Math.round(p)} |
-| the endpoint: upload, parse, normalise, stage in 1,000-row inserts, merge (DNC, registry, cool-down, dedupe, upsert) in one transaction | ${Math.round(e)} |
-
-**Endpoint / csv-parse alone: ${(e / a).toFixed(2)}×** (${(1 / (e / a)).toFixed(1)}× slower; ${median(uploads.map((u) => u.seconds)).toFixed(1)} s for the file). Answer of the first round: accepted ${c["accepted"]}, rejected_invalid ${c["rejected_invalid"]}, duplicates ${c["duplicates"]}, total_targets ${c["total_targets"]} (checked against the generator).
-Memory (server RSS sampled every 50 ms during each upload, against its value just before): idle ${mib(idle!.rss)} after the warm-up; **at most +${mib(growth)} during the ${(bytes / 2 ** 20).toFixed(1)} MiB uploads, and +${mib(bigGrowth)} during one upload of a ${SCALE}× file** (${(big.expected.rows).toLocaleString("en")} rows, ${(big.bytes / 2 ** 20).toFixed(1)} MiB, ${Math.round(big.upload.rps)} rows/s, ${big.upload.seconds.toFixed(1)} s): ${verdict} The server's VmHWM over its life, start-up included: ${mib(serverHwm)}. This bench process (generator, csv-parse runs, uploader): VmHWM ${mib(self.hwm)}. 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).`
+  const md =
+    `## audience — POST /api/workflows/{id}/audience with a ${ROWS.toLocaleString("en")}-row CSV vs csv-parse ` +
+    `alone\n\n` +
+    `Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; database: ` +
+    (real
+      ? "PostgreSQL (DATABASE_URL), scratch database"
+      : "embedded PGlite (the default, one connection, in the server process)") +
+    `. The server (\`src/main/main.ts serve\` through tsx, LOG_LEVEL=info) in its own process; the bench ` +
+    `uploads from this process with \`fetch\` and a file-backed \`Blob\` (\`fs.openAsBlob\`), so neither side ` +
+    `holds the file. The file: ${(bytes / 2 ** 20).toFixed(1)} MiB, header + 5 columns, quoted names with ` +
+    `commas and escaped quotes, notes spanning lines, extra columns on 1 row in 40, blank lines; ` +
+    `${expected.invalid} invalid numbers, ${expected.duplicates} repeats written another way, ` +
+    `${expected.unique} distinct valid numbers. Each round attaches it to a new workflow (after a warm-up ` +
+    `upload of 2,000 rows); medians of ${ROUNDS} rounds.\n\n` +
+    `| what | rows/s |\n` +
+    `|---|---:|\n` +
+    `| csv-parse alone (same options: bom, trim, relax_column_count, skip_empty_lines), file stream, records ` +
+    `counted | ${Math.round(a)} |\n` +
+    `| \`parseAudienceCsv\` without the database (csv-parse + header roles + libphonenumber E.164 on every ` +
+    `row) | ${Math.round(p)} |\n` +
+    `| the endpoint: upload, parse, normalise, stage in 1,000-row inserts, merge (DNC, registry, cool-down, ` +
+    `dedupe, upsert) in one transaction | ${Math.round(e)} |\n\n` +
+    `**Endpoint / csv-parse alone: ${(e / a).toFixed(2)}×** (${(1 / (e / a)).toFixed(1)}× slower; ` +
+    `${median(uploads.map((u) => u.seconds)).toFixed(1)} s for the file). Answer of the first round: accepted ` +
+    `${c["accepted"]}, rejected_invalid ${c["rejected_invalid"]}, duplicates ${c["duplicates"]}, total_targets ` +
+    `${c["total_targets"]} (checked against the generator).\n` +
+    `Memory (server RSS sampled every 50 ms during each upload, against its value just before): idle ` +
+    `${mib(idle!.rss)} after the warm-up; **at most +${mib(growth)} during the ${(bytes / 2 ** 20).toFixed(1)} ` +
+    `MiB uploads, and +${mib(bigGrowth)} during one upload of a ${SCALE}× file** ` +
+    `(${(big.expected.rows).toLocaleString("en")} rows, ${(big.bytes / 2 ** 20).toFixed(1)} MiB, ` +
+    `${Math.round(big.upload.rps)} rows/s, ${big.upload.seconds.toFixed(1)} s): ${verdict} The server's VmHWM ` +
+    `over its life, start-up included: ${mib(serverHwm)}. This bench process (generator, csv-parse runs, ` +
+    `uploader): VmHWM ${mib(self.hwm)}. 1-minute load average ${loadBefore.toFixed(1)} before and ` +
+    `${loadavg()[0]!.toFixed(1)} after (the machine is shared).`
   process.stdout.write(`\n${md}\n`)
   record("audience", md)
 }

@@ -104,7 +104,8 @@ export async function benchAuth(): Promise<void> {
         if (r.errors > 0 || r.non2xx > 0) throw new Error(`${name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
         results[name].push({ ...r, cpuPerReq })
         process.stdout.write(
-          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`,
+          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ` +
+            `${cpuPerReq.toFixed(1)} µs CPU/req\n`,
         )
       }
     }
@@ -127,16 +128,21 @@ export async function benchAuth(): Promise<void> {
   const cpuOverhead = median(results.keyed.map((r, i) => r.cpuPerReq / results.open[i]!.cpuPerReq - 1))
   const verdict = overhead <= TARGET_OVERHEAD ? "within" : "over"
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`
-  const md = `## auth — one handler behind an API key vs no auth
-
-Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} keep-alive connections (autocannon in the bench process; the server, \`bench/servers/auth-probe.ts\`, in its own process on the embedded defaults, LOG_LEVEL=info with its buffered request line). Both routes share one handler returning a small JSON body; the key is a read-scoped API key created over HTTP. Medians.
-
-| route | req/s | p50 ms | p99 ms | server CPU µs/request |
-|---|---:|---:|---:|---:|
-| GET /bench/open (public) | ${Math.round(o.rps)} | ${o.p50} | ${o.p99} | ${o.cpu.toFixed(1)} |
-| GET /bench/keyed (\`Authorization: Bearer svc_live_…\`, scope read) | ${Math.round(k.rps)} | ${k.p50} | ${k.p99} | ${k.cpu.toFixed(1)} |
-
-**API-key auth costs ${pct(overhead)} of the throughput** (median over rounds of 1 − keyed/open; ratio of the medians above: ${pct(1 - k.rps / o.rps)}), ${verdict} the ${pct(TARGET_OVERHEAD)} target; **${(k.cpu - o.cpu).toFixed(1)} µs more server CPU per request** (+${pct(cpuOverhead)}, paired median).`
+  const md =
+    `## auth — one handler behind an API key vs no auth\n\n` +
+    `Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; ${ROUNDS} alternating rounds of ` +
+    `${SECONDS} s, ${CONNECTIONS} keep-alive connections (autocannon in the bench process; the server, ` +
+    `\`bench/servers/auth-probe.ts\`, in its own process on the embedded defaults, LOG_LEVEL=info with its ` +
+    `buffered request line). Both routes share one handler returning a small JSON body; the key is a ` +
+    `read-scoped API key created over HTTP. Medians.\n\n` +
+    `| route | req/s | p50 ms | p99 ms | server CPU µs/request |\n` +
+    `|---|---:|---:|---:|---:|\n` +
+    `| GET /bench/open (public) | ${Math.round(o.rps)} | ${o.p50} | ${o.p99} | ${o.cpu.toFixed(1)} |\n` +
+    `| GET /bench/keyed (\`Authorization: Bearer svc_live_…\`, scope read) | ${Math.round(k.rps)} | ${k.p50} | ` +
+    `${k.p99} | ${k.cpu.toFixed(1)} |\n\n` +
+    `**API-key auth costs ${pct(overhead)} of the throughput** (median over rounds of 1 − keyed/open; ratio of ` +
+    `the medians above: ${pct(1 - k.rps / o.rps)}), ${verdict} the ${pct(TARGET_OVERHEAD)} target; ` +
+    `**${(k.cpu - o.cpu).toFixed(1)} µs more server CPU per request** (+${pct(cpuOverhead)}, paired median).`
   process.stdout.write(`\n${md}\n`)
   record("auth", md)
 }

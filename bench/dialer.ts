@@ -270,7 +270,8 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       if (now - lastPrint >= 5) {
         lastPrint = now
         process.stdout.write(
-          `  t=${f1(now)} s dialed ${s.dialed} live ${s.live} legs ${s.legs} approvals ${s.approvals} heap ${mib(s.heapUsed)} eld p99 ${f1(s.eldP99)} ms\n`,
+          `  t=${f1(now)} s dialed ${s.dialed} live ${s.live} legs ${s.legs} approvals ${s.approvals} heap ` +
+            `${mib(s.heapUsed)} eld p99 ${f1(s.eldP99)} ms\n`,
         )
       }
       if (s.dialed >= CALLS) {
@@ -384,14 +385,18 @@ export async function benchDialer(): Promise<void> {
   if (natsUrl !== undefined && natsUrl !== "") env.NATS_URL = natsUrl
   for (const k of ["BENCH_DIALER_PROFILE", "BENCH_DIALER_HEAP_SNAPSHOT"]) if (process.env[k]) env[k] = process.env[k]!
   process.stdout.write(
-    `${CALLS} calls, SIM_TIME_SCALE ${SCALE}; database ${real ? redact(env.DATABASE_URL!) : "embedded PGlite (slow: the headline needs DATABASE_URL)"}; bus ${env.NATS_URL ?? "in-process"}\n`,
+    `${CALLS} calls, SIM_TIME_SCALE ${SCALE}; database ` +
+      `${real ? redact(env.DATABASE_URL!) : "embedded PGlite (slow: the headline needs DATABASE_URL)"}; bus ` +
+      `${env.NATS_URL ?? "in-process"}\n`,
   )
   let p: ParleyResult
   let b: BareResult
   try {
     b = await measureBare()
     process.stdout.write(
-      `bare: ${b.actors} actors started in ${f1(b.startMs)} ms; ${kb((b.heapAfter.heapUsed - b.heapBefore.heapUsed) / b.alive)} heap each; eld p99 ${f1(b.eld.p99)} ms\n`,
+      `bare: ${b.actors} actors started in ${f1(b.startMs)} ms; ` +
+        `${kb((b.heapAfter.heapUsed - b.heapBefore.heapUsed) / b.alive)} heap each; eld p99 ${f1(b.eld.p99)} ` +
+        `ms\n`,
     )
     p = await measureParley(env)
   } finally {
@@ -423,7 +428,9 @@ export async function benchDialer(): Promise<void> {
     const rate = (x.dialed - s[from]!.dialed) / ((x.t - s[from]!.t) / 1000)
     maxRate = Math.max(maxRate, rate)
     rows.push(
-      `| ${f1((x.t - t0) / 1000)} | ${x.dialed} | ${Math.round(rate)} | ${x.live} | ${x.legs} | ${x.approvals} | ${mib(x.heapUsed)} | ${f1(Math.max(...span.map((y) => y.eldP99)))} | ${f1(Math.max(...span.map((y) => y.eldMax)))} |`,
+      `| ${f1((x.t - t0) / 1000)} | ${x.dialed} | ${Math.round(rate)} | ${x.live} | ${x.legs} | ` +
+        `${x.approvals} | ${mib(x.heapUsed)} | ${f1(Math.max(...span.map((y) => y.eldP99)))} | ` +
+        `${f1(Math.max(...span.map((y) => y.eldMax)))} |`,
     )
     from = i
   }
@@ -441,40 +448,70 @@ export async function benchDialer(): Promise<void> {
   const pct = (c: Cpu) =>
     `${Math.round(c.host * 100)}% / ${Math.round(c.postgres * 100)}% / ${Math.round(c.nats * 100)}%`
   const db = real
-    ? `PostgreSQL ${pgVersion} on the same machine over TCP loopback (scratch database), ${natsUrl ? "NATS on the same machine" : "the in-process bus"}`
+    ? `PostgreSQL ${pgVersion} on the same machine over TCP loopback (scratch database), ` +
+      `${natsUrl ? "NATS on the same machine" : "the in-process bus"}`
     : "embedded PGlite and the in-process bus (slow; not the headline)"
 
-  const md = `## dialer — one runtime process, ${CALLS} concurrent simulated calls vs ${CALLS} bare XState actors
-
-Machine: ${machine()}; ${db}. Run ${new Date().toISOString().slice(0, 10)}. The measured process is the real \`--role all\` process (\`serve()\` in a child started with \`--expose-gc\`, bench/servers/dialer-host.ts); the bench sets the run up over HTTP as a customer would (signup, stub top-up, workflow, a ${CALLS}-row JSON audience, attestation, \`POST /run\`). The callees' last digits cycle through 3–9: all answer and talk, and 7–9 ask for something and hold for a decision nobody sends. SIM_TIME_SCALE ${SCALE}: every ring, utterance and speech time is ×${SCALE}, so a call makes 1/${SCALE} of the real-time event rate and lasts long enough to overlap the ramp (at 1 the shortest end after ~25 s); ${dialed === atPeak.live ? "no call had ended" : `${dialed - atPeak.live} calls had ended`} by the end of the peak window. CPS limits ${CPS}, concurrency caps ${2 * CALLS}, DB_POOL_MAX ${env.DB_POOL_MAX}, LOG_LEVEL=warn. Live calls: calls rows between \`beginAttempt\` and \`finishAttempt\` (a call actor each); legs: the sim's \`activeLegs\`; heaps: \`heapUsed\` after two forced full collections, before \`POST /run\` and at the peak. The baseline: ${CALLS} actors of a 3-state machine (ring → talk, a delayed self-transition every 1.5–4 s ×${SCALE}, final), no I/O, in a process of their own. 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).
-
-| | Parley runtime | bare XState actors |
-|---|---:|---:|
-| started | ${dialed} calls in ${f1(rampSeconds)} s: **${Math.round(rampRate)} calls/s** (best 5 s: ${Math.round(maxRate)}/s) | ${b.actors} in ${f1(b.startMs)} ms (${Math.round(b.actors / (b.startMs / 1000))}/s) |
-| peak concurrent | **${peakLive} live calls** (${peakLegs} sim legs) | ${b.alive} actors |
-| peak actors | ${peakActors} (${peakLive} call + ${peakApprovals} approval + 1 run; each call actor has 1–2 invoked children besides) | ${b.alive} |
-| heap per live call / actor | **${kb(heapPerCall)}** (+${mib(p.heapPeak.heapUsed - p.heapBefore.heapUsed)} over ${p.heapPeak.live} calls, from ${mib(p.heapBefore.heapUsed)}) | ${kb(heapPerBare)} |
-| RSS per live call / actor | ${kb(rssPerCall)} | ${kb((b.heapAfter.rss - b.heapBefore.rss) / b.alive)} |
-| event-loop delay at the peak (${WINDOW_S} s) p50 / p99 / max | ${f1(p.peakEld.p50)} / **${f1(p.peakEld.p99)}** / ${f1(p.peakEld.max)} ms | ${f1(b.eld.p50)} / ${f1(b.eld.p99)} / ${f1(b.eld.max)} ms |
-| event-loop delay over the ramp p99 / max | ${f1(p.rampEld.p99)} / ${f1(p.rampEld.max)} ms | — |
-| load at the peak | ${Math.round(p.peakTurnsPerS)} transcript turns/s (${f1((p.peakTurnsPerS * 60) / Math.max(1, peakLive))} per call-minute) | ${Math.round(b.transitions / b.windowS)} transitions/s |
-| CPU, Parley / Postgres / NATS (share of one core): ramp; peak | ${pct(p.rampCpu)}; ${pct(p.peakCpu)} | — |
-
-**Overhead: ${(heapPerCall / heapPerBare).toFixed(1)}× the heap of a bare actor per live call; event-loop p99 at the peak ${(p.peakEld.p99 / Math.max(b.eld.p99, 0.001)).toFixed(1)}× the bare actors'.**
-Targets: ${CALLS} concurrent calls on one process ${yes(met.calls)} (peak ${peakLive}); event-loop p99 under ${TARGET_ELD_P99_MS} ms ${yes(met.eld)} (${f1(p.peakEld.p99)} ms at the peak, ${f1(p.rampEld.p99)} ms over the ramp); heap per live call under ${TARGET_HEAP_PER_CALL / 1024} KB ${yes(met.heap)} (${kb(heapPerCall)}).
-Errors logged by the process: ${errorLines.length}${errorLines.length > 0 ? ` (first: \`${errorLines[0]!.slice(0, 200).replace(/`/g, "'")}\`)` : ""}; warnings ${warnLines.length}. Graceful shutdown (\`running.stop()\`, SHUTDOWN_TIMEOUT_MS=1000) with the calls still up: ${p.stop.ok ? `${f1(p.stop.ms / 1000)} s` : `**failed** (${p.stop.why.replace(/`/g, "'")})`}.
-
-From \`POST /run\` to the end of the peak window, every 5 s (eld: the worst 250 ms sample of the stretch; heap without a forced collection):
-
-| t s | dialed | calls/s | live calls | legs | approvals | heap | eld p99 ms | eld max ms |
-|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-${rows.join("\n")}`
+  const md =
+    `## dialer — one runtime process, ${CALLS} concurrent simulated calls vs ${CALLS} bare XState actors\n\n` +
+    `Machine: ${machine()}; ${db}. Run ${new Date().toISOString().slice(0, 10)}. The measured process is the ` +
+    `real \`--role all\` process (\`serve()\` in a child started with \`--expose-gc\`, ` +
+    `bench/servers/dialer-host.ts); the bench sets the run up over HTTP as a customer would (signup, stub ` +
+    `top-up, workflow, a ${CALLS}-row JSON audience, attestation, \`POST /run\`). The callees' last digits ` +
+    `cycle through 3–9: all answer and talk, and 7–9 ask for something and hold for a decision nobody sends. ` +
+    `SIM_TIME_SCALE ${SCALE}: every ring, utterance and speech time is ×${SCALE}, so a call makes 1/${SCALE} ` +
+    `of the real-time event rate and lasts long enough to overlap the ramp (at 1 the shortest end after ~25 ` +
+    `s); ${dialed === atPeak.live ? "no call had ended" : `${dialed - atPeak.live} calls had ended`} by the ` +
+    `end of the peak window. CPS limits ${CPS}, concurrency caps ${2 * CALLS}, DB_POOL_MAX ${env.DB_POOL_MAX}, ` +
+    `LOG_LEVEL=warn. Live calls: calls rows between \`beginAttempt\` and \`finishAttempt\` (a call actor ` +
+    `each); legs: the sim's \`activeLegs\`; heaps: \`heapUsed\` after two forced full collections, before ` +
+    `\`POST /run\` and at the peak. The baseline: ${CALLS} actors of a 3-state machine (ring → talk, a delayed ` +
+    `self-transition every 1.5–4 s ×${SCALE}, final), no I/O, in a process of their own. 1-minute load average ` +
+    `${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).\n\n` +
+    `| | Parley runtime | bare XState actors |\n` +
+    `|---|---:|---:|\n` +
+    `| started | ${dialed} calls in ${f1(rampSeconds)} s: **${Math.round(rampRate)} calls/s** (best 5 s: ` +
+    `${Math.round(maxRate)}/s) | ${b.actors} in ${f1(b.startMs)} ms ` +
+    `(${Math.round(b.actors / (b.startMs / 1000))}/s) |\n` +
+    `| peak concurrent | **${peakLive} live calls** (${peakLegs} sim legs) | ${b.alive} actors |\n` +
+    `| peak actors | ${peakActors} (${peakLive} call + ${peakApprovals} approval + 1 run; each call actor has ` +
+    `1–2 invoked children besides) | ${b.alive} |\n` +
+    `| heap per live call / actor | **${kb(heapPerCall)}** ` +
+    `(+${mib(p.heapPeak.heapUsed - p.heapBefore.heapUsed)} over ${p.heapPeak.live} calls, from ` +
+    `${mib(p.heapBefore.heapUsed)}) | ${kb(heapPerBare)} |\n` +
+    `| RSS per live call / actor | ${kb(rssPerCall)} | ${kb((b.heapAfter.rss - b.heapBefore.rss) / b.alive)} |` +
+    `\n| event-loop delay at the peak (${WINDOW_S} s) p50 / p99 / max | ${f1(p.peakEld.p50)} / ` +
+    `**${f1(p.peakEld.p99)}** / ${f1(p.peakEld.max)} ms | ${f1(b.eld.p50)} / ${f1(b.eld.p99)} / ` +
+    `${f1(b.eld.max)} ms |\n` +
+    `| event-loop delay over the ramp p99 / max | ${f1(p.rampEld.p99)} / ${f1(p.rampEld.max)} ms | — |\n` +
+    `| load at the peak | ${Math.round(p.peakTurnsPerS)} transcript turns/s ` +
+    `(${f1((p.peakTurnsPerS * 60) / Math.max(1, peakLive))} per call-minute) | ` +
+    `${Math.round(b.transitions / b.windowS)} transitions/s |\n` +
+    `| CPU, Parley / Postgres / NATS (share of one core): ramp; peak | ${pct(p.rampCpu)}; ${pct(p.peakCpu)} | ` +
+    `— |\n\n` +
+    `**Overhead: ${(heapPerCall / heapPerBare).toFixed(1)}× the heap of a bare actor per live call; event-loop ` +
+    `p99 at the peak ${(p.peakEld.p99 / Math.max(b.eld.p99, 0.001)).toFixed(1)}× the bare actors'.**\n` +
+    `Targets: ${CALLS} concurrent calls on one process ${yes(met.calls)} (peak ${peakLive}); event-loop p99 ` +
+    `under ${TARGET_ELD_P99_MS} ms ${yes(met.eld)} (${f1(p.peakEld.p99)} ms at the peak, ${f1(p.rampEld.p99)} ` +
+    `ms over the ramp); heap per live call under ${TARGET_HEAP_PER_CALL / 1024} KB ${yes(met.heap)} ` +
+    `(${kb(heapPerCall)}).\n` +
+    `Errors logged by the process: ${errorLines.length}` +
+    (errorLines.length > 0 ? ` (first: \`${errorLines[0]!.slice(0, 200).replace(/`/g, "'")}\`)` : "") +
+    `; warnings ${warnLines.length}. Graceful shutdown (\`running.stop()\`, SHUTDOWN_TIMEOUT_MS=1000) with the ` +
+    `calls still up: ` +
+    `${p.stop.ok ? `${f1(p.stop.ms / 1000)} s` : `**failed** (${p.stop.why.replace(/`/g, "'")})`}.\n\n` +
+    `From \`POST /run\` to the end of the peak window, every 5 s (eld: the worst 250 ms sample of the stretch; ` +
+    `heap without a forced collection):\n\n` +
+    `| t s | dialed | calls/s | live calls | legs | approvals | heap | eld p99 ms | eld max ms |\n` +
+    `|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n` +
+    `${rows.join("\n")}`
   process.stdout.write(`\n${md}\n`)
   if (p.snapshot !== null) process.stdout.write(`\nheap snapshot at the peak: ${p.snapshot}\n`)
   if (errorLines.length > 0) process.stdout.write(`\nerror lines (first 5):\n${errorLines.slice(0, 5).join("\n")}\n`)
   if (!real && process.env.BENCH_DIALER_RECORD_EMBEDDED !== "1") {
     process.stdout.write(
-      "\nembedded run: not recorded in RESULTS.md (set DATABASE_URL and NATS_URL for the headline, or BENCH_DIALER_RECORD_EMBEDDED=1)\n",
+      "\nembedded run: not recorded in RESULTS.md " +
+        "(set DATABASE_URL and NATS_URL for the headline, or BENCH_DIALER_RECORD_EMBEDDED=1)\n",
     )
     return
   }

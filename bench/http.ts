@@ -42,7 +42,8 @@ export async function benchHttp(): Promise<void> {
         if (r.errors > 0 || r.non2xx > 0) throw new Error(`${name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
         results[name].push({ ...r, cpuPerReq })
         process.stdout.write(
-          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${cpuPerReq.toFixed(1)} µs CPU/req\n`,
+          `round ${round + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ` +
+            `${cpuPerReq.toFixed(1)} µs CPU/req\n`,
         )
       }
     }
@@ -59,18 +60,19 @@ export async function benchHttp(): Promise<void> {
   const b = summary(results.bare)
   const f = summary(results.full)
   const ratio = f.rps / b.rps
-  const md = `## http — GET /pricing, full stack vs bare uWebSockets.js
-
-Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} keep-alive connections (autocannon in the bench process, each server in its own process; the two share 2 cores). Medians.
-
-| server | req/s | p50 ms | p99 ms | server CPU µs/request |
-|---|---:|---:|---:|---:|
-| bare uWS, same bytes | ${Math.round(b.rps)} | ${b.p50} | ${b.p99} | ${b.cpu.toFixed(1)} |
-| Parley full stack (LOG_LEVEL=info) | ${Math.round(f.rps)} | ${f.p50} | ${f.p99} | ${f.cpu.toFixed(1)} |
-
-**Full stack / bare: ${(ratio * 100).toFixed(0)}% of the throughput** (${ratio.toFixed(2)}×); **${(f.cpu / b.cpu).toFixed(1)}× the server CPU per request**.
-Throughput swings by a third between rounds on this shared machine, and autocannon shares the two cores
-with the server, so the CPU-per-request ratio is the steadier figure.`
+  const md =
+    `## http — GET /pricing, full stack vs bare uWebSockets.js\n\n` +
+    `Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; ${ROUNDS} alternating rounds of ` +
+    `${SECONDS} s, ${CONNECTIONS} keep-alive connections (autocannon in the bench process, each server in its ` +
+    `own process; the two share 2 cores). Medians.\n\n` +
+    `| server | req/s | p50 ms | p99 ms | server CPU µs/request |\n` +
+    `|---|---:|---:|---:|---:|\n` +
+    `| bare uWS, same bytes | ${Math.round(b.rps)} | ${b.p50} | ${b.p99} | ${b.cpu.toFixed(1)} |\n` +
+    `| Parley full stack (LOG_LEVEL=info) | ${Math.round(f.rps)} | ${f.p50} | ${f.p99} | ${f.cpu.toFixed(1)} |` +
+    `\n\n**Full stack / bare: ${(ratio * 100).toFixed(0)}% of the throughput** (${ratio.toFixed(2)}×); ` +
+    `**${(f.cpu / b.cpu).toFixed(1)}× the server CPU per request**.\n` +
+    `Throughput swings by a third between rounds on this shared machine, and autocannon shares the two cores\n` +
+    `with the server, so the CPU-per-request ratio is the steadier figure.`
   process.stdout.write(`\n${md}\n`)
   record("http", md)
 }

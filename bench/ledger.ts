@@ -77,7 +77,8 @@ export async function benchLedger(): Promise<void> {
   const base = process.env.DATABASE_URL
   if (base === undefined || base === "") {
     process.stdout.write(
-      "bench ledger needs real PostgreSQL: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/parley_dev); skipped.\n",
+      "bench ledger needs real PostgreSQL: " +
+        "set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/parley_dev); skipped.\n",
     )
     return
   }
@@ -130,7 +131,8 @@ export async function benchLedger(): Promise<void> {
         phases[v].push(p)
         const sorted = [...p.latencies].sort((a, b) => a - b)
         process.stdout.write(
-          `round ${round + 1} ${v}: ${Math.round(p.ops / p.seconds)} debits/s, p50 ${quantile(sorted, 0.5).toFixed(2)} ms, p99 ${quantile(sorted, 0.99).toFixed(2)} ms\n`,
+          `round ${round + 1} ${v}: ${Math.round(p.ops / p.seconds)} debits/s, p50 ` +
+            `${quantile(sorted, 0.5).toFixed(2)} ms, p99 ${quantile(sorted, 0.99).toFixed(2)} ms\n`,
         )
       }
     }
@@ -156,19 +158,27 @@ export async function benchLedger(): Promise<void> {
     const s = { bare: summary(phases.bare), tx: summary(phases.tx), ledger: summary(phases.ledger) }
     const row = (v: Variant) =>
       `| ${LABEL[v]} | ${Math.round(s[v].rate)} | ${s[v].p50.toFixed(2)} | ${s[v].p99.toFixed(2)} | ${s[v].ops} |`
-    const md = `## ledger — postEntry debits on one hot wallet vs a bare balance update
-
-Machine: ${machine()}; PostgreSQL ${server.version} on the same machine over TCP loopback (synchronous_commit=${server.sync}). Run ${new Date().toISOString().slice(0, 10)}; scratch database, ${WRITERS} writers on a pool of ${WRITERS} connections, each looping one debit of 1 minor unit after the last, all on one wallet; ${ROUNDS} rounds of ${SECONDS} s per variant in alternating order after a ${WARMUP_SECONDS} s warm-up. Throughput over all rounds, latency percentiles over every debit. 1-minute load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared).
-
-| variant | debits/s | p50 ms | p99 ms | debits |
-|---|---:|---:|---:|---:|
-${row("bare")}
-${row("tx")}
-${row("ledger")}
-
-**Ledger / bare update: ${((s.ledger.rate / s.bare.rate) * 100).toFixed(0)}% of the throughput** (${(s.ledger.rate / s.bare.rate).toFixed(2)}×; ${(s.ledger.rate / s.tx.rate).toFixed(2)}× the update in a transaction).
-Verified after the run: the hot wallet's balance equals the start plus the sum of its ${ledgerDebits} debit entries (one entry per debit), and the baseline wallet lost no update.
-One wallet serialises every writer on its row lock, so this is the ceiling for a single tenant's debits; the lock is held across the transaction's round trips (four statements and COMMIT for a post).`
+    const md =
+      `## ledger — postEntry debits on one hot wallet vs a bare balance update\n\n` +
+      `Machine: ${machine()}; PostgreSQL ${server.version} on the same machine over TCP loopback ` +
+      `(synchronous_commit=${server.sync}). Run ${new Date().toISOString().slice(0, 10)}; scratch database, ` +
+      `${WRITERS} writers on a pool of ${WRITERS} connections, each looping one debit of 1 minor unit after ` +
+      `the last, all on one wallet; ${ROUNDS} rounds of ${SECONDS} s per variant in alternating order after a ` +
+      `${WARMUP_SECONDS} s warm-up. Throughput over all rounds, latency percentiles over every debit. 1-minute ` +
+      `load average ${loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is ` +
+      `shared).\n\n` +
+      `| variant | debits/s | p50 ms | p99 ms | debits |\n` +
+      `|---|---:|---:|---:|---:|\n` +
+      `${row("bare")}\n` +
+      `${row("tx")}\n` +
+      `${row("ledger")}\n\n` +
+      `**Ledger / bare update: ${((s.ledger.rate / s.bare.rate) * 100).toFixed(0)}% of the throughput** ` +
+      `(${(s.ledger.rate / s.bare.rate).toFixed(2)}×; ${(s.ledger.rate / s.tx.rate).toFixed(2)}× the update in ` +
+      `a transaction).\n` +
+      `Verified after the run: the hot wallet's balance equals the start plus the sum of its ${ledgerDebits} ` +
+      `debit entries (one entry per debit), and the baseline wallet lost no update.\n` +
+      `One wallet serialises every writer on its row lock, so this is the ceiling for a single tenant's ` +
+      `debits; the lock is held across the transaction's round trips (four statements and COMMIT for a post).`
     process.stdout.write(`\n${md}\n`)
     record("ledger", md)
   } finally {

@@ -85,7 +85,10 @@ export function cpuMicros(pid: number): number {
 
 export function machine(): string {
   const cpu = cpus()
-  return `${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`
+  return (
+    `${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ` +
+    `${process.version}, ${process.platform}/${process.arch}`
+  )
 }
 
 /** Replaces the section between `<!-- bench:NAME -->` markers in bench/RESULTS.md. */

@@ -387,7 +387,16 @@ async function fanout(
     const drops = server.drops.slice(drops0).map((t) => (t - t0) / 1000 - WARMUP_S)
     const rssMax = Math.max(...rssSamples.map((s) => s.rss))
     process.stdout.write(
-      `${name} ${opts.clients}×${opts.rate}/s${opts.stall ? ` (${opts.stall} stalled)` : ""}: delivered ${int(delivered)}/s, complete ${r.complete}/${r.clients} (slowest ${r.minPerClient}/${windowCount}, ${r.gaps} gaps, ${r.dups} dups, ${r.ended} ended), p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms, max ${f1(r.max)} ms; CPU server ${Math.round(serverCpu * 100)}%, clients ${Math.round(clientsCpu * 100)}%; RSS ${mib(rssIdle)} → ${mib(rssConnected)} → max ${mib(rssMax)}; ${drops.length} drops${drops.length > 0 ? ` (${f1(drops[0]!)}–${f1(drops.at(-1)!)} s)` : ""}${stalled ? `; stalled ended ${stalled.ended}/${stalled.stalled}` : ""}${stoppedAtS !== undefined ? `; RSS passed ${mib(RSS_LIMIT)} at ${f1(stoppedAtS)} s, publisher stopped` : ""}\n`,
+      `${name} ${opts.clients}×${opts.rate}/s${opts.stall ? ` (${opts.stall} stalled)` : ""}: delivered ` +
+        `${int(delivered)}/s, complete ${r.complete}/${r.clients} (slowest ${r.minPerClient}/${windowCount}, ` +
+        `${r.gaps} gaps, ${r.dups} dups, ${r.ended} ended), p50 ${f2(r.p50)} ms, p99 ${f2(r.p99)} ms, max ` +
+        `${f1(r.max)} ms; CPU server ${Math.round(serverCpu * 100)}%, clients ` +
+        `${Math.round(clientsCpu * 100)}%; RSS ${mib(rssIdle)} → ${mib(rssConnected)} → max ${mib(rssMax)}; ` +
+        `${drops.length} drops` +
+        (drops.length > 0 ? ` (${f1(drops[0]!)}–${f1(drops.at(-1)!)} s)` : "") +
+        (stalled ? `; stalled ended ${stalled.ended}/${stalled.stalled}` : "") +
+        (stoppedAtS !== undefined ? `; RSS passed ${mib(RSS_LIMIT)} at ${f1(stoppedAtS)} s, publisher stopped` : "") +
+        `\n`,
     )
     return {
       name,
@@ -507,9 +516,8 @@ export async function benchSse(): Promise<void> {
 
     // Each measurement gets a fresh server process, so one that fell behind does not carry its heap into the next.
     const parley = async (): Promise<Server> => {
-      const [run] = await sql<
-        [{ id: number }]
-      >`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${workflows.pop()!}, 'running') returning id`
+      const [run] = await sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status)
+        values (${tenantId}, ${workflows.pop()!}, 'running') returning id`
       const { p, drops } = await startParley()
       return {
         process: p,
@@ -587,7 +595,9 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
     clientsCpu: median(rs.map((x) => x.clientsCpu)),
     complete: rs.map((x) => `${x.report.complete}/${x.report.clients}`).join(", "),
     allDelivered: rs.every((x) => x.report.complete === x.report.clients && x.report.gaps === 0 && x.report.dups === 0),
-    rss: `${mib(median(rs.map((x) => x.rssIdle)))} → ${mib(median(rs.map((x) => x.rssConnected)))} → ${mib(Math.max(...rs.map((x) => x.rssMax)))}`,
+    rss:
+      `${mib(median(rs.map((x) => x.rssIdle)))} → ${mib(median(rs.map((x) => x.rssConnected)))} → ` +
+      `${mib(Math.max(...rs.map((x) => x.rssMax)))}`,
     stopped: rs.filter((x) => x.stoppedAtS !== undefined),
     p99s: rs.map((x) => f1(x.report.p99)).join(", "),
     slowest: Math.min(...rs.map((x) => x.report.minPerClient)),
@@ -600,7 +610,14 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
     const b = summary(runsOf("bare", s.clients, s.rate))
     const p = summary(runsOf("parley", s.clients, s.rate))
     const row = (x: typeof b, label: string) =>
-      `| ${label} | ${s.clients} × ${s.rate}/s | ${int(x.delivered)} | ${x.complete} | ${f2(x.p50)} | ${f2(x.p99)} (${x.p99s}) | ${f1(x.p999)} | ${f1(x.max)} | ${Math.round(x.cpu * 100)}% (${Math.round(x.clientsCpu * 100)}%) | ${x.rss}${x.stopped.length > 0 ? `; **passed ${mib(RSS_LIMIT)}** ${x.stopped.map((y) => `at ${f1(y.stoppedAtS!)} s`).join(", ")}, publisher stopped` : ""} |`
+      `| ${label} | ${s.clients} × ${s.rate}/s | ${int(x.delivered)} | ${x.complete} | ${f2(x.p50)} | ` +
+      `${f2(x.p99)} (${x.p99s}) | ${f1(x.p999)} | ${f1(x.max)} | ${Math.round(x.cpu * 100)}% ` +
+      `(${Math.round(x.clientsCpu * 100)}%) | ${x.rss}` +
+      (x.stopped.length > 0
+        ? `; **passed ${mib(RSS_LIMIT)}** ${x.stopped.map((y) => `at ${f1(y.stoppedAtS!)} s`).join(", ")}, ` +
+          `publisher stopped`
+        : "") +
+      ` |`
     rows.push(row(b, "bare uWS"), row(p, "**Parley**"))
     const p99Ratio = p.p99 / b.p99
     const p99Met = Number.isFinite(p99Ratio) && p99Ratio <= TARGET_P99_RATIO
@@ -609,12 +626,22 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
     const ratio = (x: number, y: number) =>
       Number.isFinite(x / y) ? `${f2(x / y)}×` : "— (nothing arrived in the window)"
     lines.push(
-      `- ${s.clients} × ${s.rate}/s (offered ${int(s.clients * s.rate)} events/s): **Parley delivered ${ratio(p.delivered, b.delivered)} bare's events/s, p50 ${ratio(p.p50, b.p50)}, p99 ${ratio(p.p99, b.p99)}** (target ≤ ${TARGET_P99_RATIO}×: ${p99Met ? "met" : "**not met**"}); every event to every client: ${p.allDelivered ? "met" : `**not met** (the slowest client had ${p.slowest} of ${runsOf("parley", s.clients, s.rate)[0]?.windowCount} within ${TAIL_MS / 1000} s of the window's end)`}.`,
+      `- ${s.clients} × ${s.rate}/s (offered ${int(s.clients * s.rate)} events/s): **Parley delivered ` +
+        `${ratio(p.delivered, b.delivered)} bare's events/s, p50 ${ratio(p.p50, b.p50)}, p99 ` +
+        `${ratio(p.p99, b.p99)}** (target ≤ ${TARGET_P99_RATIO}×: ${p99Met ? "met" : "**not met**"}); every ` +
+        `event to every client: ` +
+        (p.allDelivered
+          ? "met"
+          : `**not met** (the slowest client had ${p.slowest} of ` +
+            `${runsOf("parley", s.clients, s.rate)[0]?.windowCount} within ${TAIL_MS / 1000} s of the window's ` +
+            `end)`) +
+        `.`,
     )
   }
   const yes = (ok: boolean) => (ok ? "met" : "**not met**")
   const stalledLine = (x: FanoutResult) =>
-    `${x.report.complete}/${x.report.clients} reading clients got every event (p50 ${f2(x.report.p50)} ms, p99 ${f2(x.report.p99)} ms, ${int(x.delivered)} events/s)`
+    `${x.report.complete}/${x.report.clients} reading clients got every event (p50 ${f2(x.report.p50)} ms, ` +
+    `p99 ${f2(x.report.p99)} ms, ${int(x.delivered)} events/s)`
   const step = STALL_S > 16 ? 4 : 2
   const times = [-WARMUP_S, ...Array.from({ length: Math.ceil(STALL_S / step) }, (_, i) => i * step)]
   /** The sample at t s (or the last one, for "end"), unless publishing had stopped by then. */
@@ -640,45 +667,94 @@ function writeReport(results: FanoutResult[], env: { loadBefore: number; pgVersi
       (x) => x.name === "bare" && x.stalled !== undefined && x.clients === st.clients && x.rate === st.rate,
     )!
     // Bounded: every stalled client dropped, and the RSS never more than two caps per stalled client
-    // (what uWS holds when the cap is checked, and one turn's flush) plus 160 MiB for the collector above its level with everyone connected.
+    // (what uWS holds when the cap is checked, and one turn's flush) plus 160 MiB for the collector above its
+    // level with everyone connected.
     const bounded =
       ps.stoppedAtS === undefined &&
       ps.drops.length >= st.stalled &&
       ps.rssMax < ps.rssConnected + st.stalled * 2 * 2 ** 20 + 160 * 2 ** 20
     const delivered = ps.report.complete === ps.report.clients && ps.report.gaps === 0 && ps.report.dups === 0
     stallMet.push({ load: `${st.clients} × ${st.rate}/s`, bounded, delivered })
-    stallSections.push(`**${st.clients} clients × ${st.rate}/s, ${st.stalled} of them stalled** (${STALL_S} s window). Server RSS, and the growth of the kernel's TCP buffers (machine-wide, /proc/net/sockstat) since the first turn, from the window's start (warm-up from −${WARMUP_S} s):
-
-| t s | ${times.join(" | ")} | end |
-|---|${times.map(() => "---:").join("|")}|---:|
-| Parley RSS | ${cells(ps, (s) => s.rss).join(" | ")} |
-| Parley run: kernel TCP buffers | ${cells(ps, (s) => s.kernel).join(" | ")} |
-| bare uWS RSS | ${cells(bs, (s) => s.rss).join(" | ")} |
-| bare run: kernel TCP buffers | ${cells(bs, (s) => s.kernel).join(" | ")} |
-
-- Parley: ${stalledLine(ps)}; ${ps.drops.length} "dropping a turn-stream client" warnings${ps.drops.length > 0 ? ` (at ${f1(ps.drops[0]!)}–${f1(ps.drops.at(-1)!)} s)` : ""}; resumed at the end, ${ps.stalled!.ended}/${ps.stalled!.stalled} stalled clients found their response ended.${ps.stoppedAtS !== undefined ? ` **RSS passed ${mib(RSS_LIMIT)} at ${f1(ps.stoppedAtS)} s; publisher stopped.**` : ""} RSS bounded (every stalled client dropped, RSS within 2 MiB per stalled client + 160 MiB of its level with all connected): ${yes(bounded)}; the others complete: ${yes(delivered)}.
-- Bare uWS: ${stalledLine(bs)}; ${bs.stoppedAtS !== undefined ? `**RSS passed ${mib(RSS_LIMIT)} at ${f1(bs.stoppedAtS)} s; publisher stopped**` : `RSS reached ${mib(bs.rssMax)}`}; ${bs.stalled!.ended}/${bs.stalled!.stalled} stalled clients had been ended by the server.`)
+    stallSections.push(
+      `**${st.clients} clients × ${st.rate}/s, ${st.stalled} of them stalled** (${STALL_S} s window). Server ` +
+        `RSS, and the growth of the kernel's TCP buffers (machine-wide, /proc/net/sockstat) since the first ` +
+        `turn, from the window's start (warm-up from −${WARMUP_S} s):\n\n` +
+        `| t s | ${times.join(" | ")} | end |\n` +
+        `|---|${times.map(() => "---:").join("|")}|---:|\n` +
+        `| Parley RSS | ${cells(ps, (s) => s.rss).join(" | ")} |\n` +
+        `| Parley run: kernel TCP buffers | ${cells(ps, (s) => s.kernel).join(" | ")} |\n` +
+        `| bare uWS RSS | ${cells(bs, (s) => s.rss).join(" | ")} |\n` +
+        `| bare run: kernel TCP buffers | ${cells(bs, (s) => s.kernel).join(" | ")} |\n\n` +
+        `- Parley: ${stalledLine(ps)}; ${ps.drops.length} "dropping a turn-stream client" ` +
+        `warnings${ps.drops.length > 0 ? ` (at ${f1(ps.drops[0]!)}–${f1(ps.drops.at(-1)!)} s)` : ""}; resumed at ` +
+        `the end, ${ps.stalled!.ended}/${ps.stalled!.stalled} stalled clients found their response ended.` +
+        (ps.stoppedAtS !== undefined
+          ? ` **RSS passed ${mib(RSS_LIMIT)} at ${f1(ps.stoppedAtS)} s; publisher stopped.**`
+          : "") +
+        ` RSS bounded (every stalled client dropped, RSS within 2 MiB per stalled client + 160 MiB of its level ` +
+        `with all connected): ${yes(bounded)}; the others complete: ${yes(delivered)}.\n` +
+        `- Bare uWS: ${stalledLine(bs)}; ` +
+        (bs.stoppedAtS !== undefined
+          ? `**RSS passed ${mib(RSS_LIMIT)} at ${f1(bs.stoppedAtS)} s; publisher stopped**`
+          : `RSS reached ${mib(bs.rssMax)}`) +
+        `; ${bs.stalled!.ended}/${bs.stalled!.stalled} stalled clients had been ended by the server.`,
+    )
   }
   const eventBytes = Buffer.byteLength(
-    `id: 10000\ndata: ${JSON.stringify({ seq: 10000, run_id: 1, target_id: TARGET_ID, call_id: 7, turn_index: 10000, speaker: "agent", text: `@${nowUs()} ${SENTENCE}`, at: new Date().toISOString() })}\n\n`,
+    `id: 10000\ndata: ` +
+      JSON.stringify({
+        seq: 10000,
+        run_id: 1,
+        target_id: TARGET_ID,
+        call_id: 7,
+        turn_index: 10000,
+        speaker: "agent",
+        text: `@${nowUs()} ${SENTENCE}`,
+        at: new Date().toISOString(),
+      }) +
+      `\n\n`,
   )
 
-  const md = `## sse — turn streams on one api process vs a bare uWebSockets.js fan-out
-
-Machine: ${machine()}; PostgreSQL ${env.pgVersion} and NATS on the same machine (scratch database, unique BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ${env.loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared with other work).
-Parley: \`src/main/main.ts serve --role api\` (LOG_LEVEL=info), the stream \`GET /api/runs/{run_id}/turns/stream\` with a session JWT on a run with no stored history. Baseline: \`bench/servers/sse-bare.ts\`, uWS subscribed to NATS itself, each event-loop turn's events framed once into one buffer written to every client in its own cork${process.env.BARE_FANOUT === "event" ? " (BARE_FANOUT=event: each event written to every client as it arrives)" : ""}; no auth, no per-client state, no backpressure handling. Each measurement starts a fresh server process. One publisher (this process, @nats-io/transport-node) sends the same turns to either, \`{seq, run_id, target_id, call_id, turn_index, speaker, text, at}\` with text \`@<publish µs> \` + a ${SENTENCE.length}-character sentence (${eventBytes} bytes per SSE event), in catch-up bursts every millisecond. Clients: \`bench/servers/sse-clients.ts\` in ${CLIENT_PROCS} processes, raw TCP sockets reading each event's \`id:\` and timestamp (no JSON parse); latency = receipt − publish, both from \`performance.timeOrigin + now()\`. Each measurement: ${WARMUP_S} s warm-up, a ${WINDOW_S} s window whose turns are counted and timed, up to ${TAIL_MS / 1000} s more for its tail; publishing stops if the server's RSS passes ${mib(RSS_LIMIT)}. ${ROUNDS} rounds in alternating order, medians (each round's p99 in brackets). Publisher, NATS, server and clients share the 2 cores.
-
-| server | clients × turns/s | delivered events/s | clients with every event | p50 ms | p99 ms | p99.9 ms | max ms | CPU server (clients) | server RSS idle → connected → max |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---|
-${rows.join("\n")}
-
-${lines.join("\n")}
-
-**A tenth stops reading**: those clients pause their sockets right after the response head, before the first turn; SSE_MAX_BUFFER_BYTES at its 1 MiB default. The first ~4 MB of each stalled stream wait in loopback's socket buffers (135 KB received, the rest unsent as the server's send buffer grows to tcp_wmem's 4 MB), ~15 s at 1,000 turns/s, before anything waits in the server process, so the windows here are ${STALL_S} s.
-
-${stallSections.join("\n\n")}
-
-Targets: every event to every client that keeps up ${yes(allDelivered)}; p99 within ${TARGET_P99_RATIO}× of bare ${yes(allP99)}; with a tenth stalled, ${stallMet.map((m) => `at ${m.load} RSS bounded ${yes(m.bounded)} and the rest complete ${yes(m.delivered)}`).join("; ")}.`
+  const md =
+    `## sse — turn streams on one api process vs a bare uWebSockets.js fan-out\n\n` +
+    `Machine: ${machine()}; PostgreSQL ${env.pgVersion} and NATS on the same machine (scratch database, unique ` +
+    `BUS_NAMESPACE). Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ` +
+    `${env.loadBefore.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after (the machine is shared with ` +
+    `other work).\n` +
+    `Parley: \`src/main/main.ts serve --role api\` (LOG_LEVEL=info), the stream \`GET ` +
+    `/api/runs/{run_id}/turns/stream\` with a session JWT on a run with no stored history. Baseline: ` +
+    `\`bench/servers/sse-bare.ts\`, uWS subscribed to NATS itself, each event-loop turn's events framed once ` +
+    `into one buffer written to every client in its own cork` +
+    (process.env.BARE_FANOUT === "event"
+      ? " (BARE_FANOUT=event: each event written to every client as it arrives)"
+      : "") +
+    `; no auth, no per-client state, no backpressure handling. Each measurement starts a fresh server process. ` +
+    `One publisher (this process, @nats-io/transport-node) sends the same turns to either, \`{seq, run_id, ` +
+    `target_id, call_id, turn_index, speaker, text, at}\` with text \`@<publish µs> \` + a ` +
+    `${SENTENCE.length}-character sentence (${eventBytes} bytes per SSE event), in catch-up bursts every ` +
+    `millisecond. Clients: \`bench/servers/sse-clients.ts\` in ${CLIENT_PROCS} processes, raw TCP sockets ` +
+    `reading each event's \`id:\` and timestamp (no JSON parse); latency = receipt − publish, both from ` +
+    `\`performance.timeOrigin + now()\`. Each measurement: ${WARMUP_S} s warm-up, a ${WINDOW_S} s window whose ` +
+    `turns are counted and timed, up to ${TAIL_MS / 1000} s more for its tail; publishing stops if the ` +
+    `server's RSS passes ${mib(RSS_LIMIT)}. ${ROUNDS} rounds in alternating order, medians (each round's p99 ` +
+    `in brackets). Publisher, NATS, server and clients share the 2 cores.\n\n` +
+    `| server | clients × turns/s | delivered events/s | clients with every event | p50 ms | p99 ms | p99.9 ms ` +
+    `| max ms | CPU server (clients) | server RSS idle → connected → max |\n` +
+    `|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n` +
+    `${rows.join("\n")}\n\n` +
+    `${lines.join("\n")}\n\n` +
+    `**A tenth stops reading**: those clients pause their sockets right after the response head, before the ` +
+    `first turn; SSE_MAX_BUFFER_BYTES at its 1 MiB default. The first ~4 MB of each stalled stream wait in ` +
+    `loopback's socket buffers (135 KB received, the rest unsent as the server's send buffer grows to ` +
+    `tcp_wmem's 4 MB), ~15 s at 1,000 turns/s, before anything waits in the server process, so the windows ` +
+    `here are ${STALL_S} s.\n\n` +
+    `${stallSections.join("\n\n")}\n\n` +
+    `Targets: every event to every client that keeps up ${yes(allDelivered)}; p99 within ${TARGET_P99_RATIO}× ` +
+    `of bare ${yes(allP99)}; with a tenth stalled, ` +
+    stallMet
+      .map((m) => `at ${m.load} RSS bounded ${yes(m.bounded)} and the rest complete ${yes(m.delivered)}`)
+      .join("; ") +
+    `.`
   process.stdout.write(`\n${md}\n`)
   record("sse", md)
 }

@@ -27,6 +27,8 @@ import {
 
 export * from "./call.parts.js"
 
+const SETTLING = "Debiting the connected time and releasing the rest of the reservation"
+
 export const callMachine = setup({
   types: {} as {
     context: CallContext
@@ -35,11 +37,17 @@ export const callMachine = setup({
     output: CallOutput
   },
   actors: {
-    /** Reserve the expected cost. Reject only when funds are insufficient; retry transient errors inside. Idempotent by callId. */
+    /**
+     * Reserve the expected cost. Reject only when funds are insufficient; retry transient errors inside. Idempotent
+     * by callId.
+     */
     reserveFunds: fromPromise<void, ReserveFundsInput>(async () => {
       throw notProvided("reserveFunds")
     }),
-    /** Place the call and relay provider events (TelephonyEvent) with sendBack. Lives only while dialing: its cleanup must NOT hang up. */
+    /**
+     * Place the call and relay provider events (TelephonyEvent) with sendBack. Lives only while dialing: its cleanup
+     * must NOT hang up.
+     */
     placeCall: fromCallback<EventObject, PlaceCallInput>(() => {
       throw notProvided("placeCall")
     }),
@@ -47,7 +55,10 @@ export const callMachine = setup({
     leaveMessage: fromPromise<void, LeaveMessageInput>(async () => {
       throw notProvided("leaveMessage")
     }),
-    /** Run the conversation: sendBack ConversationEvent, receive ConverseInboundEvent. Cleanup stops the agent, not the line. */
+    /**
+     * Run the conversation: sendBack ConversationEvent, receive ConverseInboundEvent. Cleanup stops the agent, not
+     * the line.
+     */
     converse: fromCallback<ConverseInboundEvent, ConverseInput>(() => {
       throw notProvided("converse")
     }),
@@ -55,7 +66,10 @@ export const callMachine = setup({
     hangUp: fromPromise<HangUpOutput, HangUpInput>(async () => {
       throw notProvided("hangUp")
     }),
-    /** Debit connectedSeconds and release the rest of the reservation. Idempotent by callId; a missing reservation is a no-op. */
+    /**
+     * Debit connectedSeconds and release the rest of the reservation. Idempotent by callId; a missing reservation is
+     * a no-op.
+     */
     settle: fromPromise<void, SettleInput>(async () => {
       throw notProvided("settle")
     }),
@@ -121,7 +135,8 @@ export const callMachine = setup({
     },
     dialing: {
       description:
-        "The provider is placing the call. The ring timeout runs from the start of dialing, so a call stuck connecting ends too.",
+        "The provider is placing the call. The ring timeout runs from the start of dialing, so a call stuck " +
+        "connecting ends too.",
       invoke: {
         id: "placeCall",
         src: "placeCall",
@@ -200,7 +215,8 @@ export const callMachine = setup({
     },
     connected: {
       description:
-        "A human answered; the agent converses. Capped at maxCallMs from answer; proposals wait for a human decision for at most approvalHoldMs.",
+        "A human answered; the agent converses. Capped at maxCallMs from answer; proposals wait for a human " +
+        "decision for at most approvalHoldMs.",
       invoke: {
         id: "converse",
         src: "converse",
@@ -331,7 +347,7 @@ export const callMachine = setup({
       },
     },
     settling: {
-      description: `Debiting the connected time and releasing the rest of the reservation; retried ${SETTLE_RETRIES} times.`,
+      description: `${SETTLING}; retried ${SETTLE_RETRIES} times.`,
       entry: [
         assign({
           connectedSeconds: ({ context }) =>

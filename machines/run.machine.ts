@@ -83,9 +83,14 @@ export const runMachine = setup({
     output: RunOutput
   },
   actions: {
-    /** Runtime: write `self.getPersistedSnapshot()` once the current macrostep is over (the actor's snapshot is updated after actions run). */
+    /**
+     * Runtime: write `self.getPersistedSnapshot()` once the current macrostep is over (the actor's snapshot is
+     * updated after actions run).
+     */
     persist: (_, _params: RunRef) => {},
-    /** Runtime: tell the world (bus, runs table, webhooks). May repeat a status after a restore; treat as idempotent. */
+    /**
+     * Runtime: tell the world (bus, runs table, webhooks). May repeat a status after a restore; treat as idempotent.
+     */
     statusChanged: (_, _params: RunStatusChange) => {},
     /** Runtime: start the dialer loop for this run (entry of `running`). */
     startDialing: (_, _params: RunRef) => {},
@@ -133,7 +138,8 @@ export const runMachine = setup({
 }).createMachine({
   id: "run",
   description:
-    "One run of a campaign. Outside status: running while running, pausing or cancelling (calls are still in flight); paused, completed, cancelled, failed as named.",
+    "One run of a campaign. Outside status: running while running, pausing or cancelling (calls are still in " +
+    "flight); paused, completed, cancelled, failed as named.",
   context: ({ input }) => ({
     runId: input.runId,
     tenantId: input.tenantId,

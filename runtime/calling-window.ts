@@ -223,6 +223,8 @@ const neverOpen = (zones: readonly string[], span: string, w: Window): WindowChe
   ok: false,
   reason: "window_never_open",
   nextOpenAt: null,
-  detail: `${span}${w.days === null ? "" : ` on ${[...w.days].join(", ")}`} is never open in all of ${zones.join(", ")} at once`,
+  detail:
+    `${span}${w.days === null ? "" : ` on ${[...w.days].join(", ")}`}` +
+    ` is never open in all of ${zones.join(", ")} at once`,
   zones,
 })

@@ -42,7 +42,8 @@ export const claimRun = async (
     set owner_instance = ${me}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
     from candidate c
     where r.id = c.id
-    returning r.id, r.tenant_id, r.workflow_id, r.status, r.pause_reason, c.owner_instance as previous_owner, r.snapshot, r.machine_version`
+    returning r.id, r.tenant_id, r.workflow_id, r.status, r.pause_reason, c.owner_instance as previous_owner,
+      r.snapshot, r.machine_version`
   return row
 }
 
@@ -57,7 +58,8 @@ export const renewLeases = async (sql: Sql, me: string, runIds: number[], leaseM
 }
 
 export const releaseRun = async (sql: Sql, me: string, runId: number): Promise<void> => {
-  await sql`update runs set owner_instance = null, lease_expires_at = null where id = ${runId} and owner_instance = ${me}`
+  await sql`update runs set owner_instance = null, lease_expires_at = null where id = ${runId}
+    and owner_instance = ${me}`
 }
 
 export interface RunSetup {
@@ -106,9 +108,11 @@ export interface DueTarget {
 export const dueTargets = (sql: Sql, runId: number, limit: number) =>
   sql<DueTarget[]>`
     select t.id, t.target_id, t.phone_e164, t.attempts, a.name,
-           exists (select 1 from dnc_entries d where d.tenant_id = t.tenant_id and d.phone_e164 = t.phone_e164) as on_dnc,
+           exists (select 1 from dnc_entries d where d.tenant_id = t.tenant_id and d.phone_e164 = t.phone_e164)
+             as on_dnc,
            (select n.preference from ncpr_registry n where n.phone_e164 = t.phone_e164) as ncpr_preference,
-           (select c.last_contacted_at from recent_contacts c where c.tenant_id = t.tenant_id and c.phone_e164 = t.phone_e164) as last_contacted_at
+           (select c.last_contacted_at from recent_contacts c where c.tenant_id = t.tenant_id
+             and c.phone_e164 = t.phone_e164) as last_contacted_at
     from run_targets t join audience_targets a on a.id = t.target_id
     where t.run_id = ${runId} and t.status in ('queued', 'waiting') and t.next_attempt_at <= now()
     order by t.next_attempt_at, t.id
@@ -123,7 +127,8 @@ export const pendingTargets = async (sql: Sql, runId: number): Promise<{ pending
 }
 
 export const saveRunSnapshot = (sql: Sql, runId: number, me: string, snapshot: unknown, version: number) =>
-  sql`update runs set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}, updated_at = now() where id = ${runId} and owner_instance = ${me}`
+  sql`update runs set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}, updated_at = now()
+    where id = ${runId} and owner_instance = ${me}`
 
 /** Records the run's end (or pause) as the run actor reaches it; only the owner may. */
 export const setRunStatus = async (
@@ -134,11 +139,13 @@ export const setRunStatus = async (
   reason: string | null,
 ): Promise<void> => {
   if (status === "paused") {
-    await sql`update runs set status = 'paused', pause_reason = coalesce(pause_reason, ${reason}), updated_at = now() where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
+    await sql`update runs set status = 'paused', pause_reason = coalesce(pause_reason, ${reason}), updated_at = now()
+      where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
     return
   }
   await sql`
-    update runs set status = ${status}, end_reason = ${reason}, ended_at = coalesce(ended_at, now()), owner_instance = null, lease_expires_at = null, updated_at = now()
+    update runs set status = ${status}, end_reason = ${reason}, ended_at = coalesce(ended_at, now()),
+      owner_instance = null, lease_expires_at = null, updated_at = now()
     where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
 }
 
@@ -150,6 +157,7 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
       where id = ${runId} and owner_instance = ${me} and status = 'running'
       returning workflow_id`
     if (run)
-      await tx`update workflows set status = 'paused', updated_at = now() where id = ${run.workflow_id} and status = 'live'`
+      await tx`update workflows set status = 'paused', updated_at = now() where id = ${run.workflow_id}
+        and status = 'live'`
   })
 }

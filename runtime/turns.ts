@@ -1,8 +1,7 @@
-// Transcript turns leave a runtime process here: each gets its run-wide `seq`, is stored in
-// Postgres (one insert in flight, later turns batched behind it) and then published on the bus (turns.<tenant>.<run>.<target>). Stored
-// before published: a watcher that subscribes and then reads history cannot miss a turn between
-// the two. Seqs come from blocks reserved in the run's row, so a process that takes a run over
-// never reuses one already sent.
+// Transcript turns leave a runtime process here: each gets its run-wide `seq`, is stored in Postgres (one insert in
+// flight, later turns batched behind it) and then published on the bus (turns.<tenant>.<run>.<target>). Stored before
+// published: a watcher that subscribes and then reads history cannot miss a turn between the two. Seqs come from
+// blocks reserved in the run's row, so a process that takes a run over never reuses one already sent.
 import type { Logger } from "pino"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"

@@ -11,7 +11,8 @@ export default route({
   path: "/api-keys",
   auth: "jwt-only",
   summary:
-    "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create admin keys (403 FORBIDDEN)",
+    "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create " +
+    "admin keys (403 FORBIDDEN)",
   tags: ["api-keys"],
   validationStatus: 400,
   body: {

@@ -43,7 +43,8 @@ export const otpVerify = route({
   path: "/auth/otp/verify",
   auth: "public",
   summary:
-    "Sign in with an emailed code; answers like /auth/login. Wrong guesses are budgeted per address and per IP per hour (429 past it)",
+    "Sign in with an emailed code; answers like /auth/login. Wrong guesses are budgeted per address and per IP per " +
+    "hour (429 past it)",
   tags: ["auth"],
   body: {
     json: z.object({

@@ -28,11 +28,13 @@ export default route({
   responses: {
     201: {
       description:
-        "Created: {tenant, user, verify_email_sent}; verify_email_sent is false when the mail failed or no trusted base URL was known for its link",
+        "Created: {tenant, user, verify_email_sent}; verify_email_sent is false when the mail failed or no trusted " +
+        "base URL was known for its link",
     },
     429: {
       description:
-        "RATE_LIMITED: too many signups from this client IP this hour (SIGNUPS_PER_IP_HOUR); Retry-After says when to try again",
+        "RATE_LIMITED: too many signups from this client IP this hour (SIGNUPS_PER_IP_HOUR); Retry-After says when " +
+        "to try again",
     },
   },
   handler: ({ body, headers, clientIp }) =>

@@ -33,7 +33,8 @@ export const gwUpiCheckout = route({
       if (intent.status !== "pending")
         return page(
           "Payment",
-          `<h1>Wallet top-up</h1><p>This payment is already ${esc(intent.status)}.</p><p><a href="${esc(back(intent.status))}">Continue</a></p>`,
+          `<h1>Wallet top-up</h1><p>This payment is already ${esc(intent.status)}.</p>` +
+            `<p><a href="${esc(back(intent.status))}">Continue</a></p>`,
         )
       const options = {
         key: config.gwUpi.keyId,
@@ -46,9 +47,11 @@ export const gwUpiCheckout = route({
       }
       const script =
         config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
+      const amount = esc(formatMinor(intent.amount_minor, intent.currency))
       return page(
         "Pay with UPI",
-        `<h1>Parley wallet top-up</h1><p>Amount: <strong>${esc(formatMinor(intent.amount_minor, intent.currency))}</strong></p><p class="muted">Order ${esc(intent.external_id)}</p>
+        `<h1>Parley wallet top-up</h1><p>Amount: <strong>${amount}</strong></p>` +
+          `<p class="muted">Order ${esc(intent.external_id)}</p>
 <p id="status">Opening the payment window…</p>
 <p><a href="${esc(back("cancelled"))}">Cancel and go back</a></p>
 ${script}
@@ -58,7 +61,11 @@ ${script}
   function go(status) { location.href = ${scriptJson(back("__S__"))}.replace("__S__", status); }
   // The gateway's checkout script exposes a modal constructor; without it, say so instead of hanging.
   var Modal = window.GwUpiCheckout;
-  if (typeof Modal !== "function") { document.getElementById("status").textContent = "The payment window could not be loaded. Check your connection and reload."; return; }
+  if (typeof Modal !== "function") {
+    document.getElementById("status").textContent =
+      "The payment window could not be loaded. Check your connection and reload.";
+    return;
+  }
   options.handler = function () { go("success"); };
   options.modal = { ondismiss: function () { go("dismissed"); } };
   new Modal(options).open();
@@ -68,10 +75,13 @@ ${script}
     }),
 })
 
+const PENDING_TEXT = "Your payment is being processed; the wallet is credited once the gateway confirms it."
+
 const RETURN_TEXT: Record<string, string> = {
   success:
-    "Thank you. Your payment went through; the wallet is credited as soon as the payment gateway confirms it, usually within a minute.",
-  pending: "Your payment is being processed; the wallet is credited once the gateway confirms it.",
+    "Thank you. Your payment went through; the wallet is credited as soon as the payment gateway confirms it, " +
+    "usually within a minute.",
+  pending: PENDING_TEXT,
   dismissed: "The payment window was closed before paying. Nothing was charged.",
   cancelled: "The payment was cancelled. Nothing was charged.",
 }
@@ -88,7 +98,7 @@ export const billingReturn = route({
     Effect.succeed(
       page(
         "Payment",
-        `<h1>Wallet top-up</h1><p>${esc(RETURN_TEXT[query.status] ?? "Your payment is being processed; the wallet is credited once the gateway confirms it.")}</p>
+        `<h1>Wallet top-up</h1><p>${esc(RETURN_TEXT[query.status] ?? PENDING_TEXT)}</p>
 ${query.order_id ? `<p class="muted">Reference ${esc(query.order_id)}</p>` : ""}
 <p class="muted">Check your balance in the dashboard or with GET /billing/balance.</p>`,
       ),

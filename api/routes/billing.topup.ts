@@ -66,7 +66,8 @@ const autocharge = (method: "PUT" | "POST") =>
     path: "/billing/autocharge",
     auth: "jwt",
     summary:
-      "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 PAYMENT_METHOD_REQUIRED without one)",
+      "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 " +
+      "PAYMENT_METHOD_REQUIRED without one)",
     tags: ["billing"],
     body: { json: AutochargeBody },
     handler: ({ principal, body }) =>

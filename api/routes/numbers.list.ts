@@ -13,7 +13,8 @@ export default route({
   path: "/numbers",
   auth: "jwt",
   summary:
-    "List the workspace's provisioned and imported numbers (status? active or released); limit 1–200 (default 50), cursor = next_cursor of the page before",
+    "List the workspace's provisioned and imported numbers (status? active or released); limit 1–200 (default 50), " +
+    "cursor = next_cursor of the page before",
   tags: ["numbers"],
   query: z.object({
     status: z.enum(["active", "released"], { error: "must be active or released" }).optional(),

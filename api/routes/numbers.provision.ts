@@ -26,7 +26,8 @@ export default route({
   path: "/numbers/provision",
   auth: "jwt",
   summary:
-    "Provision a number (phone_number?, else the first free one for country?/area_code?; workflow_id? answers its inbound calls)",
+    "Provision a number (phone_number?, else the first free one for country?/area_code?; workflow_id? answers its " +
+    "inbound calls)",
   tags: ["numbers"],
   body: {
     json: z

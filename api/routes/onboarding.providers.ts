@@ -13,7 +13,8 @@ export default route({
   path: "/onboarding/providers",
   auth: "public",
   summary:
-    "Provider catalogue: language model, telco_a, telco_b, speech synthesis and recognition, with credential field schemas",
+    "Provider catalogue: language model, telco_a, telco_b, speech synthesis and recognition, with credential field " +
+    "schemas",
   tags: ["onboarding"],
   handler: () =>
     Effect.succeed(bytes("application/json; charset=utf-8", body, 200, { "Cache-Control": "public, max-age=300" })),

@@ -13,7 +13,8 @@ export default route({
   path: "/api/reports/weekly",
   auth: "jwt",
   summary:
-    "Report of a period as a PDF: from and to are inclusive dates (YYYY-MM-DD, UTC), to not before from, at most 366 days",
+    "Report of a period as a PDF: from and to are inclusive dates (YYYY-MM-DD, UTC), to not before from, at most " +
+    "366 days",
   tags: ["reports"],
   query: z.object({
     from: z.string({ error: "is required" }).max(10, "must be a date written YYYY-MM-DD"),

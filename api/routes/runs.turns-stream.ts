@@ -16,7 +16,8 @@ export default route({
   path: "/api/runs/{run_id}/turns/stream",
   auth: "jwt",
   summary:
-    "Stream a run's turns (text/event-stream): history after since_seq, then live; keepalive every 15 s, closed after 30 min idle",
+    "Stream a run's turns (text/event-stream): history after since_seq, then live; keepalive every 15 s, closed " +
+    "after 30 min idle",
   tags: ["runs", "turns"],
   params: z.object({ run_id: Id }),
   query: z.object({ since_seq: QueryInt(-1, MAX_SEQ).optional(), target_id: Id.optional() }),

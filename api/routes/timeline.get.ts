@@ -20,7 +20,8 @@ export default route({
   path: "/api/timeline",
   auth: "jwt",
   summary:
-    "A contact's or user's timeline, newest first: exactly one of phone, user_id, email (none: 400 IDENTIFIER_REQUIRED; several: 400 TOO_MANY_IDENTIFIERS); " +
+    "A contact's or user's timeline, newest first: exactly one of phone, user_id, email (none: 400 " +
+    "IDENTIFIER_REQUIRED; several: 400 TOO_MANY_IDENTIFIERS); " +
     "n 1–500 (default 50); before = a timestamp (strictly older) or the cursor from next_before",
   tags: ["timeline"],
   query: z.object({
@@ -38,7 +39,8 @@ export default route({
   responses: {
     200: {
       description:
-        "{count, events:[{at, kind (call, turns, decision, dnc, dialer, api_key, workflow, consent, account, email), direction, workflow_id, run_id, summary, payload, cursor}], next_before}",
+        "{count, events:[{at, kind (call, turns, decision, dnc, dialer, api_key, workflow, consent, account, " +
+        "email), direction, workflow_id, run_id, summary, payload, cursor}], next_before}",
     },
   },
   handler: ({ principal, query }) =>

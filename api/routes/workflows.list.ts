@@ -14,7 +14,8 @@ export default route({
   path: "/api/workflows",
   auth: "jwt",
   summary:
-    "List workflows (soft-deleted ones only with include_archived=true); limit 1–200 (default 50), cursor = next_cursor of the page before",
+    "List workflows (soft-deleted ones only with include_archived=true); limit 1–200 (default 50), cursor = " +
+    "next_cursor of the page before",
   tags: ["workflows"],
   query: z.object({
     status: z.enum(WORKFLOW_STATUSES, { error: `must be one of ${WORKFLOW_STATUSES.join(", ")}` }).optional(),
@@ -25,7 +26,9 @@ export default route({
   responses: {
     200: {
       description:
-        "{tenant_id, workflows:[{id,name,status,persona,schedule_kind,rule_book_id,updated_at,created_at,archived_at}], next_cursor (null on the last page)}",
+        "{tenant_id, " +
+        "workflows:[{id,name,status,persona,schedule_kind,rule_book_id,updated_at,created_at,archived_at}], " +
+        "next_cursor (null on the last page)}",
     },
   },
   handler: ({ principal, query }) =>

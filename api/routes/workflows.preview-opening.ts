@@ -68,7 +68,8 @@ export const previewOpeningCreate = route({
     },
     429: {
       description:
-        "RATE_LIMITED with Retry-After: the hourly budget is spent (anonymous callers: PREVIEWS_ANON_PER_IP_HOUR per address; signed-in: 600 per workspace), or synthesis is busy",
+        "RATE_LIMITED with Retry-After: the hourly budget is spent (anonymous callers: PREVIEWS_ANON_PER_IP_HOUR " +
+        "per address; signed-in: 600 per workspace), or synthesis is busy",
     },
   },
   handler: ({ body, headers, method, clientIp }) =>

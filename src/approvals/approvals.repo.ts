@@ -88,7 +88,8 @@ export const decide = async (
   (await sql.begin(async (tx) => {
     const [row] = await tx<[ApprovalRow?]>`
       update approvals
-      set status = ${d.status}, decided_at = now(), decided_by = ${d.userId}, decided_by_api_key_id = ${d.apiKeyId}, note = ${d.note}
+      set status = ${d.status}, decided_at = now(), decided_by = ${d.userId}, decided_by_api_key_id = ${d.apiKeyId},
+        note = ${d.note}
       where id = ${d.approvalId} and tenant_id = ${d.tenantId} and status = 'pending' and expires_at > now()
       returning ${columns(tx)}`
     if (!row) {
@@ -115,7 +116,8 @@ export const decide = async (
 export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
   (await sql.begin(async (tx) => {
     const [t] = await tx<[{ id: number }?]>`
-      update run_targets set status = 'waiting', next_attempt_at = ${at}, outcome = 'callback_scheduled', updated_at = now()
+      update run_targets set status = 'waiting', next_attempt_at = ${at}, outcome = 'callback_scheduled',
+        updated_at = now()
       where id = ${runTargetId} and run_id = ${runId} and status = 'done'
       returning id`
     if (!t) return false
@@ -146,15 +148,18 @@ export const insertApproval = async (
   a: NewApproval,
 ): Promise<{ id: number; expires_at: Date; created_at: Date }> => {
   const [row] = await sql<[{ id: number; expires_at: Date; created_at: Date }]>`
-    insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context, expires_at)
-    values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor}, ${a.currency}, ${a.rationale},
+    insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action,
+      proposed_value_minor, currency, rationale, context, expires_at)
+    values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor},
+      ${a.currency}, ${a.rationale},
             ${sql.json(a.context as never)}, now() + ${a.ttlMs} * interval '1 millisecond')
     returning id, expires_at, created_at`
   return row
 }
 
 export const saveApprovalSnapshot = (sql: Sql, approvalId: number, snapshot: unknown, version: number) =>
-  sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version} where id = ${approvalId}`
+  sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}
+    where id = ${approvalId}`
 
 /** Expiry is decided in Postgres: only a still-pending approval expires. */
 export const expireApproval = (sql: Sql, approvalId: number) =>

@@ -72,7 +72,8 @@ export async function stage(sql: Sql, uploadId: number, rows: ReadonlyArray<Audi
 /** A failed attach: its staging rows go, and the upload is recorded as failed. */
 export async function discard(sql: Sql, uploadId: number, now: Date): Promise<void> {
   await sql`delete from audience_staging where upload_id = ${uploadId}`
-  await sql`update audience_uploads set status = 'failed', finished_at = ${now} where id = ${uploadId} and status = 'receiving'`
+  await sql`update audience_uploads set status = 'failed', finished_at = ${now} where id = ${uploadId}
+    and status = 'receiving'`
 }
 
 export interface MergeCounts {
@@ -140,7 +141,8 @@ export async function merge(
       ), verdicts as (
         select f.line_no, f.phone_e164, f.name, f.fields,
           case
-            when exists (select 1 from dnc_entries d where d.tenant_id = ${m.tenantId} and d.phone_e164 = f.phone_e164) then 'dnc'
+            when exists (select 1 from dnc_entries d where d.tenant_id = ${m.tenantId}
+              and d.phone_e164 = f.phone_e164) then 'dnc'
             when f.phone_e164 like '+91%' and exists (
               select 1 from ncpr_registry n
               where n.phone_e164 = f.phone_e164
@@ -148,12 +150,14 @@ export async function merge(
                      or not (${wf.ncpr_category}::text = any (string_to_array(n.preference, ','))))) then 'ncpr'
             when exists (
               select 1 from recent_contacts r
-              where r.tenant_id = ${m.tenantId} and r.phone_e164 = f.phone_e164 and r.last_contacted_at > ${m.cooldownSince}) then 'cooldown'
+              where r.tenant_id = ${m.tenantId} and r.phone_e164 = f.phone_e164
+                and r.last_contacted_at > ${m.cooldownSince}) then 'cooldown'
             else 'accepted'
           end as verdict
         from firsts f
       ), upserted as (
-        insert into audience_targets (tenant_id, workflow_id, phone_e164, name, fields, upload_id, created_at, updated_at)
+        insert into audience_targets (tenant_id, workflow_id, phone_e164, name, fields, upload_id, created_at,
+          updated_at)
         select ${m.tenantId}, ${m.workflowId}, phone_e164, name, fields, ${m.uploadId}, ${m.now}, ${m.now}
         from verdicts where verdict = 'accepted'
         order by line_no
@@ -185,7 +189,8 @@ export async function merge(
     }
     await tx`delete from audience_staging where upload_id = ${m.uploadId}`
     await tx`
-      update audience_uploads set status = 'applied', finished_at = ${m.now}, counts = ${tx.json({ ...counts, ...m.extra } as never)}
+      update audience_uploads set status = 'applied', finished_at = ${m.now},
+        counts = ${tx.json({ ...counts, ...m.extra } as never)}
       where id = ${m.uploadId}`
     return { kind: "applied", counts }
   })) as MergeOutcome

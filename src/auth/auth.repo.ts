@@ -91,7 +91,8 @@ export const setPlanTier = async (sql: Sql | Tx, tenantId: number, to: string, f
 /** The addresses of the workspace's active owners and admins, oldest account first. */
 export const adminEmails = async (sql: Sql, tenantId: number): Promise<string[]> => {
   const rows = await sql<Array<{ email: string }>>`
-    select email from users where tenant_id = ${tenantId} and role in ('owner', 'admin') and status = 'active' order by id`
+    select email from users where tenant_id = ${tenantId} and role in ('owner', 'admin') and status = 'active'
+      order by id`
   return rows.map((r) => r.email)
 }
 
@@ -106,12 +107,14 @@ export const insertEmailVerification = async (
   tx: Tx,
   v: { tokenSha256: Buffer; userId: number; expiresAt: Date },
 ): Promise<void> => {
-  await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId}, ${v.expiresAt})`
+  await tx`insert into email_verifications (token_sha256, user_id, expires_at) values (${v.tokenSha256}, ${v.userId},
+    ${v.expiresAt})`
 }
 
 /** Marks the user's address verified (receiving a sign-in code proves it is theirs). */
 export const markEmailVerified = async (sql: Sql, userId: number, now: Date): Promise<void> => {
-  await sql`update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now}) where id = ${userId}`
+  await sql`update users set email_verified = true, email_verified_at = coalesce(email_verified_at, ${now})
+    where id = ${userId}`
 }
 
 export type VerifyOutcome =
@@ -139,7 +142,8 @@ export const consumeEmailVerification = async (sql: Sql, tokenSha256: Buffer, no
   }) as Promise<VerifyOutcome>
 
 export const revokeSession = async (sql: Sql, s: { jti: string; userId: number; expiresAt: Date }): Promise<void> => {
-  await sql`insert into revoked_tokens (jti, user_id, expires_at) values (${s.jti}, ${s.userId}, ${s.expiresAt}) on conflict (jti) do nothing`
+  await sql`insert into revoked_tokens (jti, user_id, expires_at) values (${s.jti}, ${s.userId}, ${s.expiresAt})
+    on conflict (jti) do nothing`
   // Tokens past their expiry are refused anyway: keep the table to the live ones.
   await sql`delete from revoked_tokens where expires_at < now() - interval '1 day'`
 }

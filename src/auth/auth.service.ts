@@ -34,8 +34,12 @@ const sendVerification = (to: string, token: string, baseUrl: string) => {
     to,
     kind: "verify_email",
     subject: "Verify your email for Parley",
-    text: `Welcome to Parley. Confirm your email address by opening this link within ${VERIFY_EMAIL_HOURS} hours:\n\n${link}\n`,
-    html: `<p>Welcome to Parley.</p><p><a href="${link}">Confirm your email address</a> within ${VERIFY_EMAIL_HOURS} hours.</p>`,
+    text:
+      "Welcome to Parley. Confirm your email address by opening this link within " +
+      `${VERIFY_EMAIL_HOURS} hours:\n\n${link}\n`,
+    html:
+      `<p>Welcome to Parley.</p><p><a href="${link}">Confirm your email address</a>` +
+      ` within ${VERIFY_EMAIL_HOURS} hours.</p>`,
     links: [link],
   })
 }

@@ -19,7 +19,8 @@ export const issueCode = async (
     insert into otp_codes as o (email, code_sha256, expires_at, attempts, last_sent_at)
     values (${c.email}, ${c.codeSha256}, ${c.expiresAt}, 0, ${c.now})
     on conflict (email) do update set
-      code_sha256 = excluded.code_sha256, expires_at = excluded.expires_at, attempts = 0, last_sent_at = excluded.last_sent_at
+      code_sha256 = excluded.code_sha256, expires_at = excluded.expires_at, attempts = 0,
+        last_sent_at = excluded.last_sent_at
       where o.last_sent_at <= ${c.resendBefore}
     returning last_sent_at`
   return row !== undefined

@@ -98,8 +98,12 @@ export const sendCode = (email: string, mode: "start" | "resend", ip: string) =>
         to: email,
         kind: "otp",
         subject: `${code} is your Parley sign-in code`,
-        text: `Your Parley sign-in code is ${code}. It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.`,
-        html: `<p>Your Parley sign-in code is <strong>${code}</strong>.</p><p>It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.</p>`,
+        text:
+          `Your Parley sign-in code is ${code}. It expires in ${OTP_TTL_SECONDS / 60} minutes. ` +
+          "If you did not ask for it, ignore this email.",
+        html:
+          `<p>Your Parley sign-in code is <strong>${code}</strong>.</p>` +
+          `<p>It expires in ${OTP_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this email.</p>`,
         links: [],
       })
     return ACCEPTED

@@ -38,7 +38,9 @@ export const setAutocharge = (
     if (s.amountMinor !== null && (s.amountMinor < TOPUP_MINIMUM_MINOR[c] || s.amountMinor > max))
       errors.push({
         field: "amount_minor",
-        message: `must be between ${TOPUP_MINIMUM_MINOR[c]} and ${max} (${formatMinor(TOPUP_MINIMUM_MINOR[c], c)} to ${formatMinor(max, c)})`,
+        message:
+          `must be between ${TOPUP_MINIMUM_MINOR[c]} and ${max} ` +
+          `(${formatMinor(TOPUP_MINIMUM_MINOR[c], c)} to ${formatMinor(max, c)})`,
       })
     if (errors.length > 0)
       return yield* Effect.fail(

@@ -21,10 +21,14 @@ export const byokReadiness = async (
 ): Promise<ByokReadiness | undefined> => {
   const [row] = await sql<[ByokReadiness?]>`
     select t.onboarding_mode as mode,
-      exists (select 1 from subscriptions s where s.tenant_id = t.id and s.status = 'active' and s.current_period_end > ${now}) as subscribed,
-      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'telco_a' and c.status = 'validated'
-              and c.primary_id is not null and (${platformTelcoA} or jsonb_typeof(c.extra -> 'api_base_url') = 'string')) as telco,
-      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'llm' and c.status = 'validated') as llm
+      exists (select 1 from subscriptions s where s.tenant_id = t.id and s.status = 'active'
+        and s.current_period_end > ${now}) as subscribed,
+      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'telco_a'
+        and c.status = 'validated'
+              and c.primary_id is not null and (${platformTelcoA}
+                or jsonb_typeof(c.extra -> 'api_base_url') = 'string')) as telco,
+      exists (select 1 from provider_credentials c where c.tenant_id = t.id and c.provider = 'llm'
+        and c.status = 'validated') as llm
     from tenants t where t.id = ${tenantId}`
   return row
 }

@@ -69,12 +69,15 @@ export const insertIntent = async (
   const [row] =
     i.purpose === "topup"
       ? await sql<[{ id: number }]>`
-          insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose, return_url, save_method)
-          values (${i.tenantId}, ${i.gateway}, ${i.placeholderId}, ${i.amountMinor}, ${i.currency}, 'topup', ${i.returnUrl ?? null},
+          insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose, return_url,
+            save_method)
+          values (${i.tenantId}, ${i.gateway}, ${i.placeholderId}, ${i.amountMinor}, ${i.currency}, 'topup',
+            ${i.returnUrl ?? null},
             ${i.saveMethod ?? false})
           returning id`
       : await sql<[{ id: number }]>`
-          insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose, payment_method_id)
+          insert into payment_intents (tenant_id, gateway, external_id, amount_minor, currency, purpose,
+            payment_method_id)
           values (${i.tenantId}, ${i.gateway}, ${i.placeholderId}, ${i.amountMinor}, ${i.currency}, 'autocharge',
             ${i.paymentMethodId ?? null})
           returning id`
@@ -104,7 +107,8 @@ export const markIntentSucceeded = async (tx: Tx, intentId: number): Promise<voi
 
 /** Names the intent's charge, unless it already has a name. */
 export const assignExternalId = async (sql: Sql, intentId: number, externalId: string): Promise<void> => {
-  await sql`update payment_intents set external_id = ${externalId} where id = ${intentId} and external_id like 'unassigned:%'`
+  await sql`update payment_intents set external_id = ${externalId} where id = ${intentId}
+    and external_id like 'unassigned:%'`
 }
 
 export const findCheckoutIntent = async (
@@ -125,7 +129,8 @@ export const lockIntentByExternal = async (
   gateway: GatewayName | "any",
 ): Promise<IntentRow | undefined> => {
   const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method from payment_intents
+    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
+      from payment_intents
     where external_id = ${externalId} ${gateway === "any" ? tx`` : tx`and gateway = ${gateway}`}
     for update`
   return row
@@ -138,7 +143,8 @@ export const lockUnassignedIntent = async (
   gateway: GatewayName,
 ): Promise<IntentRow | undefined> => {
   const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method from payment_intents
+    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
+      from payment_intents
     where id = ${intentId} and gateway = ${gateway} and external_id like 'unassigned:%'
     for update`
   return row
@@ -150,7 +156,8 @@ export const setExternalId = async (tx: Tx, intentId: number, externalId: string
 
 export const findCardIntent = async (tx: Tx, intentId: number): Promise<IntentRow | undefined> => {
   const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method from payment_intents
+    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
+      from payment_intents
     where id = ${intentId} and gateway = 'gw_card'`
   return row
 }
@@ -159,7 +166,8 @@ export const findCardIntent = async (tx: Tx, intentId: number): Promise<IntentRo
 export const autochargeInFlight = async (tx: Tx, tenantId: number, staleAfter: string): Promise<boolean> => {
   const [row] = await tx`
     select 1 from payment_intents
-    where tenant_id = ${tenantId} and purpose = 'autocharge' and status = 'pending' and created_at > now() - ${staleAfter}::interval
+    where tenant_id = ${tenantId} and purpose = 'autocharge' and status = 'pending'
+      and created_at > now() - ${staleAfter}::interval
     limit 1`
   return row !== undefined
 }
@@ -191,8 +199,8 @@ export const setEventOutcome = async (
 // --- saved methods ------------------------------------------------------------------------
 
 export const hasActiveMethod = async (sql: Sql | Tx, tenantId: number, gateway: GatewayName): Promise<boolean> => {
-  const [row] =
-    await sql`select 1 from payment_methods where tenant_id = ${tenantId} and gateway = ${gateway} and status = 'active' limit 1`
+  const [row] = await sql`select 1 from payment_methods where tenant_id = ${tenantId} and gateway = ${gateway}
+      and status = 'active' limit 1`
   return row !== undefined
 }
 
@@ -216,7 +224,8 @@ export const upsertMethod = async (
   await tx`
     insert into payment_methods (tenant_id, gateway, customer_id, method_id, display_hint)
     values (${m.tenantId}, ${m.gateway}, ${m.customerId}, ${m.methodId}, ${m.hint})
-    on conflict (tenant_id, gateway, method_id) do update set status = 'active', removed_at = null, customer_id = excluded.customer_id`
+    on conflict (tenant_id, gateway, method_id) do update set status = 'active', removed_at = null,
+      customer_id = excluded.customer_id`
 }
 
 export const listActiveMethods = (sql: Sql, tenantId: number): Promise<SavedMethodRow[]> =>

@@ -275,7 +275,10 @@ const notifyAutochargeDisabled = (tenantId: number) =>
     if (Option.isNone(mail))
       return log.warn({ tenant_id: tenantId }, "autocharge disabled; no mail service to tell the admins")
     const admins = yield* Effect.promise(() => adminEmails(sql, tenantId))
-    const text = `Parley tried to top up your wallet automatically ${AUTOCHARGE_MAX_FAILURES} times in a row and the payment failed each time, so autocharge is now off. Top up manually or save a new payment method, then turn autocharge on again.`
+    const text =
+      `Parley tried to top up your wallet automatically ${AUTOCHARGE_MAX_FAILURES} times in a row ` +
+      "and the payment failed each time, so autocharge is now off. " +
+      "Top up manually or save a new payment method, then turn autocharge on again."
     for (const email of admins) {
       yield* Effect.tryPromise(() =>
         mail.value.send({

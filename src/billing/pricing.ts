@@ -94,7 +94,8 @@ export function priceCatalogue() {
     },
     numbers: {
       billing:
-        "monthly per number on the platform's account, from the wallet; first month at provisioning, none after release",
+        "monthly per number on the platform's account, from the wallet; first month at provisioning, none after " +
+        "release",
       monthly_minor: NUMBER_MONTHLY_MINOR,
       monthly_display: display(NUMBER_MONTHLY_MINOR),
     },

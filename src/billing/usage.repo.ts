@@ -22,7 +22,8 @@ export const insertReservation = async (
   reservedMinor: number,
 ): Promise<Reservation> => {
   const [row] = await tx<[Reservation]>`
-    insert into usage_reservations (tenant_id, call_ref, reserved_minor) values (${tenantId}, ${callRef}, ${reservedMinor})
+    insert into usage_reservations (tenant_id, call_ref, reserved_minor) values (${tenantId}, ${callRef},
+      ${reservedMinor})
     returning call_ref, reserved_minor, status, settled_minor`
   return row
 }
@@ -33,7 +34,8 @@ export const lockReservation = async (
   callRef: string,
 ): Promise<(Reservation & { tenant_id: number }) | undefined> => {
   const [row] = await tx<[(Reservation & { tenant_id: number })?]>`
-    select tenant_id, call_ref, reserved_minor, status, settled_minor from usage_reservations where call_ref = ${callRef} for update`
+    select tenant_id, call_ref, reserved_minor, status, settled_minor from usage_reservations
+      where call_ref = ${callRef} for update`
   return row
 }
 
@@ -43,5 +45,6 @@ export const markSettled = async (
   status: Reservation["status"],
   settledMinor: number,
 ): Promise<void> => {
-  await tx`update usage_reservations set status = ${status}, settled_minor = ${settledMinor}, settled_at = now() where call_ref = ${callRef}`
+  await tx`update usage_reservations set status = ${status}, settled_minor = ${settledMinor}, settled_at = now()
+    where call_ref = ${callRef}`
 }

@@ -61,7 +61,8 @@ export const setAutochargeFailures = async (
   failures: number,
   enabled: boolean,
 ): Promise<void> => {
-  await tx`update wallets set autocharge_failures = ${failures}, autocharge_enabled = ${enabled} where tenant_id = ${tenantId}`
+  await tx`update wallets set autocharge_failures = ${failures}, autocharge_enabled = ${enabled}
+    where tenant_id = ${tenantId}`
 }
 
 export const resetAutochargeFailures = async (tx: Tx, tenantId: number): Promise<void> => {

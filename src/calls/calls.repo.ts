@@ -17,7 +17,8 @@ export interface DecisionEntry {
 
 const insertDecision = (tx: Tx | Sql, tenantId: number, runId: number, callId: number | null, d: DecisionEntry) => tx`
   insert into dial_decisions (tenant_id, run_id, target_id, call_id, decision, reason, detail, cost_minor, at)
-  values (${tenantId}, ${runId}, ${Number(d.targetId)}, ${callId}, ${d.decision}, ${d.reason}, ${tx.json(d.detail as never)}, ${d.costMinor}, ${new Date(d.at)})`
+  values (${tenantId}, ${runId}, ${Number(d.targetId)}, ${callId}, ${d.decision}, ${d.reason},
+    ${tx.json(d.detail as never)}, ${d.costMinor}, ${new Date(d.at)})`
 
 export type AttemptRefusal = "not_owner" | "not_due" | "tenant_cap"
 
@@ -52,12 +53,15 @@ export const beginAttempt = async (
         returning attempts, target_id, phone_e164`
       if (!target) return "not_due"
       const [call] = await tx<[{ id: number }]>`
-        insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider, owner_instance)
-        values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts}, ${target.phone_e164}, ${a.provider}, ${a.me})
+        insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+          owner_instance)
+        values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts},
+          ${target.phone_e164}, ${a.provider}, ${a.me})
         returning id`
       await tx`update run_targets set last_call_id = ${call.id} where id = ${a.runTargetId}`
       await tx`
-        insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId}, ${target.phone_e164}, now())
+        insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId},
+          ${target.phone_e164}, now())
         on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
       await insertDecision(tx, a.tenantId, a.runId, call.id, {
         ...a.decision,
@@ -71,7 +75,8 @@ export const beginAttempt = async (
       if (in_use >= a.tenantCap) throw new TenantCapReached()
       await tx`
         insert into dial_slots (call_id, tenant_id, workflow_id, owner_instance, expires_at)
-        values (${call.id}, ${a.tenantId}, ${a.workflowId}, ${a.me}, now() + ${a.slotLeaseMs} * interval '1 millisecond')`
+        values (${call.id}, ${a.tenantId}, ${a.workflowId}, ${a.me},
+          now() + ${a.slotLeaseMs} * interval '1 millisecond')`
       return { callId: call.id, attempt: target.attempts, targetId: target.target_id, phone: target.phone_e164 }
     })) as { callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal
   } catch (e) {
@@ -115,21 +120,25 @@ export const finishAttempt = async (
 ): Promise<boolean> =>
   (await sql.begin(async (tx) => {
     const [call] = await tx<[{ id: number }?]>`
-      update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds}, cost_minor = ${f.costMinor},
+      update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
+        cost_minor = ${f.costMinor},
         reserved_minor = coalesce(${f.reservedMinor}, reserved_minor), ended_at = ${f.endedAt}
       where id = ${f.callId} and status <> 'ended' and owner_instance = ${f.me}
       returning id`
     if (!call) return false // finalised by a process that took the run over
     await tx`delete from dial_slots where call_id = ${f.callId}`
     if (f.next.kind === "done")
-      await tx`update run_targets set status = 'done', outcome = ${f.next.outcome}, updated_at = now() where id = ${f.runTargetId}`
+      await tx`update run_targets set status = 'done', outcome = ${f.next.outcome}, updated_at = now()
+        where id = ${f.runTargetId}`
     else if (f.next.kind === "retry")
-      await tx`update run_targets set status = 'waiting', outcome = ${f.next.outcome}, next_attempt_at = ${new Date(f.next.at)}, updated_at = now() where id = ${f.runTargetId}`
+      await tx`update run_targets set status = 'waiting', outcome = ${f.next.outcome},
+        next_attempt_at = ${new Date(f.next.at)}, updated_at = now() where id = ${f.runTargetId}`
     // attempts keeps counting it: it numbers the call rows, and (run_target_id, attempt) is unique.
     else await tx`update run_targets set status = 'queued', updated_at = now() where id = ${f.runTargetId}`
     if (f.addToDnc)
       await tx`
-        insert into dnc_entries (tenant_id, phone_e164, reason, source) values (${f.tenantId}, ${f.phone}, 'asked not to be called again', 'call')
+        insert into dnc_entries (tenant_id, phone_e164, reason, source) values (${f.tenantId}, ${f.phone},
+          'asked not to be called again', 'call')
         on conflict (tenant_id, phone_e164) do nothing`
     await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
     return true
@@ -144,7 +153,8 @@ export const skipTarget = async (
   d: DecisionEntry,
 ): Promise<void> => {
   await sql.begin(async (tx) => {
-    await tx`update run_targets set status = 'skipped', outcome = ${d.reason}, updated_at = now() where id = ${runTargetId} and status in ('queued', 'waiting')`
+    await tx`update run_targets set status = 'skipped', outcome = ${d.reason}, updated_at = now()
+      where id = ${runTargetId} and status in ('queued', 'waiting')`
     await insertDecision(tx, tenantId, runId, null, d)
   })
 }
@@ -158,7 +168,8 @@ export const holdTarget = async (
   d: DecisionEntry,
 ): Promise<void> => {
   await sql.begin(async (tx) => {
-    await tx`update run_targets set status = 'waiting', next_attempt_at = ${until}, updated_at = now() where id = ${runTargetId} and status in ('queued', 'waiting')`
+    await tx`update run_targets set status = 'waiting', next_attempt_at = ${until}, updated_at = now()
+      where id = ${runTargetId} and status in ('queued', 'waiting')`
     await insertDecision(tx, tenantId, runId, null, d)
   })
 }
@@ -185,5 +196,6 @@ export const adoptCall = (sql: Sql, callId: number, me: string) =>
 
 /** Extends the dial slots this process holds (renewed with its run leases). */
 export const renewDialSlots = async (sql: Sql, me: string, leaseMs: number): Promise<void> => {
-  await sql`update dial_slots set expires_at = now() + ${leaseMs} * interval '1 millisecond' where owner_instance = ${me}`
+  await sql`update dial_slots set expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    where owner_instance = ${me}`
 }

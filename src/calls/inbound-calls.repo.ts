@@ -43,8 +43,10 @@ export const recordInboundCall = async (
   },
 ): Promise<void> => {
   await sql`
-    insert into inbound_calls (tenant_id, number_id, workflow_id, provider, provider_call_id, from_e164, to_e164, greeting)
-    values (${c.tenantId}, ${c.numberId}, ${c.workflowId}, ${c.provider}, ${c.providerCallId}, ${c.from}, ${c.to}, ${c.greeting})
+    insert into inbound_calls (tenant_id, number_id, workflow_id, provider, provider_call_id, from_e164, to_e164,
+      greeting)
+    values (${c.tenantId}, ${c.numberId}, ${c.workflowId}, ${c.provider}, ${c.providerCallId}, ${c.from}, ${c.to},
+      ${c.greeting})
     on conflict (provider, provider_call_id) do nothing`
 }
 

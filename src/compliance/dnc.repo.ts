@@ -96,6 +96,7 @@ export async function suppression(
   const [row] = await sql<[{ on_dnc: boolean; in_cooldown: boolean }]>`
     select
       exists (select 1 from dnc_entries where tenant_id = ${tenantId} and phone_e164 = ${phone}) as on_dnc,
-      exists (select 1 from recent_contacts where tenant_id = ${tenantId} and phone_e164 = ${phone} and last_contacted_at > ${cooldownSince}) as in_cooldown`
+      exists (select 1 from recent_contacts where tenant_id = ${tenantId} and phone_e164 = ${phone}
+        and last_contacted_at > ${cooldownSince}) as in_cooldown`
   return row
 }

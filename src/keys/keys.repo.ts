@@ -30,8 +30,10 @@ export interface KeyEvent {
 }
 
 const columns = (sql: Sql | Tx, now: Date) => sql`
-  id, name, prefix, scope, created_at, created_by_user_id, expires_at, last_used_at, last_used_ip, revoked_at, revoked_reason,
-  case when revoked_at is not null then 'revoked' when expires_at is not null and expires_at <= ${now} then 'expired' else 'active' end as status`
+  id, name, prefix, scope, created_at, created_by_user_id, expires_at, last_used_at, last_used_ip, revoked_at,
+    revoked_reason,
+  case when revoked_at is not null then 'revoked' when expires_at is not null and expires_at <= ${now} then 'expired'
+    else 'active' end as status`
 
 export const listKeys = (sql: Sql, tenantId: number, now: Date): Promise<KeyRow[]> =>
   sql<KeyRow[]>`select ${columns(sql, now)} from api_keys where tenant_id = ${tenantId} order by id desc`

@@ -63,10 +63,10 @@ async function runMigrate(config: Config): Promise<void> {
     return yield* Effect.promise(() => migrate(db.sql))
   }).pipe(Effect.provide(DbLive.pipe(Layer.provide(Layer.merge(AppConfig.layer(config), Log.layer(logger))))))
   const exit = await Effect.runPromiseExit(Effect.scoped(program))
-  if (Exit.isFailure(exit))
-    fail(
-      `migration failed: ${Cause.squash(exit.cause) instanceof Error ? (Cause.squash(exit.cause) as Error).message : Cause.pretty(exit.cause)}`,
-    )
+  if (Exit.isFailure(exit)) {
+    const squashed = Cause.squash(exit.cause)
+    fail(`migration failed: ${squashed instanceof Error ? squashed.message : Cause.pretty(exit.cause)}`)
+  }
   logger.info({ applied: exit.value }, exit.value.length > 0 ? "migrations applied" : "database is up to date")
   logger.flush()
 }

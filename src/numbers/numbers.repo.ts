@@ -55,11 +55,15 @@ export interface Claim {
 
 /** Claims the number for the workspace (status pending); undefined when another claim or active number holds it. */
 export async function claim(sql: Sql, c: Claim): Promise<number | undefined> {
-  await sql`delete from phone_numbers where phone_e164 = ${c.phone} and status = 'pending' and created_at < now() - ${STALE_CLAIM}::interval`
+  await sql`delete from phone_numbers where phone_e164 = ${c.phone} and status = 'pending'
+    and created_at < now() - ${STALE_CLAIM}::interval`
   try {
     const [row] = await sql<[{ id: number }]>`
-      insert into phone_numbers (tenant_id, phone_e164, country, source, provider, account, account_ref, status, monthly_cost_minor, currency, workflow_id, voice_url, status_url, capabilities)
-      values (${c.tenantId}, ${c.phone}, ${c.country}, ${c.source}, ${c.provider}, ${c.account}, ${c.accountRef}, 'pending', ${c.monthlyCostMinor}, ${c.currency}, ${c.workflowId}, ${c.voiceUrl}, ${c.statusUrl}, ${sql.json(c.capabilities)})
+      insert into phone_numbers (tenant_id, phone_e164, country, source, provider, account, account_ref, status,
+        monthly_cost_minor, currency, workflow_id, voice_url, status_url, capabilities)
+      values (${c.tenantId}, ${c.phone}, ${c.country}, ${c.source}, ${c.provider}, ${c.account}, ${c.accountRef},
+        'pending', ${c.monthlyCostMinor}, ${c.currency}, ${c.workflowId}, ${c.voiceUrl}, ${c.statusUrl},
+        ${sql.json(c.capabilities)})
       returning id`
     return row.id
   } catch (e) {
@@ -80,7 +84,8 @@ export async function activate(
 ): Promise<NumberRow> {
   const [row] = await tx<[NumberRow]>`
     update phone_numbers set status = 'active', provider_number_id = ${a.providerNumberId}, activated_at = ${a.now},
-      current_period_start = ${a.periodEnd === null ? null : a.now}, current_period_end = ${a.periodEnd}, rent_due_at = ${a.periodEnd}
+      current_period_start = ${a.periodEnd === null ? null : a.now}, current_period_end = ${a.periodEnd},
+        rent_due_at = ${a.periodEnd}
     where id = ${id} and status = 'pending'
     returning *`
   return row
@@ -90,11 +95,15 @@ export async function activate(
 export async function held(sql: Sql, phones: ReadonlyArray<string>): Promise<Set<string>> {
   if (phones.length === 0) return new Set()
   const rows = await sql<Array<{ phone_e164: string }>>`
-    select phone_e164 from phone_numbers where phone_e164 = any (${sql.array([...phones], 25)}::text[]) and status in ('pending', 'active')`
+    select phone_e164 from phone_numbers where phone_e164 = any (${sql.array([...phones], 25)}::text[])
+      and status in ('pending', 'active')`
   return new Set(rows.map((r) => r.phone_e164))
 }
 
-/** One page of the workspace's numbers, newest first (one row more to tell if there is a next); claims in flight are not shown. */
+/**
+ * One page of the workspace's numbers, newest first (one row more to tell if there is a next); claims in flight are
+ * not shown.
+ */
 export async function list(
   sql: Sql,
   tenantId: number,
@@ -117,7 +126,10 @@ export async function find(sql: Sql, tenantId: number, id: number): Promise<Numb
   return row
 }
 
-/** The active number with this E.164, whichever workspace holds it (inbound calls find their workspace and workflow here). */
+/**
+ * The active number with this E.164, whichever workspace holds it (inbound calls find their workspace and workflow
+ * here).
+ */
 export async function findActiveByPhone(sql: Sql, phone: string): Promise<NumberRow | undefined> {
   const [row] = await sql<[NumberRow?]>`select * from phone_numbers where phone_e164 = ${phone} and status = 'active'`
   return row
@@ -149,7 +161,8 @@ export async function dueForRent(tx: Tx, now: Date, limit: number): Promise<Numb
 }
 
 export async function advanceRent(tx: Tx, id: number, start: Date, end: Date): Promise<void> {
-  await tx`update phone_numbers set current_period_start = ${start}, current_period_end = ${end}, rent_due_at = ${end} where id = ${id}`
+  await tx`update phone_numbers set current_period_start = ${start}, current_period_end = ${end}, rent_due_at = ${end}
+    where id = ${id}`
 }
 
 /** A charge the wallet could not pay is tried again at `at`. */

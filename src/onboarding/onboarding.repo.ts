@@ -33,18 +33,21 @@ export interface ReadinessFacts {
 }
 
 const credentialColumns = (sql: Sql | Tx) =>
-  sql`provider, primary_id, extra, hint, status, validation_method, validation_error, validated_at, created_at, updated_at`
+  sql`provider, primary_id, extra, hint, status, validation_method, validation_error, validated_at, created_at,
+    updated_at`
 
 export const tenantOnboarding = async (sql: Sql | Tx, tenantId: number): Promise<TenantOnboardingRow> => {
   const [row] = await sql<[TenantOnboardingRow]>`
-    select onboarding_mode as mode, onboarding_completed_at as completed_at, plan_tier, currency from tenants where id = ${tenantId}`
+    select onboarding_mode as mode, onboarding_completed_at as completed_at, plan_tier, currency from tenants
+      where id = ${tenantId}`
   return row
 }
 
 /** The tenant row locked for the transaction: completion, mode switches and credential changes serialise on it. */
 export const lockTenantOnboarding = async (tx: Tx, tenantId: number): Promise<TenantOnboardingRow> => {
   const [row] = await tx<[TenantOnboardingRow]>`
-    select onboarding_mode as mode, onboarding_completed_at as completed_at, plan_tier, currency from tenants where id = ${tenantId} for update`
+    select onboarding_mode as mode, onboarding_completed_at as completed_at, plan_tier, currency from tenants
+      where id = ${tenantId} for update`
   return row
 }
 
@@ -56,7 +59,8 @@ export const listCredentials = (sql: Sql | Tx, tenantId: number) =>
 export const readinessFacts = async (sql: Sql | Tx, tenantId: number): Promise<ReadinessFacts> => {
   const [row] = await sql<[ReadinessFacts]>`
     select
-      exists (select 1 from users where tenant_id = ${tenantId} and role = 'owner' and email_verified) as owner_email_verified,
+      exists (select 1 from users where tenant_id = ${tenantId} and role = 'owner' and email_verified)
+        as owner_email_verified,
       coalesce((select balance_minor from wallets where tenant_id = ${tenantId}), 0) as balance_minor`
   return row
 }
@@ -79,13 +83,16 @@ export const upsertCredential = async (tx: Tx, w: CredentialWrite): Promise<Cred
   const validatedAt = w.status === "validated" ? w.now : null
   const [row] = await tx<[CredentialRow]>`
     insert into provider_credentials
-      (tenant_id, provider, primary_id, secret_enc, extra, hint, status, validation_method, validation_error, validated_at, created_at, updated_at)
+      (tenant_id, provider, primary_id, secret_enc, extra, hint, status, validation_method, validation_error,
+        validated_at, created_at, updated_at)
     values
-      (${w.tenantId}, ${w.provider}, ${w.primaryId}, ${w.secretEnc}, ${tx.json(w.extra as never)}, ${w.hint}, ${w.status},
+      (${w.tenantId}, ${w.provider}, ${w.primaryId}, ${w.secretEnc}, ${tx.json(w.extra as never)}, ${w.hint},
+        ${w.status},
        ${w.validationMethod}, ${w.validationError}, ${validatedAt}, ${w.now}, ${w.now})
     on conflict (tenant_id, provider) do update set
       primary_id = excluded.primary_id, secret_enc = excluded.secret_enc, extra = excluded.extra, hint = excluded.hint,
-      status = excluded.status, validation_method = excluded.validation_method, validation_error = excluded.validation_error,
+      status = excluded.status, validation_method = excluded.validation_method,
+        validation_error = excluded.validation_error,
       validated_at = excluded.validated_at, updated_at = excluded.updated_at
     returning ${credentialColumns(tx)}`
   return row
@@ -128,6 +135,7 @@ export const activeCredentialRow = async (
   const [row] = await sql<[SecretRow?]>`
     select c.provider, c.primary_id, c.secret_enc, c.extra
     from provider_credentials c join tenants t on t.id = c.tenant_id
-    where c.tenant_id = ${tenantId} and c.provider = ${provider} and c.status = 'validated' and t.onboarding_mode = 'byok'`
+    where c.tenant_id = ${tenantId} and c.provider = ${provider} and c.status = 'validated'
+      and t.onboarding_mode = 'byok'`
   return row
 }

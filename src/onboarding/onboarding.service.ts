@@ -108,12 +108,16 @@ const credentialItem = (
     return {
       item,
       done: false,
-      detail: `${what}: the ${saved.provider} credential failed validation (${saved.validation_error ?? "rejected"}); save a working one`,
+      detail:
+        `${what}: the ${saved.provider} credential failed validation (${saved.validation_error ?? "rejected"})` +
+        "; save a working one",
     }
   return {
     item,
     done: false,
-    detail: `${what}: the ${saved.provider} credential could not be validated yet (${saved.validation_error ?? "no answer"}); save it again`,
+    detail:
+      `${what}: the ${saved.provider} credential could not be validated yet ` +
+      `(${saved.validation_error ?? "no answer"}); save it again`,
   }
 }
 

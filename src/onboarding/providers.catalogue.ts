@@ -129,7 +129,8 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
       },
     ],
     validation:
-      "GET {api_base_url}/2010-04-01/Accounts/{primary_id}.json with HTTP Basic auth (sid:token): 200 valid, 401/403 rejected",
+      "GET {api_base_url}/2010-04-01/Accounts/{primary_id}.json with HTTP Basic auth (sid:token): 200 valid, " +
+      "401/403 rejected",
   },
   {
     id: "telco_b",

@@ -104,7 +104,8 @@ function planFor<R extends string>(first: string[], layout: CsvLayout<R>): { pla
           .slice(0, 8)
           .map((c) => JSON.stringify(c))
           .join(", ")}) names none; ` +
-          `call it one of ${layout.roles[layout.key].slice(0, 6).join(", ")}, … or leave out the header and put the ${layout.key} first`,
+          `call it one of ${layout.roles[layout.key].slice(0, 6).join(", ")}, … ` +
+          `or leave out the header and put the ${layout.key} first`,
       )
     return { plan: { roleAt: new Map(layout.positional.map((r, i) => [i, r])), names: [] }, header: false }
   }

@@ -68,7 +68,8 @@ export async function migrate(sql: Sql, files: MigrationFile[] = readMigrations(
     const pending = files.filter((f) => !done.has(f.version))
     for (const file of pending) {
       await tx.unsafe(file.sql)
-      await tx`insert into schema_migrations (version, name, checksum) values (${file.version}, ${file.name}, ${file.checksum})`
+      await tx`insert into schema_migrations (version, name, checksum) values (${file.version}, ${file.name},
+        ${file.checksum})`
     }
     return pending.map((f) => f.version)
   }) as Promise<number[]>

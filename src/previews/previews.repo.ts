@@ -52,7 +52,8 @@ export const insertClip = (clip: NewClip): Effect.Effect<void, never, Db> =>
   query(
     (sql) => sql`
       insert into speech_clips (id, provider, persona, text_sha256, audio, duration_ms, anonymous)
-      values (${clip.id}, ${clip.provider}, ${clip.persona}, ${clip.text_sha256}, ${clip.audio}, ${clip.duration_ms}, ${clip.anonymous})
+      values (${clip.id}, ${clip.provider}, ${clip.persona}, ${clip.text_sha256}, ${clip.audio}, ${clip.duration_ms},
+        ${clip.anonymous})
       on conflict (id) do update set anonymous = false, last_used_at = now()
         where speech_clips.anonymous and not excluded.anonymous`,
   ).pipe(Effect.asVoid)

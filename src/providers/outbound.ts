@@ -145,7 +145,10 @@ function makeGuardedAgent(): Agent {
 
 let guardedAgent: Agent | undefined
 
-/** The dispatcher for URLs a tenant supplied: the shared guarded agent, or none (undici's default) when private URLs are allowed. */
+/**
+ * The dispatcher for URLs a tenant supplied: the shared guarded agent, or none (undici's default) when private URLs
+ * are allowed.
+ */
 function tenantDispatcher(allowPrivate: boolean): Dispatcher | undefined {
   if (allowPrivate) return undefined
   return (guardedAgent ??= makeGuardedAgent())

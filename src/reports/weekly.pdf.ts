@@ -70,7 +70,8 @@ export function drawWeeklyPdf(f: WeeklyFigures, opts: PdfOptions = {}): PDFKit.P
   doc.font("Helvetica").fontSize(11).fillColor(MUTED)
   doc.text(pdfText(`Workspace: ${f.workspace}`))
   doc.text(
-    `Period: ${longDate(f.period.from)} to ${longDate(f.period.to)} (${f.period.days} ${f.period.days === 1 ? "day" : "days"}, UTC)`,
+    `Period: ${longDate(f.period.from)} to ${longDate(f.period.to)} ` +
+      `(${f.period.days} ${f.period.days === 1 ? "day" : "days"}, UTC)`,
   )
   doc.text(`Generated ${f.generated_at.slice(0, 16).replace("T", " ")} UTC`)
   rule(doc, width)

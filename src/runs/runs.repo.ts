@@ -19,7 +19,8 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
            (w.compliance ? 'consent_attested_at') as attested,
            (select count(*) from audience_targets a where a.workflow_id = w.id)::int as audience_count,
            (select r.id from runs r where r.workflow_id = w.id and r.status = 'running' limit 1) as running_run_id,
-           (select r.id from runs r where r.workflow_id = w.id and r.status = 'paused' order by r.id desc limit 1) as paused_run_id
+           (select r.id from runs r where r.workflow_id = w.id and r.status = 'paused' order by r.id desc limit 1)
+             as paused_run_id
     from workflows w
     where w.id = ${workflowId} and w.tenant_id = ${tenantId}
     for update of w`
@@ -34,7 +35,8 @@ export const insertRun = async (
   ruleBookId: number,
 ): Promise<{ id: number; queued: number }> => {
   const [run] = await tx<[{ id: number }]>`
-    insert into runs (tenant_id, workflow_id, rule_book_id, status) values (${tenantId}, ${workflowId}, ${ruleBookId}, 'running')
+    insert into runs (tenant_id, workflow_id, rule_book_id, status) values (${tenantId}, ${workflowId}, ${ruleBookId},
+      'running')
     returning id`
   const inserted = await tx`
     insert into run_targets (tenant_id, run_id, target_id, phone_e164)
@@ -48,7 +50,8 @@ export const insertRun = async (
 export const resumeRun = async (tx: Tx, runId: number): Promise<{ id: number; queued: number }> => {
   const [row] = await tx<[{ queued: number }]>`
     update runs set status = 'running', pause_reason = null, updated_at = now(),
-      targets_queued = (select count(*) from run_targets t where t.run_id = ${runId} and t.status in ('queued', 'waiting'))
+      targets_queued = (select count(*) from run_targets t where t.run_id = ${runId} and t.status in ('queued',
+        'waiting'))
     where id = ${runId} and status = 'paused'
     returning targets_queued as queued`
   return { id: runId, queued: row?.queued ?? 0 }

@@ -96,7 +96,8 @@ export const startRun = (tenantId: number, workflowId: number) =>
               : `the wallet cannot pay for one ${DEFAULT_PRECHECK_SECONDS}-second call: top up to start a run${
                   wallet.byok_missing === undefined
                     ? ""
-                    : ` (calls are billed at the bundled rate until byok is complete: missing ${wallet.byok_missing.join(", ")})`
+                    : " (calls are billed at the bundled rate until byok is complete: " +
+                      `missing ${wallet.byok_missing.join(", ")})`
                 }`,
           balanceMinor: wallet.balance_minor,
           requiredMinor: wallet.required_minor,

@@ -181,7 +181,8 @@ export const approvalResolvedEvent = (a: ApprovalRow): Sortable => {
   const summary =
     a.status === "expired"
       ? `Approval for ${proposal(a)} expired undecided`
-      : `${a.status === "approved" ? "Approved" : "Denied"} ${proposal(a)}${by === null ? "" : ` (${by})`}${a.target_phone === null ? "" : ` for ${a.target_phone}`}`
+      : `${a.status === "approved" ? "Approved" : "Denied"} ${proposal(a)}${by === null ? "" : ` (${by})`}` +
+        `${a.target_phone === null ? "" : ` for ${a.target_phone}`}`
   return event(a, {
     kind: "decision",
     direction: "inbound",
@@ -248,7 +249,9 @@ export const apiKeyEvent = (e: ApiKeyEventRow): Sortable =>
     direction: "inbound",
     workflow_id: null,
     run_id: null,
-    summary: `${e.action === "created" ? "Created" : e.action === "revoked" ? "Revoked" : "Deleted"} API key ${e.name === null ? `#${e.key_id}` : `“${e.name}” (${e.prefix}…)`}`,
+    summary:
+      `${e.action === "created" ? "Created" : e.action === "revoked" ? "Revoked" : "Deleted"} API key ` +
+      `${e.name === null ? `#${e.key_id}` : `“${e.name}” (${e.prefix}…)`}`,
     payload: {
       key_id: e.key_id,
       action: e.action,

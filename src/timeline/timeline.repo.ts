@@ -59,7 +59,8 @@ export const callsByPhone = (sql: Sql, tenantId: number, phone: string, page: Pa
   const at = sql`c.started_at`
   const key = keyOf(sql, sql`c.id`, SOURCE.call)
   return sql<CallRow[]>`
-    select c.id, c.run_id, c.workflow_id, c.target_id, c.attempt, c.status, c.outcome, c.connected_seconds, c.cost_minor,
+    select c.id, c.run_id, c.workflow_id, c.target_id, c.attempt, c.status, c.outcome, c.connected_seconds,
+      c.cost_minor,
            t.currency, c.started_at, c.answered_at, c.ended_at, ${micros(sql, at)} as at_us, ${key} as key
     from calls c join tenants t on t.id = c.tenant_id
     where c.tenant_id = ${tenantId} and c.phone_e164 = ${phone} ${olderThan(sql, at, key, page.cursor)}
@@ -85,11 +86,14 @@ export const turnSummariesByPhone = (sql: Sql, tenantId: number, phone: string, 
   const key = keyOf(sql, sql`c.id`, SOURCE.turns)
   return sql<TurnSummaryRow[]>`
     select c.id as call_id, c.run_id, c.workflow_id, c.target_id, s.turns, s.first_at, s.last_at,
-           (select t.text from turns t where t.call_id = c.id and t.speaker = 'agent' order by t.turn_index limit 1) as first_agent_line,
-           (select t.text from turns t where t.call_id = c.id and t.speaker = 'callee' order by t.turn_index desc limit 1) as last_callee_line,
+           (select t.text from turns t where t.call_id = c.id and t.speaker = 'agent' order by t.turn_index limit 1)
+             as first_agent_line,
+           (select t.text from turns t where t.call_id = c.id and t.speaker = 'callee' order by t.turn_index desc
+             limit 1) as last_callee_line,
            ${micros(sql, at)} as at_us, ${key} as key
     from calls c
-    join lateral (select count(*)::int as turns, min(t.at) as first_at, max(t.at) as last_at from turns t where t.call_id = c.id) s on s.turns > 0
+    join lateral (select count(*)::int as turns, min(t.at) as first_at, max(t.at) as last_at from turns t
+      where t.call_id = c.id) s on s.turns > 0
     where c.tenant_id = ${tenantId} and c.phone_e164 = ${phone} ${olderThan(sql, at, key, page.cursor)}
     order by ${at} desc, c.id desc
     limit ${page.n}`
@@ -117,7 +121,8 @@ export interface ApprovalRow extends Ordered {
 
 // A pending approval past its expiry is expired, whether or not its timer has written that yet.
 const approvalColumns = (sql: Sql, now: Date) => sql`
-  a.id, a.workflow_id, a.run_id, a.call_id, a.target_phone, a.proposed_action, a.proposed_value_minor, a.currency, a.rationale,
+  a.id, a.workflow_id, a.run_id, a.call_id, a.target_phone, a.proposed_action, a.proposed_value_minor, a.currency,
+    a.rationale,
   ${effectiveApprovalStatus(sql, "a", now)} as status,
   a.created_at, a.expires_at, a.decided_at, a.decided_by, u.email as decided_by_email, a.note`
 
@@ -186,7 +191,8 @@ export const inboundCallsByPhone = (sql: Sql, tenantId: number, phone: string, p
   const at = sql`i.started_at`
   const key = keyOf(sql, sql`i.id`, SOURCE.inboundCall)
   return sql<InboundCallRow[]>`
-    select i.id, i.workflow_id, i.provider, i.provider_call_id, i.to_e164, i.status, i.duration_seconds, i.greeting, i.started_at,
+    select i.id, i.workflow_id, i.provider, i.provider_call_id, i.to_e164, i.status, i.duration_seconds, i.greeting,
+      i.started_at,
            ${micros(sql, at)} as at_us, ${key} as key
     from inbound_calls i
     where i.tenant_id = ${tenantId} and i.from_e164 = ${phone} ${olderThan(sql, at, key, page.cursor)}
@@ -335,7 +341,8 @@ export const accountEvents = (sql: Sql, userId: number, page: Page) => {
       from users u where u.id = ${userId} ${olderThan(sql, u.at, u.key, page.cursor)}
       union all
       select 'email_verified', ${ver.at}, null, null, ${micros(sql, ver.at)}, ${ver.key}
-      from users u where u.id = ${userId} and u.email_verified_at is not null ${olderThan(sql, ver.at, ver.key, page.cursor)}
+      from users u where u.id = ${userId} and u.email_verified_at is not null
+        ${olderThan(sql, ver.at, ver.key, page.cursor)}
       union all
       select 'verification_email', ${mail.at}, v.expires_at, v.used_at, ${micros(sql, mail.at)}, ${mail.key}
       from email_verifications v where v.user_id = ${userId} ${olderThan(sql, mail.at, mail.key, page.cursor)}

@@ -18,7 +18,8 @@ export const findRunOfTenant = async (
 /** Turns of a run after `sinceSeq`, oldest first, optionally of one target. */
 export const turnsAfter = (sql: Sql, runId: number, sinceSeq: number, targetId: number | undefined, limit: number) =>
   sql<TurnMessage[]>`
-    select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
+    select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
     from turns
     where run_id = ${runId} and seq > ${sinceSeq} ${targetId === undefined ? sql`` : sql`and target_id = ${targetId}`}
     order by seq
@@ -40,11 +41,13 @@ export interface LiveCallRow {
 
 export const liveCalls = (sql: Sql, tenantId: number, runId: number | undefined, limit: number) =>
   sql<LiveCallRow[]>`
-    select c.id as call_id, c.run_id, c.workflow_id, c.target_id, c.phone_e164, c.status, c.attempt, c.started_at, c.answered_at,
+    select c.id as call_id, c.run_id, c.workflow_id, c.target_id, c.phone_e164, c.status, c.attempt, c.started_at,
+      c.answered_at,
            (select count(*)::int from turns t where t.call_id = c.id) as turns,
            (select max(t.seq) from turns t where t.call_id = c.id) as last_seq
     from calls c
-    where c.tenant_id = ${tenantId} and c.status <> 'ended' ${runId === undefined ? sql`` : sql`and c.run_id = ${runId}`}
+    where c.tenant_id = ${tenantId} and c.status <> 'ended'
+      ${runId === undefined ? sql`` : sql`and c.run_id = ${runId}`}
     order by c.started_at desc, c.id desc
     limit ${limit}`
 
@@ -68,7 +71,8 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
   (await sql.begin(async (tx) => {
     if (t.outcomeId !== null) {
       const [existing] = await tx<[TurnMessage?]>`
-        select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
+        select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+          'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
         from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
       if (existing) return { turn: existing, created: false }
     }
@@ -77,13 +81,16 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
     >`update runs set turn_seq = turn_seq + 1 where id = ${t.runId} returning turn_seq as seq`
     const [row] = await tx<[TurnMessage?]>`
       insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at)
-      values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text}, ${t.outcomeId}, ${t.at})
+      values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text},
+        ${t.outcomeId}, ${t.at})
       on conflict do nothing
-      returning seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id`
+      returning seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+        'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id`
     if (row) return { turn: row, created: true }
     // A concurrent request with the same key won: answer with its turn.
     const [won] = await tx<[TurnMessage]>`
-      select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
+      select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+        'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
       from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
     return { turn: won, created: false }
   })) as { turn: TurnMessage; created: boolean }
@@ -112,7 +119,10 @@ export const insertTurns = (sql: Sql, rows: TurnRow[]) =>
   sql`
     insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
     select * from unnest(
-      ${rows.map((r) => r.tenant_id)}::bigint[], ${rows.map((r) => r.run_id)}::bigint[], ${rows.map((r) => r.target_id)}::bigint[],
-      ${rows.map((r) => r.call_id)}::bigint[], ${rows.map((r) => r.seq)}::bigint[], ${rows.map((r) => r.turn_index)}::int[],
-      ${rows.map((r) => r.speaker)}::text[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.at.toISOString())}::timestamptz[])
+      ${rows.map((r) => r.tenant_id)}::bigint[], ${rows.map((r) => r.run_id)}::bigint[],
+        ${rows.map((r) => r.target_id)}::bigint[],
+      ${rows.map((r) => r.call_id)}::bigint[], ${rows.map((r) => r.seq)}::bigint[],
+        ${rows.map((r) => r.turn_index)}::int[],
+      ${rows.map((r) => r.speaker)}::text[], ${rows.map((r) => r.text)}::text[],
+        ${rows.map((r) => r.at.toISOString())}::timestamptz[])
     on conflict do nothing`

@@ -44,7 +44,8 @@ function systemMessage(req: RuleBookRequest): string {
     .slice(0, MAX_LISTED_OBJECTIONS)
     .map(
       (o) =>
-        `#${o.id} [${o.category}] "${o.trigger_text}" -> ${o.rebuttal_template.replace(/\s+/g, " ").slice(0, LISTED_REBUTTAL_CHARS)}`,
+        `#${o.id} [${o.category}] "${o.trigger_text}" -> ` +
+        `${o.rebuttal_template.replace(/\s+/g, " ").slice(0, LISTED_REBUTTAL_CHARS)}`,
     )
     .join("\n")
   return [
@@ -52,16 +53,31 @@ function systemMessage(req: RuleBookRequest): string {
     "Answer with one JSON object matching the rule_book schema. Constraints the schema cannot express:",
     "- schema_version is 1.",
     "- name: at most 200 characters; goal: at most 1000; opening_line: at most 500; system_prompt: at most 8000.",
-    "- opening_line, system_prompt, disclosure_lines and every handler response may use only the placeholders {name} (the callee), {agent_name} and {company}; no other text in braces.",
-    "- disclosure_lines: 1 to 10 lines, each at most 300 characters; say who is calling for whom and that the call may be recorded.",
-    "- objection_handlers: 1 to 50, triggers unique ignoring case, trigger at most 300 characters, response at most 1000. Prefer adapting the library below: set objection_id to the row's number and rewrite its {offer} and {callback_window} into plain words; use objection_id null for a handler of your own.",
-    `- concession_policy.currency is ${req.currency}. cap_minor is in minor units (1/100) of ${req.currency}: greater than 0 and at most ${ceiling} (${formatMinor(ceiling, req.currency)}) when concessions are allowed, 0 when not. Allow concessions only if the description mentions discounts, offers or waivers.`,
-    "- callback_policy.max_days_ahead: 1 to 30. escalation_policy: at least one trigger (each at most 200 characters) when allowed. Keep requires_approval true unless the description says otherwise.",
+    "- opening_line, system_prompt, disclosure_lines and every handler response may use only the placeholders " +
+      "{name} (the callee), {agent_name} and {company}; no other text in braces.",
+    "- disclosure_lines: 1 to 10 lines, each at most 300 characters; say who is calling for whom and that the call " +
+      "may be recorded.",
+    "- objection_handlers: 1 to 50, triggers unique ignoring case, trigger at most 300 characters, response at most " +
+      "1000. Prefer adapting the library below: set objection_id to the row's number and rewrite its {offer} and " +
+      "{callback_window} into plain words; use objection_id null for a handler of your own.",
+    `- concession_policy.currency is ${req.currency}. ` +
+      `cap_minor is in minor units (1/100) of ${req.currency}: greater than 0 and at most ${ceiling} ` +
+      `(${formatMinor(ceiling, req.currency)}) when concessions are allowed, 0 when not. ` +
+      "Allow concessions only if the description mentions discounts, offers or waivers.",
+    "- callback_policy.max_days_ahead: 1 to 30. escalation_policy: at least one trigger (each at most 200 " +
+      "characters) when allowed. Keep requires_approval true unless the description says otherwise.",
     "- max_call_seconds: 30 to 1800.",
     req.country.toUpperCase() === "IN"
-      ? "- ncpr_category: the TRAI commercial-communication category 1-8 of the campaign's sector (1 banking, insurance, financial products, credit cards; 2 real estate; 3 education; 4 health; 5 consumer goods and automobiles; 6 communication, broadcasting, entertainment, IT; 7 tourism and leisure; 8 food and beverages), or null if unsure."
+      ? "- ncpr_category: the TRAI commercial-communication category 1-8 of the campaign's sector (1 banking, " +
+        "insurance, financial products, credit cards; 2 real estate; 3 education; 4 health; 5 consumer goods and " +
+        "automobiles; 6 communication, broadcasting, entertainment, IT; 7 tourism and leisure; 8 food and " +
+        "beverages), or null if unsure."
       : "- ncpr_category: null (the workspace is not in India).",
-    `- persona: one of ${personas}. ${req.persona !== undefined && req.persona !== "" ? `Use ${req.persona}.` : "Pick the one that fits the audience; a Hindi campaign needs a Hindi persona."} language is the persona's language tag.`,
+    `- persona: one of ${personas}. ` +
+      (req.persona !== undefined && req.persona !== ""
+        ? `Use ${req.persona}.`
+        : "Pick the one that fits the audience; a Hindi campaign needs a Hindi persona.") +
+      " language is the persona's language tag.",
     "",
     `Workspace: country ${req.country}, currency ${req.currency}, plan ${req.planTier}.`,
     "",

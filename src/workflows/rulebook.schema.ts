@@ -133,7 +133,8 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
       const allowed = RULE_BOOK_PLACEHOLDERS.map((p) => `{${p}}`).join(", ")
       fail(
         field,
-        `unknown placeholder${unknown.length > 1 ? "s" : ""} ${unknown.map((p) => `{${p}}`).join(", ")}; only ${allowed} are filled in`,
+        `unknown placeholder${unknown.length > 1 ? "s" : ""} ${unknown.map((p) => `{${p}}`).join(", ")}; ` +
+          `only ${allowed} are filled in`,
       )
     }
   }

@@ -99,7 +99,8 @@ export function simulateRuleBook(req: RuleBookRequest): Record<string, unknown> 
     }),
     opening_line: hindi
       ? hindiOpening(voice)
-      : `Hello {name}, this is {agent_name} calling from {company} about ${topicOf(brief, concession.allowed)}. Do you have a minute?`,
+      : `Hello {name}, this is {agent_name} calling from {company} about ${topicOf(brief, concession.allowed)}.` +
+        " Do you have a minute?",
     disclosure_lines: hindi
       ? [
           "Yeh call {company} ki taraf se hai aur quality ke liye record ki ja sakti hai.",
@@ -221,7 +222,8 @@ function systemPrompt(p: PromptParts): string {
     ? "Speak Hindi, simply and respectfully; use common English words where callers do."
     : `Speak ${p.voice?.accent ?? "English"}, warmly and concisely.`
   const concession = p.concession.allowed
-    ? `You may propose a concession of at most ${formatMinor(p.concession.cap_minor, p.currency)}; a human approves it before you confirm it to the callee.`
+    ? `You may propose a concession of at most ${formatMinor(p.concession.cap_minor, p.currency)}; ` +
+      "a human approves it before you confirm it to the callee."
     : "Do not offer discounts, waivers or other concessions."
   const minutes = Math.max(1, Math.round(p.maxCallSeconds / 60))
   return [
@@ -230,10 +232,12 @@ function systemPrompt(p: PromptParts): string {
     `Goal: ${p.goal}`,
     "Rules:",
     "- Start with the opening line and the disclosure lines, before anything else.",
-    `- Keep the call under ${minutes} minute${minutes === 1 ? "" : "s"}; one question at a time; let the callee finish speaking.`,
+    `- Keep the call under ${minutes} minute${minutes === 1 ? "" : "s"}; ` +
+      "one question at a time; let the callee finish speaking.",
     "- Use the objection handlers when the callee objects; never argue or pressure.",
     `- ${concession}`,
-    `- You may offer to call back within ${p.callbackDays} day${p.callbackDays === 1 ? "" : "s"}; a human approves the callback.`,
+    `- You may offer to call back within ${p.callbackDays} day${p.callbackDays === 1 ? "" : "s"}; ` +
+      "a human approves the callback.",
     "- If the callee asks for a human or an escalation trigger occurs, offer a transfer; a human approves it.",
     "- If the callee asks not to be called again, apologise, confirm they will not be called, and end the call.",
     "- Never invent prices, terms or facts that are not in this brief.",
@@ -277,7 +281,8 @@ function amountInPrompt(prompt: string, currency: Currency): number | undefined 
     new RegExp(`${NUMBER}\\s*${word}(?![a-z])`, "i"),
     // A bare number only after "up to", and not a count of days, minutes or a percentage.
     new RegExp(
-      `\\bup to\\s+${NUMBER}(?![\\d,.]|\\s*(?:%|percent|per cent|days?|weeks?|hours?|mins?|minutes?|seconds?|secs?|months?)\\b|\\s*%)`,
+      `\\bup to\\s+${NUMBER}(?![\\d,.]|\\s*` +
+        "(?:%|percent|per cent|days?|weeks?|hours?|mins?|minutes?|seconds?|secs?|months?)\\b|\\s*%)",
       "i",
     ),
   ]
@@ -296,11 +301,14 @@ function callbackDaysAhead(prompt: string): number {
   return m?.[1] === undefined ? DEFAULT_CALLBACK_DAYS : clamp(Number(m[1]), 1, 30)
 }
 
+const CALL_LENGTH = new RegExp(
+  String.raw`\b(?:under|within|at most|max(?:imum)?(?: of)?|no (?:more|longer) than|less than|up to)` +
+    String.raw`\s+(\d{1,4})\s*(minutes?|mins?|seconds?|secs?)\b`,
+  "i",
+)
+
 function callSeconds(prompt: string): number {
-  const m =
-    /\b(?:under|within|at most|max(?:imum)?(?: of)?|no (?:more|longer) than|less than|up to)\s+(\d{1,4})\s*(minutes?|mins?|seconds?|secs?)\b/i.exec(
-      prompt,
-    )
+  const m = CALL_LENGTH.exec(prompt)
   if (m?.[1] === undefined || m[2] === undefined) return DEFAULT_CALL_SECONDS
   const seconds = Number(m[1]) * (m[2].toLowerCase().startsWith("m") ? 60 : 1)
   return clamp(seconds, 30, 1800)

@@ -196,11 +196,16 @@ export interface RunRow {
 export const listRuns = (sql: Sql, workflowId: number, page: ListPage) =>
   sql<RunRow[]>`
     select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
-           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int as targets_queued,
-           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
-           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id and c.answered_at is not null)::int as targets_connected,
-           (select count(*) from approvals a where a.run_id = r.id and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
-           (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession' and a.status in ('approved', 'denied'))::int as concessions_decided
+           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int
+             as targets_queued,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
+             and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
+             and c.answered_at is not null)::int as targets_connected,
+           (select count(*) from approvals a where a.run_id = r.id
+             and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
+           (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession'
+             and a.status in ('approved', 'denied'))::int as concessions_decided
     from runs r where r.workflow_id = ${workflowId}
       ${page.before === undefined ? sql`` : sql`and r.id < ${page.before}`}
     order by r.id desc

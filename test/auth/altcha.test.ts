@@ -172,25 +172,28 @@ describe("ALTCHA", () => {
     expect(await a.verify(payload)).toBe(false)
   })
 
-  it("refuses a challenge issued without an expiry or with another algorithm, even if signed with our key", async () => {
-    const noExpiry = await createChallenge({
-      algorithm: "SHA-256",
-      cost: 1,
-      counter: 10,
-      deriveKey,
-      hmacSignatureSecret: HMAC_KEY,
-    })
-    expect(await altcha().verify(await solve({ ...noExpiry }))).toBe(false)
-    const sha512 = await createChallenge({
-      algorithm: "SHA-512",
-      cost: 1,
-      counter: 10,
-      deriveKey,
-      expiresAt: Math.floor(Date.now() / 1000) + 60,
-      hmacSignatureSecret: HMAC_KEY,
-    })
-    expect(await altcha().verify(await solve({ ...sha512 }))).toBe(false)
-  })
+  it(
+    "refuses a challenge issued without an expiry or with another algorithm, " + "even if signed with our key",
+    async () => {
+      const noExpiry = await createChallenge({
+        algorithm: "SHA-256",
+        cost: 1,
+        counter: 10,
+        deriveKey,
+        hmacSignatureSecret: HMAC_KEY,
+      })
+      expect(await altcha().verify(await solve({ ...noExpiry }))).toBe(false)
+      const sha512 = await createChallenge({
+        algorithm: "SHA-512",
+        cost: 1,
+        counter: 10,
+        deriveKey,
+        expiresAt: Math.floor(Date.now() / 1000) + 60,
+        hmacSignatureSecret: HMAC_KEY,
+      })
+      expect(await altcha().verify(await solve({ ...sha512 }))).toBe(false)
+    },
+  )
 
   it("answers false, never throws, on garbage", async () => {
     const a = altcha()
@@ -227,7 +230,9 @@ describe("ALTCHA", () => {
   })
 
   it("purges long-expired spent rows while recording a new one", async () => {
-    await srv.sql`insert into altcha_spent (signature, expires_at) values ('stale-one', now() - interval '1 day'), ('recent-one', now() - interval '10 seconds')`
+    await srv.sql`insert into altcha_spent (signature, expires_at)
+      values ('stale-one', now() - interval '1 day'),
+             ('recent-one', now() - interval '10 seconds')`
     const a = altcha()
     expect(await a.verify(await solve(await a.challenge()))).toBe(true)
     const left = await srv.sql<

@@ -138,33 +138,36 @@ describe("scope: read unless asked, admin only from admins", () => {
     expect(await srv.sql`select id from workflows where tenant_id = ${s.tenantId}`).toEqual(before)
   })
 
-  it("lets a member mint read and write keys but not admin ones (403, nothing written); owners and admins may", async () => {
-    const s = await a.signup()
-    await srv.sql`update users set role = 'member' where id = ${s.userId}`
-    // The role comes from the users row; drop the cached principal as a role change does.
-    const member = s
-    await srv.running.runtime.runPromise(
-      Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
-    )
-    const before = await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`
-    expect(
-      await errorOf(
-        await a.call("POST", "/api-keys", { token: member.token, body: { name: "escalate", scope: "admin" } }),
-      ),
-    ).toMatchObject({ status: 403, code: "FORBIDDEN" })
-    expect(await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`).toEqual(before)
-    expect(await srv.sql`select action from api_key_events where tenant_id = ${s.tenantId}`).toEqual([])
-    expect((await a.createKey(member, { name: "r" })).scope).toBe("read")
-    expect((await a.createKey(member, { name: "w", scope: "write" })).scope).toBe("write")
+  it(
+    "lets a member mint read and write keys but not admin ones (403, " + "nothing written); owners and admins may",
+    async () => {
+      const s = await a.signup()
+      await srv.sql`update users set role = 'member' where id = ${s.userId}`
+      // The role comes from the users row; drop the cached principal as a role change does.
+      const member = s
+      await srv.running.runtime.runPromise(
+        Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
+      )
+      const before = await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`
+      expect(
+        await errorOf(
+          await a.call("POST", "/api-keys", { token: member.token, body: { name: "escalate", scope: "admin" } }),
+        ),
+      ).toMatchObject({ status: 403, code: "FORBIDDEN" })
+      expect(await srv.sql`select id from api_keys where tenant_id = ${s.tenantId}`).toEqual(before)
+      expect(await srv.sql`select action from api_key_events where tenant_id = ${s.tenantId}`).toEqual([])
+      expect((await a.createKey(member, { name: "r" })).scope).toBe("read")
+      expect((await a.createKey(member, { name: "w", scope: "write" })).scope).toBe("write")
 
-    await srv.sql`update users set role = 'admin' where id = ${s.userId}`
-    await srv.running.runtime.runPromise(
-      Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
-    )
-    expect((await a.createKey(member, { name: "a", scope: "admin" })).scope).toBe("admin")
-    const owner = await a.signup()
-    expect((await a.createKey(owner, { name: "a", scope: "admin" })).scope).toBe("admin")
-  })
+      await srv.sql`update users set role = 'admin' where id = ${s.userId}`
+      await srv.running.runtime.runPromise(
+        Effect.flatMap(Auth, (auth) => Effect.promise(() => auth.invalidate({ kind: "user", userId: s.userId }))),
+      )
+      expect((await a.createKey(member, { name: "a", scope: "admin" })).scope).toBe("admin")
+      const owner = await a.signup()
+      expect((await a.createKey(owner, { name: "a", scope: "admin" })).scope).toBe("admin")
+    },
+  )
 })
 
 describe("the 10-active-key cap", () => {

@@ -244,7 +244,8 @@ describe("OTP sign-in", () => {
 
     it("refuses a correct code when the workspace is suspended", async () => {
       const { email, code } = await userWithCode(c, "suspended")
-      await srv.sql`update tenants set status = 'suspended' where id = (select tenant_id from users where email = ${email})`
+      await srv.sql`update tenants set status = 'suspended'
+        where id = (select tenant_id from users where email = ${email})`
       expectError(await c.verify(email, code), 403, "ACCOUNT_INACTIVE")
     })
 
@@ -343,32 +344,37 @@ describe("OTP sign-in", () => {
     const afterGap = (email: string) =>
       srv.sql`update otp_codes set last_sent_at = last_sent_at - interval '31 seconds' where email = ${email}`
 
-    it("holds the guess budget per address across resends: the 11th guess is 429, the right code too, until the window ends", async () => {
-      const { email, code: first } = await userWithCode(c, "budget")
-      for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(first, i)), 401, "INVALID_CREDENTIALS")
-      await afterGap(email)
-      expect((await c.resend(email)).status).toBe(200)
-      const second = c.latestCode(email)
-      for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(second, i)), 401, "INVALID_CREDENTIALS")
-      // A new code does not buy new guesses.
-      await afterGap(email)
-      expect((await c.resend(email)).status).toBe(200)
-      const third = c.latestCode(email)
-      const eleventh = await c.verify(email, wrongFor(third, 1))
-      expectError(eleventh, 429, "RATE_LIMITED")
-      const retryAfter = Number(eleventh.res.headers.get("retry-after"))
-      expect(retryAfter).toBeGreaterThan(3500)
-      expect(retryAfter).toBeLessThanOrEqual(3600)
-      expect(eleventh.body.retry_after_seconds).toBe(retryAfter)
-      const right = await c.verify(email, third)
-      expectError(right, 429, "RATE_LIMITED")
-      expect(right.res.headers.get("set-cookie")).toBeNull()
-      // The refusals did not touch the code: once the window has ended, it works.
-      await srv.sql`update rate_counters set window_started_at = window_started_at - interval '1 hour' where key like ${`otp:guess:addr:${email}`}`
-      const later = await c.verify(email, third)
-      expect(later.status, JSON.stringify(later.body)).toBe(200)
-      expect(later.body.user.email).toBe(email)
-    })
+    it(
+      "holds the guess budget per address across resends: " +
+        "the 11th guess is 429, the right code too, until the window ends",
+      async () => {
+        const { email, code: first } = await userWithCode(c, "budget")
+        for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(first, i)), 401, "INVALID_CREDENTIALS")
+        await afterGap(email)
+        expect((await c.resend(email)).status).toBe(200)
+        const second = c.latestCode(email)
+        for (let i = 1; i <= 5; i++) expectError(await c.verify(email, wrongFor(second, i)), 401, "INVALID_CREDENTIALS")
+        // A new code does not buy new guesses.
+        await afterGap(email)
+        expect((await c.resend(email)).status).toBe(200)
+        const third = c.latestCode(email)
+        const eleventh = await c.verify(email, wrongFor(third, 1))
+        expectError(eleventh, 429, "RATE_LIMITED")
+        const retryAfter = Number(eleventh.res.headers.get("retry-after"))
+        expect(retryAfter).toBeGreaterThan(3500)
+        expect(retryAfter).toBeLessThanOrEqual(3600)
+        expect(eleventh.body.retry_after_seconds).toBe(retryAfter)
+        const right = await c.verify(email, third)
+        expectError(right, 429, "RATE_LIMITED")
+        expect(right.res.headers.get("set-cookie")).toBeNull()
+        // The refusals did not touch the code: once the window has ended, it works.
+        await srv.sql`update rate_counters set window_started_at = window_started_at - interval '1 hour'
+          where key like ${`otp:guess:addr:${email}`}`
+        const later = await c.verify(email, third)
+        expect(later.status, JSON.stringify(later.body)).toBe(200)
+        expect(later.body.user.email).toBe(email)
+      },
+    )
 
     it("counts guesses at an address with no account the same way", async () => {
       const ghost = uniqueEmail("ghostguess")

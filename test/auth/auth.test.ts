@@ -79,8 +79,8 @@ describe("POST /auth/signup", () => {
       [{ currency: string; balance_minor: number }]
     >`select currency, balance_minor from wallets where tenant_id = ${body.tenant.id}`
     expect(wallet).toEqual({ currency: "INR", balance_minor: TRIAL_CREDIT_MINOR.INR })
-    const entries =
-      await srv.sql`select kind, amount_minor, balance_after_minor from ledger_entries where tenant_id = ${body.tenant.id}`
+    const entries = await srv.sql`select kind, amount_minor, balance_after_minor from ledger_entries
+      where tenant_id = ${body.tenant.id}`
     expect(entries).toEqual([
       { kind: "trial_credit", amount_minor: TRIAL_CREDIT_MINOR.INR, balance_after_minor: TRIAL_CREDIT_MINOR.INR },
     ])
@@ -444,7 +444,8 @@ describe("abuse limits on signup and login", () => {
     const body = JSON.stringify({ email, password: "correct horse battery" })
     return rawRequest(
       server.port,
-      `POST /auth/signup HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `POST /auth/signup HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     )
   }
 

@@ -65,7 +65,8 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
   }
   const autocharges = (tenantId: number) =>
     srv.sql<Array<{ id: number; status: string; amount_minor: number; external_id: string; gateway: string }>>`
-      select id, status, amount_minor, external_id, gateway from payment_intents where tenant_id = ${tenantId} and purpose = 'autocharge' order by id`
+      select id, status, amount_minor, external_id, gateway from payment_intents
+      where tenant_id = ${tenantId} and purpose = 'autocharge' order by id`
   const reserve = (s: Session, ref: string, seconds = 60) =>
     srv.running.runtime.runPromise(reserveCall(s.tenantId, `${ref}-${s.tenantId}`, seconds))
   const enable = (s: Session, threshold: number, amount: number) =>
@@ -112,48 +113,51 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect((await enable(s, 500, 2000)).status).toBe(409)
   })
 
-  it("saves the card at checkout, charges it off-session, and credits only once the gateway answers succeeded", async () => {
-    const s = await a.signup({ country: "US" })
-    const method = await saveCard(s)
-    const checkout = new URLSearchParams(
-      card.requests.find((r) => r.path === "/v1/checkout/sessions" && r.body.includes("setup_future_usage"))!.body,
-    )
-    expect(checkout.get("payment_intent_data[setup_future_usage]")).toBe("off_session")
-    expect(checkout.get("customer_creation")).toBe("always")
-    const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any)
-      .payment_methods
-    expect(listed).toMatchObject([{ gateway: "gw_card", display_hint: "visa •••• 4242", status: "active" }])
+  it(
+    "saves the card at checkout, charges it off-session, " + "and credits only once the gateway answers succeeded",
+    async () => {
+      const s = await a.signup({ country: "US" })
+      const method = await saveCard(s)
+      const checkout = new URLSearchParams(
+        card.requests.find((r) => r.path === "/v1/checkout/sessions" && r.body.includes("setup_future_usage"))!.body,
+      )
+      expect(checkout.get("payment_intent_data[setup_future_usage]")).toBe("off_session")
+      expect(checkout.get("customer_creation")).toBe("always")
+      const listed = ((await (await a.call("GET", "/billing/payment-methods", { token: s.token })).json()) as any)
+        .payment_methods
+      expect(listed).toMatchObject([{ gateway: "gw_card", display_hint: "visa •••• 4242", status: "active" }])
 
-    expect((await enable(s, 1295, 2000)).status).toBe(200)
-    card.delayNext(400) // the gateway takes its time: the reservation must not wait for it
-    const held = await reserve(s, "sync", 60)
-    expect(held.reserved_minor).toBe(10)
-    const [pending] = await autocharges(s.tenantId)
-    expect(pending).toMatchObject({ status: "pending", amount_minor: 2000, gateway: "gw_card" })
-    expect(await balanceOf(s.tenantId)).toBe(1290)
+      expect((await enable(s, 1295, 2000)).status).toBe(200)
+      card.delayNext(400) // the gateway takes its time: the reservation must not wait for it
+      const held = await reserve(s, "sync", 60)
+      expect(held.reserved_minor).toBe(10)
+      const [pending] = await autocharges(s.tenantId)
+      expect(pending).toMatchObject({ status: "pending", amount_minor: 2000, gateway: "gw_card" })
+      expect(await balanceOf(s.tenantId)).toBe(1290)
 
-    await expect.poll(async () => (await autocharges(s.tenantId))[0]?.status, { timeout: 5000 }).toBe("succeeded")
-    expect(await balanceOf(s.tenantId)).toBe(1290 + 2000)
-    const charge = card.requests.find((r) => r.path === "/v1/payment_intents")!
-    const form = new URLSearchParams(charge.body)
-    expect(Object.fromEntries(form)).toMatchObject({
-      amount: "2000",
-      currency: "usd",
-      customer: method.customer,
-      payment_method: method.id,
-      off_session: "true",
-      confirm: "true",
-      "metadata[intent_id]": String(pending!.id),
-    })
-    expect(charge.headers["idempotency-key"]).toBe(`autocharge-${pending!.id}`)
-    const [done] = await autocharges(s.tenantId)
-    expect(done!.external_id).toMatch(/^pi_/)
-    // The gateway's own webhook for that charge arriving later changes nothing.
-    const late = await card.deliverIntent(cardHook, done!.external_id)
-    expect(JSON.parse(late.body).outcome).toBe("already_settled")
-    expect(await balanceOf(s.tenantId)).toBe(1290 + 2000)
-    expect((await wallet(s.tenantId)).autocharge_failures).toBe(0)
-  })
+      await expect.poll(async () => (await autocharges(s.tenantId))[0]?.status, { timeout: 5000 }).toBe("succeeded")
+      expect(await balanceOf(s.tenantId)).toBe(1290 + 2000)
+      const charge = card.requests.find((r) => r.path === "/v1/payment_intents")!
+      const form = new URLSearchParams(charge.body)
+      expect(Object.fromEntries(form)).toMatchObject({
+        amount: "2000",
+        currency: "usd",
+        customer: method.customer,
+        payment_method: method.id,
+        off_session: "true",
+        confirm: "true",
+        "metadata[intent_id]": String(pending!.id),
+      })
+      expect(charge.headers["idempotency-key"]).toBe(`autocharge-${pending!.id}`)
+      const [done] = await autocharges(s.tenantId)
+      expect(done!.external_id).toMatch(/^pi_/)
+      // The gateway's own webhook for that charge arriving later changes nothing.
+      const late = await card.deliverIntent(cardHook, done!.external_id)
+      expect(JSON.parse(late.body).outcome).toBe("already_settled")
+      expect(await balanceOf(s.tenantId)).toBe(1290 + 2000)
+      expect((await wallet(s.tenantId)).autocharge_failures).toBe(0)
+    },
+  )
 
   it("async: the charge answers processing, and the signed payment_intent.succeeded webhook credits it", async () => {
     const s = await a.signup({ country: "US" })
@@ -277,55 +281,58 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect((await wallet(s.tenantId)).autocharge_failures).toBe(1)
   })
 
-  it("credits nothing when a webhook's currency differs from the intent's, or a crediting event states no amount", async () => {
-    const us = await a.signup({ country: "US" })
-    const cardIntent = (await (
-      await a.call("POST", "/billing/topup", { token: us.token, body: { amount_minor: 2000 } })
-    ).json()) as any
-    const wrongCurrency = await card.deliver(cardHook, cardIntent.external_id, { object: { currency: "inr" } })
-    expect(JSON.parse(wrongCurrency.body)).toEqual({ received: true, outcome: "currency_mismatch" })
-    const noAmount = await card.deliver(cardHook, cardIntent.external_id, { object: { amount_total: null } })
-    expect(JSON.parse(noAmount.body)).toEqual({ received: true, outcome: "amount_mismatch" })
-    const viaIntent = await card.deliver(cardHook, cardIntent.external_id, {
-      type: "payment_intent.succeeded",
-      object: { payment_intent: cardIntent.external_id, amount_received: 2000, currency: "eur" },
-    })
-    expect(JSON.parse(viaIntent.body).outcome).toBe("currency_mismatch")
-    expect(await balanceOf(us.tenantId)).toBe(TRIAL_CREDIT_MINOR.USD)
+  it(
+    "credits nothing when a webhook's currency differs from the intent's, " + "or a crediting event states no amount",
+    async () => {
+      const us = await a.signup({ country: "US" })
+      const cardIntent = (await (
+        await a.call("POST", "/billing/topup", { token: us.token, body: { amount_minor: 2000 } })
+      ).json()) as any
+      const wrongCurrency = await card.deliver(cardHook, cardIntent.external_id, { object: { currency: "inr" } })
+      expect(JSON.parse(wrongCurrency.body)).toEqual({ received: true, outcome: "currency_mismatch" })
+      const noAmount = await card.deliver(cardHook, cardIntent.external_id, { object: { amount_total: null } })
+      expect(JSON.parse(noAmount.body)).toEqual({ received: true, outcome: "amount_mismatch" })
+      const viaIntent = await card.deliver(cardHook, cardIntent.external_id, {
+        type: "payment_intent.succeeded",
+        object: { payment_intent: cardIntent.external_id, amount_received: 2000, currency: "eur" },
+      })
+      expect(JSON.parse(viaIntent.body).outcome).toBe("currency_mismatch")
+      expect(await balanceOf(us.tenantId)).toBe(TRIAL_CREDIT_MINOR.USD)
 
-    const inr = await a.signup({ country: "IN" })
-    const upiIntent = (await (
-      await a.call("POST", "/billing/topup", { token: inr.token, body: { amount_minor: 50_000 } })
-    ).json()) as any
-    expect(
-      JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { currency: "USD" } })).body).outcome,
-    ).toBe("currency_mismatch")
-    expect(
-      JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { amount: undefined } })).body).outcome,
-    ).toBe("amount_mismatch")
+      const inr = await a.signup({ country: "IN" })
+      const upiIntent = (await (
+        await a.call("POST", "/billing/topup", { token: inr.token, body: { amount_minor: 50_000 } })
+      ).json()) as any
+      expect(
+        JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { currency: "USD" } })).body).outcome,
+      ).toBe("currency_mismatch")
+      expect(
+        JSON.parse((await upi.deliver(upiHook, upiIntent.external_id, { entity: { amount: undefined } })).body).outcome,
+      ).toBe("amount_mismatch")
 
-    const generic = JSON.stringify({
-      id: "evt_generic_1",
-      external_id: upiIntent.external_id,
-      status: "succeeded",
-      amount_minor: 50_000,
-      currency: "USD",
-    })
-    const res = await fetch(`${srv.url}/billing/webhooks/payment`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-svc-signature": signGeneric(generic, "generic-secret", Math.floor(Date.now() / 1000)),
-      },
-      body: generic,
-    })
-    expect(await res.json()).toEqual({ received: true, outcome: "currency_mismatch" })
-    expect(await balanceOf(inr.tenantId)).toBe(TRIAL_CREDIT_MINOR.INR)
+      const generic = JSON.stringify({
+        id: "evt_generic_1",
+        external_id: upiIntent.external_id,
+        status: "succeeded",
+        amount_minor: 50_000,
+        currency: "USD",
+      })
+      const res = await fetch(`${srv.url}/billing/webhooks/payment`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-svc-signature": signGeneric(generic, "generic-secret", Math.floor(Date.now() / 1000)),
+        },
+        body: generic,
+      })
+      expect(await res.json()).toEqual({ received: true, outcome: "currency_mismatch" })
+      expect(await balanceOf(inr.tenantId)).toBe(TRIAL_CREDIT_MINOR.INR)
 
-    // The right currency, in any case, still credits.
-    expect(JSON.parse((await card.deliver(cardHook, cardIntent.external_id)).body).outcome).toBe("credited")
-    expect(JSON.parse((await upi.deliver(upiHook, upiIntent.external_id)).body).outcome).toBe("credited")
-  })
+      // The right currency, in any case, still credits.
+      expect(JSON.parse((await card.deliver(cardHook, cardIntent.external_id)).body).outcome).toBe("credited")
+      expect(JSON.parse((await upi.deliver(upiHook, upiIntent.external_id)).body).outcome).toBe("credited")
+    },
+  )
 
   it("renders the gw_upi checkout page from the stored intent, ignoring a forged amount and key", async () => {
     const s = await a.signup({ country: "IN" })

@@ -416,9 +416,8 @@ describe("the byok subscription", () => {
   afterAll(async () => srv?.stop())
 
   const entries = async (tenantId: number) =>
-    srv.sql<
-      Array<{ kind: string; amount_minor: number }>
-    >`select kind, amount_minor from ledger_entries where tenant_id = ${tenantId} and kind in ('mandate_payment', 'platform_fee') order by id`
+    srv.sql<Array<{ kind: string; amount_minor: number }>>`select kind, amount_minor from ledger_entries
+      where tenant_id = ${tenantId} and kind in ('mandate_payment', 'platform_fee') order by id`
 
   it("is authorised through its mandate link, charged at once and then monthly, until cancelled", async () => {
     const s = await a.signup({ country: "IN" })
@@ -573,7 +572,8 @@ describe("on the real gateway adapters, against local fake gateways", () => {
 
     const hook = `${srv.url}/billing/webhooks/gw_upi`
     expect((await upi.deliver(hook, intent.external_id, { secret: "nope" })).status).toBe(401)
-    expect((await upi.deliver(hook, intent.external_id, { entity: { amount: 1 } })).status).toBe(200) // signed, but the amount is wrong
+    // signed, but the amount is wrong
+    expect((await upi.deliver(hook, intent.external_id, { entity: { amount: 1 } })).status).toBe(200)
     expect(await balanceOf(srv, s.tenantId)).toBe(TRIAL_CREDIT_MINOR.INR)
     const ok = await upi.deliver(hook, intent.external_id)
     expect(JSON.parse(ok.body)).toEqual({ received: true, outcome: "credited" })

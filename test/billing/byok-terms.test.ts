@@ -42,14 +42,17 @@ async function byokTenant(
   if (sub !== "none") {
     const end = sub === "active" ? new Date(Date.now() + 86_400_000) : new Date(Date.now() - 60_000)
     await srv.sql`
-      insert into subscriptions (tenant_id, status, amount_minor, currency, external_id, short_url, current_period_start, current_period_end)
-      values (${s.tenantId}, 'active', 100, 'USD', ${`sub_${randomBytes(6).toString("hex")}`}, 'http://x/', now() - interval '1 day', ${end})`
+      insert into subscriptions (tenant_id, status, amount_minor, currency, external_id, short_url,
+        current_period_start, current_period_end)
+      values (${s.tenantId}, 'active', 100, 'USD', ${`sub_${randomBytes(6).toString("hex")}`},
+        'http://x/', now() - interval '1 day', ${end})`
   }
   // Rows as a validated save leaves them; callTerms reads status and shape, not the secret.
   if (opts.telco ?? true)
     await srv.sql`
       insert into provider_credentials (tenant_id, provider, primary_id, secret_enc, extra, hint, status, validated_at)
-      values (${s.tenantId}, 'telco_a', 'AC123', 'v1:AAAA', ${srv.sql.json({ api_base_url: "https://telco.example" })}, '…1234', 'validated', now())`
+      values (${s.tenantId}, 'telco_a', 'AC123', 'v1:AAAA',
+        ${srv.sql.json({ api_base_url: "https://telco.example" })}, '…1234', 'validated', now())`
   if (opts.llm ?? true)
     await srv.sql`
       insert into provider_credentials (tenant_id, provider, secret_enc, hint, status, validated_at)
@@ -94,18 +97,21 @@ describe("precheck and reservation", () => {
     expect(r._tag === "Right" && r.right.reserved_minor).toBe(callCostMinor(60, "USD"))
   })
 
-  it("a complete byok workspace holds nothing for calls on its own accounts, and pays for calls on the platform's", async () => {
-    const s = await byokTenant({ balance: 0 })
-    expect(await run(precheck(s.tenantId, 180))).toMatchObject({
-      _tag: "Right",
-      right: { status: "ok", billing: "byok", required_minor: 0 },
-    })
-    const own = await run(reserveCall(s.tenantId, `call:o${s.tenantId}`, 180, { onOwnAccounts: true }))
-    expect(own._tag === "Right" && own.right.reserved_minor).toBe(0)
-    // A run that resolved the platform's accounts (before the workspace was ready) still pays.
-    const platform = await run(reserveCall(s.tenantId, `call:p${s.tenantId}`, 180, { onOwnAccounts: false }))
-    expect(platform._tag).toBe("Left")
-  })
+  it(
+    "a complete byok workspace holds nothing for calls on its own accounts, " + "and pays for calls on the platform's",
+    async () => {
+      const s = await byokTenant({ balance: 0 })
+      expect(await run(precheck(s.tenantId, 180))).toMatchObject({
+        _tag: "Right",
+        right: { status: "ok", billing: "byok", required_minor: 0 },
+      })
+      const own = await run(reserveCall(s.tenantId, `call:o${s.tenantId}`, 180, { onOwnAccounts: true }))
+      expect(own._tag === "Right" && own.right.reserved_minor).toBe(0)
+      // A run that resolved the platform's accounts (before the workspace was ready) still pays.
+      const platform = await run(reserveCall(s.tenantId, `call:p${s.tenantId}`, 180, { onOwnAccounts: false }))
+      expect(platform._tag).toBe("Left")
+    },
+  )
 
   it("bundled workspaces are bundled whatever rows they have", async () => {
     const s = await byokTenant()

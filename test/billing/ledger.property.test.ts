@@ -266,7 +266,8 @@ describe("ledger properties (generated sequences through postEntry)", () => {
     )
   }, 60_000)
 
-  it("(d) replaying a key returns the first entry and changes nothing; a reused key with another amount or tenant throws", async () => {
+  it("(d) replaying a key returns the first entry and changes nothing; " +
+    "a reused key with another amount or tenant throws", async () => {
     await fc.assert(
       fc.asyncProperty(ops({ credit: 3, debit: 3, drain: 1, replay: 4, conflict: 2, foreign: 1 }), async (sequence) => {
         // Start with one credit so there is always a key to reuse.
@@ -383,7 +384,8 @@ describe("ledger under concurrency", () => {
     return max
   }
 
-  it("40 concurrent debits never overdraw, never lose an update, and succeed exactly as a serial order allows", async () => {
+  it("40 concurrent debits never overdraw, never lose an update, " +
+    "and succeed exactly as a serial order allows", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 5_000, max: 15_000 }),

@@ -49,12 +49,14 @@ async function newWorkflow(
 ): Promise<number> {
   const [w] = await srv.sql<[{ id: number }]>`
     insert into workflows (tenant_id, name, persona, nl_prompt, status, archived_at)
-    values (${tenantId}, 'Campaign', 'amelia', 'Call people about the sale', ${opts.status ?? "draft"}, ${opts.archived ? new Date() : null})
+    values (${tenantId}, 'Campaign', 'amelia', 'Call people about the sale',
+      ${opts.status ?? "draft"}, ${opts.archived ? new Date() : null})
     returning id`
   if (opts.ncprCategory !== undefined) {
     const [rb] = await srv.sql<[{ id: number }]>`
       insert into rule_books (tenant_id, workflow_id, version, body, source)
-      values (${tenantId}, ${w.id}, 1, ${srv.sql.json({ system_prompt: "x", ncpr_category: opts.ncprCategory })}, 'generated')
+      values (${tenantId}, ${w.id}, 1,
+        ${srv.sql.json({ system_prompt: "x", ncpr_category: opts.ncprCategory })}, 'generated')
       returning id`
     await srv.sql`update workflows set rule_book_id = ${rb.id} where id = ${w.id}`
   }
@@ -244,29 +246,32 @@ describe("CSV files", () => {
     ])
   })
 
-  it("refuses a file with no phone column, an empty file, unreadable CSV and a form with no file (422, field file)", async () => {
-    const s = await a.signup()
-    const wf = await newWorkflow(s.tenantId)
-    for (const csv of ["name,email\nAnn,ann@example.com\n", "", "\n\n", `phone,name\n"${us(1)},unclosed\n`]) {
-      expect(await errorOf(await postCsv(s, wf, csv))).toMatchObject({
-        status: 422,
-        code: "VALIDATION_FAILED",
-        field: "file",
+  it(
+    "refuses a file with no phone column, an empty file, " + "unreadable CSV and a form with no file (422, field file)",
+    async () => {
+      const s = await a.signup()
+      const wf = await newWorkflow(s.tenantId)
+      for (const csv of ["name,email\nAnn,ann@example.com\n", "", "\n\n", `phone,name\n"${us(1)},unclosed\n`]) {
+        expect(await errorOf(await postCsv(s, wf, csv))).toMatchObject({
+          status: 422,
+          code: "VALIDATION_FAILED",
+          field: "file",
+        })
+      }
+      const form = new FormData()
+      form.set("note", "no file here")
+      const res = await fetch(`${srv.url}/api/workflows/${wf}/audience`, {
+        method: "POST",
+        body: form,
+        headers: { authorization: `Bearer ${s.token}` },
       })
-    }
-    const form = new FormData()
-    form.set("note", "no file here")
-    const res = await fetch(`${srv.url}/api/workflows/${wf}/audience`, {
-      method: "POST",
-      body: form,
-      headers: { authorization: `Bearer ${s.token}` },
-    })
-    expect(await errorOf(res)).toMatchObject({ status: 422, field: "file" })
-    expect((await targets(wf)).length).toBe(0)
-    expect(await stagingRows()).toBe(0)
-    const uploads = await srv.sql`select status from audience_uploads where workflow_id = ${wf}`
-    expect(uploads.every((u) => u.status === "failed")).toBe(true)
-  })
+      expect(await errorOf(res)).toMatchObject({ status: 422, field: "file" })
+      expect((await targets(wf)).length).toBe(0)
+      expect(await stagingRows()).toBe(0)
+      const uploads = await srv.sql`select status from audience_uploads where workflow_id = ${wf}`
+      expect(uploads.every((u) => u.status === "failed")).toBe(true)
+    },
+  )
 
   it("drops NUL characters (which Postgres refuses) and never answers a binary file with a 500", async () => {
     const s = await a.signup({ country: "US" })
@@ -329,46 +334,51 @@ describe("filters", () => {
     const other = await a.signup({ country: "IN" })
     const wf = await newWorkflow(s.tenantId, { ncprCategory: null })
     await srv.sql`insert into dnc_entries (tenant_id, phone_e164, source) values
-      (${s.tenantId}, ${india(1)}, 'manual'), (${s.tenantId}, ${india(2)}, 'call'), (${other.tenantId}, ${india(3)}, 'manual')`
+      (${s.tenantId}, ${india(1)}, 'manual'), (${s.tenantId}, ${india(2)}, 'call'),
+      (${other.tenantId}, ${india(3)}, 'manual')`
     // india(2) is also on the registry and in the cool-down: DNC comes first.
     await srv.sql`insert into ncpr_registry (phone_e164, preference) values (${india(2)}, '0') on conflict do nothing`
-    await srv.sql`insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${s.tenantId}, ${india(2)}, now())`
+    await srv.sql`insert into recent_contacts (tenant_id, phone_e164, last_contacted_at)
+      values (${s.tenantId}, ${india(2)}, now())`
     const c = await ok(await postJson(s, wf, [{ phone: india(1) }, { phone: india(2) }, { phone: india(3) }]))
     expect(c).toMatchObject({ accepted: 1, rejected_dnc: 2, rejected_ncpr: 0, rejected_cooldown: 0 })
     addsUp(c, 3)
   })
 
-  it("drops Indian numbers on the national registry by the workflow's category; other countries are never checked", async () => {
-    const s = await a.signup({ country: "US" })
-    await srv.sql`insert into ncpr_registry (phone_e164, preference) values
+  it(
+    "drops Indian numbers on the national registry by the workflow's category; " + "other countries are never checked",
+    async () => {
+      const s = await a.signup({ country: "US" })
+      await srv.sql`insert into ncpr_registry (phone_e164, preference) values
       (${india(101)}, '0'), (${india(102)}, '1,2,5'), (${india(103)}, '3')
       on conflict (phone_e164) do update set preference = excluded.preference`
-    const rows = [
-      { phone: india(101) },
-      { phone: india(102) },
-      { phone: india(103) },
-      { phone: india(104) },
-      { phone: us(1) },
-    ]
+      const rows = [
+        { phone: india(101) },
+        { phone: india(102) },
+        { phone: india(103) },
+        { phone: india(104) },
+        { phone: us(1) },
+      ]
 
-    // Category 2: the full block and the number accepting only 3 are dropped; 1,2,5 accepts 2.
-    const cat2 = await newWorkflow(s.tenantId, { ncprCategory: 2 })
-    const c2 = await ok(await postJson(s, cat2, rows))
-    expect(c2).toMatchObject({ accepted: 3, rejected_ncpr: 2 })
-    expect((await targets(cat2)).map((t) => t.phone_e164)).toEqual([us(1), india(102), india(104)])
+      // Category 2: the full block and the number accepting only 3 are dropped; 1,2,5 accepts 2.
+      const cat2 = await newWorkflow(s.tenantId, { ncprCategory: 2 })
+      const c2 = await ok(await postJson(s, cat2, rows))
+      expect(c2).toMatchObject({ accepted: 3, rejected_ncpr: 2 })
+      expect((await targets(cat2)).map((t) => t.phone_e164)).toEqual([us(1), india(102), india(104)])
 
-    // Category 3: only the number accepting 3 gets through.
-    const cat3 = await newWorkflow(s.tenantId, { ncprCategory: 3 })
-    expect((await ok(await postJson(s, cat3, rows))).rejected_ncpr).toBe(2)
-    expect((await targets(cat3)).map((t) => t.phone_e164)).toEqual([us(1), india(103), india(104)])
+      // Category 3: only the number accepting 3 gets through.
+      const cat3 = await newWorkflow(s.tenantId, { ncprCategory: 3 })
+      expect((await ok(await postJson(s, cat3, rows))).rejected_ncpr).toBe(2)
+      expect((await targets(cat3)).map((t) => t.phone_e164)).toEqual([us(1), india(103), india(104)])
 
-    // No category (or no rule book): any registration blocks.
-    for (const wf of [await newWorkflow(s.tenantId, { ncprCategory: null }), await newWorkflow(s.tenantId)]) {
-      const c = await ok(await postJson(s, wf, rows))
-      expect(c).toMatchObject({ accepted: 2, rejected_ncpr: 3 })
-      addsUp(c, rows.length)
-    }
-  })
+      // No category (or no rule book): any registration blocks.
+      for (const wf of [await newWorkflow(s.tenantId, { ncprCategory: null }), await newWorkflow(s.tenantId)]) {
+        const c = await ok(await postJson(s, wf, rows))
+        expect(c).toMatchObject({ accepted: 2, rejected_ncpr: 3 })
+        addsUp(c, rows.length)
+      }
+    },
+  )
 })
 
 describe("re-uploads", () => {
@@ -450,7 +460,8 @@ describe("failed uploads change nothing", () => {
 
   it("a form cut off before its end: 400 BAD_MULTIPART", async () => {
     const snapshot = await before()
-    const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nphone\n${us(50)}\n${us(51)}\n`
+    const part = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n`
+    const body = `${part}phone\n${us(50)}\n${us(51)}\n`
     const res = await fetch(`${srv.url}/api/workflows/${wf}/audience`, {
       method: "POST",
       body,
@@ -477,7 +488,8 @@ describe("failed uploads change nothing", () => {
     await new Promise<void>((resolve) => socket.once("connect", resolve))
     socket.write(
       `POST /api/workflows/${wf}/audience HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${s.token}\r\n` +
-        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${Buffer.byteLength(body) + 100}\r\n\r\n${body}`,
+        `Content-Type: multipart/form-data; boundary=b\r\n` +
+        `Content-Length: ${Buffer.byteLength(body) + 100}\r\n\r\n${body}`,
     )
     await new Promise((r) => setTimeout(r, 300))
     socket.destroy()

@@ -109,7 +109,8 @@ describe("GET /dnc", () => {
   beforeAll(async () => {
     s = await a.signup({ country: "US" })
     for (let i = 0; i < 7; i++) await body(await add(s, us(i), `r${i}`))
-    await srv.sql`insert into dnc_entries (tenant_id, phone_e164, source, added_at) values (${s.tenantId}, ${us(100)}, 'call', now() - interval '1 day')`
+    await srv.sql`insert into dnc_entries (tenant_id, phone_e164, source, added_at)
+      values (${s.tenantId}, ${us(100)}, 'call', now() - interval '1 day')`
   })
 
   it("lists newest first with the total, a page at a time", async () => {
@@ -287,7 +288,8 @@ describe("POST /dnc/import", () => {
   it("streams a CSV, with or without a header", async () => {
     const s = await a.signup({ country: "IN" })
     const withHeader =
-      '\uFEFFreason,Phone_E164\n"said ""stop"", twice",+91 98100 00001\n\n,9810000002\nx,12\n"multi\nline",09810000001\n'
+      '\uFEFFreason,Phone_E164\n"said ""stop"", twice",+91 98100 00001\n' +
+      '\n,9810000002\nx,12\n"multi\nline",09810000001\n'
     expect(await body(await importCsv(s, withHeader))).toEqual({ added: 2, skipped_existing: 1, skipped_invalid: 1 })
     expect(await body(await importCsv(s, `${india(3)},from a list\n${india(1)}\n`))).toEqual({
       added: 1,

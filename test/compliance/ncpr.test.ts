@@ -125,8 +125,10 @@ describe("import", () => {
     await srv.sql`delete from ncpr_registry`
     async function* big(): AsyncGenerator<string> {
       yield "number,preference\n"
-      for (let i = 0; i < 5000; i += 500)
-        yield `${Array.from({ length: 500 }, (_, j) => `${national(i + j)},${(i + j) % 3 === 0 ? "0" : "1#2"}`).join("\n")}\n`
+      for (let i = 0; i < 5000; i += 500) {
+        const line = (j: number) => `${national(i + j)},${(i + j) % 3 === 0 ? "0" : "1#2"}`
+        yield `${Array.from({ length: 500 }, (_, j) => line(j)).join("\n")}\n`
+      }
     }
     expect(await importNcpr(srv.sql, big())).toEqual({ imported: 5000, deleted: 0, skipped: 0 })
     const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from ncpr_registry`

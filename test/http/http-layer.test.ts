@@ -157,7 +157,8 @@ describe("body limits", () => {
   it("refuses an oversize chunked body with 413 once the limit is passed", async () => {
     const chunk = "x".repeat(1000)
     const pieces = [
-      "POST /test/raw HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "POST /test/raw HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n" +
+        "Transfer-Encoding: chunked\r\n\r\n",
     ]
     for (let i = 0; i < 8; i++) pieces.push(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
     pieces.push("0\r\n\r\n")
@@ -286,7 +287,8 @@ describe("failures never take the server down", () => {
     await new Promise<void>((resolve) => {
       const s = connect(srv.port, "127.0.0.1", () => {
         s.write(
-          'POST /test/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+          "POST /test/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" +
+            'Content-Length: 100\r\n\r\n{"name":',
         )
         setTimeout(() => {
           s.destroy()

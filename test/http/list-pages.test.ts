@@ -48,7 +48,10 @@ async function walk(path: string, field: string, limit?: number): Promise<{ ids:
   throw new Error("more than 100 pages")
 }
 
-/** The bad limits and cursors every list refuses, each as 422 VALIDATION_FAILED on its field, the good ones for contrast. */
+/**
+ * The bad limits and cursors every list refuses, each as 422 VALIDATION_FAILED on its field, the good ones
+ * for contrast.
+ */
 async function expectRefusals(path: string) {
   const sep = path.includes("?") ? "&" : "?"
   for (const limit of ["500", "201", "0", "-1", "abc", "1.5", ""]) {
@@ -139,7 +142,8 @@ describe("GET /api/workflows/{id}/runs", () => {
         returning id`
     ).map((r) => r.id)
     const [otherWorkflow] = await insertWorkflows(s.tenantId, 1)
-    await srv.sql`insert into runs (tenant_id, workflow_id, status, ended_at) values (${s.tenantId}, ${otherWorkflow!}, 'completed', now())`
+    await srv.sql`insert into runs (tenant_id, workflow_id, status, ended_at)
+      values (${s.tenantId}, ${otherWorkflow!}, 'completed', now())`
   })
 
   it("pages the workflow's runs with limit=1 and =2, newest first, none repeated or skipped", async () => {
@@ -165,7 +169,8 @@ describe("GET /numbers", () => {
     numbers = (
       await srv.sql<Array<{ id: number }>>`
         insert into phone_numbers (tenant_id, phone_e164, country, source, provider, account, status, currency)
-        select ${s.tenantId}, '+9198765' || lpad(i::text, 5, '0') || ${String(s.tenantId % 10)}, 'IN', 'provisioned', 'sim', 'platform',
+        select ${s.tenantId}, '+9198765' || lpad(i::text, 5, '0') || ${String(s.tenantId % 10)},
+               'IN', 'provisioned', 'sim', 'platform',
                case when i % 2 = 0 then 'released' else 'active' end, 'INR'
         from generate_series(1, 5) as i
         returning id`
@@ -173,7 +178,8 @@ describe("GET /numbers", () => {
     // A claim in flight is not listed, on any page.
     await srv.sql`
       insert into phone_numbers (tenant_id, phone_e164, country, source, provider, account, status, currency)
-      values (${s.tenantId}, ${`+91987650000${s.tenantId % 10}`}, 'IN', 'provisioned', 'sim', 'platform', 'pending', 'INR')`
+      values (${s.tenantId}, ${`+91987650000${s.tenantId % 10}`},
+              'IN', 'provisioned', 'sim', 'platform', 'pending', 'INR')`
   })
 
   it("pages the workspace's numbers with limit=2, newest first, none repeated or skipped", async () => {

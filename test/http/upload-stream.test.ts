@@ -16,8 +16,8 @@ beforeAll(async () => {
 })
 afterAll(async () => srv?.stop())
 
-const csv = (rows: number) =>
-  `phone,name\n${Array.from({ length: rows }, (_, i) => `+1415555${String(i).padStart(4, "0")},Person ${i}`).join("\n")}\n`
+const csvRow = (i: number) => `+1415555${String(i).padStart(4, "0")},Person ${i}`
+const csv = (rows: number) => `phone,name\n${Array.from({ length: rows }, (_, i) => csvRow(i)).join("\n")}\n`
 
 const post = (body: FormData | string, headers: Record<string, string> = {}) =>
   fetch(`${srv.url}/test/upload-stream`, {
@@ -57,7 +57,8 @@ describe("streamed multipart uploads", () => {
     const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${csv(100)}\r\n--b--\r\n`
     const res = await rawRequest(
       srv.port,
-      `POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      `POST /test/upload-stream HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=b\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     )
     expect(res.status).toBe(401)
     expect(JSON.parse(res.body)).toMatchObject({ code: "UNAUTHENTICATED" })
@@ -80,7 +81,8 @@ describe("streamed multipart uploads", () => {
   })
 
   it("answers a form cut off before its end with 400 BAD_MULTIPART", async () => {
-    const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${csv(10)}` // no closing boundary
+    // no closing boundary
+    const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\n${csv(10)}`
     const res = await post(body, { "content-type": "multipart/form-data; boundary=b" })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ code: "BAD_MULTIPART" })

@@ -201,37 +201,39 @@ if (real)
 
     it(`holds ${RACES} times in a row: create, warm B, revoke on A, ask B at once`, () => keyRaces(a, b))
 
-    it("a turn stream open on B ends within a second of its key being revoked or its session signed out on A", async () => {
-      const account = await newAccount(a)
-      const jwt = await account.signIn(a)
-      const me = await call(a, "GET", "/auth/me", { bearer: jwt })
-      const tenantId = (me.body["tenant"] as { id: number }).id
-      const wf = await call(a, "POST", "/api/workflows", {
-        bearer: jwt,
-        body: { nl_prompt: "Check in with our customers." },
-      })
-      expect(wf).toMatchObject({ status: 201 })
-      const sql = connectPostgres(db.env.DATABASE_URL!, 1)
-      let runId: number
-      try {
-        ;[{ id: runId }] = await sql<
-          [{ id: number }]
-        >`insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${wf.body["id"] as number}, 'running') returning id`
-      } finally {
-        await sql.end()
-      }
-      const endsWithin = (c: SseClient, ms: number) =>
-        Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
+    it(
+      "a turn stream open on B ends within a second of its " + "key being revoked or its session signed out on A",
+      async () => {
+        const account = await newAccount(a)
+        const jwt = await account.signIn(a)
+        const me = await call(a, "GET", "/auth/me", { bearer: jwt })
+        const tenantId = (me.body["tenant"] as { id: number }).id
+        const wf = await call(a, "POST", "/api/workflows", {
+          bearer: jwt,
+          body: { nl_prompt: "Check in with our customers." },
+        })
+        expect(wf).toMatchObject({ status: 201 })
+        const sql = connectPostgres(db.env.DATABASE_URL!, 1)
+        let runId: number
+        try {
+          ;[{ id: runId }] = await sql<[{ id: number }]>`insert into runs (tenant_id, workflow_id, status)
+            values (${tenantId}, ${wf.body["id"] as number}, 'running') returning id`
+        } finally {
+          await sql.end()
+        }
+        const endsWithin = (c: SseClient, ms: number) =>
+          Promise.race([c.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
 
-      const key = await createReadKey(a, jwt)
-      const byKey = sse(`${b}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${key.secret}` })
-      const bySession = sse(`${b}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${jwt}` })
-      expect(await byKey.status).toBe(200)
-      expect(await bySession.status).toBe(200)
-      expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt })).toMatchObject({ status: 200 })
-      expect(await endsWithin(byKey, 1_000)).toBe(true)
-      expect(await endsWithin(bySession, 200)).toBe(false)
-      expect(await call(a, "POST", "/auth/logout", { bearer: jwt })).toMatchObject({ status: 200 })
-      expect(await endsWithin(bySession, 1_000)).toBe(true)
-    })
+        const key = await createReadKey(a, jwt)
+        const byKey = sse(`${b}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${key.secret}` })
+        const bySession = sse(`${b}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${jwt}` })
+        expect(await byKey.status).toBe(200)
+        expect(await bySession.status).toBe(200)
+        expect(await call(a, "POST", `/api-keys/${key.id}/revoke`, { bearer: jwt })).toMatchObject({ status: 200 })
+        expect(await endsWithin(byKey, 1_000)).toBe(true)
+        expect(await endsWithin(bySession, 200)).toBe(false)
+        expect(await call(a, "POST", "/auth/logout", { bearer: jwt })).toMatchObject({ status: 200 })
+        expect(await endsWithin(bySession, 1_000)).toBe(true)
+      },
+    )
   })

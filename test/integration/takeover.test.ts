@@ -81,7 +81,8 @@ describe.skipIf(!real)("run takeover across runtime processes (real Postgres and
       "a runtime to own the run with calls connected",
       async () => {
         const [r] = await sql<[{ owner_instance: string | null; connected: number }?]>`
-        select r.owner_instance, (select count(*)::int from calls c where c.run_id = r.id and c.status = 'connected') as connected
+        select r.owner_instance,
+          (select count(*)::int from calls c where c.run_id = r.id and c.status = 'connected') as connected
         from runs r where r.id = ${runId}`
         return r?.owner_instance && r.connected >= 3 ? r.owner_instance : undefined
       },
@@ -148,7 +149,8 @@ describe.skipIf(!real)("run takeover across runtime processes (real Postgres and
     const slots = await sql`select 1 from dial_slots`
     expect(slots).toHaveLength(0)
     const [wallet] = await sql<[{ balance_minor: number; sum: number }]>`
-      select w.balance_minor, (select sum(amount_minor) from ledger_entries l where l.tenant_id = w.tenant_id)::bigint as sum
+      select w.balance_minor,
+        (select sum(amount_minor) from ledger_entries l where l.tenant_id = w.tenant_id)::bigint as sum
       from wallets w join users u on u.tenant_id = w.tenant_id where u.email = ${email}`
     expect(wallet.balance_minor).toBe(wallet.sum)
   }, 120_000)

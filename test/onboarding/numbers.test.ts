@@ -250,7 +250,8 @@ describe("numbers API on the sim inventory", () => {
   const balance = async (tenantId: number) =>
     (await srv.sql<[{ b: number }]>`select balance_minor as b from wallets where tenant_id = ${tenantId}`)[0].b
   const rentals = (tenantId: number) => srv.sql<Array<{ amount_minor: number; idempotency_key: string }>>`
-    select amount_minor, idempotency_key from ledger_entries where tenant_id = ${tenantId} and kind = 'number_rental' order by id`
+    select amount_minor, idempotency_key from ledger_entries
+    where tenant_id = ${tenantId} and kind = 'number_rental' order by id`
 
   it("validates country (2–4 letters), area_code and limit (1–50) with 422", async () => {
     const s = await a.signup({ country: "US" })
@@ -338,7 +339,8 @@ describe("numbers API on the sim inventory", () => {
         },
       ]
     >`
-      select tenant_id, status, source, provider, provider_number_id, monthly_cost_minor from phone_numbers where id = ${n.id}`
+      select tenant_id, status, source, provider, provider_number_id, monthly_cost_minor
+      from phone_numbers where id = ${n.id}`
     expect(row).toEqual({
       tenant_id: s.tenantId,
       status: "active",
@@ -366,7 +368,9 @@ describe("numbers API on the sim inventory", () => {
     })
 
     // A month later the renewal charges the next month once, however often it runs.
-    await srv.sql`update phone_numbers set current_period_end = now() - interval '1 minute', rent_due_at = now() - interval '1 minute' where id = ${n.id}`
+    await srv.sql`update phone_numbers
+      set current_period_end = now() - interval '1 minute', rent_due_at = now() - interval '1 minute'
+      where id = ${n.id}`
     expect(await run(renewDueNumbers)).toBeGreaterThanOrEqual(1)
     await run(renewDueNumbers)
     expect(await rentals(s.tenantId)).toHaveLength(2)
@@ -384,7 +388,9 @@ describe("numbers API on the sim inventory", () => {
     >`select status, released_at, rent_due_at from phone_numbers where id = ${n.id}`
     expect(after.status).toBe("released")
     expect(after.released_at).not.toBeNull()
-    await srv.sql`update phone_numbers set current_period_end = now() - interval '1 minute', rent_due_at = now() - interval '1 minute' where id = ${n.id}`
+    await srv.sql`update phone_numbers
+      set current_period_end = now() - interval '1 minute', rent_due_at = now() - interval '1 minute'
+      where id = ${n.id}`
     await run(renewDueNumbers)
     expect(await rentals(s.tenantId)).toHaveLength(2)
 
@@ -456,10 +462,12 @@ describe("numbers API on the sim inventory", () => {
     expect(await errorOf(await provision(s, { workflow_id: 0 }))).toMatchObject({ status: 422, field: "workflow_id" })
     const other = await a.signup({ country: "US" })
     const [wf] = await srv.sql<[{ id: number }]>`
-      insert into workflows (tenant_id, name, persona, nl_prompt) values (${other.tenantId}, 'theirs', 'amelia', 'p') returning id`
+      insert into workflows (tenant_id, name, persona, nl_prompt)
+      values (${other.tenantId}, 'theirs', 'amelia', 'p') returning id`
     expect(await errorOf(await provision(s, { workflow_id: wf.id }))).toMatchObject({ status: 404, code: "NOT_FOUND" })
     const [mine] = await srv.sql<[{ id: number }]>`
-      insert into workflows (tenant_id, name, persona, nl_prompt) values (${s.tenantId}, 'mine', 'amelia', 'p') returning id`
+      insert into workflows (tenant_id, name, persona, nl_prompt)
+      values (${s.tenantId}, 'mine', 'amelia', 'p') returning id`
     const { number } = await body<{ number: NumberBody }>(await provision(s, { workflow_id: mine.id }), 201)
     expect(number.workflow_id).toBe(mine.id)
   })
@@ -537,52 +545,60 @@ describe("numbers on telco_a accounts (fake telco)", () => {
     await fake?.close()
   })
 
-  it("bundled: searches and buys on the platform account with the webhooks wired, and release gives it back", async () => {
-    const s = await a.signup({ country: "US" })
-    const found = await body<{ provider: string; numbers: Array<{ phone_e164: string; locality?: string }> }>(
-      await a.call("POST", "/numbers/search", { token: s.token, body: { country: "US", area_code: "415", limit: 3 } }),
-    )
-    expect(found.provider).toBe("telco_a")
-    expect(found.numbers.map((n) => n.phone_e164)).toEqual(["+14155550200", "+14155550201", "+14155550202"])
-    expect(found.numbers[0]!.locality).toBe("San Francisco")
+  it(
+    "bundled: searches and buys on the platform account with the webhooks wired, " + "and release gives it back",
+    async () => {
+      const s = await a.signup({ country: "US" })
+      const found = await body<{ provider: string; numbers: Array<{ phone_e164: string; locality?: string }> }>(
+        await a.call("POST", "/numbers/search", {
+          token: s.token,
+          body: { country: "US", area_code: "415", limit: 3 },
+        }),
+      )
+      expect(found.provider).toBe("telco_a")
+      expect(found.numbers.map((n) => n.phone_e164)).toEqual(["+14155550200", "+14155550201", "+14155550202"])
+      expect(found.numbers[0]!.locality).toBe("San Francisco")
 
-    fake.reset()
-    const { number } = await body<{ number: NumberBody }>(
-      await a.call("POST", "/numbers/provision", { token: s.token, body: { phone_number: "+14155550201" } }),
-      201,
-    )
-    const buy = fake.requests.find((r) => r.method === "POST" && r.resource === "/IncomingPhoneNumbers.json")!
-    expect(buy.accountSid).toBe(platform.sid)
-    expect(buy.form).toEqual({
-      PhoneNumber: "+14155550201",
-      VoiceUrl: `${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`,
-      VoiceMethod: "POST",
-      StatusCallback: `${BASE}/api/telco_a/status?tenant_id=${s.tenantId}`,
-      StatusCallbackMethod: "POST",
-    })
-    const owned = fake.ownedByPhone("+14155550201")!
-    expect(number).toMatchObject({
-      provider: "telco_a",
-      account: "platform",
-      source: "provisioned",
-      status: "active",
-      provider_number_id: owned.sid,
-      monthly_cost_minor: 115,
-    })
-    expect(owned.voice_url).toBe(`${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`)
+      fake.reset()
+      const { number } = await body<{ number: NumberBody }>(
+        await a.call("POST", "/numbers/provision", { token: s.token, body: { phone_number: "+14155550201" } }),
+        201,
+      )
+      const buy = fake.requests.find((r) => r.method === "POST" && r.resource === "/IncomingPhoneNumbers.json")!
+      expect(buy.accountSid).toBe(platform.sid)
+      expect(buy.form).toEqual({
+        PhoneNumber: "+14155550201",
+        VoiceUrl: `${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`,
+        VoiceMethod: "POST",
+        StatusCallback: `${BASE}/api/telco_a/status?tenant_id=${s.tenantId}`,
+        StatusCallbackMethod: "POST",
+      })
+      const owned = fake.ownedByPhone("+14155550201")!
+      expect(number).toMatchObject({
+        provider: "telco_a",
+        account: "platform",
+        source: "provisioned",
+        status: "active",
+        provider_number_id: owned.sid,
+        monthly_cost_minor: 115,
+      })
+      expect(owned.voice_url).toBe(`${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`)
 
-    fake.reset()
-    const rel = await body<{ number: NumberBody }>(await a.call("DELETE", `/numbers/${number.id}`, { token: s.token }))
-    expect(rel.number.status).toBe("released")
-    expect(fake.requests.map((r) => `${r.method} ${r.resource}`)).toEqual([
-      `DELETE /IncomingPhoneNumbers/${owned.sid}.json`,
-    ])
-    expect(fake.numbers.has(owned.sid)).toBe(false)
-    // Idempotent: no second call to the provider.
-    fake.reset()
-    expect((await a.call("POST", `/numbers/${number.id}/release`, { token: s.token })).status).toBe(200)
-    expect(fake.requests).toHaveLength(0)
-  })
+      fake.reset()
+      const rel = await body<{ number: NumberBody }>(
+        await a.call("DELETE", `/numbers/${number.id}`, { token: s.token }),
+      )
+      expect(rel.number.status).toBe("released")
+      expect(fake.requests.map((r) => `${r.method} ${r.resource}`)).toEqual([
+        `DELETE /IncomingPhoneNumbers/${owned.sid}.json`,
+      ])
+      expect(fake.numbers.has(owned.sid)).toBe(false)
+      // Idempotent: no second call to the provider.
+      fake.reset()
+      expect((await a.call("POST", `/numbers/${number.id}/release`, { token: s.token })).status).toBe(200)
+      expect(fake.requests).toHaveLength(0)
+    },
+  )
 
   it("maps provider failures: not for sale → 409, telco down → 502 with nothing kept or charged", async () => {
     const s = await a.signup({ country: "US" })
@@ -609,67 +625,70 @@ describe("numbers on telco_a accounts (fake telco)", () => {
     ).toBe(before)
   })
 
-  it("byok: the injected resolver picks the workspace's own account; import registers and release only unwires", async () => {
-    const s = await a.signup({ country: "US" })
-    await srv.sql`update tenants set onboarding_mode = 'byok' where id = ${s.tenantId}`
-    const own = fake.addAccount()
-    const mine = fake.own(own.sid, "+16175550100")
-    const resolver: TelcoAccountResolver = async (tenantId) =>
-      tenantId === s.tenantId ? { sid: own.sid, token: own.token, apiUrl: fake.url } : undefined
+  it(
+    "byok: the injected resolver picks the workspace's own account; " + "import registers and release only unwires",
+    async () => {
+      const s = await a.signup({ country: "US" })
+      await srv.sql`update tenants set onboarding_mode = 'byok' where id = ${s.tenantId}`
+      const own = fake.addAccount()
+      const mine = fake.own(own.sid, "+16175550100")
+      const resolver: TelcoAccountResolver = async (tenantId) =>
+        tenantId === s.tenantId ? { sid: own.sid, token: own.token, apiUrl: fake.url } : undefined
 
-    const account = await run(accountFor({ id: s.tenantId, onboarding_mode: "byok" }), resolver)
-    expect(Either.isRight(account) && account.right).toMatchObject({ owner: "tenant", ref: own.sid })
-    const missing = await run(accountFor({ id: s.tenantId + 1000, onboarding_mode: "byok" }), resolver)
-    expect(Either.isLeft(missing) && missing.left).toMatchObject({ _tag: "Conflict", code: "CREDENTIAL_MISSING" })
-    // Bundled workspaces keep the platform account whatever the resolver says.
-    const bundled = await run(accountFor({ id: s.tenantId, onboarding_mode: "bundled" }), resolver)
-    expect(Either.isRight(bundled) && bundled.right).toMatchObject({ owner: "platform", ref: platform.sid })
+      const account = await run(accountFor({ id: s.tenantId, onboarding_mode: "byok" }), resolver)
+      expect(Either.isRight(account) && account.right).toMatchObject({ owner: "tenant", ref: own.sid })
+      const missing = await run(accountFor({ id: s.tenantId + 1000, onboarding_mode: "byok" }), resolver)
+      expect(Either.isLeft(missing) && missing.left).toMatchObject({ _tag: "Conflict", code: "CREDENTIAL_MISSING" })
+      // Bundled workspaces keep the platform account whatever the resolver says.
+      const bundled = await run(accountFor({ id: s.tenantId, onboarding_mode: "bundled" }), resolver)
+      expect(Either.isRight(bundled) && bundled.right).toMatchObject({ owner: "platform", ref: platform.sid })
 
-    fake.reset()
-    const imported = await run(
-      importNumber(s.tenantId, { phoneNumber: "+16175550100", workflowId: undefined }, BASE),
-      resolver,
-    )
-    if (Either.isLeft(imported)) throw new Error(JSON.stringify(imported.left))
-    expect(imported.right.number).toMatchObject({
-      source: "imported",
-      provider: "telco_a",
-      account: "tenant",
-      provider_number_id: mine.sid,
-      monthly_cost_minor: 0,
-    })
-    expect(fake.requests.every((r) => r.accountSid === own.sid)).toBe(true)
-    expect(mine.voice_url).toBe(`${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`)
-    expect(mine.status_callback).toBe(`${BASE}/api/telco_a/status?tenant_id=${s.tenantId}`)
+      fake.reset()
+      const imported = await run(
+        importNumber(s.tenantId, { phoneNumber: "+16175550100", workflowId: undefined }, BASE),
+        resolver,
+      )
+      if (Either.isLeft(imported)) throw new Error(JSON.stringify(imported.left))
+      expect(imported.right.number).toMatchObject({
+        source: "imported",
+        provider: "telco_a",
+        account: "tenant",
+        provider_number_id: mine.sid,
+        monthly_cost_minor: 0,
+      })
+      expect(fake.requests.every((r) => r.accountSid === own.sid)).toBe(true)
+      expect(mine.voice_url).toBe(`${BASE}/voice/telco_a/incoming?tenant_id=${s.tenantId}`)
+      expect(mine.status_callback).toBe(`${BASE}/api/telco_a/status?tenant_id=${s.tenantId}`)
 
-    // Provisioning in byok buys on the workspace's account, and Parley charges nothing.
-    const bought = await run(
-      provisionNumber(
-        s.tenantId,
-        { phoneNumber: "+12125550210", country: undefined, areaCode: undefined, workflowId: undefined },
-        BASE,
-      ),
-      resolver,
-    )
-    if (Either.isLeft(bought)) throw new Error(JSON.stringify(bought.left))
-    expect(bought.right.charged_minor).toBe(0)
-    expect(fake.ownedByPhone("+12125550210")?.account_sid).toBe(own.sid)
+      // Provisioning in byok buys on the workspace's account, and Parley charges nothing.
+      const bought = await run(
+        provisionNumber(
+          s.tenantId,
+          { phoneNumber: "+12125550210", country: undefined, areaCode: undefined, workflowId: undefined },
+          BASE,
+        ),
+        resolver,
+      )
+      if (Either.isLeft(bought)) throw new Error(JSON.stringify(bought.left))
+      expect(bought.right.charged_minor).toBe(0)
+      expect(fake.ownedByPhone("+12125550210")?.account_sid).toBe(own.sid)
 
-    fake.reset()
-    const released = await run(releaseNumber(s.tenantId, imported.right.number.id), resolver)
-    expect(Either.isRight(released) && released.right.number.status).toBe("released")
-    expect(fake.requests.map((r) => `${r.method} ${r.resource}`)).toEqual([
-      `POST /IncomingPhoneNumbers/${mine.sid}.json`,
-    ])
-    // Still the owner's number, with nothing of ours wired to it.
-    expect(fake.numbers.get(mine.sid)).toMatchObject({ account_sid: own.sid, voice_url: "", status_callback: "" })
+      fake.reset()
+      const released = await run(releaseNumber(s.tenantId, imported.right.number.id), resolver)
+      expect(Either.isRight(released) && released.right.number.status).toBe("released")
+      expect(fake.requests.map((r) => `${r.method} ${r.resource}`)).toEqual([
+        `POST /IncomingPhoneNumbers/${mine.sid}.json`,
+      ])
+      // Still the owner's number, with nothing of ours wired to it.
+      expect(fake.numbers.get(mine.sid)).toMatchObject({ account_sid: own.sid, voice_url: "", status_callback: "" })
 
-    // A refused stored credential is the workspace's to fix (409), not a gateway outage.
-    const stale: TelcoAccountResolver = async () => ({ sid: own.sid, token: "stale-token", apiUrl: fake.url })
-    const refused = await run(
-      importNumber(s.tenantId, { phoneNumber: "+16175550100", workflowId: undefined }, BASE),
-      stale,
-    )
-    expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "Conflict", code: "CREDENTIAL_REJECTED" })
-  })
+      // A refused stored credential is the workspace's to fix (409), not a gateway outage.
+      const stale: TelcoAccountResolver = async () => ({ sid: own.sid, token: "stale-token", apiUrl: fake.url })
+      const refused = await run(
+        importNumber(s.tenantId, { phoneNumber: "+16175550100", workflowId: undefined }, BASE),
+        stale,
+      )
+      expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "Conflict", code: "CREDENTIAL_REJECTED" })
+    },
+  )
 })

@@ -721,10 +721,12 @@ describe("tenant isolation", () => {
     // Bob saves his own, then someone copies Alice's ciphertext into Bob's row.
     await put(bob.token, "telco_a", { primary_id: SID, secret: BAD_TOKEN })
     const aliceRow = (await rowOf(alice.tenantId, "telco_a"))!
-    await srv.sql`update provider_credentials set secret_enc = ${aliceRow["secret_enc"] as string} where tenant_id = ${bob.tenantId} and provider = 'telco_a'`
+    await srv.sql`update provider_credentials set secret_enc = ${aliceRow["secret_enc"] as string}
+      where tenant_id = ${bob.tenantId} and provider = 'telco_a'`
     await expect(activeCredential(srv.sql, crypto, bob.tenantId, "telco_a")).rejects.toThrow(/failed authentication/)
     // … or into another provider of Alice's own.
-    await srv.sql`update provider_credentials set secret_enc = ${aliceRow["secret_enc"] as string} where tenant_id = ${alice.tenantId} and provider = 'stt'`
+    await srv.sql`update provider_credentials set secret_enc = ${aliceRow["secret_enc"] as string}
+      where tenant_id = ${alice.tenantId} and provider = 'stt'`
     await expect(activeCredential(srv.sql, crypto, alice.tenantId, "stt")).rejects.toThrow(/failed authentication/)
     expect((await activeCredential(srv.sql, crypto, alice.tenantId, "telco_a"))?.secret).toBe(TOKEN)
     // No master key, nothing to use.

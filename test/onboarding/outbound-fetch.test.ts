@@ -189,33 +189,36 @@ describe("connect-time address guard (tenant URLs)", () => {
     expect(provider.hits).toBe(before)
   })
 
-  it("refuses a private IP literal (also IPv4-mapped IPv6), and the same URL as the platform's is allowed", async () => {
-    const tenant = outboundFor(guardOn, "tenant")
-    for (const host of ["127.0.0.1", "[::ffff:127.0.0.1]"]) {
-      const e = await rejection(
-        generateRuleBook(
-          makeOpenAiLlm({
-            baseUrl: `http://${host}:${provider.port}/v1`,
-            model: "m",
-            timeoutMs: 2_000,
-            outbound: tenant,
-          }),
-          ruleBookRequest,
-        ),
-      )
-      expect(e.message, host).toMatch(/refused to connect to .*not a public address/)
-    }
-    expect(provider.hits).toBe(0)
-    // The operator's own URL (platform) is not guarded: the control that the guard is what refused.
-    const platform = makeOpenAiLlm({
-      baseUrl: `${provider.url}/v1`,
-      model: "m",
-      timeoutMs: 2_000,
-      outbound: outboundFor(guardOn, "platform"),
-    })
-    await expect(generateRuleBook(platform, ruleBookRequest)).resolves.toEqual({})
-    expect(provider.hits).toBe(1)
-  })
+  it(
+    "refuses a private IP literal (also IPv4-mapped IPv6), " + "and the same URL as the platform's is allowed",
+    async () => {
+      const tenant = outboundFor(guardOn, "tenant")
+      for (const host of ["127.0.0.1", "[::ffff:127.0.0.1]"]) {
+        const e = await rejection(
+          generateRuleBook(
+            makeOpenAiLlm({
+              baseUrl: `http://${host}:${provider.port}/v1`,
+              model: "m",
+              timeoutMs: 2_000,
+              outbound: tenant,
+            }),
+            ruleBookRequest,
+          ),
+        )
+        expect(e.message, host).toMatch(/refused to connect to .*not a public address/)
+      }
+      expect(provider.hits).toBe(0)
+      // The operator's own URL (platform) is not guarded: the control that the guard is what refused.
+      const platform = makeOpenAiLlm({
+        baseUrl: `${provider.url}/v1`,
+        model: "m",
+        timeoutMs: 2_000,
+        outbound: outboundFor(guardOn, "platform"),
+      })
+      await expect(generateRuleBook(platform, ruleBookRequest)).resolves.toEqual({})
+      expect(provider.hits).toBe(1)
+    },
+  )
 
   it("refuses a name with any private address among its answers", async () => {
     setHostResolver(async () => [

@@ -258,9 +258,8 @@ describe("GET /api/reports/weekly", () => {
     expect(labelValue(texts, "Requested")).toBe("2")
     expect(labelValue(texts, "Approved")).toBe("0")
     // Outcomes: the table's rows, most frequent first.
-    const outcomes = await srv.sql<
-      { outcome: string; n: number }[]
-    >`select outcome, count(*)::int as n from calls where tenant_id = ${owner.tenantId} and outcome is distinct from 'insufficient_funds' group by outcome`
+    const outcomes = await srv.sql<{ outcome: string; n: number }[]>`select outcome, count(*)::int as n from calls
+      where tenant_id = ${owner.tenantId} and outcome is distinct from 'insufficient_funds' group by outcome`
     for (const o of outcomes) expect(labelValue(texts, o.outcome.replace(/_/g, " "))).toBe(String(o.n))
     // The chart: a labelled axis and one label per day.
     expect(texts).toContain("Day (UTC)")

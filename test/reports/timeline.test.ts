@@ -85,7 +85,9 @@ beforeAll(async () => {
   await waitForRun(owner, workflowId, runId)
 
   // A decision by the owner on the concession (the decide endpoint belongs to another change).
-  await srv.sql`update approvals set status = 'approved', decided_at = now(), decided_by = ${owner.userId}, note = 'fine' where run_id = ${runId} and proposed_action = 'concession'`
+  await srv.sql`update approvals
+    set status = 'approved', decided_at = now(), decided_by = ${owner.userId}, note = 'fine'
+    where run_id = ${runId} and proposed_action = 'concession'`
   await srv.sql`update users set email_verified = true, email_verified_at = now() where id = ${owner.userId}`
   const key = await a.createKey(owner, { name: "reporting", scope: "read" })
   keyId = key.id
@@ -96,8 +98,10 @@ beforeAll(async () => {
   for (let i = 0; i < 60; i++) {
     const at = i < 12 ? same : new Date(same.getTime() - (i + 1) * 1000)
     await srv.sql`
-      insert into approvals (tenant_id, workflow_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, created_at, expires_at)
-      values (${owner.tenantId}, ${workflowId}, ${P_PAGED}, 'callback', null, 'USD', ${`paged ${i}`}, ${at}, now() + interval '1 day')`
+      insert into approvals (tenant_id, workflow_id, target_phone, proposed_action, proposed_value_minor, currency,
+        rationale, created_at, expires_at)
+      values (${owner.tenantId}, ${workflowId}, ${P_PAGED}, 'callback', null, 'USD',
+        ${`paged ${i}`}, ${at}, now() + interval '1 day')`
   }
 
   // The other workspace touches the owner's numbers in its own space.

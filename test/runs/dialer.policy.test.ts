@@ -168,7 +168,8 @@ describe("callingWindowCheck", () => {
       expect(closed(check({ schedule, now: at("2025-03-09T05:59:00Z") })).nextOpenAt).toBe(at("2025-03-09T06:00:00Z"))
       expect(check({ schedule, now: at("2025-03-09T06:59:00Z") }).ok).toBe(true) // 01:59 EST
       expect(check({ schedule, now: at("2025-03-09T07:00:00Z") }).ok).toBe(true) // 03:00 EDT
-      expect(closed(check({ schedule, now: at("2025-03-09T08:00:00Z") })).nextOpenAt).toBe(at("2025-03-10T05:00:00Z")) // 04:00 EDT
+      // 04:00 EDT
+      expect(closed(check({ schedule, now: at("2025-03-09T08:00:00Z") })).nextOpenAt).toBe(at("2025-03-10T05:00:00Z"))
     })
 
     it("March 9, 2025: a window inside the skipped hour does not exist that day", () => {
@@ -189,7 +190,8 @@ describe("callingWindowCheck", () => {
 
     it("November 2, 2025: the repeated hour is in the window twice", () => {
       const schedule: Schedule = { calling_hours: { start: "01:00", end: "02:00" } }
-      expect(closed(check({ schedule, now: at("2025-11-02T04:30:00Z") })).nextOpenAt).toBe(at("2025-11-02T05:00:00Z")) // 01:00 EDT
+      // 01:00 EDT
+      expect(closed(check({ schedule, now: at("2025-11-02T04:30:00Z") })).nextOpenAt).toBe(at("2025-11-02T05:00:00Z"))
       expect(check({ schedule, now: at("2025-11-02T05:59:00Z") }).ok).toBe(true) // 01:59 EDT
       expect(check({ schedule, now: at("2025-11-02T06:00:00Z") }).ok).toBe(true) // 01:00 EST
       expect(closed(check({ schedule, now: at("2025-11-02T07:00:00Z") })).nextOpenAt).toBe(at("2025-11-03T06:00:00Z"))

@@ -84,41 +84,46 @@ describe("starting a run", () => {
     expect(n).toBe(0)
   })
 
-  it("needs the workspace owner's email verified: 409 with email_verified in missing, for sessions and keys alike", async () => {
-    const s = await a.signup({ country: "US", verify: false })
-    const w = await readyWorkflow(s, numbers([3]))
-    const res = await call("POST", `/api/workflows/${w.id}/run`, s)
-    expect(res.status).toBe(409)
-    expect(res.body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
-    // An API key acts for the workspace, so its owner's address is what counts.
-    const key = await a.createKey(s, { name: "runner", scope: "write" })
-    expect((await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })).body).toMatchObject({
-      code: "WORKFLOW_NOT_READY",
-      missing: ["email_verified"],
-    })
-    // Listed with the workflow's own gaps.
-    const bare = (await call("POST", "/api/workflows", s, { nl_prompt: "Remind customers about renewals." })).body
-    expect((await call("POST", `/api/workflows/${bare.id}/run`, s)).body.missing).toEqual([
-      "audience",
-      "compliance",
-      "email_verified",
-    ])
-    const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from runs where tenant_id = ${s.tenantId}`
-    expect(n).toBe(0)
-    const [{ balance_minor }] = await srv.sql<
-      [{ balance_minor: number }]
-    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+  it(
+    "needs the workspace owner's email verified: " + "409 with email_verified in missing, for sessions and keys alike",
+    async () => {
+      const s = await a.signup({ country: "US", verify: false })
+      const w = await readyWorkflow(s, numbers([3]))
+      const res = await call("POST", `/api/workflows/${w.id}/run`, s)
+      expect(res.status).toBe(409)
+      expect(res.body).toMatchObject({ code: "WORKFLOW_NOT_READY", missing: ["email_verified"] })
+      // An API key acts for the workspace, so its owner's address is what counts.
+      const key = await a.createKey(s, { name: "runner", scope: "write" })
+      expect((await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })).body).toMatchObject({
+        code: "WORKFLOW_NOT_READY",
+        missing: ["email_verified"],
+      })
+      // Listed with the workflow's own gaps.
+      const bare = (await call("POST", "/api/workflows", s, { nl_prompt: "Remind customers about renewals." })).body
+      expect((await call("POST", `/api/workflows/${bare.id}/run`, s)).body.missing).toEqual([
+        "audience",
+        "compliance",
+        "email_verified",
+      ])
+      const [{ n }] = await srv.sql<
+        [{ n: number }]
+      >`select count(*)::int as n from runs where tenant_id = ${s.tenantId}`
+      expect(n).toBe(0)
+      const [{ balance_minor }] = await srv.sql<
+        [{ balance_minor: number }]
+      >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
 
-    await a.verifyEmail(s.email)
-    const started = await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })
-    expect(started.status, JSON.stringify(started.body)).toBe(201)
-    expect(started.body).toMatchObject({ status: "running", targets_queued: 1 })
-    await waitForRun(s, w.id, started.body.run_id, (r) => r.status === "completed")
-    const [after] = await srv.sql<
-      [{ balance_minor: number }]
-    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
-    expect(after.balance_minor).toBeLessThanOrEqual(balance_minor)
-  })
+      await a.verifyEmail(s.email)
+      const started = await call("POST", `/api/workflows/${w.id}/run`, { token: key.secret })
+      expect(started.status, JSON.stringify(started.body)).toBe(201)
+      expect(started.body).toMatchObject({ status: "running", targets_queued: 1 })
+      await waitForRun(s, w.id, started.body.run_id, (r) => r.status === "completed")
+      const [after] = await srv.sql<
+        [{ balance_minor: number }]
+      >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+      expect(after.balance_minor).toBeLessThanOrEqual(balance_minor)
+    },
+  )
 
   it("answers 402 when the wallet cannot pay one 180-second call, and starts nothing", async () => {
     const s = await a.signup({ country: "US" })
@@ -211,7 +216,8 @@ describe("a run over every sim behaviour", () => {
     // The decision log says why each target was dialed and how it ended.
     const log = await srv.sql<
       { decision: string; n: number }[]
-    >`select decision, count(*)::int as n from dial_decisions where run_id = ${runId} group by decision order by decision`
+    >`select decision, count(*)::int as n from dial_decisions where run_id = ${runId}
+      group by decision order by decision`
     expect(Object.fromEntries(log.map((l) => [l.decision, l.n]))).toMatchObject({ dial: 8, stop: 8 })
     // The cool-down now knows these numbers.
     const [{ n }] = await srv.sql<
@@ -305,8 +311,8 @@ describe("money per call", () => {
       [{ balance_minor: number }]
     >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
     expect(balance_minor).toBeGreaterThanOrEqual(0)
-    const refused =
-      await srv.sql`select 1 from dial_decisions where run_id = ${runId} and decision = 'hold' and reason = 'insufficient_funds'`
+    const refused = await srv.sql`select 1 from dial_decisions
+      where run_id = ${runId} and decision = 'hold' and reason = 'insufficient_funds'`
     expect(refused.length).toBeGreaterThan(0)
 
     await fund(s)
@@ -314,8 +320,9 @@ describe("money per call", () => {
     expect(resumed.body).toMatchObject({ run_id: runId, resumed: true })
     const done = await waitForRun(s, w.id, runId, (r) => r.status === "completed")
     expect(done.targets_dialed).toBe(phones.length)
-    const twice =
-      await srv.sql`select run_target_id from calls where run_id = ${runId} and outcome is distinct from 'insufficient_funds' group by run_target_id having count(*) > 1`
+    const twice = await srv.sql`select run_target_id from calls
+      where run_id = ${runId} and outcome is distinct from 'insufficient_funds'
+      group by run_target_id having count(*) > 1`
     expect(twice).toHaveLength(0)
   })
 })
@@ -333,7 +340,8 @@ describe("calling hours", () => {
       const req = async (method: string, path: string, body?: unknown) =>
         (await b.call(method, path, { token: s.token, ...(body !== undefined && { body }) })).json() as Promise<Json>
       const w = await req("POST", "/api/workflows", { nl_prompt: "Invite customers to our spring sale." })
-      await req("POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550103" }] }) // Washington, DC: Eastern time
+      // Washington, DC: Eastern time
+      await req("POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550103" }] })
       await req("PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
       // A one-hour window twelve hours away in New York is closed now.
       const nyHour = Number(

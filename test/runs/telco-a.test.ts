@@ -137,7 +137,8 @@ describe("a run over telco_a", () => {
     expect(agreeing.heard.length).toBeGreaterThan(1)
     expect(agreeing.said[0]).toBe("Yes, that sounds good.")
     const turns = await srv.sql<{ speaker: string; text: string }[]>`
-      select t.speaker, t.text from turns t join calls c on c.id = t.call_id where c.phone_e164 = '+12025550413' order by t.turn_index`
+      select t.speaker, t.text
+      from turns t join calls c on c.id = t.call_id where c.phone_e164 = '+12025550413' order by t.turn_index`
     expect(turns.map((t) => t.speaker).slice(0, 2)).toEqual(["agent", "callee"])
     expect(turns[1]!.text).toBe("Yes, that sounds good.")
     // Not every paid leg is the workspace's own: each call held its reservation at the bundled rate.
@@ -148,32 +149,36 @@ describe("a run over telco_a", () => {
 })
 
 describe("webhook signatures", () => {
-  it("accepts the tenant's own signature and refuses a wrong token, an altered parameter, another tenant's token or none", async () => {
-    const [c] = await srv.sql<
-      [{ id: number }]
-    >`select id from calls where tenant_id = ${tenant.tenantId} order by id limit 1`
-    const url = `${srv.url}/api/telco_a/status?call_id=${c.id}`
-    const params = { CallSid: "CA0000", CallStatus: "completed", To: "+12025550413" }
-    const send = (signature: string | null, body: Record<string, string> = params) =>
-      fetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/x-www-form-urlencoded",
-          ...(signature !== null && { "X-telco-a-Signature": signature }),
-        },
-        body: new URLSearchParams(body).toString(),
-      })
-    expect((await send(signTelcoA(account.token, url, params))).status).toBe(200)
-    expect((await send(signTelcoA("0".repeat(32), url, params))).status).toBe(401)
-    expect((await send(signTelcoA(account.token, url, params), { ...params, CallStatus: "busy" })).status).toBe(401)
-    expect((await send(signTelcoA(account.token, `${url}&x=1`, params))).status).toBe(401)
-    expect((await send(null)).status).toBe(401)
-    const otherAccount = fake.addAccount()
-    await byokTenant(otherAccount)
-    const res = await send(signTelcoA(otherAccount.token, url, params))
-    expect(res.status).toBe(401)
-    expect(await res.json()).toMatchObject({ code: "INVALID_SIGNATURE" })
-  })
+  it(
+    "accepts the tenant's own signature and refuses a wrong token, " +
+      "an altered parameter, another tenant's token or none",
+    async () => {
+      const [c] = await srv.sql<
+        [{ id: number }]
+      >`select id from calls where tenant_id = ${tenant.tenantId} order by id limit 1`
+      const url = `${srv.url}/api/telco_a/status?call_id=${c.id}`
+      const params = { CallSid: "CA0000", CallStatus: "completed", To: "+12025550413" }
+      const send = (signature: string | null, body: Record<string, string> = params) =>
+        fetch(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            ...(signature !== null && { "X-telco-a-Signature": signature }),
+          },
+          body: new URLSearchParams(body).toString(),
+        })
+      expect((await send(signTelcoA(account.token, url, params))).status).toBe(200)
+      expect((await send(signTelcoA("0".repeat(32), url, params))).status).toBe(401)
+      expect((await send(signTelcoA(account.token, url, params), { ...params, CallStatus: "busy" })).status).toBe(401)
+      expect((await send(signTelcoA(account.token, `${url}&x=1`, params))).status).toBe(401)
+      expect((await send(null)).status).toBe(401)
+      const otherAccount = fake.addAccount()
+      await byokTenant(otherAccount)
+      const res = await send(signTelcoA(otherAccount.token, url, params))
+      expect(res.status).toBe(401)
+      expect(await res.json()).toMatchObject({ code: "INVALID_SIGNATURE" })
+    },
+  )
 })
 
 describe("a call to a provisioned number", () => {
@@ -222,48 +227,55 @@ describe("a call to a provisioned number", () => {
 })
 
 describe("telco_b's voice webhook", () => {
-  it("answers a call to our number with the persona's greeting when signed with the workspace's telco_b key, else 401", async () => {
-    const key = `tb_${randomBytes(16).toString("hex")}`
-    const saved = await call("PUT", "/onboarding/credentials/telco_b", tenant, { primary_id: "acct-4711", secret: key })
-    expect(saved.body).toMatchObject({ saved: true, validated: true })
-    const w = (
-      await call("POST", "/api/workflows", tenant, {
-        nl_prompt: "Answer questions about our yoga classes.",
-        persona_override: "leo",
+  it(
+    "answers a call to our number with the persona's greeting " +
+      "when signed with the workspace's telco_b key, else 401",
+    async () => {
+      const key = `tb_${randomBytes(16).toString("hex")}`
+      const saved = await call("PUT", "/onboarding/credentials/telco_b", tenant, {
+        primary_id: "acct-4711",
+        secret: key,
       })
-    ).body
-    const number = (
-      await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })
-    ).body.number as Json
-    const body = JSON.stringify({
-      uuid: `tb-${randomBytes(6).toString("hex")}`,
-      from: "13125550100",
-      to: number.phone_e164.slice(1),
-    })
-    const send = (signature: string | null, raw = body) =>
-      fetch(`${srv.url}/voice/telco_b/incoming`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(signature !== null && { "X-telco-b-Signature": signature }),
-        },
-        body: raw,
+      expect(saved.body).toMatchObject({ saved: true, validated: true })
+      const w = (
+        await call("POST", "/api/workflows", tenant, {
+          nl_prompt: "Answer questions about our yoga classes.",
+          persona_override: "leo",
+        })
+      ).body
+      const number = (
+        await call("POST", "/numbers/provision", tenant, { country: "US", area_code: "212", workflow_id: w.id })
+      ).body.number as Json
+      const body = JSON.stringify({
+        uuid: `tb-${randomBytes(6).toString("hex")}`,
+        from: "13125550100",
+        to: number.phone_e164.slice(1),
       })
-    const sign = (k: string, raw = body) => createHmac("sha256", k).update(raw).digest("hex")
+      const send = (signature: string | null, raw = body) =>
+        fetch(`${srv.url}/voice/telco_b/incoming`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            ...(signature !== null && { "X-telco-b-Signature": signature }),
+          },
+          body: raw,
+        })
+      const sign = (k: string, raw = body) => createHmac("sha256", k).update(raw).digest("hex")
 
-    const ok = await send(sign(key))
-    expect(ok.status).toBe(200)
-    const actions = (await ok.json()) as Json[]
-    expect(actions).toHaveLength(1)
-    expect(actions[0]).toMatchObject({ action: "talk" })
-    expect(actions[0]!.text).toMatch(/Leo/)
-    const [row] = await srv.sql<
-      [{ provider: string; workflow_id: number }]
-    >`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
-    expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
+      const ok = await send(sign(key))
+      expect(ok.status).toBe(200)
+      const actions = (await ok.json()) as Json[]
+      expect(actions).toHaveLength(1)
+      expect(actions[0]).toMatchObject({ action: "talk" })
+      expect(actions[0]!.text).toMatch(/Leo/)
+      const [row] = await srv.sql<
+        [{ provider: string; workflow_id: number }]
+      >`select provider, workflow_id from inbound_calls where provider_call_id = ${JSON.parse(body).uuid}`
+      expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
 
-    expect((await send(sign("someone-elses-key"))).status).toBe(401)
-    expect((await send(sign(key), body.replace("13125550100", "13125550199"))).status).toBe(401)
-    expect((await send(null)).status).toBe(401)
-  })
+      expect((await send(sign("someone-elses-key"))).status).toBe(401)
+      expect((await send(sign(key), body.replace("13125550100", "13125550199"))).status).toBe(401)
+      expect((await send(null)).status).toBe(401)
+    },
+  )
 })

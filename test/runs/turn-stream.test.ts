@@ -228,14 +228,16 @@ describe("keepalive and idle close", () => {
 describe("live calls", () => {
   it("lists the workspace's calls in flight, with what their stream needs", async () => {
     const { runId, workflowId } = await newRun()
-    const [target] = await srv.sql<
-      [{ id: number }]
-    >`insert into audience_targets (tenant_id, workflow_id, phone_e164) values (${owner.tenantId}, ${workflowId}, '+12025550177') returning id`
+    const [target] = await srv.sql<[{ id: number }]>`insert into audience_targets (tenant_id, workflow_id, phone_e164)
+      values (${owner.tenantId}, ${workflowId}, '+12025550177') returning id`
     const [rt] = await srv.sql<
       [{ id: number }]
-    >`insert into run_targets (tenant_id, run_id, target_id, phone_e164, status) values (${owner.tenantId}, ${runId}, ${target.id}, '+12025550177', 'dialing') returning id`
-    await srv.sql`insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider, owner_instance, status, answered_at)
-                  values (${owner.tenantId}, ${runId}, ${workflowId}, ${rt.id}, ${target.id}, 1, '+12025550177', 'sim', 'x', 'connected', now())`
+    >`insert into run_targets (tenant_id, run_id, target_id, phone_e164, status)
+      values (${owner.tenantId}, ${runId}, ${target.id}, '+12025550177', 'dialing') returning id`
+    await srv.sql`insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id,
+                    attempt, phone_e164, provider, owner_instance, status, answered_at)
+                  values (${owner.tenantId}, ${runId}, ${workflowId}, ${rt.id}, ${target.id},
+                          1, '+12025550177', 'sim', 'x', 'connected', now())`
     const mine = (await (await a.call("GET", "/api/runs/live", { token: owner.token })).json()) as Json
     const call = (mine.calls as Json[]).find((c) => c.run_id === runId)
     expect(call).toMatchObject({

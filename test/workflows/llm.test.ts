@@ -92,7 +92,8 @@ const USD_REQUEST: Partial<RuleBookRequest> = { currency: "USD", country: "US" }
 
 const PROMPTS = [
   "Remind patients about their dental check-up next week and offer to reschedule if the time does not suit.",
-  "Win back lapsed gym members with a 20% discount; keep calls under 3 minutes and leave a voicemail if nobody answers.",
+  "Win back lapsed gym members with a 20% discount; " +
+    "keep calls under 3 minutes and leave a voicemail if nobody answers.",
   "Survey customers about their recent delivery experience.",
   "Sell home insurance renewals. If they mention a competitor price, we can waive the fee up to 250.",
   "x",

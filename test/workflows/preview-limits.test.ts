@@ -43,50 +43,54 @@ const clipRows = async (id: string) =>
   (await srv.sql<{ id: string }[]>`select id from speech_clips where id = ${id}`).length
 
 describe("rate limits on POST /api/workflows/preview-opening", () => {
-  it("answers an anonymous flood from one address with 429 past the budget, while signed-in callers still get clips", async () => {
-    await srv.sql`delete from rate_counters`
-    const line = fresh("Hi, this is Amelia from Harbourside Energy.")
-    for (let i = 0; i < ANON_BUDGET; i++) await previewOk(line)
+  it(
+    "answers an anonymous flood from one address with 429 past the budget, " +
+      "while signed-in callers still get clips",
+    async () => {
+      await srv.sql`delete from rate_counters`
+      const line = fresh("Hi, this is Amelia from Harbourside Energy.")
+      for (let i = 0; i < ANON_BUDGET; i++) await previewOk(line)
 
-    for (let i = 0; i < 5; i++) {
-      const res = await preview({ text: line, persona: "amelia" })
-      expect(res.status).toBe(429)
-      const retryAfter = Number(res.headers.get("retry-after"))
-      expect(retryAfter).toBeGreaterThanOrEqual(1)
-      expect(retryAfter).toBeLessThanOrEqual(3600)
-      expect(await res.json()).toMatchObject({ code: "RATE_LIMITED", retry_after_seconds: retryAfter })
-    }
-    // A refused request synthesises and stores nothing.
-    const refusedText = fresh("This one should never be made.")
-    expect((await preview({ text: refusedText, persona: "amelia" })).status).toBe(429)
-    const [{ n }] = await srv.sql<
-      [{ n: number }]
-    >`select count(*)::int as n from speech_clips where persona = 'amelia' and created_at > now() - interval '1 minute'`
-    expect(n).toBe(1)
+      for (let i = 0; i < 5; i++) {
+        const res = await preview({ text: line, persona: "amelia" })
+        expect(res.status).toBe(429)
+        const retryAfter = Number(res.headers.get("retry-after"))
+        expect(retryAfter).toBeGreaterThanOrEqual(1)
+        expect(retryAfter).toBeLessThanOrEqual(3600)
+        expect(await res.json()).toMatchObject({ code: "RATE_LIMITED", retry_after_seconds: retryAfter })
+      }
+      // A refused request synthesises and stores nothing.
+      const refusedText = fresh("This one should never be made.")
+      expect((await preview({ text: refusedText, persona: "amelia" })).status).toBe(429)
+      const [{ n }] = await srv.sql<[{ n: number }]>`select count(*)::int as n from speech_clips
+        where persona = 'amelia' and created_at > now() - interval '1 minute'`
+      expect(n).toBe(1)
 
-    // The same address, signed in (bearer session, API key, cookie from our own origin), is not
-    // counted against the address's budget.
-    await previewOk(fresh("Signed in by bearer."), { authorization: `Bearer ${session.token}` })
-    const key = await client.createKey(session, { name: "preview key", scope: "read" })
-    await previewOk(fresh("Signed in by key."), { authorization: `Bearer ${key.secret}` })
-    await previewOk(line, { cookie: session.cookie, origin: srv.url })
+      // The same address, signed in (bearer session, API key, cookie from our own origin), is not
+      // counted against the address's budget.
+      await previewOk(fresh("Signed in by bearer."), { authorization: `Bearer ${session.token}` })
+      const key = await client.createKey(session, { name: "preview key", scope: "read" })
+      await previewOk(fresh("Signed in by key."), { authorization: `Bearer ${key.secret}` })
+      await previewOk(line, { cookie: session.cookie, origin: srv.url })
 
-    // A credential that does not check out is an anonymous caller: it cannot escape the budget.
-    expect(
-      (await preview({ text: line, persona: "amelia" }, { authorization: "Bearer svc_live_notarealkey" })).status,
-    ).toBe(429)
-    expect((await preview({ text: line, persona: "amelia" }, { authorization: "Bearer not.a.jwt" })).status).toBe(429)
-    // Nor can a cross-site page borrow a visitor's session cookie for its priority and budget.
-    expect(
-      (await preview({ text: line, persona: "amelia" }, { cookie: session.cookie, origin: "https://evil.example" }))
-        .status,
-    ).toBe(429)
-  })
+      // A credential that does not check out is an anonymous caller: it cannot escape the budget.
+      expect(
+        (await preview({ text: line, persona: "amelia" }, { authorization: "Bearer svc_live_notarealkey" })).status,
+      ).toBe(429)
+      expect((await preview({ text: line, persona: "amelia" }, { authorization: "Bearer not.a.jwt" })).status).toBe(429)
+      // Nor can a cross-site page borrow a visitor's session cookie for its priority and budget.
+      expect(
+        (await preview({ text: line, persona: "amelia" }, { cookie: session.cookie, origin: "https://evil.example" }))
+          .status,
+      ).toBe(429)
+    },
+  )
 
   it("gives each address its own budget", async () => {
     await srv.sql`delete from rate_counters`
     await srv.sql`
-      insert into rate_counters (key, hits, window_started_at) values (${`preview:ip:${addressBucket("127.0.0.1")}`}, ${ANON_BUDGET}, now())`
+      insert into rate_counters (key, hits, window_started_at)
+      values (${`preview:ip:${addressBucket("127.0.0.1")}`}, ${ANON_BUDGET}, now())`
     expect((await preview({ text: "Hello there.", persona: "leo" })).status).toBe(429)
     await srv.sql`delete from rate_counters where key = ${`preview:ip:${addressBucket("127.0.0.1")}`}`
     expect((await preview({ text: "Hello there.", persona: "leo" })).status).toBe(200)
@@ -94,7 +98,8 @@ describe("rate limits on POST /api/workflows/preview-opening", () => {
 
   it("holds a signed-in workspace to its own hourly budget", async () => {
     const other = await client.signup()
-    await srv.sql`insert into rate_counters (key, hits, window_started_at) values (${`preview:tenant:${other.tenantId}`}, 600, now())`
+    await srv.sql`insert into rate_counters (key, hits, window_started_at)
+      values (${`preview:tenant:${other.tenantId}`}, 600, now())`
     const res = await preview({ text: "Hello again.", persona: "leo" }, { authorization: `Bearer ${other.token}` })
     expect(res.status).toBe(429)
     expect(await res.json()).toMatchObject({ code: "RATE_LIMITED" })
@@ -131,8 +136,10 @@ describe("preview clip sweep", () => {
   it("removes clips unused for longer than the TTL in one sweep; their URLs then 404, recent ones stay", async () => {
     const old = await previewOk(fresh("An old line nobody plays."), signedIn())
     const recent = await previewOk(fresh("A line played last week."), signedIn())
-    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS + 1}) where id = ${old.clip_id}`
-    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS - 1}) where id = ${recent.clip_id}`
+    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS + 1})
+      where id = ${old.clip_id}`
+    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS - 1})
+      where id = ${recent.clip_id}`
 
     const result = await run(new Date())
     expect(result.expired).toBeGreaterThanOrEqual(1)
@@ -142,7 +149,8 @@ describe("preview clip sweep", () => {
     expect((await fetch(recent.mp3_url)).status).toBe(200)
 
     // The sweep measures from the `now` it is given: a day past the recent clip's TTL, it goes too.
-    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS - 1}) where id = ${recent.clip_id}`
+    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS - 1})
+      where id = ${recent.clip_id}`
     await run(new Date(Date.now() + 2 * 86_400_000))
     expect(await clipRows(recent.clip_id)).toBe(0)
   })
@@ -150,7 +158,8 @@ describe("preview clip sweep", () => {
   it("counts a repeated request as use: a stale clip asked for again survives the sweep", async () => {
     const text = fresh("Asked for again.")
     const clip = await previewOk(text, signedIn())
-    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS + 1}) where id = ${clip.clip_id}`
+    await srv.sql`update speech_clips set last_used_at = now() - make_interval(days => ${TTL_DAYS + 1})
+      where id = ${clip.clip_id}`
     expect((await previewOk(text, signedIn())).clip_id).toBe(clip.clip_id)
     await run(new Date())
     expect(await clipRows(clip.clip_id)).toBe(1)

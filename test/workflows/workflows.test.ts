@@ -187,8 +187,11 @@ describe("reading workflows", () => {
 
   it("shows audience and run counts", async () => {
     const w = await create()
-    await srv.sql`insert into audience_targets (tenant_id, workflow_id, phone_e164) values (${owner.tenantId}, ${w.id}, '+919812345678'), (${owner.tenantId}, ${w.id}, '+919812345679')`
-    await srv.sql`insert into runs (tenant_id, workflow_id, status, ended_at) values (${owner.tenantId}, ${w.id}, 'completed', now())`
+    await srv.sql`insert into audience_targets (tenant_id, workflow_id, phone_e164)
+      values (${owner.tenantId}, ${w.id}, '+919812345678'),
+             (${owner.tenantId}, ${w.id}, '+919812345679')`
+    await srv.sql`insert into runs (tenant_id, workflow_id, status, ended_at)
+      values (${owner.tenantId}, ${w.id}, 'completed', now())`
     const res = await call("GET", `/api/workflows/${w.id}`, owner)
     expect(res.body).toMatchObject({ audience_count: 2, runs_count: 1 })
     const runs = await call("GET", `/api/workflows/${w.id}/runs`, owner)

@@ -221,12 +221,15 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
   const c = book.concession_policy
   const approval = (required: boolean): string =>
     required
-      ? "a human approves it first: propose it, tell the callee you are checking, and promise nothing until you hear the decision"
+      ? "a human approves it first: propose it, tell the callee you are checking, and promise nothing until you " +
+        "hear the decision"
       : "no approval is needed, but still propose it"
   const system = [
     fill(book.system_prompt),
     "",
-    `You are on a live phone call as ${req.agentName} from ${req.company}${req.callee.name === null ? "" : `, speaking with ${req.callee.name}`}. The disclosure lines were spoken at the start of the call:`,
+    `You are on a live phone call as ${req.agentName} from ${req.company}` +
+      `${req.callee.name === null ? "" : `, speaking with ${req.callee.name}`}.` +
+      " The disclosure lines were spoken at the start of the call:",
     ...book.disclosure_lines.map((l) => `- ${fill(l)}`),
     "",
     "Objection handlers (when the callee says something like the trigger, answer in the spirit of the response):",
@@ -234,17 +237,24 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
     "",
     "Policies:",
     c.allowed && c.cap_minor > 0
-      ? `- Concession: at most ${formatAmount(c.cap_minor, c.currency)} (value_minor at most ${c.cap_minor}, minor units of ${c.currency}); ${approval(c.requires_approval)}.`
+      ? `- Concession: at most ${formatAmount(c.cap_minor, c.currency)} ` +
+        `(value_minor at most ${c.cap_minor}, minor units of ${c.currency}); ${approval(c.requires_approval)}.`
       : "- Concession: none; never offer a discount, waiver or credit.",
     book.callback_policy.allowed
-      ? `- Callback: within ${book.callback_policy.max_days_ahead} days; ${approval(book.callback_policy.requires_approval)}.`
+      ? `- Callback: within ${book.callback_policy.max_days_ahead} days; ` +
+        `${approval(book.callback_policy.requires_approval)}.`
       : "- Callback: not offered.",
     book.escalation_policy.allowed
-      ? `- Escalation to a human colleague when: ${book.escalation_policy.triggers.join("; ")}; ${approval(book.escalation_policy.requires_approval)}.`
+      ? `- Escalation to a human colleague when: ${book.escalation_policy.triggers.join("; ")}; ` +
+        `${approval(book.escalation_policy.requires_approval)}.`
       : "- Escalation: not available.",
     "",
-    "Answer with one JSON object: text is your next spoken line (short, plain speech, never empty); propose is the proposal needing a decision, else null; end is set when the call should end after this line, else null.",
-    "Outcomes: agreed (the callee accepts), agreed_with_concession (accepts with an approved concession), declined (refuses twice), callback_scheduled (an approved callback), escalated (an approved transfer), pending_approval (the decision did not come in time: say you will confirm by message), do_not_call (asks never to be called again), no_decision (the call goes nowhere).",
+    "Answer with one JSON object: text is your next spoken line (short, plain speech, never empty); propose is the " +
+      "proposal needing a decision, else null; end is set when the call should end after this line, else null.",
+    "Outcomes: agreed (the callee accepts), agreed_with_concession (accepts with an approved concession), declined " +
+      "(refuses twice), callback_scheduled (an approved callback), escalated (an approved transfer), " +
+      "pending_approval (the decision did not come in time: say you will confirm by message), do_not_call (asks " +
+      "never to be called again), no_decision (the call goes nowhere).",
   ].join("\n")
   const messages: ChatMessage[] = [{ role: "system", content: system }]
   for (const turn of req.history)
@@ -260,7 +270,9 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
           : "not decided in time: say you will confirm by message, and end with outcome pending_approval"
     messages.push({
       role: "system",
-      content: `${fresh ? "The human has just decided" : "Earlier, the human decided"} on your ${d.action} proposal: ${what}.`,
+      content:
+        `${fresh ? "The human has just decided" : "Earlier, the human decided"}` +
+        ` on your ${d.action} proposal: ${what}.`,
     })
   }
   return messages

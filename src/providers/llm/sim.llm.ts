@@ -97,7 +97,8 @@ export function simulateReply(req: ReplyRequest): AgentReply {
       return status === "approved"
         ? say(`Good news, {name}: I can take ${amount} off for you. Shall we go ahead?`)
         : say(
-            "I'm sorry, {name}, I can't offer a discount on this one. Would you still like to go ahead at the regular price?",
+            "I'm sorry, {name}, I can't offer a discount on this one. Would you still like to go ahead at the " +
+              "regular price?",
           )
     }
     if (action === "callback") {
@@ -145,7 +146,8 @@ export function simulateReply(req: ReplyRequest): AgentReply {
       )
     }
     return say(
-      "I'm sorry, {name}, no colleague is free to take this call, but I'm happy to help myself. What would you like to know?",
+      "I'm sorry, {name}, no colleague is free to take this call, but I'm happy to help myself. What would you like " +
+        "to know?",
     )
   }
   if (CALLBACK_ASK.test(heard)) {
@@ -176,7 +178,8 @@ export function simulateReply(req: ReplyRequest): AgentReply {
         "I understand, {name}. Let me check with my team what I can do on the price; one moment, please.",
         "concession",
         simConcessionMinor(book),
-        `The callee asked for a discount: ${quoted}. Proposing half of the ${formatAmount(policy.cap_minor, policy.currency)} cap.`,
+        `The callee asked for a discount: ${quoted}. ` +
+          `Proposing half of the ${formatAmount(policy.cap_minor, policy.currency)} cap.`,
       )
     }
     if (decided?.action === "concession" && decided.status === "approved")
@@ -186,14 +189,16 @@ export function simulateReply(req: ReplyRequest): AgentReply {
   if (AGREE.test(heard)) {
     if (decided?.action === "concession" && decided.status === "approved") {
       return end(
-        "Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details shortly. Thank you, goodbye.",
+        "Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details " +
+          "shortly. Thank you, goodbye.",
         "agreed_with_concession",
       )
     }
     // The first "yes" answers "do you have a minute?": it earns the pitch, not a sale.
     if (agentTurns >= 2)
       return end(
-        "Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for your time, goodbye.",
+        "Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for " +
+          "your time, goodbye.",
         "agreed",
       )
     return say(pitch(book))

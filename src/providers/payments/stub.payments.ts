@@ -20,7 +20,8 @@ export function makeStubGateway(): PaymentGateway {
       const externalId = `stub_${randomBytes(12).toString("hex")}`
       return {
         externalId,
-        checkoutUrl: `${trimSlash(req.baseUrl)}/billing/return?status=pending&order_id=${encodeURIComponent(externalId)}`,
+        checkoutUrl:
+          `${trimSlash(req.baseUrl)}/billing/return?status=pending` + `&order_id=${encodeURIComponent(externalId)}`,
       }
     },
     // A stub-saved method (from a stub top-up settled with save_payment_method) always pays.

@@ -58,7 +58,8 @@ function workerEntry(): { readonly target: string | URL; readonly options: Worke
     // Let the worker fail to load: its job rejects with ENGINE_FAILURE naming the file.
     return { target: entry, options: {} }
   }
-  const code = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}) })`
+  const code =
+    `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); ` + `return import(${JSON.stringify(entry.href)}) })`
   return { target: code, options: { eval: true } }
 }
 

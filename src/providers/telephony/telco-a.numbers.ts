@@ -71,7 +71,8 @@ export async function telcoARequest(
   const scrub = (s: string): string =>
     [account.authToken, basic].filter((x) => x !== "").reduce((acc, secret) => acc.split(secret).join("***"), s)
   const query = req.query === undefined ? "" : `?${new URLSearchParams(req.query).toString()}`
-  const url = `${trimSlash(account.apiUrl)}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}${req.path}${query}`
+  const url =
+    `${trimSlash(account.apiUrl)}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}` + `${req.path}${query}`
   const what = `telco_a ${req.method} ${req.path}`
 
   async function attempt(): Promise<Attempt<{ status: number; body: Record<string, unknown> }, TelcoAApiError>> {
@@ -121,7 +122,9 @@ export async function telcoARequest(
       .replace(/\s+/g, " ")
       .trim()
       .slice(0, ERROR_DETAIL_CHARS)
-    const message = `${what}: answered ${res.status}${code === undefined ? "" : ` (code ${code})`}${detail === "" ? "" : `: ${detail}`}`
+    const message =
+      `${what}: answered ${res.status}${code === undefined ? "" : ` (code ${code})`}` +
+      `${detail === "" ? "" : `: ${detail}`}`
     if (res.status === 429 || res.status >= 500) {
       const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
       return {

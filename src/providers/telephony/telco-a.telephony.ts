@@ -223,7 +223,8 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
   const outbound = o.outbound ?? PLATFORM_DEFAULT
   const timeoutMs = o.timeoutMs ?? 10_000
   const auth = `Basic ${Buffer.from(`${o.account.sid}:${o.account.token}`).toString("base64")}`
-  const callsUrl = `${o.account.apiUrl.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(o.account.sid)}/Calls`
+  const callsUrl =
+    `${o.account.apiUrl.replace(/\/+$/, "")}/2010-04-01/Accounts/` + `${encodeURIComponent(o.account.sid)}/Calls`
 
   const post = (url: string, form: Record<string, string>): Promise<{ sid?: string }> =>
     withRetries<{ sid?: string }, TelephonyError>(
