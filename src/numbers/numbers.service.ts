@@ -352,7 +352,3 @@ export const releaseNumber = (tenantId: number, numberId: number) =>
     if (updated) log.info({ tenant_id: tenantId, number_id: numberId, provider: row.provider }, "number released")
     return { released: true as const, number: numberView(final) }
   })
-
-/** The active number with this E.164 and the workspace (and workflow) it belongs to; for inbound calls. */
-export const activeNumber = (phoneE164: string) =>
-  Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.findActiveByPhone(sql, phoneE164)))

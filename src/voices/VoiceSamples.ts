@@ -4,7 +4,7 @@ import { join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Speech } from "../providers/Speech.js"
-import { makeVoiceSamples } from "./voice-samples.js"
+import { makeVoiceSamples } from "./voice-samples.cache.js"
 
 export class VoiceSamples extends Context.Tag("parley/VoiceSamples")<
   VoiceSamples,

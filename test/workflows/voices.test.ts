@@ -14,7 +14,7 @@ import {
   SpeechSynthesisError,
   type SynthesizedAudio,
 } from "../../src/providers/speech/speech.interface.js"
-import { makeVoiceSamples } from "../../src/voices/voice-samples.js"
+import { makeVoiceSamples } from "../../src/voices/voice-samples.cache.js"
 import { findVoice, VOICES } from "../../src/voices/voices.catalog.js"
 
 interface Mp3Summary {
