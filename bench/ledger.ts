@@ -2,7 +2,8 @@
 // update, ledger insert) by N writers on one hot wallet, against a bare balance update; real Postgres.
 import { randomBytes } from "node:crypto"
 import { loadavg } from "node:os"
-import { openWallet, postEntry } from "../src/billing/ledger.repo.js"
+import { postEntry } from "../src/billing/ledger.repo.js"
+import { openWallet } from "../src/billing/wallet.repo.js"
 import { redact, type Sql } from "../src/platform/Db.js"
 import { migrate } from "../src/platform/Migrator.js"
 import { machine, record, scratchDatabase } from "./lib.js"

@@ -17,10 +17,11 @@ import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
 import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
+import type { DueTarget } from "../src/runs/run-targets.repo.js"
+import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
-import * as repo from "./runtime.repo.js"
 
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
 const TRANSCRIPT_EXCERPT_LINES = 6
@@ -166,7 +167,7 @@ export class CallEffects {
   }
 
   /** Starts the call actor of an attempt that began in Postgres. */
-  start(t: repo.DueTarget, a: Attempt): void {
+  start(t: DueTarget, a: Attempt): void {
     const s = this.scope
     const { settings, log } = s.deps
     const scale = Math.max(settings.timeScale, 0.001)

@@ -4,9 +4,10 @@
 import { runStatus } from "../machines/index.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
+import * as targets from "../src/runs/run-targets.repo.js"
+import * as repo from "../src/runs/runs.repo.js"
 import { callingWindowCheck, Decision } from "./dialer.policy.js"
 import type { RunScope } from "./run-scope.js"
-import * as repo from "./runtime.repo.js"
 
 const COOLDOWN_MS = 7 * 86_400_000
 /** Targets considered at once by one run's dialer. */
@@ -19,7 +20,7 @@ export class Dialer {
 
   constructor(
     private readonly scope: RunScope,
-    private readonly startCall: (t: repo.DueTarget, a: Attempt) => void,
+    private readonly startCall: (t: targets.DueTarget, a: Attempt) => void,
   ) {}
 
   poke(): void {
@@ -56,9 +57,9 @@ export class Dialer {
         await this.sleep(1000)
         continue
       }
-      const due = await repo.dueTargets(sql, s.runId, Math.min(room, 200))
+      const due = await targets.dueTargets(sql, s.runId, Math.min(room, 200))
       if (due.length === 0) {
-        const { pending, next_at } = await repo.pendingTargets(sql, s.runId)
+        const { pending, next_at } = await targets.pendingTargets(sql, s.runId)
         if (pending === 0) {
           if (!s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "QUEUE_EMPTY" })
           await this.sleep(1000)
@@ -97,7 +98,7 @@ export class Dialer {
   }
 
   /** One due target: skipped, held, paced, or dialed. A number: stop this batch and wait that long. */
-  private async consider(t: repo.DueTarget): Promise<number | undefined> {
+  private async consider(t: targets.DueTarget): Promise<number | undefined> {
     const s = this.scope
     const { sql, settings, pacer, slots } = s.deps
     const now = Date.now()

@@ -5,8 +5,8 @@
 import type { Logger } from "pino"
 import * as calls from "../src/calls/calls.repo.js"
 import type { Sql } from "../src/platform/Db.js"
+import * as repo from "../src/runs/runs.repo.js"
 import type { RunDriver } from "./run-driver.js"
-import * as repo from "./runtime.repo.js"
 
 export interface RunLeases {
   /** Claims runs that need an owner (only `onlyRunId`, when given) and drives each. */

@@ -1,8 +1,8 @@
 // Saves one run actor's snapshot in the run's row: at once when its state changed, else at most
 // once a second, and never after the run's lease was lost.
 import { MACHINE_VERSIONS } from "../machines/index.js"
+import * as repo from "../src/runs/runs.repo.js"
 import type { RunScope } from "./run-scope.js"
-import * as repo from "./runtime.repo.js"
 import { SnapshotWriter } from "./snapshots.js"
 
 /** Snapshot saves for counter changes alone are at most this frequent. */

@@ -4,6 +4,7 @@
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
+import * as repo from "../src/runs/runs.repo.js"
 import { findVoice } from "../src/voices/voices.catalog.js"
 import type { RuleBook } from "../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../src/workflows/workflow.schema.js"
@@ -12,7 +13,6 @@ import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"
 import { RunPersistence } from "./persistence.js"
 import type { DriverDeps, LiveCall, RunScope } from "./run-scope.js"
-import * as repo from "./runtime.repo.js"
 
 export type { DialerSettings, DriverDeps } from "./run-scope.js"
 export { billedSeconds } from "./run-scope.js"

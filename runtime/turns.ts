@@ -5,8 +5,9 @@
 import type { Logger } from "pino"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
+import { reserveTurnSeqs } from "../src/runs/runs.repo.js"
 import { type TurnMessage, turnSubject } from "../src/turns/turn.message.js"
-import { insertTurns, reserveTurnSeqs, type TurnRow } from "../src/turns/turns.repo.js"
+import { insertTurns, type TurnRow } from "../src/turns/turns.repo.js"
 
 export interface TurnIn {
   readonly tenantId: number

@@ -109,26 +109,6 @@ export const decide = async (
     }
   })) as DecideOutcome
 
-/**
- * A callback approved after its call ended becomes a new attempt at `at`; a finished run opens
- * again to dial it. Only a target that is done (not already queued again) is rescheduled.
- */
-export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
-  (await sql.begin(async (tx) => {
-    const [t] = await tx<[{ id: number }?]>`
-      update run_targets set status = 'waiting', next_attempt_at = ${at}, outcome = 'callback_scheduled',
-        updated_at = now()
-      where id = ${runTargetId} and run_id = ${runId} and status = 'done'
-      returning id`
-    if (!t) return false
-    await tx`
-      update runs r set status = 'running', ended_at = null, end_reason = null, updated_at = now()
-      where r.id = ${runId} and r.status = 'completed'
-        and exists (select 1 from workflows w where w.id = r.workflow_id and w.status = 'live')
-        and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
-    return true
-  })) as boolean
-
 export interface NewApproval {
   readonly tenantId: number
   readonly workflowId: number

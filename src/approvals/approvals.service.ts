@@ -11,6 +11,7 @@ import { Conflict, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
+import { scheduleCallback } from "../runs/runs.repo.js"
 import * as repo from "./approvals.repo.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
@@ -100,7 +101,7 @@ export const decideApproval = (
       outcome.runTargetId !== null
     ) {
       const at = new Date(Date.now() + CALLBACK_DELAY_MS * config.simTimeScale)
-      yield* Effect.promise(() => repo.scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
+      yield* Effect.promise(() => scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
     }
     return { id: row.id, status, decided_at: iso(row.decided_at), decided_by: row.decided_by, note: row.note }
   })

@@ -1,6 +1,7 @@
-// SQL for tenants, users, email verification and revoked sessions. Every query that reads a
-// tenant's rows names the tenant.
+// SQL for tenants (the only file that writes them, onboarding state included), users, email
+// verification and revoked sessions. Every query that reads a tenant's rows names the tenant.
 import type { Currency } from "../billing/pricing.js"
+import type { Mode } from "../onboarding/onboarding.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 
 export interface TenantRow {
@@ -170,3 +171,20 @@ export const userView = (u: UserRow) => ({
   email_verified: u.email_verified,
   created_at: u.created_at.toISOString(),
 })
+
+// A tenant's onboarding state (src/onboarding decides it; tenants are written only here).
+
+/** Switches the mode and resets completion; false when the tenant was already in that mode. */
+export const switchMode = async (tx: Tx, tenantId: number, mode: Mode): Promise<boolean> => {
+  const rows = await tx`
+    update tenants set onboarding_mode = ${mode}, onboarding_completed_at = null
+    where id = ${tenantId} and onboarding_mode <> ${mode} returning id`
+  return rows.length > 0
+}
+
+export const resetCompletion = (tx: Tx, tenantId: number) =>
+  tx`update tenants set onboarding_completed_at = null where id = ${tenantId} and onboarding_completed_at is not null`
+
+/** Marks onboarding done; completing again keeps the first time. */
+export const markCompleted = (tx: Tx, tenantId: number, now: Date) =>
+  tx`update tenants set onboarding_completed_at = coalesce(onboarding_completed_at, ${now}) where id = ${tenantId}`

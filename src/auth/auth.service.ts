@@ -2,8 +2,9 @@
 // Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures and signups are throttled.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
-import { openWallet, postEntry } from "../billing/ledger.repo.js"
+import { postEntry } from "../billing/ledger.repo.js"
 import { type Currency, TRIAL_CREDIT_MINOR } from "../billing/pricing.js"
+import { openWallet } from "../billing/wallet.repo.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation } from "../platform/Db.js"

@@ -3,12 +3,13 @@
 // process applies at once (the TTL only bounds staleness if a bus message is ever lost).
 import { createHash, hash } from "node:crypto"
 import type { Logger } from "pino"
+import { recordKeyUses } from "../keys/keys.repo.js"
 import type { BusClient } from "../platform/bus/bus.js"
 import type { WallClock } from "../platform/Clock.js"
 import type { Config } from "../platform/config.js"
 import type { Sql } from "../platform/Db.js"
 import { type DomainError, Forbidden, Unauthenticated } from "../platform/errors.js"
-import { findKeyBySecret, findSession, type KeyRow, recordKeyUses, type SessionRow } from "./credentials.repo.js"
+import { findKeyBySecret, findSession, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
 import {
   AUTH_INVALIDATE_SUBJECT,

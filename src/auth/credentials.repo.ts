@@ -39,14 +39,6 @@ export const findKeyBySecret = async (sql: Sql, secretSha256: Buffer): Promise<K
   return row
 }
 
-/** Records each key's last use in one statement; an older use never overwrites a newer one. */
-export const recordKeyUses = async (sql: Sql, uses: { id: number; at: string; ip: string }[]): Promise<void> => {
-  await sql`
-    update api_keys k set last_used_at = v.at, last_used_ip = v.ip
-    from jsonb_to_recordset(${sql.json(uses)}) as v(id bigint, at timestamptz, ip text)
-    where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`
-}
-
 /** Stores `candidate` under `name` unless one is there, and returns the stored value. */
 export const systemSecretOr = async (sql: Sql, name: string, candidate: string): Promise<string> => {
   await sql`insert into system_secrets (name, value) values (${name}, ${candidate}) on conflict (name) do nothing`

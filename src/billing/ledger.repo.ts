@@ -29,11 +29,6 @@ export interface PostEntry {
   readonly idempotencyKey: string
 }
 
-/** Creates the tenant's wallet (balance 0); call inside the transaction that creates the tenant. */
-export async function openWallet(tx: Tx, tenantId: number, currency: Currency): Promise<void> {
-  await tx`insert into wallets (tenant_id, currency) values (${tenantId}, ${currency})`
-}
-
 /**
  * Posts one entry. Must run inside a transaction (`sql.begin`) so it commits with whatever the
  * caller changes alongside it. The work is one call of the SQL function `ledger_post`

@@ -1,5 +1,5 @@
-// SQL for a wallet's settings and autocharge state (wallets). Balances change only through the
-// ledger (ledger.repo.ts), never here.
+// SQL for a wallet (wallets): its opening, settings and autocharge state. Balances change only
+// through the ledger (ledger.repo.ts, the SQL function ledger_post), never here.
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "./pricing.js"
 
@@ -10,6 +10,11 @@ export interface WalletRow {
   readonly autocharge_enabled: boolean
   readonly autocharge_threshold_minor: number | null
   readonly autocharge_amount_minor: number | null
+}
+
+/** Creates the tenant's wallet (balance 0); call inside the transaction that creates the tenant. */
+export async function openWallet(tx: Tx, tenantId: number, currency: Currency): Promise<void> {
+  await tx`insert into wallets (tenant_id, currency) values (${tenantId}, ${currency})`
 }
 
 export const findWallet = async (sql: Sql, tenantId: number): Promise<WalletRow> => {

@@ -1,8 +1,19 @@
 // SQL of a call attempt, as the runtime's dialer runs it: the attempt that marks a target dialing
 // before the carrier is asked, the answer, the end of an attempt, targets skipped or held, calls a
 // previous owner left in flight, the tenant's dial slots, and the decision log (dial_decisions)
-// each of those writes. Writes are conditional on the calling process owning the run or call.
+// each of those writes. Writes are conditional on the calling process owning the run or call. The
+// target's own rows are written by src/runs/run-targets.repo.ts, the DNC entry of a callee who asked
+// not to be called again by src/compliance/dnc.repo.ts, inside these transactions.
+import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import {
+  holdTargetUntil,
+  markTargetDialing,
+  markTargetSkipped,
+  setTargetLastCall,
+  settleTarget,
+  type TargetNext,
+} from "../runs/run-targets.repo.js"
 
 /** One line of the decision log (the runtime's DialDecision). */
 export interface DecisionEntry {
@@ -47,10 +58,7 @@ export const beginAttempt = async (
       const [run] = await tx<[{ ok: boolean }?]>`
         select true as ok from runs where id = ${a.runId} and owner_instance = ${a.me} and status = 'running' for share`
       if (!run) return "not_owner"
-      const [target] = await tx<[{ attempts: number; target_id: number; phone_e164: string }?]>`
-        update run_targets set status = 'dialing', attempts = attempts + 1, updated_at = now()
-        where id = ${a.runTargetId} and run_id = ${a.runId} and status in ('queued', 'waiting')
-        returning attempts, target_id, phone_e164`
+      const target = await markTargetDialing(tx, a.runId, a.runTargetId)
       if (!target) return "not_due"
       const [call] = await tx<[{ id: number }]>`
         insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
@@ -58,7 +66,7 @@ export const beginAttempt = async (
         values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts},
           ${target.phone_e164}, ${a.provider}, ${a.me})
         returning id`
-      await tx`update run_targets set last_call_id = ${call.id} where id = ${a.runTargetId}`
+      await setTargetLastCall(tx, a.runTargetId, call.id)
       await tx`
         insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId},
           ${target.phone_e164}, now())
@@ -91,12 +99,7 @@ class TenantCapReached extends Error {}
 export const markAnswered = (sql: Sql, callId: number, at: Date) =>
   sql`update calls set status = 'connected', answered_at = ${at} where id = ${callId} and status = 'dialing'`
 
-/** What happens to the target once an attempt has ended. */
-export type TargetNext =
-  | { readonly kind: "done"; readonly outcome: string }
-  | { readonly kind: "retry"; readonly at: number; readonly outcome: string }
-  /** Never reached the carrier (no funds): the target goes back to the queue. */
-  | { readonly kind: "requeue"; readonly outcome: string }
+export type { TargetNext } from "../runs/run-targets.repo.js"
 
 /** Ends an attempt: the call row, the target's next step, the slot and the decision, together. */
 export const finishAttempt = async (
@@ -127,19 +130,8 @@ export const finishAttempt = async (
       returning id`
     if (!call) return false // finalised by a process that took the run over
     await tx`delete from dial_slots where call_id = ${f.callId}`
-    if (f.next.kind === "done")
-      await tx`update run_targets set status = 'done', outcome = ${f.next.outcome}, updated_at = now()
-        where id = ${f.runTargetId}`
-    else if (f.next.kind === "retry")
-      await tx`update run_targets set status = 'waiting', outcome = ${f.next.outcome},
-        next_attempt_at = ${new Date(f.next.at)}, updated_at = now() where id = ${f.runTargetId}`
-    // attempts keeps counting it: it numbers the call rows, and (run_target_id, attempt) is unique.
-    else await tx`update run_targets set status = 'queued', updated_at = now() where id = ${f.runTargetId}`
-    if (f.addToDnc)
-      await tx`
-        insert into dnc_entries (tenant_id, phone_e164, reason, source) values (${f.tenantId}, ${f.phone},
-          'asked not to be called again', 'call')
-        on conflict (tenant_id, phone_e164) do nothing`
+    await settleTarget(tx, f.runTargetId, f.next)
+    if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
     await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
     return true
   })) as boolean
@@ -153,8 +145,7 @@ export const skipTarget = async (
   d: DecisionEntry,
 ): Promise<void> => {
   await sql.begin(async (tx) => {
-    await tx`update run_targets set status = 'skipped', outcome = ${d.reason}, updated_at = now()
-      where id = ${runTargetId} and status in ('queued', 'waiting')`
+    await markTargetSkipped(tx, runTargetId, d.reason)
     await insertDecision(tx, tenantId, runId, null, d)
   })
 }
@@ -168,8 +159,7 @@ export const holdTarget = async (
   d: DecisionEntry,
 ): Promise<void> => {
   await sql.begin(async (tx) => {
-    await tx`update run_targets set status = 'waiting', next_attempt_at = ${until}, updated_at = now()
-      where id = ${runTargetId} and status in ('queued', 'waiting')`
+    await holdTargetUntil(tx, runTargetId, until)
     await insertDecision(tx, tenantId, runId, null, d)
   })
 }

@@ -2,7 +2,7 @@
 // recent contact) that GET /dnc/check answers with.
 
 import type { TenantCountry } from "../phones/phone.js"
-import type { Sql } from "../platform/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export type DncSource = "manual" | "import" | "call" | "unsubscribe" | "erasure"
 
@@ -12,6 +12,14 @@ export interface DncRow {
   readonly reason: string | null
   readonly source: DncSource
   readonly added_at: Date
+}
+
+/** A callee asked not to be called again (inside the transaction that ends the call). */
+export async function addDncFromCall(tx: Tx, tenantId: number, phone: string): Promise<void> {
+  await tx`
+    insert into dnc_entries (tenant_id, phone_e164, reason, source) values (${tenantId}, ${phone},
+      'asked not to be called again', 'call')
+    on conflict (tenant_id, phone_e164) do nothing`
 }
 
 export async function tenantCountry(sql: Sql, tenantId: number): Promise<TenantCountry> {

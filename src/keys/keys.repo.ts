@@ -107,3 +107,11 @@ export const recordEvent = async (tx: Tx, e: KeyEvent): Promise<void> => {
     insert into api_key_events (tenant_id, key_id, action, actor_user_id, ip, user_agent, at)
     values (${e.tenantId}, ${e.keyId}, ${e.action}, ${e.actorUserId}, ${e.ip}, ${e.userAgent}, ${e.at})`
 }
+
+/** Records each key's last use in one statement; an older use never overwrites a newer one. */
+export const recordKeyUses = async (sql: Sql, uses: { id: number; at: string; ip: string }[]): Promise<void> => {
+  await sql`
+    update api_keys k set last_used_at = v.at, last_used_ip = v.ip
+    from jsonb_to_recordset(${sql.json(uses)}) as v(id bigint, at timestamptz, ip text)
+    where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`
+}

@@ -104,21 +104,6 @@ export const deleteCredential = async (tx: Tx, tenantId: number, provider: strin
   return rows.length > 0
 }
 
-/** Switches the mode and resets completion; false when the tenant was already in that mode. */
-export const switchMode = async (tx: Tx, tenantId: number, mode: Mode): Promise<boolean> => {
-  const rows = await tx`
-    update tenants set onboarding_mode = ${mode}, onboarding_completed_at = null
-    where id = ${tenantId} and onboarding_mode <> ${mode} returning id`
-  return rows.length > 0
-}
-
-export const resetCompletion = (tx: Tx, tenantId: number) =>
-  tx`update tenants set onboarding_completed_at = null where id = ${tenantId} and onboarding_completed_at is not null`
-
-/** Marks onboarding done; completing again keeps the first time. */
-export const markCompleted = (tx: Tx, tenantId: number, now: Date) =>
-  tx`update tenants set onboarding_completed_at = coalesce(onboarding_completed_at, ${now}) where id = ${tenantId}`
-
 export interface SecretRow {
   readonly provider: string
   readonly primary_id: string | null

@@ -2,6 +2,7 @@
 // provider credentials (checked against the catalogue, validated live, stored encrypted, never
 // returned), the completion checklist, and completion itself (reset whenever what it certified changes).
 import { Effect } from "effect"
+import { markCompleted, resetCompletion, switchMode } from "../auth/auth.repo.js"
 import { type Currency, formatMinor } from "../billing/pricing.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
@@ -217,9 +218,7 @@ export const setOnboardingMode = (tenantId: number, mode: Mode) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const log = yield* Log
-    const changed = yield* Effect.promise(
-      () => sql.begin((tx) => repo.switchMode(tx, tenantId, mode)) as Promise<boolean>,
-    )
+    const changed = yield* Effect.promise(() => sql.begin((tx) => switchMode(tx, tenantId, mode)) as Promise<boolean>)
     if (changed) log.info({ tenant_id: tenantId, mode }, "onboarding mode switched")
     return yield* onboardingStatus(tenantId)
   })
@@ -321,7 +320,7 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
             validationError: stored.error,
             now,
           })
-          if (stored.status !== "validated") await repo.resetCompletion(tx, tenantId)
+          if (stored.status !== "validated") await resetCompletion(tx, tenantId)
           return written
         }) as Promise<CredentialRow | undefined>,
     )
@@ -350,7 +349,7 @@ export const removeCredential = (tenantId: number, providerParam: string) =>
         sql.begin(async (tx) => {
           await repo.lockTenantOnboarding(tx, tenantId)
           const gone = await repo.deleteCredential(tx, tenantId, provider)
-          if (gone) await repo.resetCompletion(tx, tenantId)
+          if (gone) await resetCompletion(tx, tenantId)
           return gone
         }) as Promise<boolean>,
     )
@@ -371,7 +370,7 @@ export const completeOnboarding = (tenantId: number) =>
           // Locked first, so a concurrent delete or mode switch lands wholly before or after.
           await repo.lockTenantOnboarding(tx, tenantId)
           const { status } = await readStatus(tx, tenantId)
-          if (status.missing.length === 0) await repo.markCompleted(tx, tenantId, now)
+          if (status.missing.length === 0) await markCompleted(tx, tenantId, now)
           return status.missing
         }) as Promise<ReadonlyArray<ChecklistItemId>>,
     )

@@ -1,6 +1,12 @@
-// SQL for starting, resuming and pausing runs (migrations/0004, 0005), as the api decides them:
-// every status change is a conditional update under the workflow's row lock.
-import type { Tx } from "../platform/Db.js"
+// SQL on runs (migrations/0004, 0005): the only file that writes them. As the api decides them:
+// starting, resuming and pausing runs, every status change a conditional update under the
+// workflow's row lock. As the runtime drives them: run leases (claim, renew, release), the run's
+// setup, status and snapshot, written only while this process still owns the run, so a process
+// that lost its lease changes nothing. And a run's turn sequence (turn_seq) and an approved
+// callback that reschedules its target and opens a finished run again. Its targets are in run-targets.repo.ts.
+import type { Sql, Tx } from "../platform/Db.js"
+import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
+import { insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
 
 export interface RunGate {
   readonly id: number
@@ -38,12 +44,9 @@ export const insertRun = async (
     insert into runs (tenant_id, workflow_id, rule_book_id, status) values (${tenantId}, ${workflowId}, ${ruleBookId},
       'running')
     returning id`
-  const inserted = await tx`
-    insert into run_targets (tenant_id, run_id, target_id, phone_e164)
-    select ${tenantId}, ${run.id}, a.id, a.phone_e164 from audience_targets a where a.workflow_id = ${workflowId}
-    order by a.id`
-  await tx`update runs set targets_total = ${inserted.count}, targets_queued = ${inserted.count} where id = ${run.id}`
-  return { id: run.id, queued: inserted.count }
+  const inserted = await insertRunTargets(tx, tenantId, run.id, workflowId)
+  await tx`update runs set targets_total = ${inserted}, targets_queued = ${inserted} where id = ${run.id}`
+  return { id: run.id, queued: inserted }
 }
 
 /** Resumes a paused run: it keeps its id, and the targets it has not finished are queued again. */
@@ -57,10 +60,6 @@ export const resumeRun = async (tx: Tx, runId: number): Promise<{ id: number; qu
   return { id: runId, queued: row?.queued ?? 0 }
 }
 
-export const setWorkflowStatus = async (tx: Tx, workflowId: number, status: "live" | "paused"): Promise<void> => {
-  await tx`update workflows set status = ${status}, updated_at = now() where id = ${workflowId}`
-}
-
 /** Pauses the workflow's running run (queued targets stop; calls in flight finish). */
 export const pauseRunningRun = async (
   tx: Tx,
@@ -72,4 +71,158 @@ export const pauseRunningRun = async (
     where workflow_id = ${workflowId} and status = 'running'
     returning id`
   return row?.id
+}
+
+export interface ClaimedRun {
+  readonly id: number
+  readonly tenant_id: number
+  readonly workflow_id: number
+  readonly status: "running" | "paused"
+  readonly pause_reason: string | null
+  /** The process that owned the run before this claim (null: nobody had it). */
+  readonly previous_owner: string | null
+  readonly snapshot: unknown
+  readonly machine_version: number | null
+}
+
+/**
+ * Claims one run that needs an owner: running with no owner or a lapsed lease, or paused with a
+ * lapsed lease (its last owner died while calls were in flight). SKIP LOCKED lets several runtime
+ * processes claim side by side.
+ */
+export const claimRun = async (
+  sql: Sql,
+  me: string,
+  leaseMs: number,
+  onlyRunId?: number,
+): Promise<ClaimedRun | undefined> => {
+  const [row] = await sql<[ClaimedRun?]>`
+    with candidate as (
+      select id, owner_instance from runs
+      where ${onlyRunId === undefined ? sql`true` : sql`id = ${onlyRunId}`}
+        and ((status = 'running' and (owner_instance is null or lease_expires_at < now()))
+          or (status = 'paused' and owner_instance is not null and lease_expires_at < now()))
+      order by id
+      limit 1
+      for update skip locked
+    )
+    update runs r
+    set owner_instance = ${me}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
+    from candidate c
+    where r.id = c.id
+    returning r.id, r.tenant_id, r.workflow_id, r.status, r.pause_reason, c.owner_instance as previous_owner,
+      r.snapshot, r.machine_version`
+  return row
+}
+
+/** Extends this process's run leases; returns the runs it still owns (the others were lost). */
+export const renewLeases = async (sql: Sql, me: string, runIds: number[], leaseMs: number): Promise<Set<number>> => {
+  if (runIds.length === 0) return new Set()
+  const rows = await sql<{ id: number }[]>`
+    update runs set lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    where owner_instance = ${me} and id = any(${runIds}::bigint[])
+    returning id`
+  return new Set(rows.map((r) => r.id))
+}
+
+export const releaseRun = async (sql: Sql, me: string, runId: number): Promise<void> => {
+  await sql`update runs set owner_instance = null, lease_expires_at = null where id = ${runId}
+    and owner_instance = ${me}`
+}
+
+export interface RunSetup {
+  readonly rule_book: unknown
+  readonly schedule: Record<string, unknown>
+  readonly schedule_kind: "immediate" | "window" | "once"
+  readonly currency: "INR" | "USD"
+  readonly tenant_name: string
+  readonly workflow_name: string
+}
+
+export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | undefined> => {
+  const [row] = await sql<[RunSetup?]>`
+    select rb.body as rule_book, w.schedule, w.schedule_kind, t.currency, t.name as tenant_name, w.name as workflow_name
+    from runs r
+    join workflows w on w.id = r.workflow_id
+    join tenants t on t.id = r.tenant_id
+    join rule_books rb on rb.id = coalesce(r.rule_book_id, w.rule_book_id)
+    where r.id = ${runId}`
+  return row
+}
+
+export const runStatusOf = async (
+  sql: Sql,
+  runId: number,
+  me: string,
+): Promise<{ status: string; owned: boolean } | undefined> => {
+  const [row] = await sql<
+    [{ status: string; owned: boolean }?]
+  >`select status, owner_instance = ${me} as owned from runs where id = ${runId}`
+  return row
+}
+
+export const saveRunSnapshot = (sql: Sql, runId: number, me: string, snapshot: unknown, version: number) =>
+  sql`update runs set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}, updated_at = now()
+    where id = ${runId} and owner_instance = ${me}`
+
+/** Records the run's end (or pause) as the run actor reaches it; only the owner may. */
+export const setRunStatus = async (
+  sql: Sql,
+  runId: number,
+  me: string,
+  status: "completed" | "cancelled" | "failed" | "paused",
+  reason: string | null,
+): Promise<void> => {
+  if (status === "paused") {
+    await sql`update runs set status = 'paused', pause_reason = coalesce(pause_reason, ${reason}), updated_at = now()
+      where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
+    return
+  }
+  await sql`
+    update runs set status = ${status}, end_reason = ${reason}, ended_at = coalesce(ended_at, now()),
+      owner_instance = null, lease_expires_at = null, updated_at = now()
+    where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
+}
+
+/** The wallet ran dry: the run and its workflow pause, so POST run resumes them. */
+export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promise<void> => {
+  await sql.begin(async (tx) => {
+    const [run] = await tx<[{ workflow_id: number }?]>`
+      update runs set status = 'paused', pause_reason = 'insufficient_funds', updated_at = now()
+      where id = ${runId} and owner_instance = ${me} and status = 'running'
+      returning workflow_id`
+    if (run) await pauseLiveWorkflow(tx, run.workflow_id)
+  })
+}
+
+/**
+ * A callback approved after its call ended becomes a new attempt at `at`; a finished run opens
+ * again to dial it, while its workflow is live and no other run of it is running. Only a target
+ * that is done (not already queued again) is rescheduled.
+ */
+export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
+  (await sql.begin(async (tx) => {
+    if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
+    await tx`
+      update runs r set status = 'running', ended_at = null, end_reason = null, updated_at = now()
+      where r.id = ${runId} and r.status = 'completed'
+        and exists (select 1 from workflows w where w.id = r.workflow_id and w.status = 'live')
+        and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
+    return true
+  })) as boolean
+
+/** The run's next turn seq, for one ingested turn (inside the transaction that stores it). */
+export const nextTurnSeq = async (tx: Tx, runId: number): Promise<number> => {
+  const [{ seq }] = await tx<
+    [{ seq: number }]
+  >`update runs set turn_seq = turn_seq + 1 where id = ${runId} returning turn_seq as seq`
+  return seq
+}
+
+/** Reserves `count` turn sequence numbers of the run; returns the first. */
+export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): Promise<number> => {
+  const [row] = await sql<
+    [{ last: number }]
+  >`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
+  return row.last - count + 1
 }

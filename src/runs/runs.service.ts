@@ -9,6 +9,7 @@ import { Db } from "../platform/Db.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
+import { setWorkflowStatus } from "../workflows/workflows.repo.js"
 import * as repo from "./runs.repo.js"
 
 export type ReadinessGap = "rule_book" | "audience" | "compliance" | "email_verified"
@@ -76,7 +77,7 @@ export const startRun = (tenantId: number, workflowId: number) =>
             gate.status === "paused" && gate.paused_run_id !== null
               ? { ...(await repo.resumeRun(tx, gate.paused_run_id)), resumed: true }
               : { ...(await repo.insertRun(tx, tenantId, workflowId, gate.rule_book_id!)), resumed: false }
-          await repo.setWorkflowStatus(tx, workflowId, "live")
+          await setWorkflowStatus(tx, workflowId, "live")
           return { run }
         })
         .catch((e: unknown) => {
@@ -133,7 +134,7 @@ export const pauseRun = (tenantId: number, workflowId: number) =>
               }),
             )
           const runId = await repo.pauseRunningRun(tx, workflowId, "user")
-          await repo.setWorkflowStatus(tx, workflowId, "paused")
+          await setWorkflowStatus(tx, workflowId, "paused")
           return { runId: runId ?? null, changed: true }
         })
         .catch((e: unknown) => {

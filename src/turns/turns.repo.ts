@@ -1,7 +1,8 @@
 // SQL for reading turns (stream history, live calls), storing turns that external orchestrators
 // send through POST /internal/turns, and storing the runtime's own turns in batches (seqs reserved
-// in blocks from the run's turn_seq).
+// in blocks from the run's turn_seq, src/runs/runs.repo.ts).
 import type { Sql } from "../platform/Db.js"
+import { nextTurnSeq } from "../runs/runs.repo.js"
 import type { TurnMessage } from "./turn.message.js"
 
 export const findRunOfTenant = async (
@@ -76,9 +77,7 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
         from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
       if (existing) return { turn: existing, created: false }
     }
-    const [{ seq }] = await tx<
-      [{ seq: number }]
-    >`update runs set turn_seq = turn_seq + 1 where id = ${t.runId} returning turn_seq as seq`
+    const seq = await nextTurnSeq(tx, t.runId)
     const [row] = await tx<[TurnMessage?]>`
       insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at)
       values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text},
@@ -94,14 +93,6 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
       from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
     return { turn: won, created: false }
   })) as { turn: TurnMessage; created: boolean }
-
-/** Reserves `count` turn sequence numbers of the run; returns the first. */
-export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): Promise<number> => {
-  const [row] = await sql<
-    [{ last: number }]
-  >`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
-  return row.last - count + 1
-}
 
 export interface TurnRow {
   readonly tenant_id: number

@@ -210,3 +210,14 @@ export const listRuns = (sql: Sql, workflowId: number, page: ListPage) =>
       ${page.before === undefined ? sql`` : sql`and r.id < ${page.before}`}
     order by r.id desc
     limit ${page.limit + 1}`
+
+/** A run started, resumed or paused from the api: the workflow goes live or pauses with it. */
+export const setWorkflowStatus = async (tx: Tx, workflowId: number, status: "live" | "paused"): Promise<void> => {
+  await tx`update workflows set status = ${status}, updated_at = now() where id = ${workflowId}`
+}
+
+/** The wallet ran dry: a live workflow pauses with its run, so POST run resumes them. */
+export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<void> => {
+  await tx`update workflows set status = 'paused', updated_at = now() where id = ${workflowId}
+    and status = 'live'`
+}

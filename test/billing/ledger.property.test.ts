@@ -3,13 +3,8 @@
 import { randomUUID } from "node:crypto"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  type LedgerEntry,
-  openWallet,
-  type PostEntry,
-  type PostResult,
-  postEntry,
-} from "../../src/billing/ledger.repo.js"
+import { type LedgerEntry, type PostEntry, type PostResult, postEntry } from "../../src/billing/ledger.repo.js"
+import { openWallet } from "../../src/billing/wallet.repo.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { realServices, startTestServer, type TestServer } from "../support/harness.js"
 

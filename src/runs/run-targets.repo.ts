@@ -1,0 +1,102 @@
+// SQL on a run's targets (run_targets, migrations/0005): the only file that writes them. A run's
+// targets are created with the run (src/runs/runs.repo.ts), read by the dialer (due, pending), and
+// moved along by a call attempt (src/calls/calls.repo.ts: dialing, then done, retry or queued
+// again), by the dialer's compliance checks (skipped, held) and by an approved callback. Functions
+// that must share their caller's transaction take its handle.
+import type { Sql, Tx } from "../platform/Db.js"
+
+/** One run_targets row per target of the workflow's audience; returns how many were written. */
+export const insertRunTargets = async (tx: Tx, tenantId: number, runId: number, workflowId: number) => {
+  const inserted = await tx`
+    insert into run_targets (tenant_id, run_id, target_id, phone_e164)
+    select ${tenantId}, ${runId}, a.id, a.phone_e164 from audience_targets a where a.workflow_id = ${workflowId}
+    order by a.id`
+  return inserted.count
+}
+
+export interface DueTarget {
+  readonly id: number
+  readonly target_id: number
+  readonly phone_e164: string
+  readonly attempts: number
+  readonly name: string | null
+  readonly on_dnc: boolean
+  readonly ncpr_preference: string | null
+  readonly last_contacted_at: Date | null
+}
+
+/** Targets whose turn has come, oldest due first, with what the compliance checks need. */
+export const dueTargets = (sql: Sql, runId: number, limit: number) =>
+  sql<DueTarget[]>`
+    select t.id, t.target_id, t.phone_e164, t.attempts, a.name,
+           exists (select 1 from dnc_entries d where d.tenant_id = t.tenant_id and d.phone_e164 = t.phone_e164)
+             as on_dnc,
+           (select n.preference from ncpr_registry n where n.phone_e164 = t.phone_e164) as ncpr_preference,
+           (select c.last_contacted_at from recent_contacts c where c.tenant_id = t.tenant_id
+             and c.phone_e164 = t.phone_e164) as last_contacted_at
+    from run_targets t join audience_targets a on a.id = t.target_id
+    where t.run_id = ${runId} and t.status in ('queued', 'waiting') and t.next_attempt_at <= now()
+    order by t.next_attempt_at, t.id
+    limit ${limit}`
+
+/** How many targets still need the dialer, and when the earliest of them is due. */
+export const pendingTargets = async (sql: Sql, runId: number): Promise<{ pending: number; next_at: Date | null }> => {
+  const [row] = await sql<[{ pending: number; next_at: Date | null }]>`
+    select count(*)::int as pending, min(next_attempt_at) as next_at
+    from run_targets where run_id = ${runId} and status in ('queued', 'waiting')`
+  return row
+}
+
+/** Marks a due target dialing (one more attempt); undefined when it is no longer due. */
+export const markTargetDialing = async (tx: Tx, runId: number, runTargetId: number) => {
+  const [target] = await tx<[{ attempts: number; target_id: number; phone_e164: string }?]>`
+    update run_targets set status = 'dialing', attempts = attempts + 1, updated_at = now()
+    where id = ${runTargetId} and run_id = ${runId} and status in ('queued', 'waiting')
+    returning attempts, target_id, phone_e164`
+  return target
+}
+
+export const setTargetLastCall = async (tx: Tx, runTargetId: number, callId: number): Promise<void> => {
+  await tx`update run_targets set last_call_id = ${callId} where id = ${runTargetId}`
+}
+
+/** What happens to the target once an attempt has ended. */
+export type TargetNext =
+  | { readonly kind: "done"; readonly outcome: string }
+  | { readonly kind: "retry"; readonly at: number; readonly outcome: string }
+  /** Never reached the carrier (no funds): the target goes back to the queue. */
+  | { readonly kind: "requeue"; readonly outcome: string }
+
+/** The target's next step once an attempt has ended. */
+export const settleTarget = async (tx: Tx, runTargetId: number, next: TargetNext): Promise<void> => {
+  if (next.kind === "done")
+    await tx`update run_targets set status = 'done', outcome = ${next.outcome}, updated_at = now()
+      where id = ${runTargetId}`
+  else if (next.kind === "retry")
+    await tx`update run_targets set status = 'waiting', outcome = ${next.outcome},
+      next_attempt_at = ${new Date(next.at)}, updated_at = now() where id = ${runTargetId}`
+  // attempts keeps counting it: it numbers the call rows, and (run_target_id, attempt) is unique.
+  else await tx`update run_targets set status = 'queued', updated_at = now() where id = ${runTargetId}`
+}
+
+/** A target the dialer will not call (compliance). */
+export const markTargetSkipped = async (tx: Tx, runTargetId: number, reason: string): Promise<void> => {
+  await tx`update run_targets set status = 'skipped', outcome = ${reason}, updated_at = now()
+    where id = ${runTargetId} and status in ('queued', 'waiting')`
+}
+
+/** A target held until its calling window opens. */
+export const holdTargetUntil = async (tx: Tx, runTargetId: number, until: Date): Promise<void> => {
+  await tx`update run_targets set status = 'waiting', next_attempt_at = ${until}, updated_at = now()
+    where id = ${runTargetId} and status in ('queued', 'waiting')`
+}
+
+/** A done target becomes a new attempt at `at` (an approved callback); false when it is not done. */
+export const rescheduleDoneTarget = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
+  const [t] = await tx<[{ id: number }?]>`
+    update run_targets set status = 'waiting', next_attempt_at = ${at}, outcome = 'callback_scheduled',
+      updated_at = now()
+    where id = ${runTargetId} and run_id = ${runId} and status = 'done'
+    returning id`
+  return t !== undefined
+}
