@@ -197,6 +197,8 @@ export async function benchApprovals(): Promise<void> {
     NATS_URL: natsUrl,
     BUS_NAMESPACE: ns,
     LOG_LEVEL: "info",
+    // The stub funds the bench workspace: a DATABASE_URL deployment runs real gateways unless told.
+    PAYMENTS: "stub",
     // Read back for the verification link: runs need a verified owner.
     OUTBOX_FILE: join(mkdtempSync(join(tmpdir(), "parley-bench-appr-")), "outbox.jsonl"),
     DB_POOL_MAX: "10",

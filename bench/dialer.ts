@@ -362,6 +362,8 @@ export async function benchDialer(): Promise<void> {
     PORT: "0",
     DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
+    // The stub funds the bench workspace: a DATABASE_URL deployment runs real gateways unless told.
+    PAYMENTS: "stub",
     BUS_NAMESPACE: `bench${randomBytes(4).toString("hex")}`,
     SIM_TIME_SCALE: String(SCALE),
     CALLING_HOURS: "any",
