@@ -1,5 +1,6 @@
 // The price catalogue (GET /pricing): what a minute, the byok fee, the trial credit and a top-up
 // cost in each currency. Billing reads the same constants, so the page and the wallet agree.
+import { formatAmount } from "../platform/money.js"
 
 export const CURRENCIES = ["INR", "USD"] as const
 export type Currency = (typeof CURRENCIES)[number]
@@ -59,18 +60,8 @@ export function maxConcessionMinor(currency: Currency, _planTier: string): numbe
  */
 const EXAMPLE_HOURS_PER_MONTH = 8 * 22
 
-const LOCALE: PerCurrency<string> = { INR: "en-IN", USD: "en-US" }
-const formatters = Object.fromEntries(
-  CURRENCIES.map((c) => [
-    c,
-    new Intl.NumberFormat(LOCALE[c], { style: "currency", currency: c, minimumFractionDigits: 2 }),
-  ]),
-) as Record<Currency, Intl.NumberFormat>
-
 /** Minor units to a display string: 700 INR → "₹7.00", 10 USD → "$0.10". */
-export function formatMinor(amountMinor: number, currency: Currency): string {
-  return formatters[currency].format(amountMinor / 100)
-}
+export const formatMinor: (amountMinor: number, currency: Currency) => string = formatAmount
 
 const perCurrency = <T>(f: (c: Currency) => T): PerCurrency<T> => ({ INR: f("INR"), USD: f("USD") })
 const display = (minor: PerCurrency<number>): PerCurrency<string> => perCurrency((c) => formatMinor(minor[c], c))

@@ -1,6 +1,8 @@
 // The adapter for an OpenAI-compatible chat-completions API: each structured request (a rule book,
 // say) and each agent reply are asked for as strict structured output (json_schema), with
 // per-attempt timeouts, bounded retries and typed errors.
+
+import { formatAmount } from "../../platform/money.js"
 import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
 import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
 import {
@@ -15,7 +17,6 @@ import {
   type ProposalAction,
   type ReplyRequest,
 } from "./llm.interface.js"
-import { formatAmount } from "./money.js"
 import { toStrictJsonSchema } from "./openai.schema.js"
 
 export interface OpenAiLlmOptions {

@@ -2,6 +2,7 @@
 // rules, deterministically, with no model account. A structured request (a rule book, say) it
 // answers with the caller's offline stand-in: what to write is the caller's business.
 
+import { formatAmount } from "../../platform/money.js"
 import {
   type AgentBrief,
   type AgentObjectionHandler,
@@ -14,7 +15,6 @@ import {
   type ProposalAction,
   type ReplyRequest,
 } from "./llm.interface.js"
-import { formatAmount } from "./money.js"
 import { clip, wordsOf } from "./sim.text.js"
 
 /** The handler category a "don't call me again" is answered from. */

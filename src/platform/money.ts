@@ -1,5 +1,5 @@
-// Amounts as the agent says them ("₹400.00", "$12.50"): the same formatting as the price list
-// (src/billing/pricing.ts formatMinor), kept here so the providers need nothing of billing.
+// Amounts as people read and hear them ("₹400.00", "$12.50"): one formatter for the price list,
+// the billing pages and what the agent says, so providers and billing share it without importing each other.
 export type AgentCurrency = "INR" | "USD"
 
 const money = (locale: string, currency: AgentCurrency) =>
