@@ -62,8 +62,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     for (const s of open) s.end()
   })
 
-  // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, takeBody,
-  // authenticate, then inside dispatch systemKey, validate (params, query), negotiate, validate
+  // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, systemKey, takeBody,
+  // authenticate, then inside dispatch systemKey (X-Tenant-Id), validate (params, query), negotiate, validate
   // (body) and the handler; respond; logRequest once the request is over.
   app.any("/*", (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
@@ -109,6 +109,16 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     if (match.kind !== "found") {
       // Read (within the JSON limit) so the connection stays usable for the client's next request.
       return takeBody(ex, plan).raw.then(() => out.error(ex, inc, toHttpError(unmatched(match, inc))), bodyFailed)
+    }
+
+    if (match.route.auth === "system") {
+      // A system caller is checked before its body is read, as a user is below; the unread bytes
+      // of a refused one go with the connection.
+      const refused = checkSystemKey(inc)
+      if (refused instanceof Error) {
+        out.error(ex, inc, toHttpError(refused), plan.hasBody)
+        return DONE
+      }
     }
 
     const need = authRequirement(match.route, inc.method)
