@@ -6,7 +6,8 @@ import type { Logger } from "pino"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
 import { reserveTurnSeqs } from "../src/runs/runs.repo.js"
-import { type TurnMessage, turnSubject } from "../src/turns/turn.message.js"
+import { turnSubject } from "../src/platform/subjects.js"
+import type { TurnMessage } from "../src/turns/turn.message.js"
 import { insertTurns, type TurnRow } from "../src/turns/turns.repo.js"
 
 export interface TurnIn {

@@ -9,7 +9,8 @@ import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { Authenticator } from "./authenticator.js"
 import { makeJwtKeys } from "./jwt.js"
-import { AUTH_INVALIDATE_SUBJECT, type Invalidation } from "./principal.js"
+import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
+import type { Invalidation } from "./principal.js"
 import { systemSecret } from "./secrets.js"
 
 export class Auth extends Context.Tag("parley/Auth")<Auth, Authenticator>() {}

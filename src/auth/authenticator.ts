@@ -11,8 +11,8 @@ import type { Sql } from "../platform/Db.js"
 import { type DomainError, Forbidden, Unauthenticated } from "../platform/errors.js"
 import { findKeyBySecret, findSession, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
+import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
 import {
-  AUTH_INVALIDATE_SUBJECT,
   type Invalidation,
   type KeyPrincipal,
   type Principal,

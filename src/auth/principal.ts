@@ -32,5 +32,3 @@ export type Invalidation =
   | { readonly kind: "session"; readonly jti: string }
   | { readonly kind: "user"; readonly userId: number }
   | { readonly kind: "api_key"; readonly keyId: number }
-
-export const AUTH_INVALIDATE_SUBJECT = "auth.invalidate"

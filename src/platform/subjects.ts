@@ -1,4 +1,5 @@
-// Bus subjects between api and runtime processes, in one place so both sides agree.
+// Every bus subject, and the builder of each, in one place: publishers and subscribers in api and
+// runtime processes agree by importing these. Nothing else spells a subject.
 
 /** Request/reply: any runtime process answers (queue group RUNTIME_QUEUE) with RuntimePong. */
 export const RT_PING = "rt.ping"
@@ -42,4 +43,28 @@ export const rtTelcoCall = (callId: number) => `rt.telco.call.${callId}`
 export interface TelcoWebhookMessage {
   readonly kind: "voice" | "status"
   readonly params: Readonly<Record<string, string>>
+}
+
+/** One transcript turn: `turns.<tenant>.<run>.<target>` (a TurnMessage, src/turns/turn.message.ts). */
+export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") =>
+  `turns.${tenantId}.${runId}.${targetId}`
+
+/** Every turn of one run, whichever target: what an api process watching the run subscribes to. */
+export const runTurnsSubject = (tenantId: number, runId: number) => turnSubject(tenantId, runId, ">")
+
+/** Request/gather: every api process forgets what it cached about a credential (src/auth/). */
+export const AUTH_INVALIDATE_SUBJECT = "auth.invalidate"
+
+/**
+ * Published after a workspace's knowledge-base rules changed in Postgres: each runtime process
+ * reloads the rules of that workspace's runs it drives, so their next turns follow them.
+ */
+export const kbRulesChangedSubject = (tenantId: number) => `kb.rules.${tenantId}`
+/** What a runtime process subscribes to: every workspace's rule changes. */
+export const KB_RULES_CHANGED_ANY = "kb.rules.*"
+
+export interface KbRulesChanged {
+  readonly tenant_id: number
+  /** The workflow whose rules changed; null when a workspace-wide rule did (every workflow's). */
+  readonly workflow_id: number | null
 }

@@ -4,6 +4,7 @@
 // one that stops reading is dropped when its buffer passes the cap, without slowing the others.
 import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
+import { runTurnsSubject } from "../platform/subjects.js"
 import type { TurnMessage } from "./turn.message.js"
 
 /** What the hub needs from a client's connection (the HTTP layer's stream writer). */
@@ -152,7 +153,7 @@ export class TurnHub {
     if (room === undefined) {
       const clients = new Set<TurnClient>()
       let self: RunRoom
-      const sub = this.bus.subscribe(`turns.${tenantId}.${runId}.>`, (msg) => {
+      const sub = this.bus.subscribe(runTurnsSubject(tenantId, runId), (msg) => {
         let t: TurnMessage
         try {
           t = msg.json<TurnMessage>()

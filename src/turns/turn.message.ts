@@ -16,6 +16,3 @@ export interface TurnMessage {
   /** The external orchestrator's outcome id, for turns ingested through POST /internal/turns. */
   readonly outcome_id?: string | null
 }
-
-export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") =>
-  `turns.${tenantId}.${runId}.${targetId}`

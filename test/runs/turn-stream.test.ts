@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Bus } from "../../src/platform/Bus.js"
+import { turnSubject } from "../../src/platform/subjects.js"
 import { TurnStreams } from "../../src/turns/TurnStreams.js"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
 import { api, type Session } from "../support/clients.js"
@@ -150,7 +151,7 @@ describe("the turn stream", () => {
     const N = 2000 // ~32 MB: far past what loopback socket buffers hold, and the 64 KiB cap
     const started = Date.now()
     for (let i = 1; i <= N; i++) {
-      bus.publish(`turns.${owner.tenantId}.${runId}.5`, {
+      bus.publish(turnSubject(owner.tenantId, runId, 5), {
         seq: i,
         run_id: runId,
         target_id: 5,
