@@ -5,8 +5,8 @@
 import type { Logger } from "pino"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
-import { reserveTurnSeqs } from "../src/runs/runs.repo.js"
 import { turnSubject } from "../src/platform/subjects.js"
+import { reserveTurnSeqs } from "../src/runs/runs.repo.js"
 import type { TurnMessage } from "../src/turns/turn.message.js"
 import { insertTurns, type TurnRow } from "../src/turns/turns.repo.js"
 
@@ -99,14 +99,16 @@ export class TurnSink {
     await Promise.resolve()
     while (this.rows.length > 0) {
       const rows = this.rows.splice(0, FLUSH_ROWS)
+      const ids = new Map<string, number>()
       try {
-        await insertTurns(this.sql, rows)
+        for (const s of await insertTurns(this.sql, rows)) ids.set(`${s.run_id}:${s.seq}`, s.id)
       } catch (err) {
         // Watchers still get them live; only a later history read will lack them.
         this.log.error({ err, turns: rows.length }, "could not store turns")
       }
       for (const r of rows) {
         const msg: TurnMessage = {
+          turn_id: ids.get(`${r.run_id}:${r.seq}`) ?? null,
           seq: r.seq,
           run_id: r.run_id,
           target_id: r.target_id,

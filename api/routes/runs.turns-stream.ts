@@ -24,7 +24,8 @@ export default route({
   responses: {
     200: {
       description:
-        "Unnamed events: `id: <seq>` and `data: {seq, run_id, target_id, call_id, turn_index, speaker, text, at}`",
+        "Unnamed events: `id: <seq>` and " +
+        "`data: {turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, at}`",
       contentType: "text/event-stream",
     },
   },

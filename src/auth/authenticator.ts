@@ -9,9 +9,9 @@ import type { WallClock } from "../platform/Clock.js"
 import type { Config } from "../platform/config.js"
 import type { Sql } from "../platform/Db.js"
 import { type DomainError, Forbidden, Unauthenticated } from "../platform/errors.js"
+import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
 import { findKeyBySecret, findSession, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
-import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
 import {
   type Invalidation,
   type KeyPrincipal,

@@ -3,6 +3,8 @@
 
 /** The bus message of one turn (and the shape SSE clients receive). */
 export interface TurnMessage {
+  /** The stored turn's id (what POST /kb/feedback takes); null only when storing it failed. */
+  readonly turn_id: number | null
   readonly seq: number
   readonly run_id: number
   readonly target_id: number

@@ -19,7 +19,7 @@ export const findRunOfTenant = async (
 /** Turns of a run after `sinceSeq`, oldest first, optionally of one target. */
 export const turnsAfter = (sql: Sql, runId: number, sinceSeq: number, targetId: number | undefined, limit: number) =>
   sql<TurnMessage[]>`
-    select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+    select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
       'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
     from turns
     where run_id = ${runId} and seq > ${sinceSeq} ${targetId === undefined ? sql`` : sql`and target_id = ${targetId}`}
@@ -72,7 +72,7 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
   (await sql.begin(async (tx) => {
     if (t.outcomeId !== null) {
       const [existing] = await tx<[TurnMessage?]>`
-        select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+        select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
           'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
         from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
       if (existing) return { turn: existing, created: false }
@@ -83,12 +83,13 @@ export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ tu
       values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text},
         ${t.outcomeId}, ${t.at})
       on conflict do nothing
-      returning seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+      returning id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text,
+        to_char(at at time zone 'UTC',
         'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id`
     if (row) return { turn: row, created: true }
     // A concurrent request with the same key won: answer with its turn.
     const [won] = await tx<[TurnMessage]>`
-      select seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
+      select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
         'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
       from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
     return { turn: won, created: false }
@@ -106,8 +107,9 @@ export interface TurnRow {
   readonly at: Date
 }
 
+/** Stores turns (one statement); returns the id of each stored, by run and seq (a conflicting one is skipped). */
 export const insertTurns = (sql: Sql, rows: TurnRow[]) =>
-  sql`
+  sql<Array<{ id: number; run_id: number; seq: number }>>`
     insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
     select * from unnest(
       ${rows.map((r) => r.tenant_id)}::bigint[], ${rows.map((r) => r.run_id)}::bigint[],
@@ -116,4 +118,5 @@ export const insertTurns = (sql: Sql, rows: TurnRow[]) =>
         ${rows.map((r) => r.turn_index)}::int[],
       ${rows.map((r) => r.speaker)}::text[], ${rows.map((r) => r.text)}::text[],
         ${rows.map((r) => r.at.toISOString())}::timestamptz[])
-    on conflict do nothing`
+    on conflict do nothing
+    returning id, run_id, seq`

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { sse } from "../support/sse-client.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -161,6 +162,9 @@ describe("a run over every sim behaviour", () => {
     expect(started.status).toBe(201)
     expect(started.body).toMatchObject({ status: "running", targets_queued: phones.length })
     const runId = started.body.run_id as number
+    // A watcher from the start: the turns reach it live from the runtime process.
+    const watcher = sse(`${srv.url}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${s.token}` })
+    expect(await watcher.status).toBe(200)
     expect((await call("GET", `/api/workflows/${w.id}`, s)).body.status).toBe("live")
     // A second start while it runs is refused.
     const again = await call("POST", `/api/workflows/${w.id}/run`, s)
@@ -212,6 +216,13 @@ describe("a run over every sim behaviour", () => {
     >`select seq, call_id, turn_index from turns where run_id = ${runId} order by seq`
     expect(turns.length).toBeGreaterThan(20)
     for (let i = 1; i < turns.length; i++) expect(turns[i]!.seq).toBeGreaterThan(turns[i - 1]!.seq)
+    // Each turn the watcher got names its stored row (what feedback on a turn takes).
+    await watcher.waitFor(turns.length)
+    watcher.close()
+    const stored = await srv.sql<{ id: number; seq: number }[]>`select id, seq from turns where run_id = ${runId}`
+    const idOf = new Map(stored.map((t) => [Number(t.seq), Number(t.id)]))
+    const live = watcher.json<{ seq: number; turn_id: number | null }>()
+    expect(live.map((t) => t.turn_id)).toEqual(live.map((t) => idOf.get(t.seq)))
 
     // The decision log says why each target was dialed and how it ended.
     const log = await srv.sql<

@@ -152,6 +152,7 @@ describe("the turn stream", () => {
     const started = Date.now()
     for (let i = 1; i <= N; i++) {
       bus.publish(turnSubject(owner.tenantId, runId, 5), {
+        turn_id: null,
         seq: i,
         run_id: runId,
         target_id: 5,
@@ -282,9 +283,12 @@ describe("POST /internal/turns", () => {
     )
     const seqs = await Promise.all(concurrent.map(async (r) => ((await r.json()) as Json).seq))
     expect(new Set(seqs).size).toBe(1)
-    const rows = await srv.sql`select seq from turns where run_id = ${runId}`
+    const rows = await srv.sql`select id, seq from turns where run_id = ${runId} order by seq`
     expect(rows).toHaveLength(2)
+    // The stored turn's id, which feedback on a turn names, is in the answer and in the stream.
+    expect(stored.turn_id).toBe(Number(rows[0]!.id))
     await c.waitFor(2)
+    expect(c.json<TurnMessage>().map((t) => t.turn_id)).toEqual(rows.map((r) => Number(r.id)))
     await new Promise((r) => setTimeout(r, 100))
     expect(c.events).toHaveLength(2)
     c.close()
