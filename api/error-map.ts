@@ -71,6 +71,16 @@ export function toHttpError(e: DomainError): HttpError {
       return { status: 401, body: { error: e.message, code: e.code ?? "UNAUTHENTICATED" } }
     case "Forbidden":
       return { status: 403, body: { error: e.message, code: e.code ?? "FORBIDDEN" } }
+    case "ImportInvalid":
+      return {
+        status: 422,
+        body: {
+          error: e.message,
+          code: "IMPORT_INVALID",
+          ...(e.errors[0] && { field: e.errors[0].field }),
+          errors: e.errors.map((x) => ({ row: x.row, field: x.field, message: x.message })),
+        },
+      }
     case "RuleBookInvalid": {
       const first = e.errors[0]
       return {

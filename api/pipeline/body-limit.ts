@@ -1,5 +1,6 @@
-// bodyLimit: how much body a request may send (the upload limit only for a multipart body
-// to a multipart route, the JSON limit otherwise), refusing at once a length declared over it.
+// bodyLimit: how much body a request may send (the upload limit for a multipart body to a
+// multipart route and for a raw upload route, the JSON limit otherwise), refusing at once a
+// length declared over it.
 import { PayloadTooLarge } from "../../src/platform/errors.js"
 import type { AnyRoute } from "../route.js"
 
@@ -35,7 +36,8 @@ export function bodyLimit(
   const multipart = route?.body && "multipart" in route.body ? route.body.multipart : undefined
   const contentType = headers["content-type"] ?? ""
   const isMultipart = contentType.toLowerCase().startsWith("multipart/form-data")
-  const limit = multipart && isMultipart ? limits.uploadLimitBytes : limits.bodyLimitBytes
+  const rawUpload = route?.body && "raw" in route.body && route.body.limit === "upload"
+  const limit = (multipart && isMultipart) || rawUpload ? limits.uploadLimitBytes : limits.bodyLimitBytes
   const length = headers["content-length"]
   const declared = length === undefined ? undefined : Number(length)
   if (declared !== undefined && declared > limit) return new PayloadTooLarge({ limitBytes: limit })

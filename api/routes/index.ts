@@ -27,6 +27,10 @@ import dncImport from "./dnc.import.js"
 import dncList from "./dnc.list.js"
 import health from "./health.get.js"
 import internalTurns from "./internal.turns.js"
+import { feedbackCreate, feedbackList } from "./kb.feedback.js"
+import kbRollup from "./kb.rollup.js"
+import { kbRuleDelete, kbRuleGet, kbRulesCreate, kbRulesList, kbRuleUpdate } from "./kb.rules.js"
+import { kbExport, kbImport } from "./kb.transfer.js"
 import numbersImport from "./numbers.import.js"
 import numbersList from "./numbers.list.js"
 import numbersProvision from "./numbers.provision.js"
@@ -96,6 +100,16 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     dncCheck,
     dncImport,
     dncDelete,
+    kbRulesList,
+    kbRulesCreate,
+    kbRuleGet,
+    kbRuleUpdate,
+    kbRuleDelete,
+    kbExport,
+    kbImport,
+    feedbackCreate,
+    feedbackList,
+    kbRollup,
     objectionsList,
     objectionsGet,
     authSignup,

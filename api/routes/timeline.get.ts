@@ -40,7 +40,7 @@ export default route({
     200: {
       description:
         "{count, events:[{at, kind (call, turns, decision, dnc, dialer, api_key, workflow, consent, account, " +
-        "email), direction, workflow_id, run_id, summary, payload, cursor}], next_before}",
+        "email, kb), direction, workflow_id, run_id, summary, payload, cursor}], next_before}",
     },
   },
   handler: ({ principal, query }) =>

@@ -27,6 +27,9 @@ export interface KeyPrincipal {
 
 export type Principal = UserPrincipal | KeyPrincipal
 
+/** Who did something, as records name them: "user:<id>" or "key:<id>". */
+export const actorOf = (p: Principal): string => (p.kind === "user" ? `user:${p.userId}` : `key:${p.keyId}`)
+
 /** Messages that make every api process forget what it cached about a credential. */
 export type Invalidation =
   | { readonly kind: "session"; readonly jti: string }

@@ -68,6 +68,7 @@ export type ConflictCode = (typeof CONFLICT_CODES)[number]
 /** The codes of errors with one code each, and of the answers made outside the error types. */
 export const FIXED_CODES = [
   "RULE_BOOK_INVALID",
+  "IMPORT_INVALID",
   "RATE_LIMITED",
   "INSUFFICIENT_FUNDS",
   "UNSUPPORTED_MEDIA_TYPE",
@@ -117,6 +118,13 @@ export class ValidationFailed extends Data.TaggedError("ValidationFailed")<{
 export class RuleBookInvalid extends Data.TaggedError("RuleBookInvalid")<{
   readonly message: string
   readonly errors: ReadonlyArray<FieldError>
+}> {}
+
+/** A row-by-row import with failing rows: nothing was written (422 IMPORT_INVALID). */
+export class ImportInvalid extends Data.TaggedError("ImportInvalid")<{
+  readonly message: string
+  /** Rows numbered as in the file (the CSV header is row 1; a JSON array's first element is 1). */
+  readonly errors: ReadonlyArray<{ readonly row: number; readonly field: string; readonly message: string }>
 }> {}
 
 /** A request the spec answers with 400 for a reason other than its schema. */
@@ -192,6 +200,7 @@ export class EncryptionUnavailable extends Data.TaggedError("EncryptionUnavailab
 export type DomainError =
   | ValidationFailed
   | RuleBookInvalid
+  | ImportInvalid
   | BadRequest
   | RateLimited
   | InsufficientFunds

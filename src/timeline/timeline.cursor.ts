@@ -21,6 +21,7 @@ export const SOURCE = {
   verificationEmail: 10,
   emailVerified: 11,
   inboundCall: 12,
+  kb: 13,
 } as const
 
 /**

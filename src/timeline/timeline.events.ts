@@ -11,6 +11,7 @@ import type {
   DialerRow,
   DncRow,
   InboundCallRow,
+  KbEventRow,
   Ordered,
   TurnSummaryRow,
   UserRow,
@@ -28,6 +29,7 @@ export type EventKind =
   | "consent"
   | "account"
   | "email"
+  | "kb"
 
 export interface TimelineEvent {
   readonly at: string
@@ -319,3 +321,81 @@ export const accountEvent = (user: UserRow, e: AccountEventRow): Sortable => {
       })
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The knowledge base
+
+const VERDICT_PHRASE: Readonly<Record<string, string>> = {
+  ban: "Ban on",
+  punish: "Punishment for",
+  reward: "Reward for",
+}
+
+const LEARNT_FROM: Readonly<Record<string, string>> = {
+  ban: "learnt from a ban",
+  punish: "proposed from punishments, paused for review",
+  reward: "learnt from rewards",
+}
+
+const ARTICLE: Readonly<Record<string, string>> = { ban: "a ban", punish: "a punishment", reward: "a reward" }
+
+function kbSummary(e: KbEventRow): string {
+  const d = e.detail
+  const rule = `Rule${e.title === null ? (e.rule_id === null ? "" : ` #${e.rule_id}`) : ` “${clip(e.title, 80)}”`}`
+  const line = typeof d["line"] === "string" ? d["line"] : e.line
+  switch (e.action) {
+    case "feedback_given": {
+      const was = d["previous_verdict"]
+      const replaced = typeof was === "string" && was !== e.verdict ? ` (was ${ARTICLE[was] ?? was})` : ""
+      return (
+        `${VERDICT_PHRASE[e.verdict ?? ""] ?? "Verdict on"} the agent's line` +
+        `${line === null ? "" : ` “${clip(line, 80)}”`}${replaced}`
+      )
+    }
+    case "rule_learnt":
+      return `${rule} ${LEARNT_FROM[String(d["learnt_kind"])] ?? "learnt from feedback"}`
+    case "rule_created":
+      return `${rule} created${e.bucket === null ? "" : ` in ${e.bucket}`}`
+    case "rule_archived":
+      return `${rule} archived`
+    case "rule_updated": {
+      if (d["reason"] === "reward" && typeof d["priority"] === "number")
+        return `${rule} raised to priority ${d["priority"]} by a reward`
+      const to = d["status_to"]
+      if (typeof to === "string") return `${rule} ${to === "active" ? "activated" : to}`
+      const fields = Array.isArray(d["fields"]) ? (d["fields"] as unknown[]).map(String) : []
+      return `${rule} changed${fields.length > 0 ? ` (${fields.join(", ")})` : ""}`
+    }
+    case "rules_imported": {
+      const created = Number(d["created"] ?? 0)
+      const archived = Number(d["archived"] ?? 0)
+      return (
+        `Imported ${created} knowledge-base ${created === 1 ? "rule" : "rules"}` +
+        `${archived > 0 ? `, archiving ${archived}` : ""}`
+      )
+    }
+    default:
+      return `Knowledge base: ${words(e.action)}`
+  }
+}
+
+/** A verdict or a rule change; what learning did on its own reads as outbound, a person's acts as inbound. */
+export const kbEvent = (e: KbEventRow): Sortable =>
+  event(e, {
+    kind: "kb",
+    direction: e.action === "rule_learnt" || e.detail["reason"] === "reward" ? "outbound" : "inbound",
+    workflow_id: e.workflow_id,
+    run_id: e.run_id,
+    summary: kbSummary(e),
+    payload: {
+      ...e.detail,
+      event_id: e.id,
+      action: e.action,
+      rule_id: e.rule_id,
+      feedback_id: e.feedback_id,
+      turn_id: e.turn_id,
+      verdict: e.verdict,
+      title: e.title,
+      bucket: e.bucket,
+    },
+  })

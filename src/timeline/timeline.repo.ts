@@ -1,6 +1,7 @@
 // SQL for the contact timeline: one query per source of events (calls, turn summaries, approvals,
-// DNC entries, dialer decisions for a phone; decisions, API keys, workflows, attestations and the
-// account for a user). Each is tenant-scoped, newest first, cut to the page and to the cursor.
+// DNC entries, dialer decisions, verdicts on its calls' turns for a phone; decisions, API keys,
+// workflows, attestations, the account and knowledge-base changes for a user). Each is
+// tenant-scoped, newest first, cut to the page and to the cursor.
 import type { PendingQuery, Row } from "postgres"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { TenantCountry } from "../phones/phone.js"
@@ -350,3 +351,55 @@ export const accountEvents = (sql: Sql, userId: number, page: Page) => {
     order by e.at desc, e.key desc
     limit ${page.n}`
 }
+
+// ---------------------------------------------------------------------------------------------
+// The knowledge base (either subject)
+
+export interface KbEventRow extends Ordered {
+  readonly id: number
+  readonly workflow_id: number | null
+  /** feedback_given, rule_learnt, rule_created, rule_updated, rule_archived, rules_imported, … */
+  readonly action: string
+  readonly rule_id: number | null
+  readonly feedback_id: number | null
+  readonly detail: Record<string, unknown>
+  readonly at: Date
+  /** The rule's title and bucket now (the event's own, when it recorded them, come first). */
+  readonly title: string | null
+  readonly bucket: string | null
+  readonly run_id: number | null
+  readonly turn_id: number | null
+  readonly verdict: string | null
+  readonly line: string | null
+}
+
+const kbEvents = (sql: Sql, tenantId: number, joins: Fragment, who: Fragment, page: Page) => {
+  const at = sql`e.at`
+  const key = keyOf(sql, sql`e.id`, SOURCE.kb)
+  return sql<KbEventRow[]>`
+    select e.id, e.workflow_id, e.action, e.rule_id, e.feedback_id, e.detail, e.at,
+           coalesce(e.detail ->> 'title', r.title) as title, coalesce(e.detail ->> 'bucket', r.bucket) as bucket,
+           f.run_id, f.turn_id, coalesce(e.detail ->> 'verdict', f.verdict) as verdict, f.line,
+           ${micros(sql, at)} as at_us, ${key} as key
+    from kb_events e
+    left join kb_rules r on r.id = e.rule_id and r.tenant_id = e.tenant_id
+    left join kb_feedback f on f.id = e.feedback_id and f.tenant_id = e.tenant_id
+    ${joins}
+    where e.tenant_id = ${tenantId} and ${who} ${olderThan(sql, at, key, page.cursor)}
+    order by ${at} desc, e.id desc
+    limit ${page.n}`
+}
+
+/** Verdicts on the agent's lines to this number, and the rules learnt from them. */
+export const kbEventsByPhone = (sql: Sql, tenantId: number, phone: string, page: Page) =>
+  kbEvents(
+    sql,
+    tenantId,
+    sql`join turns t on t.id = f.turn_id join audience_targets a on a.id = t.target_id and a.tenant_id = e.tenant_id`,
+    sql`a.phone_e164 = ${phone}`,
+    page,
+  )
+
+/** Knowledge-base changes the user made (events that name them as `detail.actor`). */
+export const kbEventsByUser = (sql: Sql, tenantId: number, userId: number, page: Page) =>
+  kbEvents(sql, tenantId, sql``, sql`e.detail ->> 'actor' = ${`user:${userId}`}`, page)

@@ -89,6 +89,7 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
         repo.dncByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.dncEvent)),
         repo.dialerByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.dialerEvent)),
         repo.inboundCallsByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.inboundCallEvent)),
+        repo.kbEventsByPhone(sql, tenantId, p, page).then((rows) => rows.map(ev.kbEvent)),
       ]
     } else {
       // Another workspace's user, or an address nobody here has: an empty timeline, not an error.
@@ -100,6 +101,7 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
         repo.workflowsCreatedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.workflowEvent)),
         repo.consentAttestedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.consentEvent)),
         repo.accountEvents(sql, user.id, page).then((rows) => rows.map((r) => ev.accountEvent(user, r))),
+        repo.kbEventsByUser(sql, tenantId, user.id, page).then((rows) => rows.map(ev.kbEvent)),
       ]
     }
 
