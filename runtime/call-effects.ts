@@ -16,6 +16,7 @@ import {
 import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
+import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
 import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
 import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
@@ -241,6 +242,9 @@ export class CallEffects {
       sendBack({ type: "CALLEE_HUNG_UP", at: Date.now() })
       return
     }
+    // Each call takes the run's rules as they are when it is answered: a change reaches the next call.
+    const who = { name: live.name, agentName: s.agentName, company: s.company }
+    const rules = prepareCallRules(await s.agentRules(), who)
     const result = await converse({
       leg,
       llm: s.deps.llm,
@@ -248,6 +252,7 @@ export class CallEffects {
       callee: { name: live.name },
       agentName: s.agentName,
       company: s.company,
+      rules,
       answeredBy,
       signal,
       onTurn: (turn) => {

@@ -18,6 +18,8 @@ import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
 import {
   type ApprovalDecided,
+  KB_RULES_CHANGED_ANY,
+  type KbRulesChanged,
   RT_APPROVAL_DECIDED,
   RT_PING,
   RT_RUN_CONTROL,
@@ -170,6 +172,12 @@ export const startRuntimeHost: Effect.Effect<
       const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()
       if (d.run_id !== null)
         drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
+    }),
+    // Every runtime process hears every rule change (no queue group): each reloads its own runs'.
+    bus.subscribe(KB_RULES_CHANGED_ANY, (msg) => {
+      const c = msg.json<KbRulesChanged>()
+      for (const d of drivers.values())
+        if (d.tenantId === c.tenant_id && (c.workflow_id === null || c.workflow_id === d.workflowId)) d.rulesChanged()
     }),
   ]
 

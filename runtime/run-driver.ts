@@ -4,6 +4,7 @@
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
+import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import * as repo from "../src/runs/runs.repo.js"
 import { findVoice } from "../src/voices/voices.catalog.js"
 import type { RuleBook } from "../src/workflows/rulebook.schema.js"
@@ -12,6 +13,7 @@ import { RunApprovals } from "./approvals.js"
 import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"
 import { RunPersistence } from "./persistence.js"
+import { RunRules } from "./run-rules.js"
 import type { DriverDeps, LiveCall, RunScope } from "./run-scope.js"
 
 export type { DialerSettings, DriverDeps } from "./run-scope.js"
@@ -35,6 +37,7 @@ export class RunDriver implements RunScope {
   private readonly effects: CallEffects
   private readonly dialer: Dialer
   private readonly persistence: RunPersistence
+  private readonly rules: RunRules
   private loop: Promise<void> | undefined
   /** Resolves when the run actor reaches a final state or the driver stops. */
   readonly done: Promise<void>
@@ -58,6 +61,7 @@ export class RunDriver implements RunScope {
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))
     this.dialer = new Dialer(this, (t, a) => this.effects.start(t, a))
     this.persistence = new RunPersistence(this)
+    this.rules = new RunRules(deps.sql, deps.log, this)
     this.done = new Promise((resolve) => (this.markDone = resolve))
   }
 
@@ -95,10 +99,22 @@ export class RunDriver implements RunScope {
       this.run.send({ type: "PAUSE", reason })
     }
     this.persistence.soon()
+    // The knowledge-base rules before the first call; a failure is logged and retried by that call.
+    await this.rules.reload()
     this.loop = this.dialer.loop().catch((err: unknown) => {
       this.deps.log.error({ err, run_id: this.runId }, "dialer loop failed")
       if (!this.stopped) this.run.send({ type: "FAIL", reason: "dialer_error" })
     })
+  }
+
+  /** The rules a call starting now follows (waits for a reload in flight). */
+  agentRules(): Promise<ReadonlyArray<AgentRule>> {
+    return this.rules.current()
+  }
+
+  /** The workspace's rules changed (a bus message): the run's next calls follow the new ones. */
+  rulesChanged(): void {
+    if (!this.stopped) void this.rules.reload()
   }
 
   /** Wakes the dial loop. */

@@ -6,6 +6,7 @@ import type { Actor } from "xstate"
 import type { callMachine, runMachine } from "../machines/index.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
+import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import type { DecisionStatus, LanguageModel } from "../src/providers/llm/llm.interface.js"
 import type { CallLeg, TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../src/workflows/rulebook.schema.js"
@@ -91,6 +92,11 @@ export interface RunScope {
   readonly stopped: boolean
   /** Another process owns the run now: nothing more is written. */
   readonly lost: boolean
+  /**
+   * The knowledge-base rules that apply to the run now (workspace's and workflow's, by priority):
+   * waits for a reload in flight, so a call that starts after a change was announced follows it.
+   */
+  agentRules(): Promise<ReadonlyArray<AgentRule>>
   /** Wakes the dial loop. */
   poke(): void
   /** Stops everything here without writing anything more. */

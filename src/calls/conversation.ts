@@ -2,6 +2,9 @@
 // language model, speak, and hold for a human's decision when the model proposes something.
 //
 // The loop owns the leg from the first word to the hang-up: it always hangs up before resolving.
+// It also holds the knowledge base's banned lines for any model: a reply that says one is asked
+// again once, then replaced by a neutral line (the simulator never needs this; a real model may).
+import { type CallRules, firstAllowed, isBanned, NEUTRAL_LINES, NO_RULES } from "../providers/llm/agent-rules.js"
 import {
   AGENT_OUTCOMES,
   type AgentReply,
@@ -31,6 +34,8 @@ export interface ConversationOptions {
   callee: { name: string | null }
   agentName: string
   company: string
+  /** The knowledge-base rules of this call, prepared for it (prepareCallRules); default none. */
+  rules?: CallRules
   /** Each turn as it happens; an agent turn is reported before it is spoken. */
   onTurn(turn: ConversationTurn): void
   /**
@@ -82,6 +87,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   const maxTurns = o.maxTurns ?? DEFAULT_MAX_TURNS
   const fill = (text: string): string =>
     fillPlaceholders(text, { name: o.callee.name, agentName: o.agentName, company: o.company })
+  const rules = o.rules ?? NO_RULES
   const history: TranscriptLine[] = []
   let calleeHungUp = false
   /** An outcome reached before the last line was spoken survives the callee hanging up on it. */
@@ -120,6 +126,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   /** The model's next line, one retry on failure; "error" after the second. */
   const ask = async (
     decision: { action: ProposalAction; status: DecisionStatus } | undefined,
+    avoid?: ReadonlyArray<string>,
   ): Promise<AgentReply | "error" | Aborted> => {
     for (let attempt = 0; attempt < 2; attempt++) {
       const request = {
@@ -129,6 +136,8 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
         agentName: o.agentName,
         company: o.company,
         ...(decision !== undefined && { decision }),
+        ...(rules !== NO_RULES && { rules }),
+        ...(avoid !== undefined && { avoid }),
       }
       const answer = await race(
         settled(() => o.llm.reply(request)).then(
@@ -139,6 +148,39 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       if (answer !== undefined) return answer
     }
     return "error"
+  }
+
+  /**
+   * The model's next line, kept off the banned lines: a reply saying one is asked for again once
+   * (told what not to say); a second banned answer keeps its proposal or ending but speaks the
+   * first allowed neutral line, and with none allowed the call ends as an agent error.
+   */
+  const answer = async (
+    decision: { action: ProposalAction; status: DecisionStatus } | undefined,
+  ): Promise<AgentReply | "error" | Aborted> => {
+    const reply = await ask(decision)
+    if (reply === ABORTED || reply === "error" || !isBanned(reply.text, rules)) return reply
+    const again = await ask(decision, [reply.text])
+    if (again === ABORTED) return again
+    if (again !== "error" && !isBanned(again.text, rules)) return again
+    const neutral = firstAllowed(NEUTRAL_LINES.map(fill), rules)
+    if (neutral === undefined) return "error"
+    return { ...(again === "error" ? reply : again), text: neutral }
+  }
+
+  /**
+   * The first thing said, to a person or a voicemail: the disclosure lines, then the opening line
+   * (an `opening` rule's, else the rule book's). The disclosures are required by law and always
+   * spoken, even if a rule bans them; the opening is left out when it says a banned line.
+   */
+  const openingTurn = (): string => {
+    const opening = firstAllowed(
+      [rules.opening, book.opening_line].flatMap((l) => (l === undefined ? [] : [fill(l)])),
+      rules,
+    )
+    const lines = [...book.disclosure_lines.map(fill), ...(opening === undefined ? [] : [opening])]
+    const text = lines.join(" ").trim()
+    return text === "" ? fill("Hello {name}, this is {agent_name} from {company}.") : text
   }
 
   const decisions = new Map<ProposalAction, DecisionStatus>()
@@ -186,12 +228,12 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       if (greeting === null) return result("voicemail")
       turn("callee", greeting.text, greeting.at)
       reached = "voicemail_left"
-      const spoken = await speak([...book.disclosure_lines, book.opening_line].map(fill).join(" "))
+      const spoken = await speak(openingTurn())
       // The machine hanging up mid-message still took most of it: the message counts as left.
       return spoken === ABORTED ? stopped(ABORTED) : result("voicemail_left")
     }
 
-    const opened = await speak([...book.disclosure_lines, book.opening_line].map(fill).join(" "))
+    const opened = await speak(openingTurn())
     if (opened !== "ok") return stopped(opened)
 
     let decision: { action: ProposalAction; status: DecisionStatus } | undefined
@@ -208,7 +250,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       // One callee line may take several agent lines: a proposal, then its decision.
       for (;;) {
         if (history.length >= maxTurns) return result("no_decision")
-        const reply = await ask(decision)
+        const reply = await answer(decision)
         if (reply === ABORTED) return stopped(ABORTED)
         if (reply === "error") {
           reached = "agent_error"

@@ -1,7 +1,7 @@
 // The language-model providers: the simulator's rule books (deterministic, valid for INR and USD
 // workspaces, the INVALID_RULEBOOK path, persona choice) and the OpenAI-compatible adapter against
 // a local fake API (request shape, strict schema, retries, Retry-After, refusals, timeouts, and
-// agent replies: the schema built from the rule book, decisions, malformed answers).
+// agent replies: the schema built from the rule book, decisions, knowledge-base rules, malformed answers).
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
@@ -10,6 +10,7 @@ import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { makeLlm } from "../../src/providers/accounts.js"
 import { Llm, LlmLive } from "../../src/providers/Llm.js"
+import { prepareCallRules } from "../../src/providers/llm/agent-rules.js"
 import { LlmCallError, type ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
 import { toStrictJsonSchema } from "../../src/providers/llm/openai.schema.js"
@@ -719,6 +720,58 @@ describe("OpenAI-compatible adapter: replies", () => {
     await llm().reply(replyRequest({ history, decision: { action: "callback", status: "timeout" } }))
     const second = fake.requests[1]!.body.messages as Array<{ content: string }>
     expect(second.at(-1)!.content).toMatch(/outcome pending_approval/)
+  })
+
+  it("puts the call's knowledge-base rules in the system prompt, and the refused lines in a note", async () => {
+    const rules = prepareCallRules(
+      [
+        {
+          id: 1,
+          bucket: "objection.price",
+          title: "Price",
+          body: "Say the plan pays for itself, {name}.",
+          trigger: { phrases: ["too pricey"], category: "price" },
+          priority: 1,
+        },
+        {
+          id: 2,
+          bucket: "compliance",
+          title: "Competitors",
+          body: "Never name a competitor.",
+          trigger: null,
+          priority: 9,
+        },
+        { id: 3, bucket: "banned_phrases", title: "Pushy", body: "Buy now, {name}!", trigger: null, priority: 0 },
+      ],
+      { name: "Asha", agentName: "Priya", company: "Acme" },
+    )
+    fake.script(answer({ text: "It pays for itself, Asha.", propose: null, end: null }))
+    await llm().reply(replyRequest({ rules }))
+    const messages = fake.requests[0]!.body.messages as Array<{ role: string; content: string }>
+    expect(messages.map((m) => m.role)).toEqual(["system", "assistant", "user"])
+    const system = messages[0]!.content
+    const section = system.slice(system.indexOf("Knowledge-base rules"))
+    expect(section).toContain("highest priority first")
+    // Highest priority first, with when each applies; the banned line filled for this callee.
+    expect(section.indexOf("- [compliance] Competitors: Never name a competitor.")).toBeGreaterThan(0)
+    expect(section.indexOf("- [compliance]")).toBeLessThan(section.indexOf("- [objection.price]"))
+    expect(section).toContain(
+      '- [objection.price] Price: Say the plan pays for itself, Asha. (when the callee says "too pricey"; or when ' +
+        "the objection is price)",
+    )
+    expect(section).toContain('Never say any of these lines, nor anything close to them:\n- "Buy now, Asha!"')
+    expect(section).not.toContain("[banned_phrases]")
+
+    fake.script(answer({ text: "Would it help to hear the price?", propose: null, end: null }))
+    await llm().reply(replyRequest({ rules, avoid: ["Buy now, Asha!"] }))
+    const again = fake.requests[1]!.body.messages as Array<{ role: string; content: string }>
+    expect(again.map((m) => m.role)).toEqual(["system", "assistant", "user", "system"])
+    expect(again.at(-1)!.content).toMatch(/refused.*Do not say: "Buy now, Asha!"$/)
+
+    // Without rules nothing is added.
+    fake.script(answer({ text: "Sure.", propose: null, end: null }))
+    await llm().reply(replyRequest())
+    expect((fake.requests[2]!.body.messages as Array<{ content: string }>)[0]!.content).not.toContain("Knowledge-base")
   })
 
   it("rejects malformed replies without retrying", async () => {

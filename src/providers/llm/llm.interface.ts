@@ -3,6 +3,9 @@
 // agent brief and a call's transcript in, the agent's next line out. The offline simulator and the
 // OpenAI-compatible adapter implement the same interface.
 import { ProviderCallError } from "../http.util.js"
+import type { CallRules } from "./agent-rules.js"
+
+export { fillPlaceholders } from "./placeholders.js"
 
 export interface ChatMessage {
   readonly role: "system" | "user" | "assistant"
@@ -103,6 +106,17 @@ export interface ReplyRequest {
    * after the decision (history then ends with the agent's proposal line) and on every later one.
    */
   decision?: { action: ProposalAction; status: DecisionStatus }
+  /**
+   * The knowledge-base rules that apply to this call, prepared once per call (agent-rules.ts):
+   * banned lines the agent must never say, instructions for matching callee lines, an opening.
+   * Absent or NO_RULES: the rule book alone.
+   */
+  rules?: CallRules
+  /**
+   * Lines the model just answered with that were refused (they say a banned line): the model is
+   * asked again and must not say them.
+   */
+  avoid?: ReadonlyArray<string>
 }
 
 /**
@@ -128,18 +142,4 @@ export interface AgentReply {
   propose?: Proposal
   /** The call is over after `text`, with this outcome. */
   end?: { outcome: string }
-}
-
-/**
- * `text` with the rule book's placeholders filled for one call. Without a callee name the
- * placeholder goes with its comma ("Hello {name}, this is" → "Hello, this is"), so nothing reads
- * "Hello there" to someone whose name we do not know.
- */
-export function fillPlaceholders(text: string, v: { name: string | null; agentName: string; company: string }): string {
-  const name = v.name?.trim() ?? ""
-  let out = text
-  if (name === "") out = out.replace(/,\s*\{name\}(?=[\s.,!?;:]|$)/g, "").replace(/\s*\{name\}/g, "")
-  return out.replace(/\{(name|agent_name|company)\}/g, (_, key: string) =>
-    key === "name" ? name : key === "agent_name" ? v.agentName : v.company,
-  )
 }

@@ -5,6 +5,7 @@
 import { formatAmount } from "../../platform/money.js"
 import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
 import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { BANNED_BUCKET, type CallRules } from "./agent-rules.js"
 import {
   AGENT_OUTCOMES,
   type AgentBrief,
@@ -249,6 +250,7 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
       ? `- Escalation to a human colleague when: ${book.escalation_policy.triggers.join("; ")}; ` +
         `${approval(book.escalation_policy.requires_approval)}.`
       : "- Escalation: not available.",
+    ...rulesSection(req.rules),
     "",
     "Answer with one JSON object: text is your next spoken line (short, plain speech, never empty); propose is the " +
       "proposal needing a decision, else null; end is set when the call should end after this line, else null.",
@@ -276,7 +278,46 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
         ` on your ${d.action} proposal: ${what}.`,
     })
   }
+  const avoid = req.avoid ?? []
+  if (avoid.length > 0) {
+    messages.push({
+      role: "system",
+      content:
+        "Your last answer was refused because it says a line you must never say. Answer again. Do not say: " +
+        avoid.map((l) => `"${l}"`).join("; "),
+    })
+  }
   return messages
+}
+
+/**
+ * The call's knowledge-base rules as instructions, highest priority first, then the banned lines.
+ * They come after the rule book, and say they outrank it: a supervisor wrote them from past calls.
+ */
+function rulesSection(rules: CallRules | undefined): string[] {
+  if (rules === undefined || rules.rules.length === 0) return []
+  const out: string[] = []
+  const instructions = rules.rules.filter((r) => r.bucket !== BANNED_BUCKET)
+  if (instructions.length > 0) {
+    out.push(
+      "",
+      "Knowledge-base rules from your supervisors (highest priority first; they override the objection handlers " +
+        "above where they apply):",
+    )
+    for (const r of instructions) {
+      const when: string[] = []
+      if (r.trigger !== null && r.trigger.phrases.length > 0)
+        when.push(`when the callee says ${r.trigger.phrases.map((p) => `"${p}"`).join(" or ")}`)
+      if (r.trigger !== null && r.trigger.category !== null) when.push(`when the objection is ${r.trigger.category}`)
+      out.push(`- [${r.bucket}] ${r.title}: ${r.body}${when.length === 0 ? "" : ` (${when.join("; or ")})`}`)
+    }
+  }
+  const banned = rules.rules.filter((r) => r.bucket === BANNED_BUCKET)
+  if (banned.length > 0) {
+    out.push("", "Never say any of these lines, nor anything close to them:")
+    for (const r of banned) out.push(`- "${r.body}"`)
+  }
+  return out
 }
 
 /** The structured answer checked beyond what strict mode guarantees; a bad one is not retried here. */

@@ -1,8 +1,18 @@
-// The offline language-model simulator: answers a call's turns from the agent's brief by plain text
-// rules, deterministically, with no model account. A structured request (a rule book, say) it
-// answers with the caller's offline stand-in: what to write is the caller's business.
+// The offline language-model simulator: answers a call's turns from the agent's brief and the
+// call's knowledge-base rules by plain text rules, deterministically, with no model account. A
+// structured request (a rule book, say) it answers with the caller's offline stand-in: what to
+// write is the caller's business.
 
 import { formatAmount } from "../../platform/money.js"
+import {
+  type CallRules,
+  firstAllowed,
+  isBanned,
+  NEUTRAL_LINES,
+  NO_RULES,
+  normaliseLine,
+  ruleFor,
+} from "./agent-rules.js"
 import {
   type AgentBrief,
   type AgentObjectionHandler,
@@ -61,10 +71,37 @@ export function simConcessionMinor(book: AgentBrief): number {
   return Math.max(1, Math.floor(book.concession_policy.cap_minor / 2))
 }
 
-/** The simulator's next agent line: a pure function of the request. */
+/**
+ * The simulator's next agent line: a pure function of the request. The call's rules are honoured
+ * deterministically: a rule whose trigger the callee's line meets speaks its body in place of the
+ * rule book's handler, and a line that would say a banned phrase (or one in `avoid`) becomes the
+ * first allowed of the handler's response, the pitch and the neutral lines, keeping what the
+ * reply proposes or ends with.
+ */
 export function simulateReply(req: ReplyRequest): AgentReply {
-  const book = req.ruleBook
-  const fill = (text: string): string => {
+  const rules = req.rules ?? NO_RULES
+  const reply = answer(req, rules)
+  const avoided = req.avoid !== undefined && req.avoid.length > 0 ? req.avoid.map(normaliseLine) : undefined
+  if (rules.bannedCount === 0 && avoided === undefined) return reply
+  const refused = (text: string): boolean => isBanned(text, rules) || avoided?.includes(normaliseLine(text)) === true
+  if (!refused(reply.text)) return reply
+  const last = req.history.at(-1)
+  const handler = last?.speaker === "callee" ? bestHandler(req.ruleBook, lower(last.text)) : undefined
+  const fill = filler(req)
+  const candidates = [handler?.response, pitch(req.ruleBook), ...NEUTRAL_LINES].flatMap((c) =>
+    c === undefined ? [] : [fill(c)],
+  )
+  const allowed = avoided === undefined ? firstAllowed(candidates, rules) : candidates.find((c) => !refused(c))
+  // Nothing allowed to say: the banned line stands, and the conversation loop apologises.
+  return allowed === undefined ? reply : { ...reply, text: allowed }
+}
+
+const lower = (text: string): string => text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
+
+/** `text` with the call's placeholders filled; never empty. */
+const filler =
+  (req: ReplyRequest) =>
+  (text: string): string => {
     const filled = fillPlaceholders(text, {
       name: req.callee.name,
       agentName: req.agentName,
@@ -72,6 +109,11 @@ export function simulateReply(req: ReplyRequest): AgentReply {
     }).trim()
     return filled === "" ? "I see." : filled
   }
+
+/** What the simulator would say, from the rule book and the rules' triggers; banned lines aside. */
+function answer(req: ReplyRequest, rules: CallRules): AgentReply {
+  const book = req.ruleBook
+  const fill = filler(req)
   const say = (text: string): AgentReply => ({ text: fill(text) })
   const end = (text: string, outcome: AgentOutcome): AgentReply => ({ text: fill(text), end: { outcome } })
   const amount = formatAmount(simConcessionMinor(book), book.concession_policy.currency)
@@ -118,7 +160,7 @@ export function simulateReply(req: ReplyRequest): AgentReply {
     return end("I'll let you go now, {name}. Thank you for your time, and goodbye.", "no_decision")
   if (last?.speaker !== "callee") return say("Are you still there, {name}?")
 
-  const heard = last.text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
+  const heard = lower(last.text)
   const quoted = `"${clip(last.text.replace(/\s+/g, " ").trim(), 200)}"`
   const agentTurns = req.history.filter((h) => h.speaker === "agent").length
   const pending = (action: ProposalAction): boolean => decided?.action !== action
@@ -161,17 +203,13 @@ export function simulateReply(req: ReplyRequest): AgentReply {
     }
     return say("I'm sorry, {name}, I can't book a callback right now. Do you have two minutes now instead?")
   }
-  if (DECLINE.test(heard)) {
-    const declines = req.history.filter(
-      (h) => h.speaker === "callee" && DECLINE.test(h.text.toLowerCase().replace(/[\u2018\u2019]/g, "'")),
-    ).length
+  // Declining twice ends the call; a first "no" gets an answer below.
+  const declining = DECLINE.test(heard)
+  if (declining) {
+    const declines = req.history.filter((h) => h.speaker === "callee" && DECLINE.test(lower(h.text))).length
     if (declines >= 2) return end("I understand, {name}. Thank you for your time, and have a good day.", "declined")
-    return say(
-      bestHandler(book, heard)?.response ??
-        "I understand, {name}. Before you decide, may I take thirty seconds to explain how this could help you?",
-    )
   }
-  if (DISCOUNT_ASK.test(heard)) {
+  if (!declining && DISCOUNT_ASK.test(heard)) {
     const policy = book.concession_policy
     if (policy.allowed && policy.cap_minor > 0 && pending("concession")) {
       return propose(
@@ -186,24 +224,33 @@ export function simulateReply(req: ReplyRequest): AgentReply {
       return say(`As I said, {name}, I can take ${amount} off for you. Shall we go ahead?`)
     return say("I'm sorry, {name}, I can't offer a discount on this. Would you still like to go ahead?")
   }
-  if (AGREE.test(heard)) {
-    if (decided?.action === "concession" && decided.status === "approved") {
-      return end(
-        "Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details " +
-          "shortly. Thank you, goodbye.",
-        "agreed_with_concession",
-      )
-    }
-    // The first "yes" answers "do you have a minute?": it earns the pitch, not a sale.
-    if (agentTurns >= 2)
-      return end(
-        "Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for " +
-          "your time, goodbye.",
-        "agreed",
-      )
-    return say(pitch(book))
+  const agrees = !declining && AGREE.test(heard)
+  if (agrees && decided?.action === "concession" && decided.status === "approved") {
+    return end(
+      "Wonderful, {name}. I've applied the discount and noted that you're in; {company} will send you the details " +
+        "shortly. Thank you, goodbye.",
+      "agreed_with_concession",
+    )
   }
-  const handler = bestHandler(book, heard)
+  // The first "yes" answers "do you have a minute?": it earns the pitch, not a sale.
+  if (agrees && agentTurns >= 2)
+    return end(
+      "Wonderful, {name}. I've noted that you're in; {company} will send you the details shortly. Thank you for " +
+        "your time, goodbye.",
+      "agreed",
+    )
+
+  // A knowledge-base rule whose trigger this line meets comes before the rule book's handler. A
+  // callee who agrees raises no objection, so only their words can meet a trigger.
+  const handler = agrees ? undefined : bestHandler(book, heard)
+  const rule = ruleFor(last.text, handler?.category ?? null, rules)
+  if (rule !== undefined) return say(rule.body)
+  if (declining)
+    return say(
+      handler?.response ??
+        "I understand, {name}. Before you decide, may I take thirty seconds to explain how this could help you?",
+    )
+  if (agrees) return say(pitch(book))
   if (handler !== undefined) return say(handler.response)
   return say(agentTurns <= 1 ? pitch(book) : "I see. Would you like to go ahead, {name}?")
 }
