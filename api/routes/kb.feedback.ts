@@ -63,7 +63,9 @@ export const feedbackList = route({
   method: "GET",
   path: "/kb/feedback",
   auth: "jwt",
-  summary: `List verdicts, newest first (turn_id?, verdict?, limit 1–${FEEDBACK_LIST_MAX}, default ${FEEDBACK_LIST_DEFAULT})`,
+  summary:
+    "List verdicts, newest first " +
+    `(turn_id?, verdict?, limit 1–${FEEDBACK_LIST_MAX}, default ${FEEDBACK_LIST_DEFAULT})`,
   tags: ["knowledge base"],
   query: z.object({
     turn_id: Id.optional(),
