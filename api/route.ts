@@ -32,6 +32,8 @@ export type BodySpec<B> =
    * body is read only as fast as the handler consumes it).
    */
   | { readonly json: z.ZodType<B>; readonly multipart: "stream" }
+  /** multipart/form-data only, streamed to the handler as `upload`. */
+  | { readonly json?: undefined; readonly multipart: "stream" }
   /**
    * Any content type, as exact bytes (webhooks verify signatures over them). `limit: "upload"`
    * takes up to the upload limit instead of the JSON one (file imports sent as the body itself).
@@ -65,6 +67,11 @@ export interface Upload {
    * read and discarded. Call it once.
    */
   file(): Promise<UploadedFile | undefined>
+  /**
+   * The form's text fields (the first value of each name), once the whole form has been read:
+   * read the file to its end first, or this waits for ever. Rejects as the file stream does.
+   */
+  fields(): Promise<Readonly<Record<string, string>>>
 }
 
 export interface RequestContext<P, Q, B> {

@@ -1,5 +1,6 @@
 // Streamed multipart uploads: busboy parses the form as uWS hands over the body, pausing the
-// socket while the handler is behind, and a route sees the first file part as a Readable.
+// socket while the handler is behind, and a route sees the first file part as a Readable (and the
+// text fields once the form has ended).
 import { PassThrough } from "node:stream"
 import busboy from "busboy"
 import { Effect } from "effect"
@@ -55,6 +56,7 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
         return false
       },
       file: () => Promise.reject(failure),
+      fields: () => Promise.reject(failure),
     }
   }
 
@@ -68,6 +70,15 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     firstFailed = reject
   })
   pending.catch(() => {}) // observed when file() is called; an unasked-for failure is not unhandled
+  // No prototype: a field named "__proto__" or "constructor" is just a field.
+  const fields: Record<string, string> = Object.create(null)
+  let fieldsRead: ((f: Record<string, string>) => void) | undefined
+  let fieldsFailed: ((e: unknown) => void) | undefined
+  const allFields = new Promise<Record<string, string>>((resolve, reject) => {
+    fieldsRead = resolve
+    fieldsFailed = reject
+  })
+  allFields.catch(() => {})
 
   const malformed = (e: Error) =>
     new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${e.message}` })
@@ -76,6 +87,7 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     if (failure !== undefined) return
     failure = e
     firstFailed?.(e)
+    fieldsFailed?.(e)
     current?.destroy(e as Error)
     parser.destroy()
     // Let uWS go on reading (and discarding) so the reply and the close are not held up.
@@ -101,10 +113,14 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     out.once("end", () => (current = undefined))
     firstFile?.({ field, filename: info.filename, type: info.mimeType, stream: out })
   })
+  parser.on("field", (name, value) => {
+    if (!(name in fields)) fields[name] = value
+  })
   parser.on("error", (e: Error) => fail(malformed(e)))
   parser.on("close", () => {
     complete = failure === undefined
     if (!handedOver) firstFile?.(undefined)
+    if (failure === undefined) fieldsRead?.(fields)
   })
 
   ex.onAbort(() => fail(new ClientGone()))
@@ -131,5 +147,6 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
       return complete
     },
     file: () => pending,
+    fields: () => allFields,
   }
 }

@@ -50,6 +50,7 @@ import runsLive from "./runs.live.js"
 import runsTurnsStream from "./runs.turns-stream.js"
 import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
+import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
 import workflowsAudience from "./workflows.audience.js"
@@ -71,6 +72,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     pricing,
     voicesList,
     voicesSample,
+    voiceAvatarsList,
+    voiceAvatarsClone,
+    voiceAvatarsAssign,
+    voiceAvatarsDelete,
     previewOpeningCreate,
     previewOpeningAudio,
     workflowsList,

@@ -1,5 +1,6 @@
-// POST /api/workflows/preview-opening: a persona speaks an opening line (synthesised once, stored
-// by content hash); GET /api/workflows/preview-opening/{clip_id}: that clip's MP3, immutable.
+// POST /api/workflows/preview-opening: a persona, or a workflow's voice (its cloned voice when one
+// is assigned), speaks an opening line (synthesised once, stored by content hash);
+// GET /api/workflows/preview-opening/{clip_id}: that clip's MP3, immutable.
 import { Effect } from "effect"
 import { z } from "zod"
 import { Auth } from "../../src/auth/Auth.js"
@@ -18,16 +19,23 @@ import { route } from "../route.js"
 
 const PERSONAS = VOICES.map((v) => v.id)
 
-const PreviewRequest = z.object({
-  text: z
-    .string()
-    .trim()
-    .min(1, "must not be empty")
-    .max(MAX_PREVIEW_TEXT_CHARS, `must be at most ${MAX_PREVIEW_TEXT_CHARS} characters`)
-    // Punctuation alone renders as silence: ask for words instead of serving an empty clip.
-    .refine((t) => /[\p{L}\p{N}]/u.test(t), "must contain something to speak"),
-  persona: z.enum(PERSONAS, { error: `must be one of ${PERSONAS.join(", ")}` }),
-})
+const PreviewRequest = z
+  .object({
+    text: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_PREVIEW_TEXT_CHARS, `must be at most ${MAX_PREVIEW_TEXT_CHARS} characters`)
+      // Punctuation alone renders as silence: ask for words instead of serving an empty clip.
+      .refine((t) => /[\p{L}\p{N}]/u.test(t), "must contain something to speak"),
+    persona: z.enum(PERSONAS, { error: `must be one of ${PERSONAS.join(", ")}` }).optional(),
+    /** The caller's workflow: its assigned cloned voice speaks (in the persona's language). */
+    workflow_id: z.number({ error: "must be a workflow id" }).int().positive().optional(),
+  })
+  .refine((b) => b.persona !== undefined || b.workflow_id !== undefined, {
+    message: "is required (or give workflow_id)",
+    path: ["persona"],
+  })
 
 /**
  * Who is asking, on a public route: the workspace of a valid session (bearer or cookie, which must
@@ -53,7 +61,9 @@ export const previewOpeningCreate = route({
   method: "POST",
   path: "/api/workflows/preview-opening",
   auth: "public",
-  summary: "Hear a persona speak an opening line: {mp3_url, duration_ms, persona, clip_id}",
+  summary:
+    "Hear a persona, or a workflow's voice (workflow_id: its cloned voice when assigned), speak an opening line: " +
+    "{mp3_url, duration_ms, persona, clip_id, voice_id (with workflow_id)}",
   tags: ["workflows"],
   body: { json: PreviewRequest },
   responses: {
@@ -63,9 +73,12 @@ export const previewOpeningCreate = route({
         mp3_url: z.string(),
         duration_ms: z.number().int(),
         persona: z.string(),
+        /** With workflow_id: the cloned voice that spoke (null: the persona's own voice). */
+        voice_id: z.number().int().nullable().optional(),
         clip_id: z.string(),
       }),
     },
+    404: { description: "NOT_FOUND: workflow_id is not one of the signed-in caller's workflows" },
     429: {
       description:
         "RATE_LIMITED with Retry-After: the hourly budget is spent (anonymous callers: PREVIEWS_ANON_PER_IP_HOUR " +
@@ -75,12 +88,14 @@ export const previewOpeningCreate = route({
   handler: ({ body, headers, method, clientIp }) =>
     Effect.gen(function* () {
       const caller = yield* previewCaller({ method, headers, clientIp })
-      const clip = yield* previewOpening({ ...body!, caller })
+      const { text, persona, workflow_id } = body!
+      const clip = yield* previewOpening({ text, persona, workflowId: workflow_id, caller })
       const base = baseUrl(yield* AppConfig, headers)
       return json({
         mp3_url: `${base}/api/workflows/preview-opening/${clip.clip_id}`,
         duration_ms: clip.duration_ms,
         persona: clip.persona,
+        ...(workflow_id !== undefined && { voice_id: clip.voice_id }),
         clip_id: clip.clip_id,
       })
     }),

@@ -18,7 +18,7 @@ import { PreviewSweeperLive } from "../previews/previews.sweeper.js"
 import { type Llm, LlmLive } from "../providers/Llm.js"
 import { type Mail, MailLive } from "../providers/Mail.js"
 import { type Payments, PaymentsLive } from "../providers/Payments.js"
-import { Speech } from "../providers/Speech.js"
+import { type Speech, SpeechLive } from "../providers/Speech.js"
 import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
 import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
 import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
@@ -64,7 +64,7 @@ export function appLayer(deps: {
   )
   const db = Migrated.pipe(Layer.provideMerge(DbLive))
   const providers = Layer.mergeAll(
-    VoiceSamplesLive.pipe(Layer.provideMerge(Speech.sim)),
+    VoiceSamplesLive.pipe(Layer.provideMerge(SpeechLive)),
     MailLive,
     PaymentsLive,
     LlmLive,

@@ -141,6 +141,14 @@ const Env = z.object({
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   /** Limit for each attempt at a language-model call (the adapter retries within its own budget). */
   LLM_TIMEOUT_MS: positiveInt.default(20_000),
+  /**
+   * An ElevenLabs-style speech API root (https://api.elevenlabs.io; paths /v1/…) and its key (sent as
+   * xi-api-key): voice cloning and cloned voices' speech. Unset (either) → the speech simulator.
+   */
+  SPEECH_API_URL: optionalString.pipe(z.url().optional()),
+  SPEECH_API_KEY: optionalString,
+  /** The vendor voice that speaks the catalogue personas; unset → the simulator speaks them. */
+  SPEECH_DEFAULT_VOICE_ID: optionalString,
   /** Multiplies the telephony simulator's ring and talk times and the dialer's retry backoff (tests: 0.01). */
   SIM_TIME_SCALE: optionalString.pipe(z.coerce.number<string>().min(0, "must be a non-negative number").optional()),
   /** "any" lifts every workflow's calling window (test harnesses); unset → the windows apply. */
@@ -236,6 +244,7 @@ export type Config = Readonly<{
   llmApiKey: string | undefined
   llmModel: string
   llmTimeoutMs: number
+  speechApi: { url: string; apiKey: string; defaultVoiceId: string | undefined } | undefined
   simTimeScale: number
   callingHoursAny: boolean
   runLeaseMs: number
@@ -327,6 +336,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llmApiKey: e.LLM_API_KEY,
     llmModel: e.LLM_MODEL,
     llmTimeoutMs: e.LLM_TIMEOUT_MS,
+    speechApi:
+      e.SPEECH_API_URL && e.SPEECH_API_KEY
+        ? {
+            url: e.SPEECH_API_URL.replace(/\/+$/, ""),
+            apiKey: e.SPEECH_API_KEY,
+            defaultVoiceId: e.SPEECH_DEFAULT_VOICE_ID,
+          }
+        : undefined,
     simTimeScale: e.SIM_TIME_SCALE ?? 1,
     callingHoursAny: e.CALLING_HOURS === "any",
     runLeaseMs: e.RUN_LEASE_MS,

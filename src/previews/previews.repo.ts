@@ -1,5 +1,6 @@
-// SQL for synthesised opening-line previews (migrations/0004 and 0014, table speech_clips). Clips
-// are public, immutable and addressed by a content hash, so rows carry no tenant_id.
+// SQL for synthesised opening-line previews (migrations/0004, 0014 and 0016, table speech_clips).
+// Clips are public, immutable and addressed by a content hash, so rows carry no tenant_id; one
+// spoken in a cloned voice names it, and goes when the voice does.
 import { Effect } from "effect"
 import { type Db, query } from "../platform/Db.js"
 
@@ -26,6 +27,8 @@ export interface NewClip extends ClipMeta {
   readonly text_sha256: Buffer
   readonly audio: Buffer
   readonly anonymous: boolean
+  /** The cloned voice that speaks it; null for a catalogue persona's voice. */
+  readonly voice_avatar_id: number | null
 }
 
 /** The clip without its audio: enough to answer a repeated preview request. */
@@ -51,9 +54,9 @@ export const findClip = (id: string): Effect.Effect<StoredClip | undefined, neve
 export const insertClip = (clip: NewClip): Effect.Effect<void, never, Db> =>
   query(
     (sql) => sql`
-      insert into speech_clips (id, provider, persona, text_sha256, audio, duration_ms, anonymous)
+      insert into speech_clips (id, provider, persona, text_sha256, audio, duration_ms, anonymous, voice_avatar_id)
       values (${clip.id}, ${clip.provider}, ${clip.persona}, ${clip.text_sha256}, ${clip.audio}, ${clip.duration_ms},
-        ${clip.anonymous})
+        ${clip.anonymous}, ${clip.voice_avatar_id})
       on conflict (id) do update set anonymous = false, last_used_at = now()
         where speech_clips.anonymous and not excluded.anonymous`,
   ).pipe(Effect.asVoid)
@@ -92,3 +95,7 @@ export const deleteBeyond = (keep: number, anonymousOnly: boolean, limit: number
         order by last_used_at desc, id offset ${keep} limit ${limit} for update skip locked)`
     return r.count
   })
+
+/** Deletes every clip spoken in a cloned voice (the voice was deleted). */
+export const deleteVoiceClips = (voiceAvatarId: number): Effect.Effect<void, never, Db> =>
+  query((sql) => sql`delete from speech_clips where voice_avatar_id = ${voiceAvatarId}`).pipe(Effect.asVoid)

@@ -1,20 +1,24 @@
-// Opening-line previews: a persona speaks a campaign's first line before the campaign exists.
-// Each clip is synthesised once, stored by content hash in Postgres, and served by any api process.
+// Opening-line previews: a persona speaks a campaign's first line before the campaign exists, or a
+// workflow's own voice (its cloned voice when one is assigned) speaks it. Each clip is synthesised
+// once, stored by content hash in Postgres, and served by any api process.
 import { createHash } from "node:crypto"
 import { isIP } from "node:net"
 import { Effect } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
-import { type Db, query } from "../platform/Db.js"
+import { Db, query } from "../platform/Db.js"
 import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
 import { HOUR_MS, hit } from "../platform/rate-counters.repo.js"
 import { Speech } from "../providers/Speech.js"
 import {
+  clonedSpeechVoice,
   type SpeechPriority,
   type SpeechProvider,
   SpeechSynthesisError,
+  type SpeechVoice,
   type SynthesizedAudio,
 } from "../providers/speech/speech.interface.js"
+import { type AvatarRow, workflowVoice } from "../voices/avatars.repo.js"
 import { findVoice, type Voice } from "../voices/voices.catalog.js"
 import { findClip, findClipMeta, insertClip, touchClip } from "./previews.repo.js"
 
@@ -50,6 +54,11 @@ export interface PreviewClip {
   readonly duration_ms: number
 }
 
+export interface PreviewResult extends PreviewClip {
+  /** The cloned voice that spoke it; null for the persona's own voice. */
+  readonly voice_id: number | null
+}
+
 export interface PreviewAudio extends PreviewClip {
   readonly audio: Uint8Array
 }
@@ -57,11 +66,12 @@ export interface PreviewAudio extends PreviewClip {
 const sha256 = (data: string): Buffer => createHash("sha256").update(data, "utf8").digest()
 
 /*
- * The id covers everything the audio depends on: the provider, the persona and the voice settings
- * it renders with (so a retuned persona gets new clips rather than stale ones), and the text.
+ * The id covers everything the audio depends on: the provider, who speaks (a persona, or a cloned
+ * voice as "voice:<id>") and the voice settings it renders with (so a retuned persona gets new
+ * clips rather than stale ones), and the text.
  */
-function clipId(provider: string, voice: Voice, text: string): string {
-  return sha256(JSON.stringify(["preview-opening/1", provider, voice.id, voice.speech, text]))
+function clipId(provider: string, speaker: string, speech: SpeechVoice, text: string): string {
+  return sha256(JSON.stringify(["preview-opening/1", provider, speaker, speech, text]))
     .subarray(0, 16)
     .toString("hex")
 }
@@ -73,7 +83,7 @@ const inFlight = new WeakMap<SpeechProvider, Map<string, Promise<SynthesizedAudi
 function synthesizeOnce(
   speech: SpeechProvider,
   id: string,
-  voice: Voice,
+  voice: SpeechVoice,
   text: string,
   priority: SpeechPriority,
 ): Promise<SynthesizedAudio> {
@@ -81,7 +91,7 @@ function synthesizeOnce(
   if (pending === undefined) inFlight.set(speech, (pending = new Map()))
   const existing = pending.get(id)
   if (existing !== undefined) return existing
-  const clip = speech.synthesize({ text, voice: voice.speech, priority })
+  const clip = speech.synthesize({ text, voice, priority })
   pending.set(id, clip)
   const forget = () => {
     if (pending.get(id) === clip) pending.delete(id)
@@ -108,6 +118,7 @@ function toDomainError(err: unknown): SynthesisFailure {
       })
     case "UNSUPPORTED_VOICE":
     case "ENGINE_FAILURE":
+    case "BAD_SAMPLE":
       return new GatewayUnavailable({ message: `speech synthesis failed: ${err.message}` })
   }
 }
@@ -152,41 +163,75 @@ const spendBudget = (caller: PreviewCaller): Effect.Effect<void, RateLimited, Db
     )
   })
 
+const unknownPersona = (message: string) =>
+  new ValidationFailed({
+    message: `invalid request body: persona: ${message}`,
+    errors: [{ field: "persona", message }],
+  })
+
 /**
- * The persona speaking `text` (already trimmed and validated by the route) for `caller`, within
- * its budget: the stored clip when one exists (marked used), else a fresh synthesis at the
- * caller's priority, stored before it is answered.
+ * Who speaks: the persona asked for, or with a workflow (the caller's own: NotFound otherwise, and
+ * for anonymous callers) its cloned voice when one is assigned, in the language of the persona
+ * asked for or else the workflow's.
+ */
+const speakerOf = (input: { persona?: string | undefined; workflowId?: number | undefined; caller: PreviewCaller }) =>
+  Effect.gen(function* () {
+    let personaId = input.persona
+    let avatar: AvatarRow | null = null
+    if (input.workflowId !== undefined) {
+      const workflowId = input.workflowId
+      const missing = new NotFound({ message: `workflow ${workflowId} not found` })
+      if (input.caller.kind === "anonymous") return yield* Effect.fail(missing)
+      const tenantId = input.caller.tenantId
+      const { sql } = yield* Db
+      const wf = yield* Effect.promise(() => workflowVoice(sql, tenantId, workflowId))
+      if (wf === undefined) return yield* Effect.fail(missing)
+      personaId ??= wf.persona
+      avatar = wf.avatar
+    }
+    if (personaId === undefined) return yield* Effect.fail(unknownPersona("is required (or give workflow_id)"))
+    const voice = findVoice(personaId)
+    if (voice === undefined) return yield* Effect.fail(unknownPersona("unknown persona"))
+    return avatar === null
+      ? { persona: voice, avatar, key: voice.id, speech: voice.speech }
+      : {
+          persona: voice,
+          avatar,
+          key: `voice:${avatar.id}`,
+          speech: clonedSpeechVoice(avatar.params, voice.language, avatar.provider_voice_id),
+        }
+  })
+
+/**
+ * `text` (already trimmed and validated by the route) spoken for `caller`, within its budget, by a
+ * persona or a workflow's voice (speakerOf): the stored clip when one exists (marked used), else a
+ * fresh synthesis at the caller's priority, stored before it is answered.
  */
 export const previewOpening = (input: {
   text: string
-  persona: string
+  persona?: string | undefined
+  workflowId?: number | undefined
   caller: PreviewCaller
-}): Effect.Effect<PreviewClip, SynthesisFailure, Db | Speech | AppConfig | Clock> =>
+}): Effect.Effect<PreviewResult, SynthesisFailure | NotFound, Db | Speech | AppConfig | Clock> =>
   Effect.gen(function* () {
-    const voice = findVoice(input.persona)
-    if (voice === undefined) {
-      return yield* Effect.fail(
-        new ValidationFailed({
-          message: `invalid request body: persona: unknown persona`,
-          errors: [{ field: "persona", message: "unknown persona" }],
-        }),
-      )
-    }
+    const speaker = yield* speakerOf(input)
+    const voice: Voice = speaker.persona
+    const voiceId = speaker.avatar?.id ?? null
     yield* spendBudget(input.caller)
     const anonymous = input.caller.kind === "anonymous"
     const speech = yield* Speech
-    const id = clipId(speech.name, voice, input.text)
+    const id = clipId(speech.name, speaker.key, speaker.speech, input.text)
     const stored = yield* findClipMeta(id)
     if (stored !== undefined) {
       const clock = yield* Clock
       const stale = clock.nowMs() - stored.last_used_at.getTime() > TOUCH_AFTER_SECONDS * 1000
       if (stale || (stored.anonymous && !anonymous)) yield* touchClip(id, TOUCH_AFTER_SECONDS, !anonymous)
-      return { clip_id: id, persona: voice.id, duration_ms: stored.duration_ms }
+      return { clip_id: id, persona: voice.id, duration_ms: stored.duration_ms, voice_id: voiceId }
     }
 
     const priority: SpeechPriority = anonymous ? "low" : "normal"
     const clip = yield* Effect.tryPromise({
-      try: () => synthesizeOnce(speech, id, voice, input.text, priority),
+      try: () => synthesizeOnce(speech, id, speaker.speech, input.text, priority),
       catch: toDomainError,
     })
     yield* insertClip({
@@ -197,8 +242,9 @@ export const previewOpening = (input: {
       audio: Buffer.from(clip.audio.buffer, clip.audio.byteOffset, clip.audio.byteLength),
       duration_ms: clip.duration_ms,
       anonymous,
+      voice_avatar_id: voiceId,
     })
-    return { clip_id: id, persona: voice.id, duration_ms: clip.duration_ms }
+    return { clip_id: id, persona: voice.id, duration_ms: clip.duration_ms, voice_id: voiceId }
   })
 
 /** A stored clip's audio; NotFound for an id never stored. */

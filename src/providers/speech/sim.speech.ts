@@ -1,16 +1,20 @@
 // The offline speech simulator as a SpeechProvider: requests are checked here and rendered by a
 // small pool of worker threads (sim.worker.ts), since one eSpeak run blocks its thread 200–400 ms.
+// It "clones" a voice by measuring the sample (clone.analysis.ts): the voice is those parameters.
 import { availableParallelism } from "node:os"
 import { Worker, type WorkerOptions } from "node:worker_threads"
+import { deriveVoiceParams } from "./clone.analysis.js"
 import { type PreparedSpeech, prepareSpeech } from "./sim.engine.js"
 import type { WorkerJob, WorkerResult } from "./sim.worker.js"
 import {
+  type ClonedVoice,
   type SpeechErrorCode,
   type SpeechPriority,
   type SpeechProvider,
   type SpeechRequest,
   SpeechSynthesisError,
   type SynthesizedAudio,
+  type VoiceSample,
 } from "./speech.interface.js"
 
 export interface SimSpeechOptions {
@@ -38,6 +42,7 @@ const CODES: ReadonlySet<SpeechErrorCode> = new Set([
   "UNSUPPORTED_VOICE",
   "ENGINE_FAILURE",
   "BUSY",
+  "BAD_SAMPLE",
 ])
 
 /*
@@ -197,7 +202,9 @@ class WorkerPool {
   }
 }
 
-export function makeSimSpeech(opts: SimSpeechOptions = {}): SpeechProvider & { close(): Promise<void> } {
+export function makeSimSpeech(
+  opts: SimSpeechOptions = {},
+): SpeechProvider & Required<Pick<SpeechProvider, "close" | "cloneVoice">> {
   const workers = opts.workers ?? defaultWorkers()
   const maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE
   const maxLowQueue = opts.maxLowQueue ?? Math.floor(maxQueue / 2)
@@ -215,6 +222,10 @@ export function makeSimSpeech(opts: SimSpeechOptions = {}): SpeechProvider & { c
     async synthesize(req: SpeechRequest): Promise<SynthesizedAudio> {
       // Bad input is refused here, at once, without taking a worker or a queue place.
       return pool.run(prepareSpeech(req), req.priority ?? "normal")
+    },
+    // Tens of milliseconds for the longest WAV (decimated to 16 kHz, pitch from ≤150 frames).
+    async cloneVoice(sample: VoiceSample): Promise<ClonedVoice> {
+      return { vendor_voice_id: null, params: deriveVoiceParams(sample) }
     },
     close: () => pool.close(),
   }

@@ -1,5 +1,6 @@
 // The speech-synthesis provider contract: text plus a provider-neutral voice description in,
-// one MP3 out. The offline simulator and any real vendor adapter implement the same interface.
+// one MP3 out; and voice cloning, a sample in and a voice out. The offline simulator and any real
+// vendor adapter implement the same interface.
 
 /** Longest text one synthesis accepts; longer prompts must be split by the caller. */
 export const MAX_SPEECH_TEXT_CHARS = 1000
@@ -51,11 +52,74 @@ export interface SynthesizedAudio {
   readonly sample_rate: number
 }
 
+/** The audio containers a voice sample may come in (detected from its bytes by the caller). */
+export type SampleFormat = "wav" | "mp3" | "ogg" | "webm"
+
+/** A recording of someone speaking, already checked by the caller (format, 5 s to 5 min). */
+export interface VoiceSample {
+  /** What the voice is called; vendors show it in their own consoles. */
+  readonly name: string
+  readonly audio: Uint8Array
+  readonly format: SampleFormat
+  readonly mime: string
+  readonly duration_ms: number
+  /** From the container's headers, when it says. */
+  readonly sample_rate?: number | undefined
+  readonly bitrate?: number | undefined
+}
+
+/**
+ * What a sample says about its voice, in SpeechVoice's terms (language aside: a cloned voice speaks
+ * whatever language it is asked to). `method` says how it was found: "pcm" when pitch, syllable
+ * rate and energy were measured on the decoded audio (WAV), "metadata" when the sample could not
+ * be decoded here (MP3, OGG, WebM) and the values are derived from its headers and a hash of its
+ * bytes: stable per sample, but not a measurement of the voice.
+ */
+export interface ClonedVoiceParams {
+  readonly gender: SpeechGender
+  readonly pitch: number
+  readonly speed: number
+  readonly variant: number
+  readonly method: "pcm" | "metadata"
+  /** The median fundamental frequency of the voiced frames; null without decoded audio. */
+  readonly pitch_hz: number | null
+  readonly syllables_per_second: number | null
+  /** RMS level of the voiced frames, in dB below full scale. */
+  readonly energy_dbfs: number | null
+}
+
+export interface ClonedVoice {
+  /** The vendor's id for the new voice; null when the params alone are the voice (the simulator). */
+  readonly vendor_voice_id: string | null
+  readonly params: ClonedVoiceParams
+}
+
+/** The SpeechVoice a cloned voice speaks `language` with. */
+export const clonedSpeechVoice = (
+  params: Pick<ClonedVoiceParams, "gender" | "pitch" | "speed" | "variant">,
+  language: string,
+  vendorVoiceId: string | null,
+): SpeechVoice => ({
+  language,
+  gender: params.gender,
+  pitch: params.pitch,
+  speed: params.speed,
+  variant: params.variant,
+  ...(vendorVoiceId !== null && { vendor_voice_id: vendorVoiceId }),
+})
+
 export interface SpeechProvider {
   /** Short stable name ("sim", a vendor name); part of cache keys, so changing it invalidates them. */
   readonly name: string
   /** Rejects with SpeechSynthesisError; never resolves with empty audio. */
   synthesize(req: SpeechRequest): Promise<SynthesizedAudio>
+  /**
+   * Makes a voice from a sample; synthesis with clonedSpeechVoice(params, …, vendor_voice_id) then
+   * speaks in it. Rejects with SpeechSynthesisError. Absent: the provider cannot clone.
+   */
+  cloneVoice?(sample: VoiceSample): Promise<ClonedVoice>
+  /** Forgets a cloned voice at the vendor (best effort: an unknown id is not an error). */
+  deleteVoice?(vendorVoiceId: string): Promise<void>
   /** Releases what the provider holds (worker threads, sockets); later calls reject. */
   close?(): Promise<void>
 }
@@ -67,6 +131,8 @@ export type SpeechErrorCode =
   | "EMPTY_TEXT"
   /** Pitch or speed out of range, or a language the provider cannot speak. */
   | "UNSUPPORTED_VOICE"
+  /** A voice sample the provider refused (unreadable, too noisy, too short for it). */
+  | "BAD_SAMPLE"
   /** The engine or vendor failed; retrying may help. */
   | "ENGINE_FAILURE"
   /** Too many syntheses already waiting; retry after a short pause. */
