@@ -171,15 +171,15 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   /**
    * The first thing said, to a person or a voicemail: the disclosure lines, then the opening line
    * (an `opening` rule's, else the rule book's). The disclosures are required by law and always
-   * spoken, even if a rule bans them; the opening is left out when it says a banned line.
+   * spoken, even if a rule bans them; an opening is left out when it, or the whole first turn it
+   * makes (a ban learnt from a first turn is disclosures and opening together), says a banned line.
    */
   const openingTurn = (): string => {
-    const opening = firstAllowed(
-      [rules.opening, book.opening_line].flatMap((l) => (l === undefined ? [] : [fill(l)])),
-      rules,
-    )
-    const lines = [...book.disclosure_lines.map(fill), ...(opening === undefined ? [] : [opening])]
-    const text = lines.join(" ").trim()
+    const disclosures = book.disclosure_lines.map(fill).join(" ")
+    const opening = [rules.opening, book.opening_line]
+      .flatMap((l) => (l === undefined ? [] : [fill(l)]))
+      .find((l) => l.trim() !== "" && !isBanned(l, rules) && !isBanned(`${disclosures} ${l}`, rules))
+    const text = (opening === undefined ? disclosures : `${disclosures} ${opening}`).trim()
     return text === "" ? fill("Hello {name}, this is {agent_name} from {company}.") : text
   }
 

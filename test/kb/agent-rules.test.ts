@@ -341,6 +341,14 @@ describe("the opening line", () => {
     expect(voicemail.outcome).toBe("voicemail_left")
     expect(voicemail.turns.map((t) => t.text).at(-1)).toBe(disclosures(VOICEMAIL_BOOK))
   })
+
+  it("is left out when the whole first turn is banned (what a ban on a first turn learns)", async () => {
+    const first = await call(makeSimTelephony({ timeScale: 0 }), "+919876543213", {})
+    const whole = ban(first.turns[0]!.text.replace(/Asha/g, "{name}"))
+    const run = await call(makeSimTelephony({ timeScale: 0 }), "+919876543213", { rules: [whole] })
+    expect(run.turns[0]!.text).toBe(DISCLOSURE)
+    expect(run.outcome).toBe("agreed")
+  })
 })
 
 describe("the conversation's guard, for a model that does not obey", () => {
