@@ -170,8 +170,18 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
   }
 
+  /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. */
+  const EXCLUSIVE_PORT = 1
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (socket) => {
+    // The port is ours alone: by default uSockets sets SO_REUSEPORT, and a second server started on
+    // a port in use would silently share it, each answering a share of the requests.
+    const listen = app.listen as unknown as (
+      host: string,
+      port: number,
+      options: number,
+      cb: (socket: us_listen_socket | false) => void,
+    ) => void
+    listen.call(app, config.host, config.port, EXCLUSIVE_PORT, (socket) => {
       if (socket) resolve(socket)
       else reject(new Error(`could not listen on ${config.host}:${config.port} (port in use or address unavailable)`))
     })
