@@ -4,6 +4,7 @@ import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
 import { benchDialer } from "./dialer.js"
 import { benchHttp } from "./http.js"
+import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
 import { benchSse } from "./sse.js"
 
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   dialer: benchDialer,
   sse: benchSse,
   approvals: benchApprovals,
+  kb: benchKb,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")
