@@ -51,12 +51,14 @@ export class RunDriver implements RunScope {
     this.runId = claim.id
     this.tenantId = claim.tenant_id
     this.workflowId = claim.workflow_id
-    this.ruleBook = setup.rule_book as RuleBook
+    const book = setup.rule_book as RuleBook
+    // The persona's greeting opens the call in the book's place (a knowledge-base `opening` rule still wins).
+    this.ruleBook = setup.persona_greeting === null ? book : { ...book, opening_line: setup.persona_greeting }
     this.schedule = setup.schedule as Schedule
     this.scheduleKind = setup.schedule_kind
     this.currency = setup.currency
     this.company = setup.tenant_name
-    this.agentName = findVoice(this.ruleBook.persona)?.name ?? "Alex"
+    this.agentName = setup.persona_agent_name ?? findVoice(this.ruleBook.persona)?.name ?? "Alex"
     this.approvals = new RunApprovals(this)
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))
     this.dialer = new Dialer(this, (t, a) => this.effects.start(t, a))

@@ -44,10 +44,12 @@ import onboardingMode from "./onboarding.mode.js"
 import onboardingProviders from "./onboarding.providers.js"
 import onboardingStatus from "./onboarding.status.js"
 import { openApiRoute } from "./openapi.get.js"
+import { personasAssign, personasCreate, personasDelete, personasList, personasUpdate } from "./personas.js"
 import pricing from "./pricing.get.js"
 import reportsWeekly from "./reports.weekly.js"
 import runsLive from "./runs.live.js"
 import runsTurnsStream from "./runs.turns-stream.js"
+import simPersonas from "./sim.personas.js"
 import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
 import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
@@ -76,6 +78,12 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     voiceAvatarsClone,
     voiceAvatarsAssign,
     voiceAvatarsDelete,
+    personasList,
+    personasCreate,
+    personasAssign,
+    personasUpdate,
+    personasDelete,
+    simPersonas,
     previewOpeningCreate,
     previewOpeningAudio,
     workflowsList,

@@ -137,15 +137,23 @@ export interface RunSetup {
   readonly currency: "INR" | "USD"
   readonly tenant_name: string
   readonly workflow_name: string
+  /** The assigned persona's agent name (its own, else its catalogue voice's); null: none assigned. */
+  readonly persona_agent_name: string | null
+  /** The assigned persona's greeting: the call's opening line unless a knowledge-base rule gives one. */
+  readonly persona_greeting: string | null
 }
 
 export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | undefined> => {
   const [row] = await sql<[RunSetup?]>`
-    select rb.body as rule_book, w.schedule, w.schedule_kind, t.currency, t.name as tenant_name, w.name as workflow_name
+    select rb.body as rule_book, w.schedule, w.schedule_kind, t.currency, t.name as tenant_name,
+      w.name as workflow_name,
+      coalesce(p.agent_name, (select b.name from personas b where b.builtin_voice = p.voice)) as persona_agent_name,
+      p.greeting as persona_greeting
     from runs r
     join workflows w on w.id = r.workflow_id
     join tenants t on t.id = r.tenant_id
     join rule_books rb on rb.id = coalesce(r.rule_book_id, w.rule_book_id)
+    left join personas p on p.id = w.persona_id and p.deleted_at is null
     where r.id = ${runId}`
   return row
 }

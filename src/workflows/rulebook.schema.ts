@@ -145,7 +145,7 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
   return errors
 }
 
-const languageFamily = (tag: string): string => tag.split("-")[0]!.toLowerCase()
+export const languageFamily = (tag: string): string => tag.split("-")[0]!.toLowerCase()
 
 /** Every distinct `{…}` in `text` that is not an allowed placeholder, in order of appearance. */
 export function unknownPlaceholders(text: string): string[] {

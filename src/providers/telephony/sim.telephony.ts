@@ -162,24 +162,25 @@ export type SimCallee =
   | "wants_callback"
   | "wants_human"
 
+/** The behaviour each last digit 0–9 selects: the one table (GET /api/sim/personas lists it too). */
+export const SIM_CALLEE_BY_DIGIT: readonly SimCallee[] = [
+  "no_answer",
+  "busy",
+  "voicemail",
+  "agrees",
+  "agrees",
+  "agrees",
+  "declines",
+  "wants_discount",
+  "wants_callback",
+  "wants_human",
+]
+
 /** What the sim does for `to`, from its last digit; undefined for a number with no digit. */
 export function simCalleeFor(to: string): SimCallee | undefined {
   const digit = lastDigit(to)
   if (digit < 0) return undefined
-  return (
-    [
-      "no_answer",
-      "busy",
-      "voicemail",
-      "agrees",
-      "agrees",
-      "agrees",
-      "declines",
-      "wants_discount",
-      "wants_callback",
-      "wants_human",
-    ] as const
-  )[digit]
+  return SIM_CALLEE_BY_DIGIT[digit]
 }
 
 function lastDigit(to: string): number {
