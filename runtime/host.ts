@@ -8,6 +8,7 @@ import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { releaseCall, reserveCall, settleCall } from "../src/billing/usage.service.js"
+import { isDemoWorkspace } from "../src/demo/demo.repo.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
@@ -119,6 +120,13 @@ export const startRuntimeHost: Effect.Effect<
     },
   })
   const money = { platform: moneyFor(false), own: moneyFor(true) }
+  /** The public demo's calls are the platform's own: nothing is held or charged, to anyone. */
+  const free = {
+    reserve: async () => ({ ok: true as const, reservedMinor: 0 }),
+    settle: async () => ({ chargedMinor: 0 }),
+  }
+  // A demo is now or never: its callee is not dialled again for a busy line or a callback.
+  const demoSettings: DialerSettings = { ...settings, maxAttempts: 1 }
 
   const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings }
 
@@ -132,10 +140,12 @@ export const startRuntimeHost: Effect.Effect<
     stopping: () => stopping,
     drive: async (claimed, setup) => {
       const providers = await providersFor(claimed.tenant_id)
+      const demo = await isDemoWorkspace(sql, claimed.tenant_id)
       const driver = new RunDriver(
         {
           ...deps,
-          money: providers.byok ? money.own : money.platform,
+          ...(demo && { settings: demoSettings }),
+          money: demo ? free : providers.byok ? money.own : money.platform,
           telephony: providers.telephony,
           llm: providers.llm,
           carrierKey: carrierKey(providers.carrierAccount),

@@ -20,6 +20,7 @@ import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billi
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
+import { demoCall, demoCloneVoice, demoFeedGet, demoVoicePreviewPost } from "./demo.js"
 import dncAdd from "./dnc.add.js"
 import dncCheck from "./dnc.check.js"
 import dncDelete from "./dnc.delete.js"
@@ -167,6 +168,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     credentialsPut,
     credentialsDelete,
     onboardingComplete,
+    demoCall,
+    demoFeedGet,
+    demoCloneVoice,
+    demoVoicePreviewPost,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

@@ -2,7 +2,7 @@
 // and the one set-based merge that filters, de-duplicates, upserts and counts.
 
 import type { TenantCountry } from "../phones/phone.js"
-import type { Sql } from "../platform/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 import type { AudienceRow } from "./audience.parse.js"
 
 export interface AttachTarget {
@@ -18,6 +18,18 @@ export async function attachTarget(sql: Sql, tenantId: number, workflowId: numbe
     from workflows w join tenants t on t.id = w.tenant_id
     where w.id = ${workflowId} and w.tenant_id = ${tenantId}`
   return row
+}
+
+/** One callee added to a workflow's audience inside the caller's transaction (the public demo's single target). */
+export async function insertTarget(
+  tx: Tx,
+  t: { tenantId: number; workflowId: number; phone: string; name: string | null },
+): Promise<number> {
+  const [row] = await tx<[{ id: number }]>`
+    insert into audience_targets (tenant_id, workflow_id, phone_e164, name)
+    values (${t.tenantId}, ${t.workflowId}, ${t.phone}, ${t.name})
+    returning id`
+  return row.id
 }
 
 export async function openUpload(

@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
 import { type Auth, AuthLive } from "../auth/Auth.js"
 import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
+import { DemoSweeperLive } from "../demo/demo.sweeper.js"
 import { NumberAccounts } from "../numbers/numbers.parts.js"
 import { Credentials, CredentialsLive } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -78,7 +79,12 @@ export function appLayer(deps: {
   )
   const credentials = numberAccounts.pipe(Layer.provideMerge(CredentialsLive))
   // Background loops with no service of their own (each checks the process role itself).
-  return Layer.mergeAll(AuthLive, ChallengeLive, TurnStreamsLive, credentials, PreviewSweeperLive).pipe(
-    Layer.provideMerge(infra),
-  )
+  return Layer.mergeAll(
+    AuthLive,
+    ChallengeLive,
+    TurnStreamsLive,
+    credentials,
+    PreviewSweeperLive,
+    DemoSweeperLive,
+  ).pipe(Layer.provideMerge(infra))
 }

@@ -200,6 +200,21 @@ const Env = z.object({
   PREVIEWS_ANON_PER_IP_HOUR: positiveInt.max(1_000_000).default(30),
   /** Synthesised preview clips not played for this many days are deleted. */
   PREVIEW_CLIP_TTL_DAYS: positiveInt.max(3650).default(30),
+  /**
+   * The public demo (POST /demo/call): calls one client IP, and one phone number, may ask for in a
+   * day (429 with Retry-After past either; the 7-day cool-down also holds a number after a call).
+   */
+  DEMO_CALLS_PER_IP_DAY: positiveInt.max(1_000_000).default(5),
+  DEMO_CALLS_PER_NUMBER_DAY: positiveInt.max(1000).default(2),
+  /** How long a demo call's feed token (GET /demo/feed) stays valid. */
+  DEMO_FEED_TTL_SECONDS: positiveInt.min(60).max(86_400).default(3600),
+  /** Longest demo call (the demo rule book's max_call_seconds). */
+  DEMO_MAX_CALL_SECONDS: positiveInt.min(30).max(120).default(120),
+  /** Anonymous demo voice clones (POST /demo/clone-voice): how long one lives, and how many an IP may make a day. */
+  DEMO_CLONE_TTL_MINUTES: positiveInt.max(7 * 24 * 60).default(60),
+  DEMO_CLONES_PER_IP_DAY: positiveInt.max(1_000_000).default(5),
+  /** Longest text POST /demo/voice-preview speaks (422 past it). */
+  DEMO_PREVIEW_TEXT_MAX_CHARS: positiveInt.min(200).max(500).default(300),
   /** Largest answer read from any provider's HTTP API (model, telephony, mail, payments, tenant URLs). */
   PROVIDER_RESPONSE_LIMIT_BYTES: positiveInt.default(2 * 1024 * 1024),
   /** Longest one SQL statement may run before Postgres cancels it. */
@@ -268,6 +283,15 @@ export type Config = Readonly<{
   signupsPerIpHour: number
   previewsAnonPerIpHour: number
   previewClipTtlDays: number
+  demo: {
+    callsPerIpDay: number
+    callsPerNumberDay: number
+    feedTtlSeconds: number
+    maxCallSeconds: number
+    cloneTtlMinutes: number
+    clonesPerIpDay: number
+    previewTextMaxChars: number
+  }
   providerResponseLimitBytes: number
   dbStatementTimeoutMs: number
 }>
@@ -366,6 +390,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signupsPerIpHour: e.SIGNUPS_PER_IP_HOUR,
     previewsAnonPerIpHour: e.PREVIEWS_ANON_PER_IP_HOUR,
     previewClipTtlDays: e.PREVIEW_CLIP_TTL_DAYS,
+    demo: {
+      callsPerIpDay: e.DEMO_CALLS_PER_IP_DAY,
+      callsPerNumberDay: e.DEMO_CALLS_PER_NUMBER_DAY,
+      feedTtlSeconds: e.DEMO_FEED_TTL_SECONDS,
+      maxCallSeconds: e.DEMO_MAX_CALL_SECONDS,
+      cloneTtlMinutes: e.DEMO_CLONE_TTL_MINUTES,
+      clonesPerIpDay: e.DEMO_CLONES_PER_IP_DAY,
+      previewTextMaxChars: e.DEMO_PREVIEW_TEXT_MAX_CHARS,
+    },
     providerResponseLimitBytes: e.PROVIDER_RESPONSE_LIMIT_BYTES,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
   }

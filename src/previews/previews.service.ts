@@ -172,12 +172,18 @@ const unknownPersona = (message: string) =>
 /**
  * Who speaks: the persona asked for, or with a workflow (the caller's own: NotFound otherwise, and
  * for anonymous callers) its cloned voice when one is assigned, in the language of the persona
- * asked for or else the workflow's.
+ * asked for or else the workflow's. A cloned voice given as `avatar` (the public demo's, which the
+ * caller has already found) speaks in the persona's language.
  */
-const speakerOf = (input: { persona?: string | undefined; workflowId?: number | undefined; caller: PreviewCaller }) =>
+const speakerOf = (input: {
+  persona?: string | undefined
+  workflowId?: number | undefined
+  avatar?: AvatarRow | undefined
+  caller: PreviewCaller
+}) =>
   Effect.gen(function* () {
     let personaId = input.persona
-    let avatar: AvatarRow | null = null
+    let avatar: AvatarRow | null = input.avatar ?? null
     if (input.workflowId !== undefined) {
       const workflowId = input.workflowId
       const missing = new NotFound({ message: `workflow ${workflowId} not found` })
@@ -211,6 +217,7 @@ export const previewOpening = (input: {
   text: string
   persona?: string | undefined
   workflowId?: number | undefined
+  avatar?: AvatarRow | undefined
   caller: PreviewCaller
 }): Effect.Effect<PreviewResult, SynthesisFailure | NotFound, Db | Speech | AppConfig | Clock> =>
   Effect.gen(function* () {

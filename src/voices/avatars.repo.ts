@@ -103,6 +103,18 @@ export async function deleteAvatar(sql: Sql, tenantId: number, id: number): Prom
   })
 }
 
+/**
+ * Deletes up to `limit` anonymous demo clones that expired by `now` (their preview clips and demo
+ * tokens go with them, by cascade); returns the deleted rows, whose samples may now be unused.
+ */
+export async function deleteExpiredDemoAvatars(sql: Sql, now: Date, limit: number): Promise<AvatarRow[]> {
+  return sql<AvatarRow[]>`
+    delete from voice_avatars where id in (
+      select id from voice_avatars where tenant_id is null and expires_at <= ${now}
+      order by expires_at limit ${limit} for update skip locked)
+    returning ${COLUMNS(sql)}`
+}
+
 /** Whether a live (not deleted) voice was made from the sample with this hash. */
 export async function sampleInUse(sql: Sql | Tx, sha256: Buffer): Promise<boolean> {
   const [row] = await sql`
@@ -151,10 +163,13 @@ export async function workflowVoice(
   tenantId: number,
   workflowId: number,
 ): Promise<{ persona: string; avatar: AvatarRow | null } | undefined> {
+  // The workflow's own cloned voice first, then its assigned persona's voice (migrations/0017).
   const [w] = await sql<{ persona: string; voice_avatar_id: number | null }[]>`
-    select persona, voice_avatar_id from workflows where id = ${workflowId} and tenant_id = ${tenantId}`
+    select coalesce(p.voice, w.persona) as persona, coalesce(w.voice_avatar_id, p.voice_avatar_id) as voice_avatar_id
+    from workflows w left join personas p on p.id = w.persona_id and p.deleted_at is null
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId}`
   if (w === undefined) return undefined
   if (w.voice_avatar_id === null) return { persona: w.persona, avatar: null }
-  // An assigned voice is never deleted (deleting clears the assignment), so this finds it.
+  // A persona's cloned voice may have been deleted since: then the catalogue voice speaks.
   return { persona: w.persona, avatar: (await findAvatar(sql, tenantId, w.voice_avatar_id)) ?? null }
 }
