@@ -4,12 +4,13 @@
 // every minute in each process that serves HTTP, with the platform Clock.
 import { rm } from "node:fs/promises"
 import { resolve } from "node:path"
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, type Layer } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Clock } from "../platform/Clock.js"
+import type { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
-import { Instance } from "../platform/Instance.js"
+import type { Instance } from "../platform/Instance.js"
 import { Log } from "../platform/Log.js"
+import { httpSweeper } from "../platform/sweeper.js"
 import { Speech } from "../providers/Speech.js"
 import { type AvatarRow, deleteExpiredDemoAvatars, sampleInUse } from "../voices/avatars.repo.js"
 import { giveUpUndialled } from "./demo.feed.js"
@@ -75,19 +76,11 @@ export const sweepDemo = (now: Date): Effect.Effect<DemoSweep, never, Db | AppCo
  * The minute's sweep, started with the layer and stopped with its scope; only processes serving
  * HTTP run it (they are the ones that mint demo voices and calls). A failed sweep is logged.
  */
-export const DemoSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log | Speech> =
-  Layer.scopedDiscard(
-    Effect.gen(function* () {
-      const instance = yield* Instance
-      if (instance.role === "runtime") return
-      const clock = yield* Clock
-      const log = yield* Log
-      const once = Effect.suspend(() => sweepDemo(clock.now())).pipe(
-        Effect.tap((r) =>
-          r.voices + r.calls > 0 ? Effect.sync(() => log.info(r, "demo leftovers swept")) : Effect.void,
-        ),
-        Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "demo sweep failed"))),
-      )
-      yield* once.pipe(Effect.repeat(Schedule.spaced(SWEEP_EVERY)), Effect.forkScoped)
-    }),
-  )
+export const DemoSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log | Speech> = httpSweeper(
+  {
+    what: "demo leftovers",
+    every: SWEEP_EVERY,
+    sweep: sweepDemo,
+    swept: (r) => r.voices + r.calls > 0,
+  },
+)

@@ -1,11 +1,12 @@
 // Keeps the preview clip store bounded: deletes clips unused for PREVIEW_CLIP_TTL_DAYS and, least
 // recently used first, clips beyond the store's count caps. Runs hourly in every api process.
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, type Layer } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Clock } from "../platform/Clock.js"
+import type { Clock } from "../platform/Clock.js"
 import type { Db } from "../platform/Db.js"
-import { Instance } from "../platform/Instance.js"
-import { Log } from "../platform/Log.js"
+import type { Instance } from "../platform/Instance.js"
+import type { Log } from "../platform/Log.js"
+import { httpSweeper } from "../platform/sweeper.js"
 import { deleteBeyond, deleteUnusedSince } from "./previews.repo.js"
 
 /**
@@ -71,19 +72,9 @@ export const sweepPreviewClips = (
  * The hourly sweep, started with the layer and stopped with its scope; only processes serving
  * HTTP run it (the runtime role never stores clips). A failed sweep is logged and the next runs.
  */
-export const PreviewSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log> =
-  Layer.scopedDiscard(
-    Effect.gen(function* () {
-      const instance = yield* Instance
-      if (instance.role === "runtime") return
-      const clock = yield* Clock
-      const log = yield* Log
-      const once = Effect.suspend(() => sweepPreviewClips(clock.now())).pipe(
-        Effect.tap((r) =>
-          r.expired + r.evicted > 0 ? Effect.sync(() => log.info(r, "preview clips swept")) : Effect.void,
-        ),
-        Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, "preview clip sweep failed"))),
-      )
-      yield* once.pipe(Effect.repeat(Schedule.spaced(SWEEP_EVERY)), Effect.forkScoped)
-    }),
-  )
+export const PreviewSweeperLive: Layer.Layer<never, never, Db | AppConfig | Clock | Instance | Log> = httpSweeper({
+  what: "preview clips",
+  every: SWEEP_EVERY,
+  sweep: sweepPreviewClips,
+  swept: (r) => r.expired + r.evicted > 0,
+})

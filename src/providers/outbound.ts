@@ -234,16 +234,16 @@ export async function providerFetch(
 }
 
 /**
- * The answer's body as text, read chunk by chunk and abandoned (the connection closed) as soon as
- * it passes `limitBytes`: a provider cannot make us hold more than that, whatever it sends.
+ * The answer's body, read chunk by chunk and abandoned (the connection closed) as soon as it
+ * passes `limitBytes`: a provider cannot make us hold more than that, whatever it sends.
  */
-export async function readBounded(res: Response, limitBytes: number): Promise<string> {
+export async function readBoundedBytes(res: Response, limitBytes: number): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length") ?? Number.NaN)
   if (Number.isFinite(declared) && declared > limitBytes) {
     await res.body?.cancel().catch(() => {})
     throw new ResponseTooLarge(limitBytes, res.status)
   }
-  if (res.body === null) return ""
+  if (res.body === null) return Buffer.alloc(0)
   const reader = res.body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
@@ -257,7 +257,12 @@ export async function readBounded(res: Response, limitBytes: number): Promise<st
     }
     chunks.push(value)
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
+  return Buffer.concat(chunks)
+}
+
+/** The answer's body as text, bounded as readBoundedBytes. */
+export async function readBounded(res: Response, limitBytes: number): Promise<string> {
+  return new TextDecoder().decode(await readBoundedBytes(res, limitBytes))
 }
 
 /** Why a request failed before a usable answer, in words that follow the provider's label. */

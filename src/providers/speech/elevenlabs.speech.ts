@@ -3,7 +3,7 @@
 import { parseBuffer } from "music-metadata"
 import { FormData } from "undici"
 import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, ResponseTooLarge } from "../outbound.js"
+import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBoundedBytes } from "../outbound.js"
 import { deriveVoiceParams } from "./clone.analysis.js"
 import {
   type ClonedVoice,
@@ -52,25 +52,6 @@ function errorDetail(text: string): string {
     // not JSON: the text as sent
   }
   return detail.replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
-}
-
-/** The answer's bytes, abandoned past `limit` (an audio answer is not text: readBounded would decode it). */
-async function readBytes(res: Response, limit: number): Promise<Uint8Array> {
-  if (res.body === null) return new Uint8Array(0)
-  const reader = res.body.getReader()
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > limit) {
-      await reader.cancel().catch(() => {})
-      throw new ResponseTooLarge(limit, res.status)
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
 }
 
 /** A failed call to the API, with the speech error code it means when its status says one. */
@@ -132,7 +113,7 @@ export function makeElevenLabsSpeech(opts: ElevenLabsOptions): SpeechProvider {
         outbound,
         opts.fetch,
       )
-      const bytes = await readBytes(res, outbound.responseLimitBytes)
+      const bytes = await readBoundedBytes(res, outbound.responseLimitBytes)
       if (res.ok) return { ok: true, value: { bytes, type: res.headers.get("content-type") ?? "" } }
       const error = failure(res.status, scrub(new TextDecoder().decode(bytes)), what, notFound)
       const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
