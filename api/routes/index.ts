@@ -50,6 +50,15 @@ import pricing from "./pricing.get.js"
 import reportsWeekly from "./reports.weekly.js"
 import runsLive from "./runs.live.js"
 import runsTurnsStream from "./runs.turns-stream.js"
+import {
+  simCampaignsAnswer,
+  simCampaignsCreate,
+  simCampaignsGet,
+  simCampaignsList,
+  simCampaignsResume,
+  simCampaignsRunBatch,
+  simCampaignsStop,
+} from "./sim.campaigns.js"
 import simPersonas from "./sim.personas.js"
 import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
@@ -85,6 +94,13 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     personasUpdate,
     personasDelete,
     simPersonas,
+    simCampaignsList,
+    simCampaignsCreate,
+    simCampaignsGet,
+    simCampaignsRunBatch,
+    simCampaignsAnswer,
+    simCampaignsResume,
+    simCampaignsStop,
     previewOpeningCreate,
     previewOpeningAudio,
     workflowsList,

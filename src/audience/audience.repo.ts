@@ -16,7 +16,7 @@ export async function attachTarget(sql: Sql, tenantId: number, workflowId: numbe
   const [row] = await sql<[AttachTarget?]>`
     select w.status, w.archived_at is not null as archived, t.country
     from workflows w join tenants t on t.id = w.tenant_id
-    where w.id = ${workflowId} and w.tenant_id = ${tenantId}`
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null`
   return row
 }
 
@@ -206,4 +206,37 @@ export async function merge(
       where id = ${m.uploadId}`
     return { kind: "applied", counts }
   })) as MergeOutcome
+}
+
+/**
+ * A simulation campaign's callees, added to its hidden workflow in one statement (three array
+ * parameters, whatever their number). `fields.sim_persona` names who answers each number.
+ */
+export async function insertSimulatedTargets(
+  tx: Tx,
+  t: {
+    tenantId: number
+    workflowId: number
+    callees: ReadonlyArray<{ readonly phone: string; readonly name: string; readonly persona: string }>
+  },
+): Promise<number> {
+  const inserted = await tx`
+    insert into audience_targets (tenant_id, workflow_id, phone_e164, name, fields)
+    select ${t.tenantId}, ${t.workflowId}, p, n, jsonb_build_object('sim_persona', s)
+    from unnest(
+      ${tx.array(
+        t.callees.map((c) => c.phone),
+        25,
+      )}::text[],
+      ${tx.array(
+        t.callees.map((c) => c.name),
+        25,
+      )}::text[],
+      ${tx.array(
+        t.callees.map((c) => c.persona),
+        25,
+      )}::text[]
+    ) with ordinality as u(p, n, s, i)
+    order by i`
+  return inserted.count
 }

@@ -62,6 +62,8 @@ export const CONFLICT_CODES = [
   "RUN_IN_PROGRESS",
   "APPROVAL_EXPIRED",
   "APPROVAL_ALREADY_DECIDED",
+  "SIM_CAMPAIGN_LIMIT",
+  "SIM_CAMPAIGN_STATE",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 

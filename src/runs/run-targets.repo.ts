@@ -100,3 +100,62 @@ export const rescheduleDoneTarget = async (tx: Tx, runId: number, runTargetId: n
     returning id`
   return t !== undefined
 }
+
+// --- simulation campaigns (src/sim/) --------------------------------------------------------
+// A campaign's run gets all its targets at once, held back (next_attempt_at 'infinity', which the
+// dialer never reaches) and released a batch at a time.
+
+/** The run's targets, one per audience target of the hidden workflow, every one held back. */
+export const insertHeldRunTargets = async (tx: Tx, tenantId: number, runId: number, workflowId: number) => {
+  const inserted = await tx`
+    insert into run_targets (tenant_id, run_id, target_id, phone_e164, next_attempt_at)
+    select ${tenantId}, ${runId}, a.id, a.phone_e164, 'infinity' from audience_targets a
+    where a.workflow_id = ${workflowId}
+    order by a.id`
+  return inserted.count
+}
+
+/** Releases the next `count` held targets to the dialer, in id order; returns how many were. */
+export const releaseHeldTargets = async (tx: Tx, runId: number, count: number): Promise<number> => {
+  const released = await tx`
+    update run_targets set next_attempt_at = now(), updated_at = now()
+    where id in (
+      select id from run_targets
+      where run_id = ${runId} and status = 'queued' and next_attempt_at = 'infinity'
+      order by id limit ${count}
+      for update)`
+  return released.count
+}
+
+/** Holds back again the released targets the dialer has not reached yet (a stopped campaign). */
+export const holdUndialedTargets = async (tx: Tx, runId: number): Promise<number> => {
+  const held = await tx`
+    update run_targets set next_attempt_at = 'infinity', updated_at = now()
+    where run_id = ${runId} and status = 'queued' and attempts = 0 and next_attempt_at <> 'infinity'`
+  return held.count
+}
+
+/**
+ * Where a campaign's run stands. `released`: targets handed to the dialer (any not still held
+ * back); `open`: released ones without a final outcome yet; `final`: done or skipped.
+ */
+export const simulationProgress = async (
+  sql: Sql | Tx,
+  runId: number,
+): Promise<{ released: number; open: number; final: number }> => {
+  const [row] = await sql<[{ released: number; open: number; final: number }]>`
+    select
+      count(*) filter (where not (status = 'queued' and next_attempt_at = 'infinity'))::int as released,
+      count(*) filter (where status in ('queued', 'waiting', 'dialing')
+        and not (status = 'queued' and next_attempt_at = 'infinity'))::int as open,
+      count(*) filter (where status in ('done', 'skipped'))::int as final
+    from run_targets where run_id = ${runId}`
+  return row
+}
+
+/** How many of the run's targets ended with each outcome (final targets only). */
+export const finalOutcomeCounts = (sql: Sql | Tx, runId: number) =>
+  sql<{ status: "done" | "skipped"; outcome: string | null; count: number }[]>`
+    select status, outcome, count(*)::int as count from run_targets
+    where run_id = ${runId} and status in ('done', 'skipped')
+    group by status, outcome`

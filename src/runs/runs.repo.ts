@@ -6,7 +6,7 @@
 // callback that reschedules its target and opens a finished run again. Its targets are in run-targets.repo.ts.
 import type { Sql, Tx } from "../platform/Db.js"
 import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
-import { insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
+import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
 
 export interface RunGate {
   readonly id: number
@@ -18,7 +18,10 @@ export interface RunGate {
   readonly paused_run_id: number | null
 }
 
-/** The workflow, locked, with what decides whether it may run. */
+/**
+ * The workflow, locked, with what decides whether it may run. A simulation campaign's hidden
+ * workflow is not found here: only its campaign starts and stops its run (src/sim/).
+ */
 export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number): Promise<RunGate | undefined> => {
   const [row] = await tx<[RunGate?]>`
     select w.id, w.status, w.rule_book_id,
@@ -28,7 +31,7 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
            (select r.id from runs r where r.workflow_id = w.id and r.status = 'paused' order by r.id desc limit 1)
              as paused_run_id
     from workflows w
-    where w.id = ${workflowId} and w.tenant_id = ${tenantId}
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null
     for update of w`
   return row
 }
@@ -141,6 +144,13 @@ export interface RunSetup {
   readonly persona_agent_name: string | null
   /** The assigned persona's greeting: the call's opening line unless a knowledge-base rule gives one. */
   readonly persona_greeting: string | null
+  /**
+   * A simulation campaign's run (src/sim/): the workflow it rehearses, whose knowledge-base rules
+   * apply; null for a real run.
+   */
+  readonly simulation_of: number | null
+  /** The simulation campaign's time scale (sim_campaigns.time_scale); null: SIM_TIME_SCALE, or a real run. */
+  readonly sim_time_scale: number | null
 }
 
 export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | undefined> => {
@@ -148,7 +158,9 @@ export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | 
     select rb.body as rule_book, w.schedule, w.schedule_kind, t.currency, t.name as tenant_name,
       w.name as workflow_name,
       coalesce(p.agent_name, (select b.name from personas b where b.builtin_voice = p.voice)) as persona_agent_name,
-      p.greeting as persona_greeting
+      p.greeting as persona_greeting, w.simulation_of::int as simulation_of,
+      (select c.time_scale from sim_campaigns c where c.sim_workflow_id = w.id order by c.id desc limit 1)
+        as sim_time_scale
     from runs r
     join workflows w on w.id = r.workflow_id
     join tenants t on t.id = r.tenant_id
@@ -235,4 +247,43 @@ export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): P
     [{ last: number }]
   >`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
   return row.last - count + 1
+}
+
+// --- simulation campaigns (src/sim/) --------------------------------------------------------
+
+/**
+ * A simulation campaign's one run over its hidden workflow's simulated audience, running from the
+ * start with every target held back (run-targets.repo.ts: released a batch at a time).
+ */
+export const insertHeldRun = async (
+  tx: Tx,
+  tenantId: number,
+  workflowId: number,
+  ruleBookId: number,
+): Promise<{ id: number; held: number }> => {
+  const [run] = await tx<[{ id: number }]>`
+    insert into runs (tenant_id, workflow_id, rule_book_id, status)
+    values (${tenantId}, ${workflowId}, ${ruleBookId}, 'running')
+    returning id`
+  const held = await insertHeldRunTargets(tx, tenantId, run.id, workflowId)
+  await tx`update runs set targets_total = ${held}, targets_queued = ${held} where id = ${run.id}`
+  return { id: run.id, held }
+}
+
+/** A stopped campaign's run pauses (calls in flight finish); false when it was not running. */
+export const pauseSimulationRun = async (tx: Tx, runId: number): Promise<boolean> => {
+  const paused = await tx`update runs set status = 'paused', pause_reason = 'user', updated_at = now()
+    where id = ${runId} and status = 'running'`
+  return paused.count > 0
+}
+
+/** The run's status and why it ended, as a campaign reads it. */
+export const runEndOf = async (
+  sql: Sql | Tx,
+  runId: number,
+): Promise<{ status: "running" | "paused" | "completed" | "cancelled" | "failed"; end_reason: string | null }> => {
+  const [row] = await sql<
+    [{ status: "running" | "paused" | "completed" | "cancelled" | "failed"; end_reason: string | null }]
+  >`select status, end_reason from runs where id = ${runId}`
+  return row
 }

@@ -97,6 +97,7 @@ const detailColumns = (sql: Sql | Tx) => sql`
   (select count(*) from runs r where r.workflow_id = w.id)::int as runs_count,
   (select r.id from runs r where r.workflow_id = w.id and r.status = 'running' limit 1) as running_run_id`
 
+/** The workflow with its rule book and counts; a simulation campaign's hidden workflow is not found. */
 export const findWorkflowDetail = async (
   sql: Sql | Tx,
   tenantId: number,
@@ -105,7 +106,7 @@ export const findWorkflowDetail = async (
   const [row] = await sql<WorkflowDetailRow[]>`
     select ${detailColumns(sql)}
     from workflows w left join rule_books rb on rb.id = w.rule_book_id
-    where w.id = ${id} and w.tenant_id = ${tenantId}`
+    where w.id = ${id} and w.tenant_id = ${tenantId} and w.simulation_of is null`
   return row
 }
 
@@ -117,7 +118,10 @@ export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promis
   return locked === undefined ? undefined : findWorkflowDetail(tx, tenantId, id)
 }
 
-/** One page of the workspace's workflows, newest first, and one row more to tell if there is a next. */
+/**
+ * One page of the workspace's workflows, newest first, and one row more to tell if there is a next.
+ * Simulation campaigns' hidden workflows are not listed.
+ */
 export const listWorkflows = (
   sql: Sql,
   tenantId: number,
@@ -140,7 +144,7 @@ export const listWorkflows = (
   >`
     select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
     from workflows
-    where tenant_id = ${tenantId}
+    where tenant_id = ${tenantId} and simulation_of is null
       ${opts.status === undefined ? sql`` : sql`and status = ${opts.status}`}
       ${opts.includeArchived ? sql`` : sql`and archived_at is null`}
       ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
@@ -220,4 +224,29 @@ export const setWorkflowStatus = async (tx: Tx, workflowId: number, status: "liv
 export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<void> => {
   await tx`update workflows set status = 'paused', updated_at = now() where id = ${workflowId}
     and status = 'live'`
+}
+
+// --- simulation campaigns (src/sim/) --------------------------------------------------------
+
+/**
+ * A simulation campaign's hidden workflow: a copy of the rehearsed one's rule book, persona and
+ * voice (and schedule) that holds the simulated audience and the campaign's run, live from the
+ * start. `simulation_of` hides it from the workflow endpoints.
+ */
+export const insertSimulationWorkflow = async (
+  tx: Tx,
+  w: { tenantId: number; ofWorkflowId: number; ruleBookId: number; name: string },
+): Promise<number> => {
+  const [row] = await tx<[{ id: number }]>`
+    insert into workflows (tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt, is_test,
+      persona_id, voice_avatar_id, simulation_of)
+    select o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, ${w.ruleBookId}, o.nl_prompt, true,
+      o.persona_id, o.voice_avatar_id, o.id
+    from workflows o where o.id = ${w.ofWorkflowId} and o.tenant_id = ${w.tenantId}
+    returning id`
+  return row.id
+}
+
+export const renameSimulationWorkflow = async (tx: Tx, id: number, name: string): Promise<void> => {
+  await tx`update workflows set name = ${name}, updated_at = now() where id = ${id} and simulation_of is not null`
 }
