@@ -6,6 +6,7 @@ import { benchDialer } from "./dialer.js"
 import { benchHttp } from "./http.js"
 import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
+import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
 
 const benches: Record<string, () => Promise<void>> = {
@@ -17,6 +18,7 @@ const benches: Record<string, () => Promise<void>> = {
   sse: benchSse,
   approvals: benchApprovals,
   kb: benchKb,
+  sim: benchSim,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")

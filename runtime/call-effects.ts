@@ -343,7 +343,8 @@ export class CallEffects {
         endedAt: new Date(now),
         next,
         decision,
-        addToDnc: outcome === "do_not_call",
+        // A simulated callee is not a person: their "do not call me" goes on nobody's list.
+        addToDnc: outcome === "do_not_call" && !s.simulation,
         phone: live.phone,
       })
     } catch (err) {
@@ -351,7 +352,8 @@ export class CallEffects {
     }
     if (s.stopped) return
     s.run.send({ type: "CALL_ENDED", final: next.kind === "done" })
-    if (next.kind === "requeue") {
+    // A simulation is never short of funds (it reserves nothing) and never touches a workflow's status.
+    if (next.kind === "requeue" && !s.simulation) {
       await repo
         .pauseForFunds(sql, s.runId, s.deps.me)
         .catch((err: unknown) => log.error({ err }, "could not pause for funds"))

@@ -1,6 +1,7 @@
 // One run's dial loop: picks the targets whose turn has come, screens each (DNC, NCPR, cool-down,
 // calling window), paces it (carrier and tenant rate, concurrency slots), and begins an attempt in
-// Postgres before the call actor dials. Sleeps when there is nothing to do; poke() wakes it.
+// Postgres before the call actor dials. Sleeps when there is nothing to do; poke() wakes it. A
+// simulation campaign's callees are not people and go out on no carrier: no screening, no pacing.
 import { runStatus } from "../machines/index.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
@@ -12,11 +13,15 @@ import type { RunScope } from "./run-scope.js"
 const COOLDOWN_MS = 7 * 86_400_000
 /** Targets considered at once by one run's dialer. */
 const DIAL_PARALLELISM = 8
+/** The longest the loop sleeps when idle: it looks at Postgres again (pauses, resumes) at least this often. */
+const IDLE_MS = 1000
 
 export type Attempt = { callId: number; attempt: number; targetId: number; phone: string }
 
 export class Dialer {
   private wake: (() => void) | undefined
+  /** A poke arrived while the loop was awake (querying): its next sleep returns at once. */
+  private poked = false
 
   constructor(
     private readonly scope: RunScope,
@@ -26,10 +31,15 @@ export class Dialer {
   poke(): void {
     const w = this.wake
     this.wake = undefined
+    if (w === undefined) this.poked = true
     w?.()
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.poked) {
+      this.poked = false
+      return Promise.resolve()
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.poke(), Math.max(0, ms))
       this.wake = () => {
@@ -48,22 +58,24 @@ export class Dialer {
     const { sql, settings } = s.deps
     while (!s.stopped && s.run.getSnapshot().status === "active") {
       if (!this.dialing) {
-        await this.sleep(1000)
+        await this.sleep(IDLE_MS)
         await this.syncStatus()
         continue
       }
       const room = settings.perWorkflowConcurrency - s.calls.size
       if (room <= 0) {
-        await this.sleep(1000)
+        await this.sleep(IDLE_MS)
         continue
       }
+      // Clear before looking: a poke from here on (targets released, a call ended) is not lost.
+      this.poked = false
       const due = await targets.dueTargets(sql, s.runId, Math.min(room, 200))
       if (due.length === 0) {
         const { pending, next_at } = await targets.pendingTargets(sql, s.runId)
         if (pending === 0) {
           if (!s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "QUEUE_EMPTY" })
-          await this.sleep(1000)
-        } else await this.sleep(Math.min(1000, Math.max(5, (next_at?.getTime() ?? 0) - Date.now())))
+          await this.sleep(IDLE_MS)
+        } else await this.sleep(untilDue(next_at, Date.now()))
         await this.syncStatus()
         continue
       }
@@ -100,7 +112,8 @@ export class Dialer {
   /** One due target: skipped, held, paced, or dialed. A number: stop this batch and wait that long. */
   private async consider(t: targets.DueTarget): Promise<number | undefined> {
     const s = this.scope
-    const { sql, settings, pacer, slots } = s.deps
+    if (s.simulation) return this.dial(t, Date.now(), t.attempts === 0 ? "first_attempt" : "retry_due", [])
+    const { sql, settings, pacer } = s.deps
     const now = Date.now()
     if (t.on_dnc) {
       await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "dnc_listed"))
@@ -134,11 +147,22 @@ export class Dialer {
       else await calls.holdTarget(sql, s.tenantId, s.runId, t.id, new Date(window.nextOpenAt), decision)
       return undefined
     }
-    const carrierKey = s.deps.carrierKey
+    const paced = pacer.tryAcquire([s.deps.carrierKey, `tenant:${s.tenantId}`], now)
+    if (!paced.ok) return paced.waitMs
+    return this.dial(t, now, t.attempts === 0 ? "first_attempt" : "retry_due", window.zones)
+  }
+
+  /** A screened, paced target: a concurrency slot, the attempt in Postgres, then its call actor. */
+  private async dial(
+    t: targets.DueTarget,
+    now: number,
+    reason: "first_attempt" | "retry_due",
+    zones: ReadonlyArray<string>,
+  ): Promise<number | undefined> {
+    const s = this.scope
+    const { sql, settings, slots } = s.deps
     const tenantKey = `tenant:${s.tenantId}`
     const workflowKey = `workflow:${s.workflowId}`
-    const paced = pacer.tryAcquire([carrierKey, tenantKey], now)
-    if (!paced.ok) return paced.waitMs
     // Full: a call ending pokes the loop awake sooner than this.
     const caps = { [tenantKey]: settings.perTenantConcurrency, [workflowKey]: settings.perWorkflowConcurrency }
     if (!slots.tryEnter([tenantKey, workflowKey], caps)) return 1000
@@ -147,7 +171,6 @@ export class Dialer {
       return 0
     }
     const expected = s.ruleBook.max_call_seconds
-    const reason = t.attempts === 0 ? "first_attempt" : "retry_due"
     const attempt = await calls
       .beginAttempt(sql, {
         me: s.deps.me,
@@ -158,7 +181,12 @@ export class Dialer {
         provider: s.deps.telephony.name,
         tenantCap: settings.perTenantConcurrency,
         slotLeaseMs: settings.leaseMs,
-        decision: Decision.dial(t.target_id, now, reason, { zones: window.zones, expected_seconds: expected }),
+        decision: Decision.dial(t.target_id, now, reason, {
+          zones,
+          expected_seconds: expected,
+          ...(s.simulation && { simulated: true }),
+        }),
+        recordContact: !s.simulation,
       })
       .catch((e: unknown) => {
         slots.leave([tenantKey, workflowKey])
@@ -173,4 +201,15 @@ export class Dialer {
     this.startCall(t, attempt)
     return undefined
   }
+}
+
+/**
+ * How long an idle loop sleeps when targets remain but none is due: until the earliest is due,
+ * between 5 ms and IDLE_MS. A simulation campaign holds its unreleased targets at 'infinity' (an
+ * invalid Date from the driver): nothing is due until a release pokes the loop, so it sleeps IDLE_MS.
+ */
+export const untilDue = (nextAt: Date | null, now: number): number => {
+  const at = nextAt?.getTime() ?? Number.NaN
+  if (!Number.isFinite(at)) return IDLE_MS
+  return Math.min(IDLE_MS, Math.max(5, at - now))
 }

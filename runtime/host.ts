@@ -2,7 +2,8 @@
 // Postgres, renewed while it lives), drives each with a RunDriver, listens for the api's commands
 // on the bus, sweeps expired approvals, and answers rt.ping. Its periodic work runs as Effect loops
 // in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
-// process can take any run over from Postgres.
+// process can take any run over from Postgres. A simulation campaign's run (src/sim/) is driven like
+// any other, on the sim carrier and free of charge.
 import { Duration, Effect, Exit, Scope } from "effect"
 import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
 import { callTerms } from "../src/billing/call-terms.js"
@@ -32,9 +33,11 @@ import {
 import { providerResolver } from "../src/providers/accounts.js"
 import { Llm } from "../src/providers/Llm.js"
 import { Telephony } from "../src/providers/Telephony.js"
+import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
+import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
-import { type DialerSettings, RunDriver } from "./run-driver.js"
+import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
 
@@ -128,6 +131,28 @@ export const startRuntimeHost: Effect.Effect<
   // A demo is now or never: its callee is not dialled again for a busy line or a callback.
   const demoSettings: DialerSettings = { ...settings, maxAttempts: 1 }
 
+  /**
+   * A simulation campaign's settings: its time scale; one attempt per callee (busy or no answer is an
+   * outcome to count, not a retry); every calling window open; and a question held for the operator
+   * SIM_APPROVAL_HOLD_MS of real time whatever the scale (the call machine multiplies the hold by it),
+   * expiring with the hold so the campaign never waits on a question its call gave up on.
+   */
+  const simSettings = (timeScale: number): DialerSettings => ({
+    ...settings,
+    timeScale,
+    callingHoursAny: true,
+    maxAttempts: 1,
+    approvalHoldMs: config.simApprovalHoldMs / Math.max(timeScale, 0.001),
+    approvalTtlMs: config.simApprovalHoldMs,
+  })
+  /** The sim carrier at each campaign time scale in use (a campaign's calls never go out on a telco). */
+  const simCarriers = new Map<number, TelephonyProvider>()
+  const simCarrier = (timeScale: number): TelephonyProvider => {
+    let t = simCarriers.get(timeScale)
+    if (t === undefined) simCarriers.set(timeScale, (t = makeSimTelephony({ timeScale })))
+    return t
+  }
+
   const deps = { sql, bus, log, me, pacer, slots: new SlotCounter(), turns, settings }
 
   /** Claimed runs that need an owner (one given run, or any); a driver for each. */
@@ -140,19 +165,31 @@ export const startRuntimeHost: Effect.Effect<
     stopping: () => stopping,
     drive: async (claimed, setup) => {
       const providers = await providersFor(claimed.tenant_id)
-      const demo = await isDemoWorkspace(sql, claimed.tenant_id)
-      const driver = new RunDriver(
-        {
+      let runDeps: DriverDeps
+      if (setup.simulation_of !== null) {
+        // A rehearsal: the sim carrier whatever accounts the workspace has, the workspace's language
+        // model as its real runs use, nothing reserved or charged, and no carrier pacing to share.
+        const timeScale = setup.sim_time_scale ?? config.simTimeScale
+        runDeps = {
+          ...deps,
+          settings: simSettings(timeScale),
+          money: free,
+          telephony: simCarrier(timeScale),
+          llm: providers.llm,
+          carrierKey: "sim",
+        }
+      } else {
+        const demo = await isDemoWorkspace(sql, claimed.tenant_id)
+        runDeps = {
           ...deps,
           ...(demo && { settings: demoSettings }),
           money: demo ? free : providers.byok ? money.own : money.platform,
           telephony: providers.telephony,
           llm: providers.llm,
           carrierKey: carrierKey(providers.carrierAccount),
-        },
-        claimed,
-        setup,
-      )
+        }
+      }
+      const driver = new RunDriver(runDeps, claimed, setup)
       drivers.set(claimed.id, driver)
       void driver.done.then(() => {
         if (drivers.get(claimed.id) === driver) drivers.delete(claimed.id)
@@ -172,7 +209,16 @@ export const startRuntimeHost: Effect.Effect<
   const subscriptions = [
     bus.subscribe(RT_PING, (msg) => void msg.respond(pong), { queue: RUNTIME_QUEUE }),
     // Any one runtime process claims a started or resumed run; the lease row decides, not the message.
-    bus.subscribe(RT_RUN_WAKE, (msg) => claim(msg.json<RunControl>().run_id), { queue: RUNTIME_QUEUE }),
+    // A run it drives already looks for due targets again (a simulation campaign released a batch).
+    bus.subscribe(
+      RT_RUN_WAKE,
+      (msg) => {
+        const runId = msg.json<RunControl>().run_id
+        drivers.get(runId)?.poke()
+        return claim(runId)
+      },
+      { queue: RUNTIME_QUEUE },
+    ),
     bus.subscribe(RT_RUN_CONTROL, (msg) => {
       const c = msg.json<RunControl>()
       if (c.command === "pause" || c.command === "resume" || c.command === "cancel")
@@ -187,7 +233,8 @@ export const startRuntimeHost: Effect.Effect<
     bus.subscribe(KB_RULES_CHANGED_ANY, (msg) => {
       const c = msg.json<KbRulesChanged>()
       for (const d of drivers.values())
-        if (d.tenantId === c.tenant_id && (c.workflow_id === null || c.workflow_id === d.workflowId)) d.rulesChanged()
+        if (d.tenantId === c.tenant_id && (c.workflow_id === null || c.workflow_id === d.rulesWorkflowId))
+          d.rulesChanged()
     }),
   ]
 

@@ -33,6 +33,9 @@ export class RunDriver implements RunScope {
   readonly currency: "INR" | "USD"
   readonly company: string
   readonly agentName: string
+  readonly simulation: boolean
+  /** Whose knowledge-base rules the run follows: a simulation's are those of the workflow it rehearses. */
+  readonly rulesWorkflowId: number
   private readonly approvals: RunApprovals
   private readonly effects: CallEffects
   private readonly dialer: Dialer
@@ -59,11 +62,17 @@ export class RunDriver implements RunScope {
     this.currency = setup.currency
     this.company = setup.tenant_name
     this.agentName = setup.persona_agent_name ?? findVoice(this.ruleBook.persona)?.name ?? "Alex"
+    this.simulation = setup.simulation_of !== null
+    this.rulesWorkflowId = setup.simulation_of ?? claim.workflow_id
     this.approvals = new RunApprovals(this)
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))
     this.dialer = new Dialer(this, (t, a) => this.effects.start(t, a))
     this.persistence = new RunPersistence(this)
-    this.rules = new RunRules(deps.sql, deps.log, this)
+    this.rules = new RunRules(deps.sql, deps.log, {
+      runId: this.runId,
+      tenantId: this.tenantId,
+      workflowId: this.rulesWorkflowId,
+    })
     this.done = new Promise((resolve) => (this.markDone = resolve))
   }
 

@@ -1,6 +1,7 @@
 // The knowledge-base rules one owned run follows: loaded when the run starts, reloaded when the
 // bus says its workspace's rules changed (host.ts dispatches kb.rules.<tenant>), never polled.
-// A reload that fails keeps the rules the run had; the next call to start tries again.
+// A reload that fails keeps the rules the run had; the next call to start tries again. A simulation
+// campaign's run follows the rules of the workflow it rehearses (the driver passes that workflow's id).
 import type { Logger } from "pino"
 import { activeAgentRules } from "../src/kb/kb.repo.js"
 import type { Sql } from "../src/platform/Db.js"
@@ -20,6 +21,7 @@ export class RunRules {
   constructor(
     private readonly sql: Sql,
     private readonly log: Logger,
+    /** workflowId: whose rules (with the workspace's) apply; for a simulation, the rehearsed workflow. */
     private readonly run: { readonly runId: number; readonly tenantId: number; readonly workflowId: number },
   ) {}
 

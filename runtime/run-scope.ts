@@ -84,6 +84,11 @@ export interface RunScope {
   readonly currency: "INR" | "USD"
   readonly company: string
   readonly agentName: string
+  /**
+   * A simulation campaign's run (src/sim/): simulated callees are not people, so the dialer skips
+   * the DNC, NCPR, cool-down and calling-window checks and writes no contact or DNC record for them.
+   */
+  readonly simulation: boolean
   /** The run actor (set once the driver starts). */
   readonly run: Actor<typeof runMachine>
   /** Calls in flight, by call id. */

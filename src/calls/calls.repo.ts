@@ -51,6 +51,8 @@ export const beginAttempt = async (
     tenantCap: number
     slotLeaseMs: number
     decision: DecisionEntry
+    /** false: no cool-down record (a simulation campaign's callee is not a person); default true. */
+    recordContact?: boolean
   },
 ): Promise<{ callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal> => {
   try {
@@ -67,10 +69,11 @@ export const beginAttempt = async (
           ${target.phone_e164}, ${a.provider}, ${a.me})
         returning id`
       await setTargetLastCall(tx, a.runTargetId, call.id)
-      await tx`
-        insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId},
-          ${target.phone_e164}, now())
-        on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
+      if (a.recordContact !== false)
+        await tx`
+          insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId},
+            ${target.phone_e164}, now())
+          on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
       await insertDecision(tx, a.tenantId, a.runId, call.id, {
         ...a.decision,
         detail: { ...a.decision.detail, attempt: target.attempts },

@@ -170,6 +170,11 @@ const Env = z.object({
   APPROVAL_HOLD_MS: positiveInt.default(30_000),
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
+  /**
+   * A simulation campaign's question (src/sim/): how long, in real time whatever the campaign's time
+   * scale, its simulated call holds for the operator's answer; the question expires with it.
+   */
+  SIM_APPROVAL_HOLD_MS: positiveInt.default(30 * 60_000),
   /** Turn streams: a comment this often when nothing else was sent, closed after this long without a turn. */
   SSE_KEEPALIVE_MS: positiveInt.default(15_000),
   SSE_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60_000),
@@ -274,6 +279,7 @@ export type Config = Readonly<{
   }
   approvalHoldMs: number
   approvalTtlMs: number
+  simApprovalHoldMs: number
   sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
   /** Whether the unsigned stub gateway may settle top-ups (see PAYMENTS). */
   paymentsMode: "stub" | "gateways"
@@ -382,6 +388,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     approvalHoldMs: e.APPROVAL_HOLD_MS,
     approvalTtlMs: e.APPROVAL_TTL_MS,
+    simApprovalHoldMs: e.SIM_APPROVAL_HOLD_MS,
     sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },
     paymentsMode: e.PAYMENTS ?? (e.DATABASE_URL === undefined ? "stub" : "gateways"),
     allowedHosts: e.ALLOWED_HOSTS,
