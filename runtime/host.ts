@@ -35,6 +35,7 @@ import { Llm } from "../src/providers/Llm.js"
 import { Telephony } from "../src/providers/Telephony.js"
 import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+import { startDataFetchWorker } from "./data-fetch.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
@@ -236,6 +237,7 @@ export const startRuntimeHost: Effect.Effect<
         if (d.tenantId === c.tenant_id && (c.workflow_id === null || c.workflow_id === d.rulesWorkflowId))
           d.rulesChanged()
     }),
+    startDataFetchWorker({ sql, bus, log, config, now: () => clock.now() }),
   ]
 
   // The host's periodic work, each a loop in this scope (the first tick one interval after start).

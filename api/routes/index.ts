@@ -20,6 +20,14 @@ import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billi
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
+import {
+  dataSourceDelete,
+  dataSourceFetch,
+  dataSourceGet,
+  dataSourceRows,
+  dataSourcesCreate,
+  dataSourcesList,
+} from "./data.sources.js"
 import { demoCall, demoCloneVoice, demoFeedGet, demoVoicePreviewPost } from "./demo.js"
 import dncAdd from "./dnc.add.js"
 import dncCheck from "./dnc.check.js"
@@ -60,6 +68,7 @@ import {
   simCampaignsStop,
 } from "./sim.campaigns.js"
 import simPersonas from "./sim.personas.js"
+import { storefrontCallback, storefrontDisconnect, storefrontInstall, storefrontStatus } from "./storefront.js"
 import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
 import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
@@ -125,6 +134,12 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     approvalsDecide,
     internalTurns,
     workflowsAudience,
+    dataSourcesList,
+    dataSourcesCreate,
+    dataSourceGet,
+    dataSourceDelete,
+    dataSourceRows,
+    dataSourceFetch,
     dncList,
     dncAdd,
     dncCheck,
@@ -188,6 +203,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     demoFeedGet,
     demoCloneVoice,
     demoVoicePreviewPost,
+    storefrontInstall,
+    storefrontCallback,
+    storefrontStatus,
+    storefrontDisconnect,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

@@ -222,6 +222,21 @@ const Env = z.object({
   DEMO_PREVIEW_TEXT_MAX_CHARS: positiveInt.min(200).max(500).default(300),
   /** Largest answer read from any provider's HTTP API (model, telephony, mail, payments, tenant URLs). */
   PROVIDER_RESPONSE_LIMIT_BYTES: positiveInt.default(2 * 1024 * 1024),
+  /**
+   * The storefront app's client id and secret (Shopify-style OAuth install; the secret also checks
+   * the platform's hmac query signatures). Unset (either) → the storefront simulator (a demo shop).
+   */
+  STOREFRONT_API_KEY: optionalString,
+  STOREFRONT_API_SECRET: optionalString,
+  /** The domain every shop lives under: a shop is <name>.<this>. */
+  STOREFRONT_PLATFORM_DOMAIN: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+$/, "must be a domain name")
+    .default("myshopify.com"),
+  /** Tests only: the shop's API root instead of https://<shop> (needs ALLOW_PRIVATE_PROVIDER_URLS=true). */
+  STOREFRONT_BASE_URL_OVERRIDE: optionalString.pipe(z.url().optional()),
   /** Longest one SQL statement may run before Postgres cancels it. */
   DB_STATEMENT_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
 })
@@ -300,6 +315,12 @@ export type Config = Readonly<{
   }
   providerResponseLimitBytes: number
   dbStatementTimeoutMs: number
+  storefront: {
+    /** The app's credentials; undefined → the simulator. */
+    app: { apiKey: string; apiSecret: string } | undefined
+    platformDomain: string
+    baseUrlOverride: string | undefined
+  }
 }>
 
 export class ConfigError extends Error {
@@ -314,6 +335,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`)
   }
   const e = parsed.data
+  if (e.STOREFRONT_BASE_URL_OVERRIDE !== undefined && !e.ALLOW_PRIVATE_PROVIDER_URLS)
+    throw new ConfigError(
+      "invalid configuration:\n  STOREFRONT_BASE_URL_OVERRIDE: needs ALLOW_PRIVATE_PROVIDER_URLS=true (tests only)",
+    )
   return {
     host: e.HOST,
     port: e.PORT,
@@ -408,5 +433,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     providerResponseLimitBytes: e.PROVIDER_RESPONSE_LIMIT_BYTES,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    storefront: {
+      app:
+        e.STOREFRONT_API_KEY && e.STOREFRONT_API_SECRET
+          ? { apiKey: e.STOREFRONT_API_KEY, apiSecret: e.STOREFRONT_API_SECRET }
+          : undefined,
+      platformDomain: e.STOREFRONT_PLATFORM_DOMAIN,
+      baseUrlOverride: e.STOREFRONT_BASE_URL_OVERRIDE?.replace(/\/+$/, ""),
+    },
   }
 }

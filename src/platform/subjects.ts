@@ -68,3 +68,14 @@ export interface KbRulesChanged {
   /** The workflow whose rules changed; null when a workspace-wide rule did (every workflow's). */
   readonly workflow_id: number | null
 }
+
+/**
+ * Work queue: fetch a data source's rows again (src/data/). Any runtime process takes it (queue
+ * group RUNTIME_QUEUE); one fetch of a source runs at a time.
+ */
+export const DATA_SOURCE_FETCH = "rt.data.fetch"
+
+export interface DataSourceFetch {
+  readonly source_id: number
+  readonly tenant_id: number
+}
