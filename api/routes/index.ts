@@ -20,6 +20,7 @@ import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billi
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
+import { dataChatGet, dataChatPost } from "./data.chat.js"
 import {
   dataSourceDelete,
   dataSourceFetch,
@@ -140,6 +141,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     dataSourceDelete,
     dataSourceRows,
     dataSourceFetch,
+    dataChatPost,
+    dataChatGet,
     dncList,
     dncAdd,
     dncCheck,

@@ -136,6 +136,19 @@ export const tenantNumberAccount = (
   ),
 })
 
+/** A byok workspace's own model, from its validated llm credential (base_url and model in extra). */
+export function ownLlmOf(llm: ProviderCredential, config: Config): LanguageModel {
+  const ownBase = extraString(llm, "base_url")
+  return makeOpenAiLlm({
+    baseUrl: ownBase ?? config.llmBaseUrl ?? "https://api.openai.com/v1",
+    apiKey: llm.secret,
+    model: extraString(llm, "model") ?? config.llmModel,
+    timeoutMs: config.llmTimeoutMs,
+    // The credential's own base URL is the tenant's: connect-time address guard.
+    outbound: outboundFor(config, ownBase === undefined ? "platform" : "tenant"),
+  })
+}
+
 // --- a run's accounts -----------------------------------------------------------------------
 
 export interface TenantProviders {
@@ -187,17 +200,7 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
     const account = { sid: t.accountSid, token: t.authToken, apiUrl: t.apiUrl, callerId }
     return { telephony: telcoAFor(account), carrierAccount: `telco_a:${t.accountSid}` }
   }
-  const ownLlm = (llm: ProviderCredential): LanguageModel => {
-    const ownBase = extraString(llm, "base_url")
-    return makeOpenAiLlm({
-      baseUrl: ownBase ?? d.config.llmBaseUrl ?? "https://api.openai.com/v1",
-      apiKey: llm.secret,
-      model: extraString(llm, "model") ?? d.config.llmModel,
-      timeoutMs: d.config.llmTimeoutMs,
-      // The credential's own base URL is the tenant's: connect-time address guard.
-      outbound: outboundFor(d.config, ownBase === undefined ? "platform" : "tenant"),
-    })
-  }
+  const ownLlm = (llm: ProviderCredential): LanguageModel => ownLlmOf(llm, d.config)
 
   return async (tenantId) => {
     const [terms, telco, llm] = await Promise.all([

@@ -39,6 +39,44 @@ export interface LanguageModel {
    * LlmCallError (the conversation loop retries once, then ends the call politely).
    */
   reply(req: ReplyRequest): Promise<AgentReply>
+  /**
+   * One round of a tool-calling conversation: the model answers with text, or asks for tools to
+   * be run (the caller runs them and asks again with their results). Plain data both ways; what
+   * a tool does is the caller's business. Rejects with LlmCallError; the simulator has no model
+   * and answers with no tool calls and no text (its callers answer offline themselves).
+   */
+  chatWithTools(req: ToolChatRequest): Promise<ToolChatAnswer>
+}
+
+/** A tool the model may call: its name, what it does, and its arguments' JSON Schema. */
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Record<string, unknown>
+}
+
+/** A call the model asked for; `arguments` is the model's JSON text, unvalidated. */
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+export type ToolChatMessage =
+  | { readonly role: "system" | "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content: string | null; readonly tool_calls?: ReadonlyArray<ToolCall> }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+
+export interface ToolChatRequest {
+  readonly messages: ReadonlyArray<ToolChatMessage>
+  readonly tools: ReadonlyArray<ToolSpec>
+}
+
+export interface ToolChatAnswer {
+  /** The model's text; null when it only asks for tools. */
+  readonly text: string | null
+  /** Empty when the model answered. */
+  readonly tool_calls: ReadonlyArray<ToolCall>
 }
 
 export class LlmCallError extends ProviderCallError {

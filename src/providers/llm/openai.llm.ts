@@ -17,8 +17,11 @@ import {
   LlmCallError,
   type ProposalAction,
   type ReplyRequest,
+  type ToolChatAnswer,
+  type ToolChatRequest,
 } from "./llm.interface.js"
 import { toStrictJsonSchema } from "./openai.schema.js"
+import { readToolCompletion, toolChatBody } from "./openai.tools.js"
 
 export interface OpenAiLlmOptions {
   /** The API root including its version, e.g. https://api.openai.com/v1 or http://localhost:11434/v1. */
@@ -54,7 +57,10 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   // The key must never reach a log line or an error message, even if the API echoes it back.
   const scrub = (s: string): string => (apiKey === "" ? s : s.split(apiKey).join("***"))
 
-  async function attempt(body: string): Promise<LlmAttempt> {
+  async function attempt<T = Record<string, unknown>>(
+    body: string,
+    read: (text: string, status: number) => Attempt<T, LlmCallError>,
+  ): Promise<Attempt<T, LlmCallError>> {
     let res: Response
     let text: string
     try {
@@ -80,7 +86,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
       const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
       return { ok: false, error: new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options) }
     }
-    if (res.ok) return readCompletion(text, res.status)
+    if (res.ok) return read(text, res.status)
     const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
     const message = `language model API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
     if (res.status === 429 || res.status >= 500) {
@@ -110,7 +116,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
       response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
     })
     return withRetries(
-      () => attempt(body),
+      () => attempt(body, readCompletion),
       (message, cause) =>
         new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
@@ -126,6 +132,14 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
       const actions = allowedActions(req.ruleBook)
       const answer = await chat(replyMessages(req), { name: "agent_reply", schema: replySchema(actions) })
       return readReply(answer, actions)
+    },
+    chatWithTools(req: ToolChatRequest): Promise<ToolChatAnswer> {
+      const body = toolChatBody(opts.model, req)
+      return withRetries(
+        () => attempt(body, readToolCompletion),
+        (message, cause) =>
+          new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
+      )
     },
   }
 }

@@ -24,6 +24,7 @@ import {
   LlmCallError,
   type ProposalAction,
   type ReplyRequest,
+  type ToolChatAnswer,
 } from "./llm.interface.js"
 import { clip, wordsOf } from "./sim.text.js"
 
@@ -40,6 +41,10 @@ export function makeSimLlm(): LanguageModel {
     },
     async reply(req: ReplyRequest): Promise<AgentReply> {
       return simulateReply(req)
+    },
+    // No model, so no tool calls: callers with an offline answer (src/data/chat.sim.ts) use it instead.
+    async chatWithTools(): Promise<ToolChatAnswer> {
+      return { text: null, tool_calls: [] }
     },
   }
 }
