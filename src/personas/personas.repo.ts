@@ -141,13 +141,13 @@ export async function lockWorkflow(tx: Tx, tenantId: number, workflowId: number)
     select ${WORKFLOW_COLUMNS(tx)}
     from workflows w join tenants t on t.id = w.tenant_id left join rule_books rb on rb.id = w.rule_book_id
     where w.id = ${workflowId} and w.tenant_id = ${tenantId}
-    for update of w`
+    for no key update of w`
   return row
 }
 
 /** The workflows assigned to a persona, locked (`update` to reassign them, `share` to hold their status). */
 export async function workflowsOf(tx: Tx, personaId: number, lock: "share" | "update"): Promise<WorkflowForPersona[]> {
-  const locking = lock === "share" ? tx`for share of w` : tx`for update of w`
+  const locking = lock === "share" ? tx`for share of w` : tx`for no key update of w`
   return tx<WorkflowForPersona[]>`
     select ${WORKFLOW_COLUMNS(tx)}
     from workflows w join tenants t on t.id = w.tenant_id left join rule_books rb on rb.id = w.rule_book_id

@@ -32,7 +32,7 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
              as paused_run_id
     from workflows w
     where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null
-    for update of w`
+    for no key update of w`
   return row
 }
 
@@ -207,8 +207,10 @@ export const setRunStatus = async (
 /** The wallet ran dry: the run and its workflow pause, so POST run resumes them. */
 export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promise<void> => {
   await sql.begin(async (tx) => {
-    // The workflow's row first, as POST run and pause take it (lockRunGate): one lock order, no deadlock.
-    await tx`select w.id from workflows w join runs r on r.workflow_id = w.id where r.id = ${runId} for update of w`
+    // The workflow's row first, as POST run and pause take it (lockRunGate): one lock order. No key
+    // update, like every lock on a workflow: the rows that reference it (calls, approvals) still insert.
+    await tx`select w.id from workflows w join runs r on r.workflow_id = w.id where r.id = ${runId}
+      for no key update of w`
     const [run] = await tx<[{ workflow_id: number }?]>`
       update runs set status = 'paused', pause_reason = 'insufficient_funds', updated_at = now()
       where id = ${runId} and owner_instance = ${me} and status = 'running'

@@ -94,7 +94,7 @@ export async function deleteAvatar(sql: Sql, tenantId: number, id: number): Prom
       for update`
     if (row === undefined) return { kind: "not_found" }
     const users = await tx<{ id: number; status: string }[]>`
-      select id, status from workflows where voice_avatar_id = ${id} order by id for update`
+      select id, status from workflows where voice_avatar_id = ${id} order by id for no key update`
     const live = users.filter((w) => w.status === "live").map((w) => w.id)
     if (live.length > 0) return { kind: "live", workflowIds: live }
     if (users.length > 0) await tx`update workflows set voice_avatar_id = null where voice_avatar_id = ${id}`

@@ -114,7 +114,7 @@ export const findWorkflowDetail = async (
 export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promise<WorkflowDetailRow | undefined> => {
   const [locked] = await tx<
     [{ id: number }?]
-  >`select id from workflows where id = ${id} and tenant_id = ${tenantId} for update`
+  >`select id from workflows where id = ${id} and tenant_id = ${tenantId} for no key update`
   return locked === undefined ? undefined : findWorkflowDetail(tx, tenantId, id)
 }
 
