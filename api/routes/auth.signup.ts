@@ -3,8 +3,10 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { COUNTRIES, signup } from "../../src/auth/auth.service.js"
+import { parseCookies } from "../../src/auth/authenticator.js"
 import { Challenge } from "../../src/auth/Challenge.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
+import { AttributionFields, FIRST_TOUCH_COOKIE, parseFirstTouch } from "../../src/usage-events/attribution.js"
 import { trustedBaseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
@@ -23,6 +25,8 @@ export default route({
       full_name: z.string().trim().min(1).max(200).optional(),
       country: z.enum(COUNTRIES, { error: `must be one of ${COUNTRIES.join(", ")}` }).default("US"),
       altcha: z.string().max(4096).optional(),
+      // Attribution (optional): utm_source/medium/campaign, referrer, landing_path; see attribution.ts.
+      ...AttributionFields.shape,
     }),
   },
   responses: {
@@ -49,6 +53,16 @@ export default route({
         country: b.country,
         baseUrl: trustedBaseUrl(config, headers),
         ip: clientIp,
+        attribution: {
+          body: {
+            utm_source: b.utm_source,
+            utm_medium: b.utm_medium,
+            utm_campaign: b.utm_campaign,
+            referrer: b.referrer,
+            landing_path: b.landing_path,
+          },
+          firstTouch: parseFirstTouch(parseCookies(headers["cookie"])[FIRST_TOUCH_COOKIE]),
+        },
       })
       return json(created, 201)
     }),

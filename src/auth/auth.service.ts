@@ -12,6 +12,8 @@ import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from ".
 import { Log } from "../platform/Log.js"
 import * as counters from "../platform/rate-counters.repo.js"
 import { sendBestEffort } from "../providers/Mail.js"
+import { channelOf, type SignupAttribution } from "../usage-events/attribution.js"
+import { insertSignupAttribution } from "../usage-events/attribution.repo.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
@@ -59,6 +61,8 @@ export const signup = (input: {
   country: Country
   baseUrl: string | undefined
   ip: string
+  /** Where the signup came from (stored with it for GET /api/internal/attribution/signups). */
+  attribution?: SignupAttribution
 }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
@@ -95,6 +99,14 @@ export const signup = (input: {
             passwordHash,
           })
           await openWallet(tx, tenant.id, currency)
+          const attribution = input.attribution ?? { body: {}, firstTouch: undefined }
+          await insertSignupAttribution(tx, {
+            tenantId: tenant.id,
+            userId: user.id,
+            attribution,
+            channel: channelOf(attribution),
+            at: now,
+          })
           await postEntry(tx, {
             tenantId: tenant.id,
             amountMinor: TRIAL_CREDIT_MINOR[currency],

@@ -28,6 +28,26 @@ export const TOPUP_PRESETS_MINOR: PerCurrency<readonly number[]> = {
 }
 
 /**
+ * Metered usage reported through POST /api/internal/usage-events, charged from the wallet: `minor`
+ * minor units per `per` units of `unit` (the event's unit must match; a different unit is recorded
+ * as unbilled). An event costs ceil(quantity × minor / per), rounded up per event to a whole minor
+ * unit. A kind not listed here is recorded and never charged.
+ */
+export interface UsagePrice {
+  readonly unit: string
+  readonly per: number
+  readonly minor: PerCurrency<number>
+}
+export const USAGE_PRICES: Readonly<Record<string, UsagePrice>> = {
+  /** ₹0.25 / $0.01 per SMS message. */
+  sms: { unit: "message", per: 1, minor: { INR: 25, USD: 1 } },
+  /** ₹0.10 / $0.01 per 10 emails. */
+  email: { unit: "message", per: 10, minor: { INR: 10, USD: 1 } },
+  /** ₹0.50 / $0.01 per 1,000 LLM tokens. */
+  llm_tokens: { unit: "token", per: 1000, minor: { INR: 50, USD: 1 } },
+}
+
+/**
  * Autocharge bounds. The amount is at least the smallest top-up and each of amount and threshold
  * at most ten times the largest preset: ₹50,000 / $1,000. A write-scope key that sets them can
  * never make one off-session charge larger than that.
