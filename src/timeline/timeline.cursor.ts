@@ -22,6 +22,7 @@ export const SOURCE = {
   emailVerified: 11,
   inboundCall: 12,
   kb: 13,
+  message: 14,
 } as const
 
 /**

@@ -12,6 +12,7 @@ import type {
   DncRow,
   InboundCallRow,
   KbEventRow,
+  MessageEventRow,
   Ordered,
   TurnSummaryRow,
   UserRow,
@@ -397,5 +398,42 @@ export const kbEvent = (e: KbEventRow): Sortable =>
       verdict: e.verdict,
       title: e.title,
       bucket: e.bucket,
+    },
+  })
+
+// ---------------------------------------------------------------------------------------------
+// An email address: message.* events
+
+const MESSAGE_SUMMARY: Readonly<Record<string, string>> = {
+  sent: "Email sent",
+  delivered: "Email delivered",
+  opened: "Email opened",
+  clicked: "Link in the email clicked",
+  bounced: "Email bounced; the address is suppressed",
+  soft_bounced: "Email soft-bounced",
+  complained: "Marked as spam; the address is suppressed",
+  unsubscribed: "Unsubscribed",
+  resubscribed: "Resubscribed",
+  failed: "Email could not be sent",
+  blocked: "Email not sent: the address is suppressed or unsubscribed",
+  replied: "Replied to the email",
+}
+
+export const messageEvent = (r: MessageEventRow): Sortable =>
+  event(r, {
+    kind: "email",
+    direction: r.kind === "sent" || r.kind === "failed" || r.kind === "blocked" ? "outbound" : "inbound",
+    workflow_id: null,
+    run_id: null,
+    summary: clip(
+      `${MESSAGE_SUMMARY[r.kind] ?? words(r.kind)}${r.channel ? ` (${words(r.channel)})` : ""}` +
+        `${r.subject ? `: ${r.subject}` : ""}${r.detail ? ` (${r.detail})` : ""}`,
+    ),
+    payload: {
+      event: `message.${r.kind}`,
+      message_id: r.message_id,
+      to: r.to_email,
+      channel: r.channel,
+      ...(r.detail !== null && { detail: r.detail }),
     },
   })

@@ -403,3 +403,28 @@ export const kbEventsByPhone = (sql: Sql, tenantId: number, phone: string, page:
 /** Knowledge-base changes the user made (events that name them as `detail.actor`). */
 export const kbEventsByUser = (sql: Sql, tenantId: number, userId: number, page: Page) =>
   kbEvents(sql, tenantId, sql``, sql`e.detail ->> 'actor' = ${`user:${userId}`}`, page)
+
+// ---------------------------------------------------------------------------------------------
+// An email address: outreach messages and what happened to them (the message.* events)
+
+export interface MessageEventRow extends Ordered {
+  readonly id: number
+  readonly message_id: number | null
+  readonly to_email: string
+  readonly kind: string
+  readonly channel: string | null
+  readonly detail: string | null
+  readonly subject: string | null
+}
+
+export const messageEventsByEmail = (sql: Sql, tenantId: number, email: string, page: Page) => {
+  const at = sql`e.at`
+  const key = keyOf(sql, sql`e.id`, SOURCE.message)
+  return sql<MessageEventRow[]>`
+    select e.id, e.message_id, e.to_email, e.kind, e.channel, e.detail, m.subject, ${micros(sql, at)} as at_us,
+      ${key} as key
+    from email_events e left join email_messages m on m.id = e.message_id
+    where e.tenant_id = ${tenantId} and e.to_email = ${email} ${olderThan(sql, at, key, page.cursor)}
+    order by ${at} desc, e.id desc
+    limit ${page.n}`
+}

@@ -94,15 +94,27 @@ export const getTimeline = (tenantId: number, subject: Subject, opts: { n: numbe
     } else {
       // Another workspace's user, or an address nobody here has: an empty timeline, not an error.
       const user = yield* Effect.promise(() => repo.findUser(sql, tenantId, subject))
-      if (user === undefined) return { count: 0, events: [], next_before: null } satisfies TimelinePage
-      sources = [
-        repo.decisionsByUser(sql, tenantId, user.id, now, page).then((rows) => rows.map(ev.approvalResolvedEvent)),
-        repo.apiKeyEventsByUser(sql, tenantId, user.id, page).then((rows) => rows.map(ev.apiKeyEvent)),
-        repo.workflowsCreatedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.workflowEvent)),
-        repo.consentAttestedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.consentEvent)),
-        repo.accountEvents(sql, user.id, page).then((rows) => rows.map((r) => ev.accountEvent(user, r))),
-        repo.kbEventsByUser(sql, tenantId, user.id, page).then((rows) => rows.map(ev.kbEvent)),
-      ]
+      // An email address also has the outreach messages sent to it (message.* events).
+      const messages =
+        "email" in subject
+          ? [
+              repo
+                .messageEventsByEmail(sql, tenantId, subject.email.trim().toLowerCase(), page)
+                .then((rows) => rows.map(ev.messageEvent)),
+            ]
+          : []
+      if (user === undefined && messages.length === 0)
+        return { count: 0, events: [], next_before: null } satisfies TimelinePage
+      sources = messages
+      if (user !== undefined)
+        sources.push(
+          repo.decisionsByUser(sql, tenantId, user.id, now, page).then((rows) => rows.map(ev.approvalResolvedEvent)),
+          repo.apiKeyEventsByUser(sql, tenantId, user.id, page).then((rows) => rows.map(ev.apiKeyEvent)),
+          repo.workflowsCreatedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.workflowEvent)),
+          repo.consentAttestedBy(sql, tenantId, user.id, page).then((rows) => rows.map(ev.consentEvent)),
+          repo.accountEvents(sql, user.id, page).then((rows) => rows.map((r) => ev.accountEvent(user, r))),
+          repo.kbEventsByUser(sql, tenantId, user.id, page).then((rows) => rows.map(ev.kbEvent)),
+        )
     }
 
     // Each source holds its own newest n; the newest n of their union are among them.

@@ -103,6 +103,7 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
         text: mail.text,
         html: mail.html,
         tags: [mail.kind],
+        ...(mail.headers !== undefined && { headers: mail.headers }),
       })
       const idempotencyKey = randomUUID()
       const id = await withRetries(

@@ -13,6 +13,8 @@ export interface OutgoingMail {
   links: string[]
   /** What the message is for, e.g. "verify_email" or "otp"; real providers receive it as a tag. */
   kind: string
+  /** Extra message headers (List-Unsubscribe, List-Unsubscribe-Post on outreach mail). */
+  headers?: Readonly<Record<string, string>>
 }
 
 export interface MailProvider {

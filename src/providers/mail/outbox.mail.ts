@@ -15,6 +15,8 @@ export interface OutboxLine {
   readonly html: string
   readonly links: string[]
   readonly kind: string
+  /** Extra headers, when the message has any (List-Unsubscribe on outreach mail). */
+  readonly headers?: Readonly<Record<string, string>>
   /** When the message was written, ISO 8601. */
   readonly at: string
 }
@@ -31,6 +33,7 @@ export function makeOutboxMail(file: string): MailProvider {
         html: mail.html,
         links: [...mail.links],
         kind: mail.kind,
+        ...(mail.headers !== undefined && { headers: { ...mail.headers } }),
         at: new Date().toISOString(),
       }
       // JSON.stringify escapes newlines inside strings, so the record is exactly one line.
