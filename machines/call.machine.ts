@@ -13,6 +13,8 @@ import {
   type ConverseInput,
   callRef,
   errorMessage,
+  type HandOffInput,
+  type HandOffOutput,
   type HangUpInput,
   type HangUpOutput,
   isRetryableOutcome,
@@ -62,6 +64,10 @@ export const callMachine = setup({
     converse: fromCallback<ConverseInboundEvent, ConverseInput>(() => {
       throw notProvided("converse")
     }),
+    /** Put the callee in a recorded conference, dial the operator, drop our leg; resolve once set up. */
+    handOff: fromPromise<HandOffOutput, HandOffInput>(async () => {
+      throw notProvided("handOff")
+    }),
     /** Release the line (idempotent; a line already gone is success). Resolve with the release time. */
     hangUp: fromPromise<HangUpOutput, HangUpInput>(async () => {
       throw notProvided("hangUp")
@@ -108,6 +114,8 @@ export const callMachine = setup({
     settled: false,
     settleFailures: 0,
     failureReason: null,
+    operatorNumber: null,
+    conferenceId: null,
   }),
   initial: "reserving",
   states: {
@@ -330,6 +338,40 @@ export const callMachine = setup({
             assertEvent(event, "CALLEE_HUNG_UP")
             return { outcome: "callee_hung_up", endedAt: event.at }
           }),
+        },
+        // Talking or holding for an approval: leaving `connected` stops the agent (and a pending approval's hold).
+        HANDOFF: {
+          target: "handingOff",
+          actions: assign({
+            operatorNumber: ({ event }) => {
+              assertEvent(event, "HANDOFF")
+              return event.operatorNumber
+            },
+          }),
+        },
+      },
+    },
+    handingOff: {
+      description: "Patch-in: the callee joins a recorded conference with the operator; the agent's leg drops.",
+      invoke: {
+        id: "handOff",
+        src: "handOff",
+        input: ({ context }) => ({
+          callId: context.callId,
+          tenantId: context.tenantId,
+          operatorNumber: context.operatorNumber ?? "",
+        }),
+        onDone: {
+          target: "settling",
+          actions: assign(({ event }) => ({
+            outcome: "handed_off",
+            conferenceId: event.output.conferenceId,
+            endedAt: event.output.at,
+          })),
+        },
+        onError: {
+          target: "hangingUp",
+          actions: assign({ outcome: "handoff_failed", failureReason: ({ event }) => errorMessage(event.error) }),
         },
       },
     },

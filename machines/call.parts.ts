@@ -44,6 +44,8 @@ export type KnownCallOutcome =
   | "callee_hung_up"
   | "agent_error"
   | "interrupted"
+  | "handed_off"
+  | "handoff_failed"
 
 /**
  * Outcomes another attempt may change: the line was busy, nobody answered, the carrier failed.
@@ -75,6 +77,9 @@ export interface CallContext extends CallInput {
   settleFailures: number
   /** FAILED.reason, or the message of an actor error that ended the call */
   failureReason: string | null
+  /** The operator a HANDOFF asked for (patch-in), and the conference the callee was moved into */
+  operatorNumber: string | null
+  conferenceId: string | null
 }
 
 /** Events the runtime's `placeCall` actor sends while dialing. */
@@ -96,6 +101,8 @@ export type ConversationEvent =
 export type CallControlEvent =
   | { type: "APPROVAL_CREATED"; approvalId: number }
   | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied" }
+  /** Patch-in: move the callee into a recorded conference with the operator; the agent drops. */
+  | { type: "HANDOFF"; operatorNumber: string }
 
 export type CallEvent = TelephonyEvent | ConversationEvent | CallControlEvent
 
@@ -126,6 +133,16 @@ export interface HangUpInput {
 }
 /** `at`: epoch ms the line was released; used as endedAt when no event stamped the end. */
 export interface HangUpOutput {
+  at: number
+}
+export interface HandOffInput {
+  callId: number
+  tenantId: number
+  operatorNumber: string
+}
+/** `at`: epoch ms the agent's leg left the call (the end of the billed time). */
+export interface HandOffOutput {
+  conferenceId: string
   at: number
 }
 export interface SettleInput {
@@ -169,6 +186,7 @@ export type LeaveMessageLogic = PromiseActorLogic<void, LeaveMessageInput>
 export type ConverseLogic = CallbackActorLogic<ConverseInboundEvent, ConverseInput>
 export type HangUpLogic = PromiseActorLogic<HangUpOutput, HangUpInput>
 export type SettleLogic = PromiseActorLogic<void, SettleInput>
+export type HandOffLogic = PromiseActorLogic<HandOffOutput, HandOffInput>
 
 export const notProvided = (name: string) => new Error(`call machine: actor "${name}" not provided`)
 

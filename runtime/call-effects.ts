@@ -1,12 +1,14 @@
 // One run's calls: the call machine with this run's effects (reserve funds, place the call,
 // converse, leave a message, hang up, settle), a call actor per attempt, the end of an attempt in
 // Postgres (its outcome, retry and decision), and the finalising of calls a dead owner left behind.
-import { createActor, fromCallback, fromPromise } from "xstate"
+import { createActor, fromCallback, fromPromise, waitFor } from "xstate"
 import {
   type ApprovalRequest,
   type CallOutput,
   type ConverseInboundEvent,
   callMachine,
+  type HandOffInput,
+  type HandOffOutput,
   type HangUpInput,
   type HangUpOutput,
   type LineInput,
@@ -16,6 +18,7 @@ import {
 import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
+import type { CallHandoffReply } from "../src/platform/subjects.js"
 import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
 import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
 import type { DueTarget } from "../src/runs/run-targets.repo.js"
@@ -130,6 +133,13 @@ export class CallEffects {
         leaveMessage: fromPromise<void, LineInput>(async ({ input, signal }) => {
           await this.converseOn(liveOf(input.callId), input, signal, "machine", () => {})
         }),
+        // The conversation stopped on leaving `connected`; the leg joins the conference and drops.
+        handOff: fromPromise<HandOffOutput, HandOffInput>(async ({ input }) => {
+          const leg = liveOf(input.callId).leg
+          if (leg?.handoff === undefined) throw new Error("this carrier's calls cannot be handed off")
+          const { conference_id } = await leg.handoff(input.operatorNumber)
+          return { conferenceId: conference_id, at: Date.now() }
+        }),
         hangUp: fromPromise<HangUpOutput, HangUpInput>(async ({ input }) => {
           await s.calls
             .get(input.callId)
@@ -226,6 +236,29 @@ export class CallEffects {
       },
     })
     actor.start()
+  }
+
+  /**
+   * Patch-in: sends HANDOFF to the call actor and answers once the conference is set up (or failed).
+   * Refused when the callee is not talking to the agent (dialing, voicemail, ending) or already handed off.
+   */
+  async handOff(callId: number, operatorNumber: string): Promise<CallHandoffReply> {
+    const live = this.scope.calls.get(callId)
+    if (live === undefined) return { status: "refused", reason: "not_live" }
+    const event = { type: "HANDOFF", operatorNumber } as const
+    const snap = live.actor.getSnapshot()
+    if (snap.matches("handingOff") || snap.context.outcome === "handed_off")
+      return { status: "refused", reason: "handed_off" }
+    if (!snap.can(event)) return { status: "refused", reason: "not_live" }
+    live.actor.send(event)
+    try {
+      const after = await waitFor(live.actor, (s) => !s.matches("handingOff"), { timeout: 60_000 })
+      if (after.context.outcome === "handed_off" && after.context.conferenceId !== null)
+        return { status: "handed_off", conference_id: after.context.conferenceId }
+      return { status: "refused", reason: "failed", message: after.context.failureReason ?? "handoff failed" }
+    } catch (err) {
+      return { status: "refused", reason: "failed", message: err instanceof Error ? err.message : String(err) }
+    }
   }
 
   /** Runs the agent loop on the call's leg, reporting turns to the call actor and the run's stream. */

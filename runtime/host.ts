@@ -20,9 +20,11 @@ import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
 import {
   type ApprovalDecided,
+  type CallHandoffRequest,
   KB_RULES_CHANGED_ANY,
   type KbRulesChanged,
   RT_APPROVAL_DECIDED,
+  RT_CALL_HANDOFF_ANY,
   RT_PING,
   RT_RUN_CONTROL,
   RT_RUN_WAKE,
@@ -229,6 +231,18 @@ export const startRuntimeHost: Effect.Effect<
       const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()
       if (d.run_id !== null)
         drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
+    }),
+    // Patch-in: every runtime process hears it (no queue group); only the one holding the call answers.
+    bus.subscribe(RT_CALL_HANDOFF_ANY, (msg) => {
+      const r = msg.json<CallHandoffRequest>()
+      for (const d of drivers.values()) {
+        if (d.tenantId !== r.tenant_id) continue
+        const reply = d.handOff(r.call_id, r.operator_number)
+        if (reply === undefined) continue
+        // Not awaited: the conference takes a while and other calls' patch-ins must not queue behind it.
+        void reply.then((rep) => msg.respond(rep))
+        return
+      }
     }),
     // Every runtime process hears every rule change (no queue group): each reloads its own runs'.
     bus.subscribe(KB_RULES_CHANGED_ANY, (msg) => {

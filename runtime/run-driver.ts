@@ -4,6 +4,7 @@
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
+import type { CallHandoffReply } from "../src/platform/subjects.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import * as repo from "../src/runs/runs.repo.js"
 import { findVoice } from "../src/voices/voices.catalog.js"
@@ -146,6 +147,11 @@ export class RunDriver implements RunScope {
   /** An approval was decided in Postgres (by an api process): its actor ends, its call resumes. */
   approvalDecided(approvalId: number, callId: number | null, status: "approved" | "denied", by: number | null): void {
     this.approvals.decided(approvalId, callId, status, by)
+  }
+
+  /** Patch-in (the api over the bus): undefined when this run does not hold the call. */
+  handOff(callId: number, operatorNumber: string): Promise<CallHandoffReply> | undefined {
+    return this.calls.has(callId) ? this.effects.handOff(callId, operatorNumber) : undefined
   }
 
   // ---- lifecycle -----------------------------------------------------------------------------

@@ -35,8 +35,15 @@ import dncCheck from "./dnc.check.js"
 import dncDelete from "./dnc.delete.js"
 import dncImport from "./dnc.import.js"
 import dncList from "./dnc.list.js"
+import { emailPageRoutes } from "./email.pages.js"
+import { mailAWebhook, mailBWebhook } from "./email.webhooks.js"
 import health from "./health.get.js"
+import internalAttribution from "./internal.attribution.js"
+import internalOutreachCall from "./internal.outreach-call.js"
+import internalOutreachEmail from "./internal.outreach-email.js"
+import internalOutreachPatchIn from "./internal.outreach-patch-in.js"
 import internalTurns from "./internal.turns.js"
+import internalUsageEvents from "./internal.usage-events.js"
 import { feedbackCreate, feedbackList } from "./kb.feedback.js"
 import kbRollup from "./kb.rollup.js"
 import { kbRuleDelete, kbRuleGet, kbRulesCreate, kbRulesList, kbRuleUpdate } from "./kb.rules.js"
@@ -134,6 +141,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     approvalsList,
     approvalsDecide,
     internalTurns,
+    internalOutreachPatchIn,
+    internalOutreachCall,
+    internalUsageEvents,
+    internalAttribution,
     workflowsAudience,
     dataSourcesList,
     dataSourcesCreate,
@@ -210,6 +221,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     storefrontCallback,
     storefrontStatus,
     storefrontDisconnect,
+    internalOutreachEmail,
+    ...emailPageRoutes,
+    mailAWebhook,
+    mailBWebhook,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

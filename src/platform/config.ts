@@ -105,6 +105,10 @@ const Env = z.object({
   GW_UPI_CHECKOUT_SCRIPT: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
   /** Signing secret of the generic payment webhook (X-SVC-Signature). */
   PAYMENT_WEBHOOK_SECRET: optionalString,
+  /** Shared secret of the mail_a webhook (?key=); unset → the webhook is accepted without a key. */
+  MAIL_A_WEBHOOK_SECRET: optionalString,
+  /** Signing secret of the mail_b webhook (X-mail_b-Signature, hex HMAC-SHA256 of the raw body). */
+  MAIL_B_WEBHOOK_SECRET: optionalString,
   /**
    * The platform's telco_a account (numbers and calls of bundled workspaces): API root, account
    * sid, auth token. Unset (any of the three) → the simulator's number inventory.
@@ -168,6 +172,11 @@ const Env = z.object({
   DIALER_RETRY_BACKOFF_MS: positiveInt.default(30 * 60_000),
   /** How long a call waits for a human's decision before the agent moves on (scaled by SIM_TIME_SCALE). */
   APPROVAL_HOLD_MS: positiveInt.default(30_000),
+  /** Patch-in (POST /api/internal/outreach/patch-in): the operator dialed into the conference by default. */
+  OPERATOR_NUMBER: z
+    .string()
+    .regex(/^\+[1-9]\d{6,14}$/)
+    .optional(),
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
   /**
@@ -271,6 +280,8 @@ export type Config = Readonly<{
   gwUpiWebhookSecret: string | undefined
   gwUpiCheckoutScript: string | undefined
   paymentWebhookSecret: string | undefined
+  mailAWebhookSecret: string | undefined
+  mailBWebhookSecret: string | undefined
   telcoA: { apiUrl: string; accountSid: string; authToken: string } | undefined
   telcoACallerId: string | undefined
   trustedProxies: readonly string[]
@@ -293,6 +304,7 @@ export type Config = Readonly<{
     retryBackoffMs: number
   }
   approvalHoldMs: number
+  operatorNumber: string | undefined
   approvalTtlMs: number
   simApprovalHoldMs: number
   sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
@@ -376,6 +388,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gwUpiWebhookSecret: e.GW_UPI_WEBHOOK_SECRET,
     gwUpiCheckoutScript: e.GW_UPI_CHECKOUT_SCRIPT,
     paymentWebhookSecret: e.PAYMENT_WEBHOOK_SECRET,
+    mailAWebhookSecret: e.MAIL_A_WEBHOOK_SECRET,
+    mailBWebhookSecret: e.MAIL_B_WEBHOOK_SECRET,
     telcoACallerId: e.TELCO_A_CALLER_ID,
     trustedProxies: e.TRUSTED_PROXIES,
     allowPrivateProviderUrls: e.ALLOW_PRIVATE_PROVIDER_URLS,
@@ -412,6 +426,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryBackoffMs: e.DIALER_RETRY_BACKOFF_MS,
     },
     approvalHoldMs: e.APPROVAL_HOLD_MS,
+    operatorNumber: e.OPERATOR_NUMBER,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     simApprovalHoldMs: e.SIM_APPROVAL_HOLD_MS,
     sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },

@@ -64,6 +64,8 @@ export const CONFLICT_CODES = [
   "APPROVAL_ALREADY_DECIDED",
   "SIM_CAMPAIGN_LIMIT",
   "SIM_CAMPAIGN_STATE",
+  "RECIPIENT_SUPPRESSED",
+  "CALL_HANDED_OFF",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 

@@ -45,6 +45,24 @@ export interface TelcoWebhookMessage {
   readonly params: Readonly<Record<string, string>>
 }
 
+/**
+ * Patch-in (request/reply): the runtime process holding the call moves its callee into a recorded
+ * conference with the operator and answers with a CallHandoffReply; the others stay silent.
+ */
+export const rtCallHandoff = (callId: number) => `rt.call.handoff.${callId}`
+/** What each runtime process subscribes to: every call's patch-in. */
+export const RT_CALL_HANDOFF_ANY = "rt.call.handoff.*"
+
+export interface CallHandoffRequest {
+  readonly call_id: number
+  readonly tenant_id: number
+  readonly operator_number: string
+}
+
+export type CallHandoffReply =
+  | { readonly status: "handed_off"; readonly conference_id: string }
+  | { readonly status: "refused"; readonly reason: "not_live" | "handed_off" | "failed"; readonly message?: string }
+
 /** One transcript turn: `turns.<tenant>.<run>.<target>` (a TurnMessage, src/turns/turn.message.ts). */
 export const turnSubject = (tenantId: number, runId: number, targetId: number | "*" | ">") =>
   `turns.${tenantId}.${runId}.${targetId}`

@@ -144,7 +144,7 @@ export const listWorkflows = (
   >`
     select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
     from workflows
-    where tenant_id = ${tenantId} and simulation_of is null
+    where tenant_id = ${tenantId} and simulation_of is null and not (compliance ? 'outreach_of')
       ${opts.status === undefined ? sql`` : sql`and status = ${opts.status}`}
       ${opts.includeArchived ? sql`` : sql`and archived_at is null`}
       ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
@@ -245,6 +245,24 @@ export const insertSimulationWorkflow = async (
     from workflows o where o.id = ${w.ofWorkflowId} and o.tenant_id = ${w.tenantId}
     returning id`
   return row.id
+}
+
+/**
+ * An outreach call's one-target workflow (src/outreach/): a live copy of the tenant's workflow (persona,
+ * schedule, rule book, voice, compliance) marked `compliance.outreach_of`, so its run dials one callee.
+ */
+export const insertOutreachWorkflow = async (
+  tx: Tx,
+  w: { tenantId: number; ofWorkflowId: number; name: string },
+): Promise<number | undefined> => {
+  const [row] = await tx<[{ id: number }?]>`
+    insert into workflows (tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt, is_test,
+      persona_id, voice_avatar_id, compliance)
+    select o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, o.rule_book_id, o.nl_prompt, false,
+      o.persona_id, o.voice_avatar_id, o.compliance || jsonb_build_object('outreach_of', o.id)
+    from workflows o where o.id = ${w.ofWorkflowId} and o.tenant_id = ${w.tenantId}
+    returning id`
+  return row?.id
 }
 
 export const renameSimulationWorkflow = async (tx: Tx, id: number, name: string): Promise<void> => {

@@ -17,6 +17,11 @@ export interface FakeCall {
   readonly said: string[]
   status: string
   done: Promise<void>
+  /** Patch-in: the conference the call was put in (by a voice answer or a REST update), and whether recorded. */
+  conference?: string
+  recorded?: boolean
+  /** A call created with inline TwiML (an operator dialed into a conference) rather than a voice URL. */
+  readonly twiml?: string
 }
 
 const CALLEE_LINES: Record<string, string[]> = {
@@ -41,8 +46,46 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
   const calls = new Map<string, FakeCall>()
   const step = opts.stepMs ?? 5
 
+  /** Reads a <Conference> out of TwiML onto the call; true when there was one. */
+  const joinConference = (call: FakeCall, doc: string): boolean => {
+    const name = tag(doc, "Conference")[0]
+    if (name === undefined) return false
+    call.conference = name
+    call.recorded = attr(doc, "Conference", "record") === "record-from-start"
+    call.status = "in-progress"
+    return true
+  }
+
+  // Updating a live call: new TwiML (it leaves what it was doing for it), or Status=completed.
+  fake.handle("POST", /^\/Calls\/(?<sid>[^/]+)\.json$/, ({ req, params }) => {
+    const call = calls.get(params.sid!)
+    if (call === undefined) return { status: 404, body: { code: 20404, message: "not found", status: 404 } }
+    if (req.form.Twiml !== undefined) joinConference(call, req.form.Twiml)
+    else if (req.form.Status === "completed") call.status = "completed"
+    return { status: 200, body: { sid: call.sid, status: call.status } }
+  })
+
   fake.handle("POST", /^\/Calls\.json$/, ({ req, account }) => {
     const f = req.form
+    if (f.To && f.Twiml && !f.Url) {
+      // An operator dialed straight into a conference: it answers at once (no webhooks to play).
+      const sid = `CA${randomBytes(16).toString("hex")}`
+      const call: FakeCall = {
+        sid,
+        to: f.To,
+        from: f.From,
+        url: "",
+        statusCallback: "",
+        heard: [],
+        said: [],
+        status: "in-progress",
+        done: Promise.resolve(),
+        twiml: f.Twiml,
+      }
+      joinConference(call, f.Twiml)
+      calls.set(sid, call)
+      return { status: 201, body: { sid, status: "queued", to: f.To, from: f.From } }
+    }
     if (!f.To || !f.Url || !f.StatusCallback)
       return { status: 400, body: { code: 21205, message: "To, Url and StatusCallback are required", status: 400 } }
     const sid = `CA${randomBytes(16).toString("hex")}`
@@ -88,10 +131,12 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
     let params: Record<string, string> = { ...base, CallStatus: "in-progress", AnsweredBy: answeredBy }
     let turn = 0
     for (let exchange = 0; exchange < 40; exchange++) {
+      if (call.conference !== undefined) return // moved into a conference by a REST update
       const res = await fake.callback(url, params, { token })
       const doc = await res.text()
       if (res.status !== 200) throw new Error(`voice webhook answered ${res.status}: ${doc}`)
       call.heard.push(...tag(doc, "Say"))
+      if (joinConference(call, doc) || call.conference !== undefined) return
       if (doc.includes("<Hangup/>")) break
       const redirect = tag(doc, "Redirect")[0]
       if (redirect !== undefined) {
@@ -103,6 +148,7 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
       const action = attr(doc, "Gather", "action")
       if (action === undefined) break
       await sleep(step)
+      if (call.conference !== undefined) return
       const line = lines[Math.min(turn, lines.length - 1)]!
       turn++
       call.said.push(line)

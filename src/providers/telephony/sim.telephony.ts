@@ -297,6 +297,21 @@ class SimLeg implements CallLeg {
     this.end({ type: "HANGUP", by: "agent", at: this.sim.now() })
   }
 
+  /** A simulated recorded conference: the operator's number rings as any (0, 1 or no digit: no answer). */
+  async handoff(operatorNumber: string): Promise<{ conference_id: string }> {
+    if (this.phase !== CONNECTED)
+      throw new TelephonyError(`call ${this.providerCallId} is not connected: it cannot be handed off`, false)
+    this.onEvent = undefined // the agent's leg ends with no event
+    this.end({ type: "HANGUP", by: "agent", at: this.sim.now() })
+    const ringMs = this.scaled(simRingMs(operatorNumber, this.sim.seed))
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ringMs)
+      if (!this.sim.holdProcess) t.unref()
+    })
+    if (lastDigit(operatorNumber) <= 1) throw new TelephonyError(`the operator ${operatorNumber} did not answer`, false)
+    return { conference_id: `sim-conf-${this.providerCallId}` }
+  }
+
   /** Registers the op; it starts now if the call is up, else when it is answered. */
   private begin<T>(op: 1 | 2): Promise<T> {
     return new Promise<T>((resolve, reject) => {

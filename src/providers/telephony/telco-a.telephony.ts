@@ -74,7 +74,18 @@ export function twiml(
 
 const WORDS_PER_SECOND = 2.6
 
-type LegOptions = TelcoAOptions & { fetchCall(sid: string, form: Record<string, string>): Promise<unknown> }
+/** Patch-in: the TwiML that puts a call into the recorded conference `name`. */
+export const conferenceTwiml = (name: string): string =>
+  `<?xml version="1.0" encoding="UTF-8"?><Response><Dial><Conference record="record-from-start" ` +
+  `startConferenceOnEnter="true" endConferenceOnExit="false">${xml(name)}</Conference></Dial></Response>`
+
+/** The conference a handed-off call joins: one per call. */
+export const conferenceName = (callId: number) => `parley-call-${callId}`
+
+type LegOptions = TelcoAOptions & {
+  fetchCall(sid: string, form: Record<string, string>): Promise<unknown>
+  createCall(form: Record<string, string>): Promise<{ sid?: string }>
+}
 
 class TelcoALeg implements CallLeg {
   providerCallId = ""
@@ -215,6 +226,32 @@ class TelcoALeg implements CallLeg {
     }
     this.end({ type: "HANGUP", by: "agent", at: this.now() })
   }
+
+  /**
+   * Patch-in: the callee's call gets the conference TwiML (as the answer to the voice webhook
+   * waiting, else through a REST update of the live call), the operator is called into the same
+   * conference over REST, and this leg stops listening without hanging the callee up.
+   */
+  async handoff(operatorNumber: string): Promise<{ conference_id: string }> {
+    if (this.ended || !this.answered || this.providerCallId === "")
+      throw new TelephonyError("the call is not connected: it cannot be handed off", false)
+    const name = conferenceName(this.callId)
+    const doc = conferenceTwiml(name)
+    if (this.pendingVoice !== undefined) {
+      this.says.splice(0)
+      this.respond(doc)
+    } else await this.o.fetchCall(this.providerCallId, { Twiml: doc })
+    // From here the callee is in the conference; if the operator cannot be called, nobody would join them.
+    this.end({ type: "HANGUP", by: "agent", at: this.now() })
+    const from = this.o.account.callerId
+    try {
+      await this.o.createCall({ To: operatorNumber, ...(from !== null && { From: from }), Twiml: doc })
+    } catch (e) {
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+      throw e
+    }
+    return { conference_id: name }
+  }
 }
 
 /** A telco_a account as a TelephonyProvider. */
@@ -281,6 +318,7 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
   const options: LegOptions = {
     ...o,
     fetchCall: (sid, form) => post(`${callsUrl}/${encodeURIComponent(sid)}.json`, form),
+    createCall: (form) => post(`${callsUrl}.json`, form),
   }
 
   return {

@@ -32,6 +32,14 @@ export interface CallLeg {
   listen(): Promise<{ text: string; at: number } | null>
   /** Ends the call from our side; a no-op once it has ended. */
   hangup(): Promise<void>
+  /**
+   * Patch-in: moves the callee into a recorded conference, dials `operatorNumber` into it and drops
+   * our (the agent's) side without hanging the callee up; resolves once the conference is set up.
+   * A say or listen in flight ends (say rejects, listen resolves null). Rejects with TelephonyError
+   * when the callee is not connected or the conference could not be made. Optional: a leg without
+   * it cannot be handed off.
+   */
+  handoff?(operatorNumber: string): Promise<{ conference_id: string }>
 }
 
 export interface TelephonyProvider {
