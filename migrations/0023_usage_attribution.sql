@@ -15,7 +15,9 @@ create table usage_events (
   billing_status text not null default 'unpriced' check (billing_status in ('charged', 'unpriced', 'unbilled')),
   billing_reason text check (billing_reason in ('insufficient_funds', 'unit_mismatch')),
   charged_minor bigint not null default 0 check (charged_minor >= 0),
-  ledger_entry_id bigint references ledger_entries (id),
+  -- the batch's ledger entry; no foreign key, so a truncate of the append-only ledger still meets
+  -- the ledger's own guard (42501) rather than a reference
+  ledger_entry_id bigint,
   received_at timestamptz not null default now(),
   unique (tenant_id, event_id)
 );
