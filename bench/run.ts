@@ -3,6 +3,7 @@ import { benchApprovals } from "./approvals.js"
 import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
 import { benchDialer } from "./dialer.js"
+import { benchDsr } from "./dsr.js"
 import { benchHttp } from "./http.js"
 import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
@@ -19,6 +20,7 @@ const benches: Record<string, () => Promise<void>> = {
   approvals: benchApprovals,
   kb: benchKb,
   sim: benchSim,
+  dsr: benchDsr,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")

@@ -1,0 +1,29 @@
+// POST /dsr/export: what the workspace holds about one contact (a phone in any format, or an email),
+// from every contact-bearing table (src/dsr/contact-tables.ts). Signed-in users of any role; API keys
+// are refused (API_KEY_NOT_ALLOWED). Each export is on record by the contact's keyed hash.
+import { Effect } from "effect"
+import { z } from "zod"
+import { exportContact } from "../../src/dsr/export.service.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+
+export default route({
+  method: "POST",
+  path: "/dsr/export",
+  auth: "jwt-only",
+  summary: "Export everything held about a contact (data-subject access request)",
+  tags: ["dsr"],
+  body: {
+    json: z.object({
+      contact_identifier: z
+        .string({ error: "is required" })
+        .trim()
+        .min(1, "is required")
+        .max(254, "must be at most 254 characters"),
+    }),
+  },
+  handler: ({ principal, body }) =>
+    Effect.gen(function* () {
+      return json(yield* exportContact(principal!, body!.contact_identifier))
+    }),
+})
