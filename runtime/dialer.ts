@@ -5,6 +5,7 @@
 import { runStatus } from "../machines/index.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
+import { isErasedIdentifier } from "../src/dsr/suppression.js"
 import * as targets from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import { callingWindowCheck, Decision } from "./dialer.policy.js"
@@ -117,6 +118,11 @@ export class Dialer {
     const now = Date.now()
     if (t.on_dnc) {
       await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "dnc_listed"))
+      return undefined
+    }
+    // A data subject erased from the workspace (POST /dsr/erase) is never dialled.
+    if (t.phone_e164.startsWith("erased:") || (await isErasedIdentifier(sql, s.tenantId, "phone", t.phone_e164))) {
+      await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "contact_erased"))
       return undefined
     }
     if (

@@ -226,6 +226,7 @@ export const startRuntimeHost: Effect.Effect<
       const c = msg.json<RunControl>()
       if (c.command === "pause" || c.command === "resume" || c.command === "cancel")
         drivers.get(c.run_id)?.control(c.command)
+      else if (c.command === "end_call" && c.call_id !== undefined) drivers.get(c.run_id)?.endCall(c.call_id)
     }),
     bus.subscribe(RT_APPROVAL_DECIDED, (msg) => {
       const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()

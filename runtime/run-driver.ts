@@ -154,6 +154,14 @@ export class RunDriver implements RunScope {
     return this.calls.has(callId) ? this.effects.handOff(callId, operatorNumber) : undefined
   }
 
+  /** Hangs up a call this run holds (a data-subject erase); the call then ends as an agent hang-up does. */
+  endCall(callId: number): void {
+    void this.calls
+      .get(callId)
+      ?.leg?.hangup()
+      .catch(() => {})
+  }
+
   // ---- lifecycle -----------------------------------------------------------------------------
 
   private async onStatus(s: RunStatusChange): Promise<void> {

@@ -35,6 +35,8 @@ import dncCheck from "./dnc.check.js"
 import dncDelete from "./dnc.delete.js"
 import dncImport from "./dnc.import.js"
 import dncList from "./dnc.list.js"
+import dsrErase from "./dsr.erase.js"
+import dsrExport from "./dsr.export.js"
 import { emailPageRoutes } from "./email.pages.js"
 import { mailAWebhook, mailBWebhook } from "./email.webhooks.js"
 import health from "./health.get.js"
@@ -159,6 +161,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     dncCheck,
     dncImport,
     dncDelete,
+    dsrExport,
+    dsrErase,
     kbRulesList,
     kbRulesCreate,
     kbRuleGet,

@@ -31,6 +31,7 @@ const Counts = z.object({
   rejected_dnc: z.number().int(),
   rejected_ncpr: z.number().int(),
   rejected_cooldown: z.number().int(),
+  rejected_erased: z.number().int(),
   rejected_invalid: z.number().int(),
   total_targets: z.number().int(),
   duplicates: z.number().int(),

@@ -93,6 +93,7 @@ export interface MergeCounts {
   readonly rejected_dnc: number
   readonly rejected_ncpr: number
   readonly rejected_cooldown: number
+  readonly rejected_erased: number
   readonly duplicates: number
   readonly total_targets: number
 }
@@ -120,6 +121,8 @@ export async function merge(
     cooldownSince: Date
     now: Date
     extra: Readonly<Record<string, unknown>>
+    /** Numbers of erased data subjects (src/dsr/suppression.ts): refused as rejected_erased. */
+    erased?: readonly string[]
   },
 ): Promise<MergeOutcome> {
   return (await sql.begin(async (tx) => {
@@ -143,6 +146,7 @@ export async function merge(
           rejected_dnc: number
           rejected_ncpr: number
           rejected_cooldown: number
+          rejected_erased: number
         },
       ]
     >`
@@ -153,6 +157,7 @@ export async function merge(
       ), verdicts as (
         select f.line_no, f.phone_e164, f.name, f.fields,
           case
+            when f.phone_e164 = any(${tx.array([...(m.erased ?? [])])}::text[]) then 'erased'
             when exists (select 1 from dnc_entries d where d.tenant_id = ${m.tenantId}
               and d.phone_e164 = f.phone_e164) then 'dnc'
             when f.phone_e164 like '+91%' and exists (
@@ -186,7 +191,8 @@ export async function merge(
         (select count(*) from upserted)::int as accepted,
         (count(*) filter (where verdict = 'dnc'))::int as rejected_dnc,
         (count(*) filter (where verdict = 'ncpr'))::int as rejected_ncpr,
-        (count(*) filter (where verdict = 'cooldown'))::int as rejected_cooldown
+        (count(*) filter (where verdict = 'cooldown'))::int as rejected_cooldown,
+        (count(*) filter (where verdict = 'erased'))::int as rejected_erased
       from verdicts`
     const [t] = await tx<
       [{ total: number }]
@@ -196,6 +202,7 @@ export async function merge(
       rejected_dnc: c.rejected_dnc,
       rejected_ncpr: c.rejected_ncpr,
       rejected_cooldown: c.rejected_cooldown,
+      rejected_erased: c.rejected_erased,
       duplicates: c.valid - c.distinct_numbers,
       total_targets: t.total,
     }
@@ -239,4 +246,11 @@ export async function insertSimulatedTargets(
     ) with ordinality as u(p, n, s, i)
     order by i`
   return inserted.count
+}
+
+/** The distinct numbers of an upload in progress (checked against erased contacts before the merge). */
+export async function stagedPhones(sql: Sql, uploadId: number): Promise<string[]> {
+  const rows = await sql<{ phone_e164: string }[]>`
+    select distinct phone_e164 from audience_staging where upload_id = ${uploadId}`
+  return rows.map((r) => r.phone_e164)
 }

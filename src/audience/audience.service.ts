@@ -4,6 +4,7 @@
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
 import { COOLDOWN_MS } from "../compliance/dnc.service.js"
+import { erasedAmong } from "../dsr/suppression.js"
 import { CsvFormatError } from "../phones/csv.js"
 import type { TenantCountry } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
@@ -28,6 +29,8 @@ export interface AttachResult {
   readonly rejected_dnc: number
   readonly rejected_ncpr: number
   readonly rejected_cooldown: number
+  /** Numbers of data subjects erased from the workspace (POST /dsr/erase). */
+  readonly rejected_erased: number
   readonly rejected_invalid: number
   readonly total_targets: number
   readonly duplicates: number
@@ -119,6 +122,7 @@ async function ingest(
       cooldownSince: new Date(now.getTime() - COOLDOWN_MS),
       now,
       extra: { rows: tally.rows, rejected_invalid: tally.invalid },
+      erased: await erasedAmong(sql, a.tenantId, "phone", await repo.stagedPhones(sql, a.uploadId)),
     })
     if (outcome.kind === "gone")
       return { ok: false, error: new NotFound({ message: `workflow ${a.workflowId} not found` }) }
@@ -139,6 +143,7 @@ async function ingest(
         rejected_dnc: c.rejected_dnc,
         rejected_ncpr: c.rejected_ncpr,
         rejected_cooldown: c.rejected_cooldown,
+        rejected_erased: c.rejected_erased,
         rejected_invalid: tally.invalid,
         total_targets: c.total_targets,
         duplicates: c.duplicates,

@@ -2,6 +2,7 @@
 // the check of one number against everything that keeps it from being dialled.
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
+import { isErasedIdentifier } from "../dsr/suppression.js"
 import { CsvFormatError, type CsvLayout, inBatches, PHONE_HEADERS, readCsv, withoutNul } from "../phones/csv.js"
 import { e164Candidates, isIndian, type TenantCountry, toE164 } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"
@@ -116,14 +117,23 @@ export const checkDnc = (tenantId: number, raw: string) =>
     const clock = yield* Clock
     const phone = yield* normalised(sql, tenantId, raw, "phone_e164")
     const since = new Date(clock.nowMs() - COOLDOWN_MS)
-    const [{ on_dnc, in_cooldown }, registration] = yield* Effect.promise(() =>
+    const [{ on_dnc, in_cooldown }, registration, erased] = yield* Effect.promise(() =>
       Promise.all([
         repo.suppression(sql, tenantId, phone, since),
         isIndian(phone) ? lookupNcpr(sql, phone) : Promise.resolve(undefined),
+        isErasedIdentifier(sql, tenantId, "phone", phone),
       ]),
     )
     const on_ncpr = registration !== undefined
-    return { phone_e164: phone, on_dnc, on_ncpr, in_cooldown, would_be_filtered: on_dnc || on_ncpr || in_cooldown }
+    return {
+      phone_e164: phone,
+      on_dnc,
+      on_ncpr,
+      in_cooldown,
+      // a data subject erased from the workspace (POST /dsr/erase): suppressed for good
+      erased,
+      would_be_filtered: on_dnc || on_ncpr || in_cooldown || erased,
+    }
   })
 
 export interface ImportRow {

@@ -5,6 +5,7 @@
 // Channel "transactional" is never blocked (verification and sign-in codes go through the auth
 // services directly and never look at preferences either) and carries no unsubscribe link.
 import { Effect } from "effect"
+import { isErasedIdentifier } from "../dsr/suppression.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, GatewayUnavailable, NotFound } from "../platform/errors.js"
 import { Mail } from "../providers/Mail.js"
@@ -50,6 +51,15 @@ export const sendOutreach = (tenantId: number, mail: OutreachEmail, base: string
     const to = normaliseEmail(mail.to)
     const transactional = mail.channel === TRANSACTIONAL
     if (!transactional) {
+      // An erased data subject (POST /dsr/erase): refused without recording the address anywhere.
+      if (yield* Effect.promise(() => isErasedIdentifier(sql, tenantId, "email", to)))
+        return yield* Effect.fail(
+          new Conflict({
+            code: "RECIPIENT_SUPPRESSED",
+            message: `the recipient does not receive ${mail.channel} email (erased)`,
+            details: { reason: "erased", scope: "workspace" },
+          }),
+        )
       const block = yield* Effect.promise(() => repo.blockOf(sql, tenantId, to, mail.channel))
       if (block !== undefined) {
         yield* Effect.promise(() =>

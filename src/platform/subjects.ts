@@ -16,7 +16,10 @@ export interface RuntimePong {
  * process may claim it (claims are decided by the run's lease row, not by who heard this).
  */
 export const RT_RUN_WAKE = "rt.run.wake"
-/** Published after a run was paused or cancelled in Postgres: the run's owner acts on it. */
+/**
+ * Published after a run was paused or cancelled in Postgres: the run's owner acts on it. `end_call`
+ * (with call_id): the owner hangs that call up (a data-subject erase ends a live call with the contact).
+ */
 export const RT_RUN_CONTROL = "rt.run.control"
 /** Published after an approval was decided in Postgres: the owner of its call resumes the conversation. */
 export const RT_APPROVAL_DECIDED = "rt.approval.decided"
@@ -24,7 +27,8 @@ export const RT_APPROVAL_DECIDED = "rt.approval.decided"
 export interface RunControl {
   readonly run_id: number
   readonly tenant_id: number
-  readonly command: "start" | "resume" | "pause" | "cancel"
+  readonly command: "start" | "resume" | "pause" | "cancel" | "end_call"
+  readonly call_id?: number
 }
 
 export interface ApprovalDecided {

@@ -215,6 +215,7 @@ describe("GET /dnc/check", () => {
       on_dnc: true,
       on_ncpr: false,
       in_cooldown: false,
+      erased: false,
       would_be_filtered: true,
     })
     expect(await flags(encodeURIComponent(india(2)))).toEqual({
@@ -222,6 +223,7 @@ describe("GET /dnc/check", () => {
       on_dnc: false,
       on_ncpr: true,
       in_cooldown: false,
+      erased: false,
       would_be_filtered: true,
     })
     expect(await flags(encodeURIComponent(india(3)))).toEqual({
@@ -229,6 +231,7 @@ describe("GET /dnc/check", () => {
       on_dnc: false,
       on_ncpr: false,
       in_cooldown: true,
+      erased: false,
       would_be_filtered: true,
     })
     expect(await flags(encodeURIComponent(india(4)))).toEqual({
@@ -236,6 +239,7 @@ describe("GET /dnc/check", () => {
       on_dnc: false,
       on_ncpr: false,
       in_cooldown: false,
+      erased: false,
       would_be_filtered: false,
     })
   })

@@ -1,0 +1,77 @@
+// POST /dsr/erase: erases a data subject (phone or email) from the workspace in one transaction,
+// keeps the audit rows with a keyed hash instead of the identifier, suppresses the hash for good
+// and records the request (hash, actor, time). A live call with the contact is ended first: the
+// runtime process that owns the call's run hears RT_RUN_CONTROL {command: "end_call", call_id} and
+// hangs the leg up; the erase waits (briefly) for the call to be over so the runtime does not write
+// the number back after the erase.
+import { Effect } from "effect"
+import type { Principal } from "../auth/principal.js"
+import { actorOf } from "../auth/principal.js"
+import { tenantCountry } from "../compliance/dnc.repo.js"
+import { Bus } from "../platform/Bus.js"
+import { Db } from "../platform/Db.js"
+import { ValidationFailed } from "../platform/errors.js"
+import { RT_RUN_CONTROL, type RunControl } from "../platform/subjects.js"
+import { contactHash, dsrSecret, erasedMarker } from "./contact-hash.js"
+import * as dsr from "./dsr.repo.js"
+import { eraseContact, liveCalls } from "./erase.repo.js"
+import { parseIdentifier } from "./identifier.js"
+
+/** How long an erase waits for a live call with the contact to end before going ahead. */
+export const LIVE_CALL_WAIT_MS = 5000
+
+export interface EraseResult {
+  readonly erased: Record<string, number>
+  readonly erased_at: string
+  readonly receipt_id: string
+}
+
+export const eraseSubject = (principal: Principal, raw: string) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const bus = yield* Bus
+    const tenantId = principal.tenantId
+    const country = yield* Effect.promise(() => tenantCountry(sql, tenantId))
+    const id = parseIdentifier(raw, country)
+    if (id instanceof ValidationFailed) return yield* Effect.fail(id)
+    const secret = yield* Effect.promise(() => dsrSecret(sql))
+    const hash = contactHash(secret, tenantId, id.value)
+    const target = {
+      tenantId,
+      kind: id.kind,
+      identifier: id.value,
+      forms: id.kind === "phone" ? id.digitForms : [id.value],
+      marker: erasedMarker(hash),
+    }
+
+    // End live calls with the contact, through the runtime process that holds each.
+    const live = yield* Effect.promise(() => sql.begin((tx) => liveCalls(tx, target)))
+    if (live.length > 0) {
+      for (const c of live) {
+        const msg: RunControl = { run_id: c.run_id, tenant_id: tenantId, command: "end_call", call_id: c.id }
+        yield* Effect.try(() => bus.publish(RT_RUN_CONTROL, msg)).pipe(Effect.ignore)
+      }
+      const deadline = Date.now() + LIVE_CALL_WAIT_MS
+      while (Date.now() < deadline) {
+        const still = yield* Effect.promise(() => sql.begin((tx) => liveCalls(tx, target)))
+        if (still.length === 0) break
+        yield* Effect.sleep("100 millis")
+      }
+    }
+
+    const { erased, erasedAt, receipt } = yield* Effect.promise(() =>
+      sql.begin(async (tx) => {
+        const erased = await eraseContact(tx, target)
+        const erasedAt = await dsr.markErased(tx, tenantId, hash, id.kind)
+        const receipt = await dsr.recordRequest(tx, {
+          tenantId,
+          action: "erase",
+          hash,
+          actor: actorOf(principal),
+          detail: erased,
+        })
+        return { erased, erasedAt, receipt }
+      }),
+    )
+    return { erased, erased_at: erasedAt.toISOString(), receipt_id: receipt.receipt_id } satisfies EraseResult
+  })
