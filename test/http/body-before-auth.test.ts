@@ -97,6 +97,11 @@ describe("an anonymous 50 MiB body to an upload route", () => {
     }
   }
 
+  /**
+   * Far below the 50 MiB a read body would cost (the old code grew 42–73 MB), above what the
+   * server's own background work (sweeps, timers, GC) moves RSS by during a measurement.
+   */
+  const GROWTH_BOUND = 16 * MiB
   const jsonHead = `POST ${path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n`
   const chunkedHead = `${jsonHead}Transfer-Encoding: chunked\r\n\r\n`
 
@@ -109,7 +114,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
     ).toBe(413)
     const r = await measure(chunkedHead, 50 * MiB, true)
     expect(r.status).toBe(401)
-    expect(r.growth).toBeLessThan(4 * MiB)
+    expect(r.growth).toBeLessThan(GROWTH_BOUND)
     // The server stopped taking the body long before its end.
     expect(r.sent).toBeLessThan(50 * MiB)
   }, 60_000)
@@ -118,7 +123,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
     const head = `${jsonHead}Content-Length: ${50 * MiB}\r\n\r\n`
     const r = await measure(head, 50 * MiB, false)
     expect(r.status).toBe(413)
-    expect(r.growth).toBeLessThan(4 * MiB)
+    expect(r.growth).toBeLessThan(GROWTH_BOUND)
   }, 60_000)
 
   it("is refused with 401 even when it claims to be a multipart upload", async () => {
@@ -127,7 +132,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
       `Content-Length: ${50 * MiB}\r\n\r\n`
     const r = await measure(head, 50 * MiB, false)
     expect(r.status).toBe(401)
-    expect(r.growth).toBeLessThan(4 * MiB)
+    expect(r.growth).toBeLessThan(GROWTH_BOUND)
   }, 60_000)
 
   it("leaves the server serving", async () => {
