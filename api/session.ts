@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { API_KEY_PREFIX, parseCookies, SESSION_COOKIE } from "../src/auth/authenticator.js"
 import { SESSION_SECONDS } from "../src/auth/jwt.js"
 import type { Principal, UserPrincipal } from "../src/auth/principal.js"
+import { ValidationFailed } from "../src/platform/errors.js"
 
 export const sessionCookie = (token: string): string =>
   `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${SESSION_SECONDS}; HttpOnly; Secure; SameSite=Lax`
@@ -27,3 +28,14 @@ export const userOf = (principal: Principal | undefined): Effect.Effect<UserPrin
 /** The caller of a `jwt` or `jwt-only` route (the router guarantees one). */
 export const callerOf = (principal: Principal | undefined): Effect.Effect<Principal> =>
   principal ? Effect.succeed(principal) : Effect.dieMessage("authenticated route ran without a principal")
+
+/** The workspace a `system` request names in X-Tenant-Id; 422 on that header when it names none. */
+export const systemTenantOf = (tenantId: number | undefined): Effect.Effect<number, ValidationFailed> =>
+  tenantId === undefined
+    ? Effect.fail(
+        new ValidationFailed({
+          message: "X-Tenant-Id is required",
+          errors: [{ field: "X-Tenant-Id", message: "is required" }],
+        }),
+      )
+    : Effect.succeed(tenantId)

@@ -3,9 +3,9 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { placeOutreachCall } from "../../src/outreach/outreach-call.service.js"
-import { ValidationFailed } from "../../src/platform/errors.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { systemTenantOf } from "../session.js"
 
 export const OutreachCallBody = z.object({
   phone: z.string({ error: "is required" }).trim().min(1, "is required").max(64, "must be at most 64 characters"),
@@ -24,13 +24,7 @@ export default route({
   body: { json: OutreachCallBody },
   handler: ({ systemTenantId, body }) =>
     Effect.gen(function* () {
-      if (systemTenantId === undefined)
-        return yield* Effect.fail(
-          new ValidationFailed({
-            message: "X-Tenant-Id is required",
-            errors: [{ field: "X-Tenant-Id", message: "is required" }],
-          }),
-        )
-      return json(yield* placeOutreachCall(systemTenantId, body!), 202)
+      const tenantId = yield* systemTenantOf(systemTenantId)
+      return json(yield* placeOutreachCall(tenantId, body!), 202)
     }),
 })

@@ -5,11 +5,11 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { sendOutreach } from "../../src/email/email.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
-import { ValidationFailed } from "../../src/platform/errors.js"
 import { trustedBaseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Email } from "../schemas.js"
+import { systemTenantOf } from "../session.js"
 
 export const OutreachEmailIn = z
   .looseObject({
@@ -37,18 +37,12 @@ export default route({
   body: { json: OutreachEmailIn },
   handler: ({ systemTenantId, body, headers }) =>
     Effect.gen(function* () {
-      if (systemTenantId === undefined)
-        return yield* Effect.fail(
-          new ValidationFailed({
-            message: "X-Tenant-Id is required",
-            errors: [{ field: "X-Tenant-Id", message: "is required" }],
-          }),
-        )
+      const tenantId = yield* systemTenantOf(systemTenantId)
       const config = yield* AppConfig
       const base = trustedBaseUrl(config, headers) ?? `http://localhost:${config.port}`
       const b = body!
       const sent = yield* sendOutreach(
-        systemTenantId,
+        tenantId,
         {
           to: b.to,
           subject: b.subject,

@@ -3,9 +3,9 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { patchIn } from "../../src/outreach/patch-in.service.js"
-import { ValidationFailed } from "../../src/platform/errors.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { systemTenantOf } from "../session.js"
 
 export const PatchInBody = z.object({
   /** The call's id as GET /api/runs/live shows it (`call_id`). */
@@ -28,13 +28,7 @@ export default route({
   body: { json: PatchInBody },
   handler: ({ systemTenantId, body }) =>
     Effect.gen(function* () {
-      if (systemTenantId === undefined)
-        return yield* Effect.fail(
-          new ValidationFailed({
-            message: "X-Tenant-Id is required",
-            errors: [{ field: "X-Tenant-Id", message: "is required" }],
-          }),
-        )
-      return json(yield* patchIn(systemTenantId, body!.call_uuid, body!.operator_number))
+      const tenantId = yield* systemTenantOf(systemTenantId)
+      return json(yield* patchIn(tenantId, body!.call_uuid, body!.operator_number))
     }),
 })

@@ -2,10 +2,10 @@
 // streams as the runtime's own; idempotent on (outcome_id, seq) when outcome_id is given.
 import { Effect } from "effect"
 import { z } from "zod"
-import { ValidationFailed } from "../../src/platform/errors.js"
 import { ingestTurn } from "../../src/turns/turns.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { systemTenantOf } from "../session.js"
 
 const PositiveId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER)
 
@@ -30,14 +30,8 @@ export default route({
   body: { json: TurnIn },
   handler: ({ systemTenantId, body }) =>
     Effect.gen(function* () {
-      if (systemTenantId === undefined)
-        return yield* Effect.fail(
-          new ValidationFailed({
-            message: "X-Tenant-Id is required",
-            errors: [{ field: "X-Tenant-Id", message: "is required" }],
-          }),
-        )
-      const { turn, created } = yield* ingestTurn(systemTenantId, body!)
+      const tenantId = yield* systemTenantOf(systemTenantId)
+      const { turn, created } = yield* ingestTurn(tenantId, body!)
       return json({ ...turn, duplicate: !created }, 201)
     }),
 })

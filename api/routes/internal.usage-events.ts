@@ -2,10 +2,10 @@
 // (X-System-Key and X-Tenant-Id), stored once per event id; priced kinds are charged exactly once.
 import { Effect } from "effect"
 import { z } from "zod"
-import { ValidationFailed } from "../../src/platform/errors.js"
 import { MAX_BATCH, recordUsage } from "../../src/usage-events/usage-events.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { systemTenantOf } from "../session.js"
 
 const ATTRIBUTES_MAX_BYTES = 4096
 
@@ -46,14 +46,8 @@ export default route({
   },
   handler: ({ systemTenantId, body }) =>
     Effect.gen(function* () {
-      if (systemTenantId === undefined)
-        return yield* Effect.fail(
-          new ValidationFailed({
-            message: "X-Tenant-Id is required",
-            errors: [{ field: "X-Tenant-Id", message: "is required" }],
-          }),
-        )
-      const result = yield* recordUsage(systemTenantId, body!.events)
+      const tenantId = yield* systemTenantOf(systemTenantId)
+      const result = yield* recordUsage(tenantId, body!.events)
       return json(result, 201)
     }),
 })
