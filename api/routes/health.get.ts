@@ -38,7 +38,10 @@ export default route({
   method: "GET",
   path: "/healthz",
   auth: "public",
-  summary: "Service health: database, bus, runtime processes, provider configuration and payment mode",
+  summary:
+    "Service health: database, bus, runtime processes, provider configuration and payment mode. " +
+    "HTTP/1.1 only: the server does not answer HTTP/1.0 requests at all (a proxy or load balancer must " +
+    "speak HTTP/1.1, e.g. nginx's proxy_http_version 1.1)",
   tags: ["health"],
   handler: ({ requestId }) =>
     Effect.gen(function* () {

@@ -79,7 +79,13 @@ import {
 } from "./sim.campaigns.js"
 import simPersonas from "./sim.personas.js"
 import { storefrontCallback, storefrontDisconnect, storefrontInstall, storefrontStatus } from "./storefront.js"
-import { telcoAIncoming, telcoAStatusCallback, telcoBIncoming } from "./telco.webhooks.js"
+import {
+  telcoAIncoming,
+  telcoAIncomingGet,
+  telcoAStatusCallback,
+  telcoAStatusCallbackGet,
+  telcoBIncoming,
+} from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
 import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
 import voicesList from "./voices.list.js"
@@ -137,7 +143,9 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     runsTurnsStream,
     timelineGet,
     telcoAIncoming,
+    telcoAIncomingGet,
     telcoAStatusCallback,
+    telcoAStatusCallbackGet,
     telcoBIncoming,
     reportsWeekly,
     approvalsList,

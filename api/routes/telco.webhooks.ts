@@ -1,6 +1,8 @@
-// Inbound telephony webhooks: telco_a's voice and status callbacks (signed per DESIGN.md with the
-// tenant's telco_a token; 401 otherwise) and telco_b's voice webhook. Voice webhooks answer with
-// what the provider should do next (TwiML for telco_a, a JSON action list for telco_b).
+// Inbound telephony webhooks: telco_a's voice and status callbacks, by POST or GET (spec section
+// 4), at the spec's ?tenant_id=<id> or Parley's own ?call_id=<id> (signed per DESIGN.md with that
+// tenant's telco_a token; 401 otherwise, saying whether the tenant or the signature failed), and
+// telco_b's voice webhook. Voice webhooks answer with what the provider should do next (TwiML for
+// telco_a, a JSON action list for telco_b).
 import { Effect } from "effect"
 import {
   type TelcoAWebhook,
@@ -21,46 +23,63 @@ const telcoASignature = (headers: Readonly<Record<string, string>>) =>
 
 const webhookOf = (ctx: RequestContext<unknown, unknown, unknown>) =>
   Effect.map(AppConfig, (config): TelcoAWebhook => {
-    const form = new URLSearchParams(ctx.rawBody.toString("utf8"))
+    // A GET callback's fields are in its URL, which alone is signed.
+    const form = new URLSearchParams(ctx.method === "GET" ? "" : ctx.rawBody.toString("utf8"))
     const params: Record<string, string> = {}
     for (const [k, v] of form) params[k] = v
     return {
       url: calledUrl(config, ctx),
+      method: ctx.method === "GET" ? "GET" : "POST",
       query: new URLSearchParams(ctx.rawQuery),
       params,
       signature: telcoASignature(ctx.headers),
     }
   })
 
-export const telcoAIncoming = route({
-  method: "POST",
-  path: "/voice/telco_a/incoming",
-  auth: "public",
-  summary:
-    "telco_a voice webhook (signed): the next step of a call we placed, or the answer to a call to one of our numbers",
-  tags: ["telephony"],
-  body: { raw: true },
-  responses: { 200: { description: "TwiML", contentType: XML } },
-  handler: (ctx) =>
-    Effect.gen(function* () {
-      const doc = yield* telcoAVoice(yield* webhookOf(ctx))
-      return bytes(XML, doc)
-    }),
-})
+const INCOMING = "/voice/telco_a/incoming"
+const STATUS = "/api/telco_a/status"
+const QUERY =
+  "Query tenant_id=<workspace id> (the spec's form: its telco_a auth token checks the signature) or call_id " +
+  "(Parley's own callbacks); a correctly signed callback about a call Parley does not know is acknowledged and " +
+  "recorded. 401 says whether the tenant or the signature failed."
 
-export const telcoAStatusCallback = route({
-  method: "POST",
-  path: "/api/telco_a/status",
-  auth: "public",
-  summary: "telco_a status callback (signed): ringing, answered, completed, busy, no-answer",
-  tags: ["telephony"],
-  body: { raw: true },
-  handler: (ctx) =>
-    Effect.gen(function* () {
-      yield* telcoAStatus(yield* webhookOf(ctx))
-      return json({ received: true })
-    }),
-})
+const incoming = (method: "GET" | "POST") =>
+  route({
+    method,
+    path: INCOMING,
+    auth: "public",
+    summary:
+      "telco_a voice webhook (signed): the next step of a call we placed, or the answer to a call to one of our " +
+      `numbers. ${QUERY}`,
+    tags: ["telephony"],
+    ...(method === "POST" && { body: { raw: true } as const }),
+    responses: { 200: { description: "TwiML", contentType: XML } },
+    handler: (ctx) =>
+      Effect.gen(function* () {
+        const doc = yield* telcoAVoice(yield* webhookOf(ctx))
+        return bytes(XML, doc)
+      }),
+  })
+
+const status = (method: "GET" | "POST") =>
+  route({
+    method,
+    path: STATUS,
+    auth: "public",
+    summary: `telco_a status callback (signed): ringing, answered, completed, busy, no-answer. ${QUERY}`,
+    tags: ["telephony"],
+    ...(method === "POST" && { body: { raw: true } as const }),
+    handler: (ctx) =>
+      Effect.gen(function* () {
+        yield* telcoAStatus(yield* webhookOf(ctx))
+        return json({ received: true })
+      }),
+  })
+
+export const telcoAIncoming = incoming("POST")
+export const telcoAIncomingGet = incoming("GET")
+export const telcoAStatusCallback = status("POST")
+export const telcoAStatusCallbackGet = status("GET")
 
 export const telcoBIncoming = route({
   method: "POST",

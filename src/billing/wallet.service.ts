@@ -63,6 +63,17 @@ export const history = (tenantId: number, limit: number, beforeId: number | unde
 export type PrecheckStatus = "ok" | "insufficient_funds" | "trial_expired" | "account_suspended"
 
 export const precheck = (tenantId: number, expectedSeconds: number) =>
+  Effect.map(precheckExact(tenantId, BigInt(expectedSeconds)), (r) => ({
+    ...r,
+    required_minor: Number(r.required_minor),
+    expected_seconds: Number(r.expected_seconds),
+  }))
+
+/**
+ * The precheck for any whole number of seconds (the spec sets no maximum), in exact integers: a
+ * call longer than any wallet can pay is `insufficient_funds`, never an overflow.
+ */
+export const precheckExact = (tenantId: number, expectedSeconds: bigint) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
@@ -70,7 +81,9 @@ export const precheck = (tenantId: number, expectedSeconds: number) =>
     const tenant = yield* loadTenant(sql, tenantId)
     const wallet = yield* loadWallet(sql, tenantId)
     const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
-    const required = terms.billing === "byok" ? 0 : callCostMinor(expectedSeconds, wallet.currency)
+    // callCostMinor in exact arithmetic: per second at the bundled rate, rounded up.
+    const rate = BigInt(RATE_PER_MINUTE_MINOR[wallet.currency])
+    const required = terms.billing === "byok" ? 0n : (expectedSeconds * rate + 59n) / 60n
     let status: PrecheckStatus = "ok"
     if (tenant.status !== "active") status = "account_suspended"
     else if (
@@ -82,7 +95,7 @@ export const precheck = (tenantId: number, expectedSeconds: number) =>
       const paid = yield* Effect.promise(() => payments.hasPaid(sql, tenantId))
       if (!paid) status = "trial_expired"
     }
-    if (status === "ok" && wallet.balance_minor < required) status = "insufficient_funds"
+    if (status === "ok" && BigInt(wallet.balance_minor) < required) status = "insufficient_funds"
     return {
       status,
       balance_minor: wallet.balance_minor,

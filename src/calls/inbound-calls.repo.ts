@@ -1,5 +1,6 @@
 // SQL behind the telephony webhooks an api process answers: whose call a webhook names, the
-// greeting context of a number's workflow, and the record of calls to our numbers (inbound_calls).
+// greeting context of a number's workflow, the record of calls to our numbers (inbound_calls), and
+// signed callbacks about calls we do not know (telco_unmatched_callbacks).
 import type { Sql } from "../platform/Db.js"
 
 export interface GreetingContext {
@@ -11,6 +12,12 @@ export interface GreetingContext {
 export const tenantOfCall = async (sql: Sql, callId: number): Promise<number | undefined> => {
   const [row] = await sql<[{ tenant_id: number }?]>`select tenant_id from calls where id = ${callId}`
   return row?.tenant_id
+}
+
+/** Whether a workspace with this id exists (the tenant a webhook URL names). */
+export const tenantExists = async (sql: Sql, tenantId: number): Promise<boolean> => {
+  const [row] = await sql<[{ id: number }?]>`select id from tenants where id = ${tenantId}`
+  return row !== undefined
 }
 
 /** The workspace's name with the opening line and persona of the workflow (if any) behind a number. */
@@ -54,9 +61,29 @@ export const recordInboundCall = async (
 export const updateInboundStatus = async (
   sql: Sql,
   u: { tenantId: number; providerCallId: string; status: string; durationSeconds: number | null; ended: boolean },
-): Promise<void> => {
-  await sql`
+): Promise<boolean> => {
+  const updated = await sql`
     update inbound_calls set status = ${u.status}, duration_seconds = coalesce(${u.durationSeconds}, duration_seconds),
       ended_at = ${u.ended ? sql`coalesce(ended_at, now())` : sql`ended_at`}
     where provider = 'telco_a' and provider_call_id = ${u.providerCallId} and tenant_id = ${u.tenantId}`
+  return updated.count > 0
+}
+
+/** Keeps a signed callback about a call we do not know (no phone numbers: only what names it). */
+export const recordUnmatchedCallback = async (
+  sql: Sql,
+  c: {
+    tenantId: number
+    kind: "status" | "voice"
+    method: "GET" | "POST"
+    providerCallId: string | null
+    callStatus: string | null
+    durationSeconds: number | null
+  },
+): Promise<void> => {
+  await sql`
+    insert into telco_unmatched_callbacks (tenant_id, provider, kind, method, provider_call_id, call_status,
+      duration_seconds)
+    values (${c.tenantId}, 'telco_a', ${c.kind}, ${c.method}, ${c.providerCallId}, ${c.callStatus},
+      ${c.durationSeconds})`
 }

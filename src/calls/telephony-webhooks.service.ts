@@ -21,38 +21,116 @@ import * as repo from "./inbound-calls.repo.js"
 const badSignature = () =>
   new Unauthenticated({ code: "INVALID_SIGNATURE", message: "webhook signature missing or not valid" })
 
+/** A telco_a webhook refused for its signature (the tenant was found; its token did not sign it). */
+const signatureRefused = (why: string) =>
+  new Unauthenticated({ code: "INVALID_SIGNATURE", message: `webhook signature not valid: ${why}` })
+
+/** A telco_a webhook refused before any signature check: no workspace to check it against. */
+const tenantRefused = (why: string) =>
+  new Unauthenticated({ code: "UNAUTHENTICATED", message: `webhook tenant not known: ${why}` })
+
 /** How long a voice webhook may wait for the runtime's answer (the agent deciding what to say). */
 const VOICE_WAIT_MS = 15_000
+
+const ID = /^[1-9]\d{0,15}$/
+/** Our own routing parameters in a callback URL: not callback fields. */
+const ROUTING = new Set(["tenant_id", "call_id", "turn"])
 
 export interface TelcoAWebhook {
   /** The URL as the provider called it (scheme, host, path and query). */
   readonly url: string
+  /** The spec lets the provider call by POST (form fields, signed) or GET (fields in the URL). */
+  readonly method: "GET" | "POST"
   readonly query: URLSearchParams
+  /** POST: the form parameters (signed after the URL); GET: none (the URL alone is signed). */
   readonly params: Record<string, string>
   readonly signature: string | undefined
 }
 
-/** Verifies a telco_a webhook against its tenant's auth token; the tenant and the call it names. */
+/** The callback's fields: the POST form, or a GET's query without our routing parameters. */
+const fieldsOf = (w: TelcoAWebhook): Record<string, string> => {
+  if (w.method === "POST") return w.params
+  const out: Record<string, string> = {}
+  for (const [k, v] of w.query) if (!ROUTING.has(k) && !(k in out)) out[k] = v
+  return out
+}
+
+const capped = (v: string | undefined, max: number): string | null =>
+  v === undefined || v === "" ? null : v.slice(0, max)
+
+/**
+ * Verifies a telco_a webhook against its tenant's auth token; the tenant, the call it names (when
+ * it is that tenant's) and the number called. The tenant is the one the URL names (?tenant_id=, the
+ * spec's form), else the owner of Parley's own ?call_id=, else the owner of the number called.
+ */
 const authenticate = (w: TelcoAWebhook) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const config = yield* AppConfig
     const credentials = yield* Credentials
+    const tenantRaw = w.query.get("tenant_id")
     const callIdRaw = w.query.get("call_id")
-    const callId = callIdRaw !== null && /^[1-9]\d{0,15}$/.test(callIdRaw) ? Number(callIdRaw) : undefined
+    if (tenantRaw !== null && !ID.test(tenantRaw)) return yield* Effect.fail(tenantRefused("tenant_id is not an id"))
+    if (callIdRaw !== null && !ID.test(callIdRaw)) return yield* Effect.fail(tenantRefused("call_id is not an id"))
     let tenantId: number | undefined
-    let number: Awaited<ReturnType<typeof findActiveByPhone>>
-    if (callId !== undefined) tenantId = yield* Effect.promise(() => repo.tenantOfCall(sql, callId))
-    else {
-      number = yield* Effect.promise(() => findActiveByPhone(sql, w.params["To"] ?? ""))
-      tenantId = number?.tenant_id
+    if (tenantRaw !== null) {
+      tenantId = Number(tenantRaw)
+      if (!(yield* Effect.promise(() => repo.tenantExists(sql, tenantId!))))
+        return yield* Effect.fail(tenantRefused(`no workspace ${tenantRaw}`))
     }
-    if (tenantId === undefined) return yield* Effect.fail(badSignature())
-    const own = yield* Effect.promise(() => credentials.active(tenantId, "telco_a"))
+    let callId: number | undefined
+    let number: Awaited<ReturnType<typeof findActiveByPhone>>
+    if (callIdRaw !== null) {
+      const owner = yield* Effect.promise(() => repo.tenantOfCall(sql, Number(callIdRaw)))
+      if (tenantId === undefined && owner === undefined)
+        return yield* Effect.fail(tenantRefused(`call ${callIdRaw} is not known and the URL names no tenant_id`))
+      // Another workspace's call id under this tenant_id is a call this tenant does not have.
+      if (tenantId === undefined || owner === tenantId) {
+        tenantId = owner
+        callId = Number(callIdRaw)
+      }
+    } else {
+      const to = fieldsOf(w)["To"]
+      number = to === undefined ? undefined : yield* Effect.promise(() => findActiveByPhone(sql, to))
+      if (tenantId === undefined) {
+        if (number === undefined)
+          return yield* Effect.fail(tenantRefused("the URL names no tenant_id or call_id, and To is not our number"))
+        tenantId = number.tenant_id
+      } else if (number !== undefined && number.tenant_id !== tenantId) number = undefined
+    }
+    const own = yield* Effect.promise(() => credentials.active(tenantId!, "telco_a"))
     const token = own?.secret ?? config.telcoA?.authToken
-    if (token === undefined || !verifyTelcoA(token, w.url, w.params, w.signature))
-      return yield* Effect.fail(badSignature())
-    return { tenantId, callId, number }
+    if (token === undefined)
+      return yield* Effect.fail(signatureRefused(`workspace ${tenantId} has no telco_a auth token to check it with`))
+    if (!verifyTelcoA(token, w.url, w.params, w.signature))
+      return yield* Effect.fail(
+        signatureRefused(
+          w.signature === undefined
+            ? "X-telco_a-Signature is missing"
+            : `it does not sign ${w.url} with workspace ${tenantId}'s telco_a auth token`,
+        ),
+      )
+    return { tenantId: tenantId!, callId, number }
+  })
+
+/** Keeps a signed callback about a call we do not know; it is acknowledged, not refused. */
+const recordUnknown = (tenantId: number, kind: "status" | "voice", w: TelcoAWebhook) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const log = yield* Log
+    const f = fieldsOf(w)
+    const duration = /^\d{1,9}$/.test(f["CallDuration"] ?? "") ? Number(f["CallDuration"]) : null
+    yield* Effect.promise(() =>
+      repo.recordUnmatchedCallback(sql, {
+        tenantId,
+        kind,
+        method: w.method,
+        providerCallId: capped(f["CallSid"], 200),
+        callStatus: capped(f["CallStatus"], 64),
+        durationSeconds: duration,
+      }),
+    )
+    log.info({ tenant_id: tenantId, kind, call_sid: capped(f["CallSid"], 200) }, "telco_a callback for an unknown call")
   })
 
 /** A voice webhook: the next TwiML for a call we placed, or the greeting of a call to our number. */
@@ -63,7 +141,7 @@ export const telcoAVoice = (w: TelcoAWebhook) =>
     const log = yield* Log
     if (who.callId !== undefined) {
       const turn = w.query.get("turn")
-      const message: TelcoWebhookMessage = { kind: "voice", params: { ...w.params, ...(turn !== null && { turn }) } }
+      const message: TelcoWebhookMessage = { kind: "voice", params: { ...fieldsOf(w), ...(turn !== null && { turn }) } }
       return yield* Effect.promise(() =>
         bus.request(rtTelcoCall(who.callId!), message, { timeoutMs: VOICE_WAIT_MS }).then(
           (reply) => reply.string(),
@@ -75,7 +153,10 @@ export const telcoAVoice = (w: TelcoAWebhook) =>
         ),
       )
     }
-    return yield* answerInbound(who.tenantId, who.number!, w.params, "telco_a")
+    if (who.number !== undefined) return yield* answerInbound(who.tenantId, who.number, fieldsOf(w), "telco_a")
+    // Signed for a workspace, about a call it does not have: acknowledged (hung up) and kept.
+    yield* recordUnknown(who.tenantId, "voice", w)
+    return twiml([], { hangup: true })
   })
 
 /** A status callback: to the leg of a call we placed, or onto the record of a call to our number. */
@@ -85,7 +166,7 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
     const { sql } = yield* Db
     const bus = yield* Bus
     if (who.callId !== undefined) {
-      const message: TelcoWebhookMessage = { kind: "status", params: w.params }
+      const message: TelcoWebhookMessage = { kind: "status", params: fieldsOf(w) }
       yield* Effect.promise(() =>
         bus.request(rtTelcoCall(who.callId!), message, { timeoutMs: 3_000 }).then(
           () => undefined,
@@ -94,20 +175,23 @@ export const telcoAStatus = (w: TelcoAWebhook) =>
       )
       return
     }
-    const sid = w.params["CallSid"]
-    if (sid === undefined) return
-    const duration = /^\d+$/.test(w.params["CallDuration"] ?? "") ? Number(w.params["CallDuration"]) : null
-    const ended = ["completed", "busy", "no-answer", "failed", "canceled"].includes(w.params["CallStatus"] ?? "")
-    const status = w.params["CallStatus"] ?? "unknown"
-    yield* Effect.promise(() =>
-      repo.updateInboundStatus(sql, {
-        tenantId: who.tenantId,
-        providerCallId: sid,
-        status,
-        durationSeconds: duration,
-        ended,
-      }),
-    )
+    const f = fieldsOf(w)
+    const sid = f["CallSid"]
+    const duration = /^\d{1,9}$/.test(f["CallDuration"] ?? "") ? Number(f["CallDuration"]) : null
+    const ended = ["completed", "busy", "no-answer", "failed", "canceled"].includes(f["CallStatus"] ?? "")
+    const status = capped(f["CallStatus"], 64) ?? "unknown"
+    const known =
+      sid !== undefined &&
+      (yield* Effect.promise(() =>
+        repo.updateInboundStatus(sql, {
+          tenantId: who.tenantId,
+          providerCallId: sid,
+          status,
+          durationSeconds: duration,
+          ended,
+        }),
+      ))
+    if (!known) yield* recordUnknown(who.tenantId, "status", w)
   })
 
 /**
@@ -164,6 +248,8 @@ export const telcoBVoice = (raw: Buffer, signature: string | undefined) =>
     } catch {
       return yield* Effect.fail(badSignature())
     }
+    // JSON that is not an object (null, a number, an array) names no number either.
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return yield* Effect.fail(badSignature())
     const to = typeof body["to"] === "string" ? (body["to"].startsWith("+") ? body["to"] : `+${body["to"]}`) : ""
     const number = yield* Effect.promise(() => findActiveByPhone(sql, to))
     if (number === undefined) return yield* Effect.fail(badSignature())

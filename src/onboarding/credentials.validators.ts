@@ -41,6 +41,8 @@ const MAX_RETRY_AFTER_MS = 2_000
 interface Probe {
   readonly url: string
   readonly authorization: string
+  /** Further headers (the language model's OpenAI-Organization). */
+  readonly headers?: Readonly<Record<string, string>>
   /** Whose URL it is: the credential's own base URL, or the platform's. */
   readonly source: "tenant" | "platform"
 }
@@ -63,9 +65,13 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
     case "llm": {
       const own = str(cred.extra.base_url)
       const base = own ?? platform.llmBaseUrl
-      return base === undefined
-        ? undefined
-        : { url: `${trimSlash(base)}/models`, authorization: bearer, source: own === undefined ? "platform" : "tenant" }
+      if (base === undefined) return undefined
+      return {
+        url: `${trimSlash(base)}/models`,
+        authorization: bearer,
+        ...(cred.primaryId !== null && { headers: { "openai-organization": cred.primaryId } }),
+        source: own === undefined ? "platform" : "tenant",
+      }
     }
     case "telco_a": {
       const own = str(cred.extra.api_base_url)
@@ -118,7 +124,7 @@ export async function validateCredential(
         probe!.url,
         {
           method: "GET",
-          headers: { authorization: probe!.authorization, accept: "application/json" },
+          headers: { ...probe!.headers, authorization: probe!.authorization, accept: "application/json" },
           signal: AbortSignal.timeout(timeoutMs),
         },
         outbound,

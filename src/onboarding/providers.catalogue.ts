@@ -50,6 +50,18 @@ const apiKey = (label: string): CredentialField => ({
   max_length: 512,
   format: "8 to 512 characters without spaces",
 })
+/** The spec's optional primary_id on a provider that has no account id of its own: kept, not used. */
+const unusedPrimaryId: CredentialField = {
+  name: "primary_id",
+  label: "Account ID",
+  required: false,
+  secret: false,
+  type: "string",
+  pattern: "^\\S{1,200}$",
+  max_length: 200,
+  format: "1 to 200 characters without spaces",
+  hint: "optional; stored with the credential, not used by Parley",
+}
 const baseUrl = (name: string, hint: string): CredentialField => ({
   name,
   label: "API base URL",
@@ -84,6 +96,18 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
         max_length: 200,
         format: "1 to 200 characters without spaces",
         hint: "e.g. gpt-4o-mini; default: the platform's",
+      },
+      {
+        name: "primary_id",
+        label: "Organization ID",
+        required: false,
+        secret: false,
+        type: "string",
+        // Sent as a header value: printable ASCII without spaces.
+        pattern: "^[!-~]{1,200}$",
+        max_length: 200,
+        format: "1 to 200 printable ASCII characters without spaces",
+        hint: "optional; sent as the OpenAI-Organization header, e.g. org-…",
       },
     ],
     validation: "GET {base_url}/models with the key as a bearer token: 200 valid, 401/403 rejected",
@@ -171,6 +195,7 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
         type: "string_map",
         hint: 'persona → the provider\'s voice id, e.g. {"amelia": "v_123"}; at most 50 entries',
       },
+      unusedPrimaryId,
     ],
     validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
   },
@@ -180,7 +205,7 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     name: "Speech recognition",
     description: "Transcribes the callee's speech.",
     byok_requirement: "required",
-    fields: [apiKey("API key"), baseUrl("extra.api_base_url", "the provider's API root")],
+    fields: [apiKey("API key"), baseUrl("extra.api_base_url", "the provider's API root"), unusedPrimaryId],
     validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
   },
 ]
@@ -208,8 +233,9 @@ const MAX_MAP_ENTRIES = 50
 
 /**
  * Checks `input` against the provider's fields: required fields present, patterns matched, no
- * primary_id where the provider takes none, no extra keys the catalogue does not name. Messages
- * never repeat the value (it may be a secret).
+ * extra keys the catalogue does not name. Every provider takes the spec's optional primary_id (it
+ * is stored; only telco_a, telco_b and the language model use it). Messages never repeat the value
+ * (it may be a secret).
  */
 export function checkCredentialInput(
   id: ProviderId,
@@ -220,8 +246,6 @@ export function checkCredentialInput(
   const extraIn = input.extra ?? {}
   const extra: Record<string, unknown> = {}
   const named = new Set(entry.fields.map((f) => f.name))
-  if (input.primary_id !== undefined && input.primary_id !== "" && !named.has("primary_id"))
-    errors.push({ field: "primary_id", message: `${id} takes no primary_id` })
   for (const key of Object.keys(extraIn))
     if (!named.has(`extra.${key}`)) errors.push({ field: `extra.${key}`, message: `is not a field of ${id}` })
 

@@ -21,7 +21,7 @@ export type AccountOwner = "platform" | "tenant"
 
 /** A validated credential as the credential store hands it over (src/onboarding/Credentials.ts). */
 export interface ProviderCredential {
-  /** telco_a: the account SID; null for providers without one. */
+  /** telco_a: the account SID; llm: the organisation id (OpenAI-Organization); null when not given. */
   readonly primaryId: string | null
   readonly secret: string
   /** The credential's extra fields as saved (base_url, model, api_base_url, caller_id). */
@@ -142,6 +142,7 @@ export function ownLlmOf(llm: ProviderCredential, config: Config): LanguageModel
   return makeOpenAiLlm({
     baseUrl: ownBase ?? config.llmBaseUrl ?? "https://api.openai.com/v1",
     apiKey: llm.secret,
+    organization: llm.primaryId,
     model: extraString(llm, "model") ?? config.llmModel,
     timeoutMs: config.llmTimeoutMs,
     // The credential's own base URL is the tenant's: connect-time address guard.

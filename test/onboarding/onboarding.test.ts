@@ -226,6 +226,7 @@ describe("GET /onboarding/providers", () => {
       "secret",
       "extra.base_url",
       "extra.model",
+      "primary_id",
     ])
     expect(providers.find((p) => p.id === "tts").fields.map((f: any) => f.name)).toContain("extra.voice_map")
     expect((await call("GET", "/v1/onboarding/providers", undefined)).status).toBe(200)
@@ -520,7 +521,8 @@ describe("state table: PUT credentials", () => {
         "extra.api_base_url",
       ],
       ["telco_a", { primary_id: SID, secret: TOKEN, extra: { webhook_secret: TOKEN } }, "extra.webhook_secret"],
-      ["llm", { primary_id: "x", secret: LLM_KEY }, "primary_id"],
+      // The organisation id goes into a header: no spaces or control characters.
+      ["llm", { primary_id: "org with spaces", secret: LLM_KEY }, "primary_id"],
       ["llm", { secret: "short" }, "secret"],
       ["llm", { secret: "has spaces in it" }, "secret"],
       ["tts", { secret: SPEECH_KEY, extra: { voice_map: { amelia: 7 } } }, "extra.voice_map"],

@@ -28,6 +28,8 @@ export interface OpenAiLlmOptions {
   readonly baseUrl: string
   /** Sent as a bearer token; optional because local servers often need none. */
   readonly apiKey?: string | undefined
+  /** Sent as the OpenAI-Organization header (a byok credential's primary_id); none when unset. */
+  readonly organization?: string | null | undefined
   readonly model: string
   /** Limit for each attempt (connect, request and the whole answer); default 20000 ms. */
   readonly timeoutMs?: number | undefined
@@ -72,6 +74,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
             "content-type": "application/json",
             accept: "application/json",
             ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+            ...(opts.organization && { "openai-organization": opts.organization }),
           },
           body,
           signal: AbortSignal.timeout(timeoutMs),
