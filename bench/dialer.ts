@@ -26,7 +26,11 @@ const CPS = Number(process.env.BENCH_DIALER_CPS ?? 2000)
 /** Callees who answer and talk (DESIGN.md: 3–5 agree, 6 declines, 7–9 ask for something and wait for a human). */
 const DIGITS = [3, 4, 5, 6, 7, 8, 9]
 const TARGET_HEAP_PER_CALL = 25 * 1024
+const TARGET_RSS_PER_CALL = 25 * 1024
 const TARGET_ELD_P99_MS = 50
+const TARGET_CALLS_PER_S = 500
+/** The deployment's system key: the bench sets its workspace's dial limits through the admin endpoint. */
+const SYSTEM_KEY = `bench-system-key-${randomBytes(8).toString("hex")}`
 
 const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`
@@ -120,6 +124,10 @@ async function setUpRun(
   phones: string[],
   beforeRun: () => Promise<void>,
 ): Promise<{ runId: number }> {
+  const headers = (token?: string, extra: Record<string, string> = {}) => ({
+    ...extra,
+    ...(token !== undefined && { authorization: `Bearer ${token}` }),
+  })
   const call = async (
     method: string,
     path: string,
@@ -143,7 +151,24 @@ async function setUpRun(
   const password = "correct horse battery staple"
   await call("POST", "/auth/signup", { email, password, country: "US", full_name: "Bench Dialer" })
   await verifyEmail(base, outboxFile, email)
-  const token = (await call("POST", "/auth/login", { email, password })).body.token as string
+  const login = (await call("POST", "/auth/login", { email, password })).body
+  const token = login.token as string
+  const tenantId = (login.tenant as { id: number }).id
+  // The workspace's own dial limits (a free plan allows 100 calls/s and 1,000 in flight): an admin's.
+  const limits = await fetch(`${base}/api/internal/dial-limits`, {
+    method: "PUT",
+    headers: headers(undefined, {
+      "content-type": "application/json",
+      "x-system-key": SYSTEM_KEY,
+      "x-tenant-id": String(tenantId),
+    }),
+    body: JSON.stringify({
+      calls_per_second: CPS,
+      max_concurrent_calls: 2 * phones.length,
+      max_concurrent_per_workflow: 2 * phones.length,
+    }),
+  })
+  if (limits.status !== 200) throw new Error(`dial limits: ${limits.status} ${await limits.text()}`)
   // A 180-second call reserves $0.30; one intent of $100,000 covers any run here.
   const intent = (await call("POST", "/billing/topup", { amount_minor: 10_000_000 }, token)).body
   await call("POST", "/billing/webhooks/stub", { external_id: intent.external_id, status: "succeeded" })
@@ -211,6 +236,8 @@ interface ParleyResult {
   readonly heapBefore: Heap
   readonly heapPeak: Heap & { live: number; legs: number; approvals: number }
   readonly rampEld: EldStats
+  /** GET /healthz from the bench, one after another every 50 ms over the ramp: latency in ms. */
+  readonly rampHealthz: EldStats & { n: number; failed: number }
   readonly peakEld: EldStats
   readonly rampCpu: Cpu
   readonly peakCpu: Cpu
@@ -243,6 +270,10 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
     let heapBefore: Heap | undefined
     let cpuRamp0: Cpu | undefined
     let tRamp0 = 0
+    const healthz: number[] = []
+    let healthzFailed = 0
+    let probing = false
+    let prober: Promise<void> = Promise.resolve()
     const { runId } = await setUpRun(base, join(env.DATA_DIR!, "outbox.jsonl"), phones, async () => {
       heapBefore = (await ask<{ heap: Heap }>(host, "heap")).heap
       await ask(host, "snapshot", { name: "before" })
@@ -250,6 +281,21 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       await ask(host, "window-start")
       cpuRamp0 = cpuNow(pid)
       tRamp0 = performance.now()
+      probing = true
+      prober = (async () => {
+        while (probing) {
+          const t = performance.now()
+          try {
+            const r = await fetch(`${base}/healthz`)
+            await r.arrayBuffer()
+            if (r.status !== 200) healthzFailed++
+          } catch {
+            healthzFailed++
+          }
+          healthz.push(performance.now() - t)
+          await new Promise((r) => setTimeout(r, 50))
+        }
+      })()
     })
     const setupS = (performance.now() - tSetup) / 1000
     await ask(host, "watch", { runId })
@@ -280,7 +326,19 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       }
       if (now - best.at > 10 || now > RAMP_LIMIT_S) break
     }
+    probing = false
+    await prober
     const { eld: rampEld } = await ask<{ eld: EldStats }>(host, "window-end")
+    const sorted = [...healthz].sort((x, y) => x - y)
+    const pctl = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+    const rampHealthz = {
+      p50: pctl(0.5),
+      p99: pctl(0.99),
+      max: sorted.at(-1) ?? Number.NaN,
+      mean: sorted.reduce((x, y) => x + y, 0) / Math.max(1, sorted.length),
+      n: sorted.length,
+      failed: healthzFailed,
+    }
     const rampCpu = cores(cpuRamp0!, cpuNow(pid), (performance.now() - tRamp0) / 1000)
 
     // Steady state at the peak: every call up, talking or holding for a decision.
@@ -323,6 +381,7 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
         approvals: after.approvals,
       },
       rampEld,
+      rampHealthz,
       peakEld,
       rampCpu,
       peakCpu,
@@ -377,6 +436,7 @@ export async function benchDialer(): Promise<void> {
     DB_POOL_MAX: process.env.BENCH_DIALER_POOL ?? "20",
     SHUTDOWN_TIMEOUT_MS: "1000",
     BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
+    SYSTEM_KEY,
   }
   if (real) {
     await admin!.unsafe(`create database ${name}`)
@@ -443,8 +503,11 @@ export async function benchDialer(): Promise<void> {
   const warnLines = p.errors.filter((l) => /"level":40/.test(l))
   const met = {
     calls: peakLive >= CALLS,
-    eld: p.peakEld.p99 < TARGET_ELD_P99_MS,
+    rate: rampRate >= TARGET_CALLS_PER_S,
+    eld: p.peakEld.p99 < TARGET_ELD_P99_MS && p.rampEld.p99 < TARGET_ELD_P99_MS,
+    healthz: p.rampHealthz.p99 < TARGET_ELD_P99_MS,
     heap: heapPerCall < TARGET_HEAP_PER_CALL,
+    rss: rssPerCall <= TARGET_RSS_PER_CALL,
   }
   const yes = (ok: boolean) => (ok ? "met" : "**not met**")
   const pct = (c: Cpu) =>
@@ -464,7 +527,8 @@ export async function benchDialer(): Promise<void> {
     `SIM_TIME_SCALE ${SCALE}: every ring, utterance and speech time is ×${SCALE}, so a call makes 1/${SCALE} ` +
     `of the real-time event rate and lasts long enough to overlap the ramp (at 1 the shortest end after ~25 ` +
     `s); ${dialed === atPeak.live ? "no call had ended" : `${dialed - atPeak.live} calls had ended`} by the ` +
-    `end of the peak window. CPS limits ${CPS}, concurrency caps ${2 * CALLS}, DB_POOL_MAX ${env.DB_POOL_MAX}, ` +
+    `end of the peak window. CPS ceilings ${CPS}; the workspace's own dial limits ` +
+    `(\`PUT /api/internal/dial-limits\`) ${CPS} calls/s and ${2 * CALLS} in flight; DB_POOL_MAX ${env.DB_POOL_MAX}, ` +
     `LOG_LEVEL=warn. Live calls: calls rows between \`beginAttempt\` and \`finishAttempt\` (a call actor ` +
     `each); legs: the sim's \`activeLegs\`; heaps: \`heapUsed\` after two forced full collections, before ` +
     `\`POST /run\` and at the peak. The baseline: ${CALLS} actors of a 3-state machine (ring → talk, a delayed ` +
@@ -486,6 +550,8 @@ export async function benchDialer(): Promise<void> {
     `**${f1(p.peakEld.p99)}** / ${f1(p.peakEld.max)} ms | ${f1(b.eld.p50)} / ${f1(b.eld.p99)} / ` +
     `${f1(b.eld.max)} ms |\n` +
     `| event-loop delay over the ramp p99 / max | ${f1(p.rampEld.p99)} / ${f1(p.rampEld.max)} ms | — |\n` +
+    `| \`GET /healthz\` over the ramp p50 / p99 / max (${p.rampHealthz.n} requests, ${p.rampHealthz.failed} ` +
+    `failed) | ${f1(p.rampHealthz.p50)} / **${f1(p.rampHealthz.p99)}** / ${f1(p.rampHealthz.max)} ms | — |\n` +
     `| load at the peak | ${Math.round(p.peakTurnsPerS)} transcript turns/s ` +
     `(${f1((p.peakTurnsPerS * 60) / Math.max(1, peakLive))} per call-minute) | ` +
     `${Math.round(b.transitions / b.windowS)} transitions/s |\n` +
@@ -493,10 +559,13 @@ export async function benchDialer(): Promise<void> {
     `— |\n\n` +
     `**Overhead: ${(heapPerCall / heapPerBare).toFixed(1)}× the heap of a bare actor per live call; event-loop ` +
     `p99 at the peak ${(p.peakEld.p99 / Math.max(b.eld.p99, 0.001)).toFixed(1)}× the bare actors'.**\n` +
-    `Targets: ${CALLS} concurrent calls on one process ${yes(met.calls)} (peak ${peakLive}); event-loop p99 ` +
+    `Targets: ${CALLS} concurrent calls on one process ${yes(met.calls)} (peak ${peakLive}); at least ` +
+    `${TARGET_CALLS_PER_S} calls started/s ${yes(met.rate)} (${Math.round(rampRate)}/s); event-loop p99 ` +
     `under ${TARGET_ELD_P99_MS} ms ${yes(met.eld)} (${f1(p.peakEld.p99)} ms at the peak, ${f1(p.rampEld.p99)} ` +
-    `ms over the ramp); heap per live call under ${TARGET_HEAP_PER_CALL / 1024} KB ${yes(met.heap)} ` +
-    `(${kb(heapPerCall)}).\n` +
+    `ms over the ramp); \`/healthz\` p99 over the ramp under ${TARGET_ELD_P99_MS} ms ${yes(met.healthz)} ` +
+    `(${f1(p.rampHealthz.p99)} ms); RSS growth per live call at most ${TARGET_RSS_PER_CALL / 1024} KB ` +
+    `${yes(met.rss)} (${kb(rssPerCall)}); heap per live call under ${TARGET_HEAP_PER_CALL / 1024} KB ` +
+    `${yes(met.heap)} (${kb(heapPerCall)}).\n` +
     `Errors logged by the process: ${errorLines.length}` +
     (errorLines.length > 0 ? ` (first: \`${errorLines[0]!.slice(0, 200).replace(/`/g, "'")}\`)` : "") +
     `; warnings ${warnLines.length}. Graceful shutdown (\`running.stop()\`, SHUTDOWN_TIMEOUT_MS=1000) with the ` +

@@ -18,6 +18,7 @@ import {
 import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
+import { retryOnDisconnect } from "../src/platform/Db.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
 import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
@@ -25,10 +26,18 @@ import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
+import { Limiter } from "./pacing.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
 
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
 const TRANSCRIPT_EXCERPT_LINES = 6
+
+/**
+ * The process's settlements in flight at once: each locks its workspace's wallet row for a few
+ * round trips, so a burst of calls ending together would otherwise take every pool connection to
+ * wait on that one lock, and the dial loop's own queries behind them.
+ */
+const walletOps = new Limiter(8)
 
 type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
 
@@ -91,13 +100,28 @@ export class CallEffects {
       if (live === undefined) throw new Error(`call ${callId} is not live in this process`)
       return live
     }
-    const recordAnswer = (callId: number, at: number) =>
-      void calls
-        .markAnswered(sql, callId, new Date(at))
-        .catch((err: unknown) => log.error({ err }, "could not record an answer"))
+    // Answers are written together: those that come while one write is in flight go in the next.
+    let answers: Array<{ callId: number; at: Date }> = []
+    let writing = false
+    const writeAnswers = async (): Promise<void> => {
+      writing = true
+      while (answers.length > 0) {
+        const batch = answers
+        answers = []
+        await retryOnDisconnect(() => calls.markAnsweredMany(sql, batch)).catch((err: unknown) =>
+          log.error({ err, calls: batch.length }, "could not record answers"),
+        )
+      }
+      writing = false
+    }
+    const recordAnswer = (callId: number, at: number) => {
+      answers.push({ callId, at: new Date(at) })
+      if (!writing) void writeAnswers()
+    }
     this.provided = callMachine.provide({
       actors: {
         reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
+          // Grouped with the other calls starting now (runtime/reservations.ts, wired by the host).
           const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
           if (!r.ok) throw new Error("insufficient_funds")
           liveOf(input.callId).reservedMinor = r.reservedMinor
@@ -158,7 +182,7 @@ export class CallEffects {
                   live.turns,
                   s.ruleBook.max_call_seconds,
                 )
-          const r = await money.settle(`call:${input.callId}`, seconds)
+          const r = await walletOps.run(() => money.settle(`call:${input.callId}`, seconds))
           live.chargedMinor = r?.chargedMinor ?? 0
         }),
       },
@@ -363,7 +387,8 @@ export class CallEffects {
         live.answeredAtMs === null
           ? 0
           : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
-      await calls.finishAttempt(sql, {
+      // Idempotent (the call ends once): Postgres out of reach is waited out, or the target stays in progress.
+      const end = {
         me: s.deps.me,
         runId: s.runId,
         tenantId: s.tenantId,
@@ -379,7 +404,8 @@ export class CallEffects {
         // A simulated callee is not a person: their "do not call me" goes on nobody's list.
         addToDnc: outcome === "do_not_call" && !s.simulation,
         phone: live.phone,
-      })
+      }
+      await retryOnDisconnect(() => calls.finishAttempt(sql, end))
     } catch (err) {
       log.error({ err, call_id: callId }, "could not record the end of a call")
     }

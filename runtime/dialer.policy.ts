@@ -2,6 +2,7 @@
 // decision-log entry each decision becomes. Callee time zones are in timezones.ts, the calling
 // window in calling-window.ts (re-exported here). No I/O, no timers: time comes in.
 import { isRetryableOutcome, RETRYABLE_OUTCOMES, type RetryableOutcome } from "../machines/index.js"
+import { observeDialDecision } from "../src/platform/metrics.js"
 import type { WindowCheck } from "./calling-window.js"
 import { DAY, MINUTE } from "./timezones.js"
 
@@ -95,14 +96,10 @@ const decisionOf =
     reason: string,
     detail: Record<string, unknown> = {},
     costMinor: number | null = null,
-  ): DialDecision => ({
-    targetId,
-    at,
-    decision,
-    reason,
-    detail,
-    costMinor,
-  })
+  ): DialDecision => {
+    observeDialDecision(decision, reason)
+    return { targetId, at, decision, reason, detail, costMinor }
+  }
 
 /** Constructors, so every decision is built the same way. */
 export const Decision = {

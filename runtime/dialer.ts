@@ -1,19 +1,24 @@
 // One run's dial loop: picks the targets whose turn has come, screens each (DNC, NCPR, cool-down,
-// calling window), paces it (carrier and tenant rate, concurrency slots), and begins an attempt in
-// Postgres before the call actor dials. Sleeps when there is nothing to do; poke() wakes it. A
+// calling window), paces it (carrier and tenant rate, concurrency slots: the account's and plan's
+// limits under the deployment's ceilings, src/plans/), and begins the batch's attempts in Postgres
+// in one round trip before the call actors dial. Sleeps when there is nothing to do; poke() wakes it. A
 // simulation campaign's callees are not people and go out on no carrier: no screening, no pacing.
 import { runStatus } from "../machines/index.js"
+import type { DecisionEntry } from "../src/calls/calls.repo.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
-import { isErasedIdentifier } from "../src/dsr/suppression.js"
+import { erasedAmong } from "../src/dsr/suppression.js"
+import { callsStarted } from "../src/platform/metrics.js"
 import * as targets from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import { callingWindowCheck, Decision } from "./dialer.policy.js"
 import type { RunScope } from "./run-scope.js"
 
 const COOLDOWN_MS = 7 * 86_400_000
-/** Targets considered at once by one run's dialer. */
-const DIAL_PARALLELISM = 8
+/** Targets one batch considers at most (their attempts begin in one round trip). */
+const BATCH_MAX = 100
+/** Call actors started between two yields to the event loop. */
+const START_SLICE = 10
 /** The longest the loop sleeps when idle: it looks at Postgres again (pauses, resumes) at least this often. */
 const IDLE_MS = 1000
 
@@ -56,21 +61,21 @@ export class Dialer {
 
   async loop(): Promise<void> {
     const s = this.scope
-    const { sql, settings } = s.deps
+    const { sql } = s.deps
     while (!s.stopped && s.run.getSnapshot().status === "active") {
       if (!this.dialing) {
         await this.sleep(IDLE_MS)
         await this.syncStatus()
         continue
       }
-      const room = settings.perWorkflowConcurrency - s.calls.size
+      const room = s.deps.limits.current.maxConcurrentPerWorkflow - s.calls.size
       if (room <= 0) {
         await this.sleep(IDLE_MS)
         continue
       }
       // Clear before looking: a poke from here on (targets released, a call ended) is not lost.
       this.poked = false
-      const due = await targets.dueTargets(sql, s.runId, Math.min(room, 200))
+      const due = await targets.dueTargets(sql, s.runId, Math.min(room, BATCH_MAX))
       if (due.length === 0) {
         const { pending, next_at } = await targets.pendingTargets(sql, s.runId)
         if (pending === 0) {
@@ -80,18 +85,9 @@ export class Dialer {
         await this.syncStatus()
         continue
       }
-      // A few targets at a time: each attempt is a database round trip or two, and the pacer and
-      // slot counters decide synchronously, so parallel workers cannot overshoot them.
-      const queue = [...due]
-      let waitMs: number | undefined
-      const worker = async (): Promise<void> => {
-        while (queue.length > 0 && waitMs === undefined && this.dialing) {
-          const wait = await this.consider(queue.shift()!)
-          if (wait !== undefined) waitMs = Math.max(waitMs ?? 0, wait)
-        }
-      }
-      await Promise.all(Array.from({ length: Math.min(DIAL_PARALLELISM, queue.length) }, worker))
-      if (waitMs !== undefined) await this.sleep(waitMs)
+      const waitMs = await this.batch(due)
+      // At most IDLE_MS: a slow pace (a limit just lowered) is looked at again, never overflows a timer.
+      if (waitMs !== undefined) await this.sleep(Math.min(waitMs, IDLE_MS))
     }
   }
 
@@ -110,18 +106,131 @@ export class Dialer {
     else if (row.status === "running" && run.getSnapshot().matches("pausing")) run.send({ type: "RESUME" })
   }
 
-  /** One due target: skipped, held, paced, or dialed. A number: stop this batch and wait that long. */
-  private async consider(t: targets.DueTarget): Promise<number | undefined> {
+  /**
+   * One batch of due targets, in order: each screened (skipped or held, written at once), paced
+   * and given a slot in this process, until the pacer or a cap says wait; then the attempts of
+   * those that passed begin in one round trip, and their call actors start. A number: wait that long.
+   */
+  private async batch(due: ReadonlyArray<targets.DueTarget>): Promise<number | undefined> {
     const s = this.scope
-    if (s.simulation) return this.dial(t, Date.now(), t.attempts === 0 ? "first_attempt" : "retry_due", [])
-    const { sql, settings, pacer } = s.deps
+    const { sql, pacer, slots } = s.deps
+    const limits = s.deps.limits.current
+    const tenantKey = `tenant:${s.tenantId}`
+    const workflowKey = `workflow:${s.workflowId}`
+    const keys = [tenantKey, workflowKey]
+    const caps = { [tenantKey]: limits.maxConcurrentCalls, [workflowKey]: limits.maxConcurrentPerWorkflow }
     const now = Date.now()
+    // A data subject erased from the workspace (POST /dsr/erase) is never dialled: one look for the batch.
+    const erased = s.simulation
+      ? new Set<string>()
+      : new Set(
+          await erasedAmong(
+            sql,
+            s.tenantId,
+            "phone",
+            due.map((t) => t.phone_e164),
+          ),
+        )
+    const picked: Array<{ t: targets.DueTarget; decision: DecisionEntry }> = []
+    let waitMs: number | undefined
+    for (const t of due) {
+      if (!this.dialing) break
+      const reason = t.attempts === 0 ? "first_attempt" : "retry_due"
+      let zones: ReadonlyArray<string> = []
+      if (!s.simulation) {
+        const screened = await this.screen(t, now, erased)
+        if (screened === undefined) continue
+        zones = screened
+      }
+      // Full: a call ending pokes the loop awake sooner than this.
+      if (!slots.tryEnter(keys, caps)) {
+        waitMs = 1000
+        break
+      }
+      if (!s.simulation) {
+        const paced = pacer.tryAcquire([s.deps.carrierKey, tenantKey], now)
+        if (!paced.ok) {
+          slots.leave(keys)
+          waitMs = paced.waitMs
+          break
+        }
+      }
+      const expected = s.ruleBook.max_call_seconds
+      const decision = Decision.dial(t.target_id, now, reason, {
+        zones,
+        expected_seconds: expected,
+        ...(s.simulation && { simulated: true }),
+      })
+      picked.push({ t, decision })
+    }
+    if (picked.length === 0) return waitMs
+    if (!s.run.getSnapshot().can({ type: "CALL_STARTED" })) {
+      for (let i = 0; i < picked.length; i++) slots.leave(keys)
+      return 0
+    }
+    const { settings } = s.deps
+    const results = await calls
+      .beginAttempts(
+        sql,
+        {
+          me: s.deps.me,
+          runId: s.runId,
+          tenantId: s.tenantId,
+          workflowId: s.workflowId,
+          provider: s.deps.telephony.name,
+          tenantCap: limits.maxConcurrentCalls,
+          slotLeaseMs: settings.leaseMs,
+          recordContact: !s.simulation,
+        },
+        picked.map((p) => ({ runTargetId: p.t.id, decision: p.decision })),
+      )
+      .catch((e: unknown) => {
+        for (let i = 0; i < picked.length; i++) slots.leave(keys)
+        throw e
+      })
+    let notOwner = false
+    for (let i = 0; i < picked.length; i++) {
+      const attempt = results[i]!
+      if (typeof attempt === "string") {
+        slots.leave(keys)
+        if (attempt === "not_owner") notOwner = true
+        else if (attempt === "tenant_cap") waitMs = Math.max(waitMs ?? 0, 1000)
+        continue
+      }
+      if (s.stopped) {
+        // Lost or stopped meanwhile: the attempt is in Postgres, whoever takes the run over finishes it.
+        slots.leave(keys)
+        continue
+      }
+      s.run.send({ type: "CALL_STARTED" })
+      this.startCall(picked[i]!.t, attempt)
+      callsStarted.inc()
+      // Let timers and I/O in between starts: a whole batch of call actors at once would block the loop.
+      if (i % START_SLICE === START_SLICE - 1) await new Promise<void>((r) => setImmediate(r))
+    }
+    if (notOwner) {
+      await this.syncStatus()
+      return 0
+    }
+    return waitMs
+  }
+
+  /**
+   * The compliance checks of one target: skipped or held (written), or the callee's time zones
+   * when it may be dialed now. DNC, erasure, NCPR, cool-down and calling window, in that order.
+   */
+  private async screen(
+    t: targets.DueTarget,
+    now: number,
+    erased: ReadonlySet<string>,
+  ): Promise<ReadonlyArray<string> | undefined> {
+    const s = this.scope
+    const { sql, settings } = s.deps
     if (t.on_dnc) {
       await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "dnc_listed"))
       return undefined
     }
-    // A data subject erased from the workspace (POST /dsr/erase) is never dialled.
-    if (t.phone_e164.startsWith("erased:") || (await isErasedIdentifier(sql, s.tenantId, "phone", t.phone_e164))) {
+    if (t.phone_e164.startsWith("erased:") || erased.has(t.phone_e164)) {
       await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "contact_erased"))
       return undefined
     }
@@ -153,59 +262,7 @@ export class Dialer {
       else await calls.holdTarget(sql, s.tenantId, s.runId, t.id, new Date(window.nextOpenAt), decision)
       return undefined
     }
-    const paced = pacer.tryAcquire([s.deps.carrierKey, `tenant:${s.tenantId}`], now)
-    if (!paced.ok) return paced.waitMs
-    return this.dial(t, now, t.attempts === 0 ? "first_attempt" : "retry_due", window.zones)
-  }
-
-  /** A screened, paced target: a concurrency slot, the attempt in Postgres, then its call actor. */
-  private async dial(
-    t: targets.DueTarget,
-    now: number,
-    reason: "first_attempt" | "retry_due",
-    zones: ReadonlyArray<string>,
-  ): Promise<number | undefined> {
-    const s = this.scope
-    const { sql, settings, slots } = s.deps
-    const tenantKey = `tenant:${s.tenantId}`
-    const workflowKey = `workflow:${s.workflowId}`
-    // Full: a call ending pokes the loop awake sooner than this.
-    const caps = { [tenantKey]: settings.perTenantConcurrency, [workflowKey]: settings.perWorkflowConcurrency }
-    if (!slots.tryEnter([tenantKey, workflowKey], caps)) return 1000
-    if (!s.run.getSnapshot().can({ type: "CALL_STARTED" })) {
-      slots.leave([tenantKey, workflowKey])
-      return 0
-    }
-    const expected = s.ruleBook.max_call_seconds
-    const attempt = await calls
-      .beginAttempt(sql, {
-        me: s.deps.me,
-        runId: s.runId,
-        tenantId: s.tenantId,
-        workflowId: s.workflowId,
-        runTargetId: t.id,
-        provider: s.deps.telephony.name,
-        tenantCap: settings.perTenantConcurrency,
-        slotLeaseMs: settings.leaseMs,
-        decision: Decision.dial(t.target_id, now, reason, {
-          zones,
-          expected_seconds: expected,
-          ...(s.simulation && { simulated: true }),
-        }),
-        recordContact: !s.simulation,
-      })
-      .catch((e: unknown) => {
-        slots.leave([tenantKey, workflowKey])
-        throw e
-      })
-    if (typeof attempt === "string") {
-      slots.leave([tenantKey, workflowKey])
-      if (attempt === "not_owner") await this.syncStatus()
-      return attempt === "not_due" ? undefined : attempt === "tenant_cap" ? 1000 : 0
-    }
-    s.run.send({ type: "CALL_STARTED" })
-    this.startCall(t, attempt)
-    return undefined
+    return window.zones
   }
 }
 

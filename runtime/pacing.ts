@@ -157,3 +157,34 @@ export class SlotCounter {
     }
   }
 }
+
+/**
+ * At most `max` tasks in flight, the rest waiting in order. The runtime's wallet postings go
+ * through one: each holds the workspace's wallet row, so more in flight only queue on that lock in
+ * Postgres while holding pool connections the dial loop needs.
+ */
+export class Limiter {
+  private active = 0
+  private readonly waiting: Array<() => void> = []
+
+  constructor(private readonly max: number) {
+    if (!(max >= 1)) throw new RangeError(`max must be at least 1, got ${max}`)
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve))
+    else this.active++
+    try {
+      return await task()
+    } finally {
+      const next = this.waiting.shift()
+      if (next !== undefined) next()
+      else this.active--
+    }
+  }
+
+  /** Tasks waiting for a turn. */
+  get queued(): number {
+    return this.waiting.length
+  }
+}

@@ -4,6 +4,7 @@
 import type { Logger } from "pino"
 import type { Actor } from "xstate"
 import type { callMachine, runMachine } from "../machines/index.js"
+import type { DialLimits } from "../src/plans/dial-limits.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
@@ -28,6 +29,11 @@ export interface DriverDeps {
   readonly slots: SlotCounter
   readonly turns: TurnSink
   readonly settings: DialerSettings
+  /**
+   * The workspace's dial limits now (its carrier account's and plan's under the deployment's
+   * ceilings, src/plans/): the host refreshes `current` every few seconds.
+   */
+  readonly limits: { readonly current: DialLimits }
   /** Money, from the billing service: reserve before dialing, settle at hangup (both idempotent). */
   readonly money: {
     reserve(
@@ -43,6 +49,7 @@ export interface DialerSettings {
   readonly timeScale: number
   readonly callingHoursAny: boolean
   readonly leaseMs: number
+  /** DIALER_MAX_CONCURRENT_PER_*: ceilings only; the dialer follows `DriverDeps.limits`. */
   readonly perWorkflowConcurrency: number
   readonly perTenantConcurrency: number
   readonly maxAttempts: number

@@ -41,6 +41,7 @@ import { emailPageRoutes } from "./email.pages.js"
 import { mailAWebhook, mailBWebhook } from "./email.webhooks.js"
 import health from "./health.get.js"
 import internalAttribution from "./internal.attribution.js"
+import { dialLimitsDelete, dialLimitsGet, dialLimitsPut } from "./internal.dial-limits.js"
 import internalOutreachCall from "./internal.outreach-call.js"
 import internalOutreachEmail from "./internal.outreach-email.js"
 import internalOutreachPatchIn from "./internal.outreach-patch-in.js"
@@ -154,6 +155,9 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     internalOutreachPatchIn,
     internalOutreachCall,
     internalUsageEvents,
+    dialLimitsGet,
+    dialLimitsPut,
+    dialLimitsDelete,
     internalAttribution,
     workflowsAudience,
     dataSourcesList,

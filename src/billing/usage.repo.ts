@@ -1,5 +1,6 @@
 // SQL for usage reservations: the cost held for one call before it is dialed, settled at hangup.
 import type { Tx } from "../platform/Db.js"
+import { ledgerPosts } from "../platform/metrics.js"
 
 export interface Reservation {
   readonly call_ref: string
@@ -47,4 +48,39 @@ export const markSettled = async (
 ): Promise<void> => {
   await tx`update usage_reservations set status = ${status}, settled_minor = ${settledMinor}, settled_at = now()
     where call_ref = ${callRef}`
+}
+
+/** The reservations among `callRefs` already made (a batch's replays). */
+export const findReservations = (tx: Tx, callRefs: readonly string[]) =>
+  tx<Reservation[]>`select call_ref, reserved_minor, status, settled_minor from usage_reservations
+    where call_ref = any(${callRefs as string[]}::text[])`
+
+/**
+ * Posts a batch of call reservations of one workspace in one statement: `ledger_post` once per
+ * call, in order (each locks the wallet as a single post does; the lock is held for this round trip
+ * and the commit), then a reservation row for each posted one. Per call: posted (or replayed) with
+ * its row, or the balance that could not pay it.
+ */
+export const postReservations = async (
+  tx: Tx,
+  tenantId: number,
+  callRefs: readonly string[],
+  costMinor: number,
+): Promise<Array<{ call_ref: string; outcome: "posted" | "replayed" | "insufficient_funds"; balance: number }>> => {
+  const rows = await tx<{ call_ref: string; r: { outcome: string; balance_minor?: number } }[]>`
+    select u.ref as call_ref,
+      ledger_post(${tenantId}, ${-costMinor}, 'call_reservation', u.ref, 'reserve:' || u.ref) as r
+    from unnest(${callRefs as string[]}::text[]) with ordinality as u(ref, n)
+    order by u.n`
+  for (const x of rows) ledgerPosts.labels(x.r.outcome).inc()
+  const posted = rows.filter((x) => x.r.outcome !== "insufficient_funds").map((x) => x.call_ref)
+  if (posted.length > 0)
+    await tx`insert into usage_reservations (tenant_id, call_ref, reserved_minor)
+      select ${tenantId}, ref, ${costMinor} from unnest(${posted}::text[]) as ref
+      on conflict do nothing`
+  return rows.map((x) => ({
+    call_ref: x.call_ref,
+    outcome: x.r.outcome as "posted" | "replayed" | "insufficient_funds",
+    balance: Number(x.r.balance_minor ?? 0),
+  }))
 }

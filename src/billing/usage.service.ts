@@ -109,3 +109,52 @@ export const settleCall = (callRef: string, connectedSeconds: number) =>
 
 /** Gives back a reservation whose call never connected. */
 export const releaseCall = (callRef: string) => settleCall(callRef, 0)
+
+/** What reserveCalls answers per call: held (or held before), or the balance could not pay it. */
+export type BatchReservation =
+  | { readonly ok: true; readonly reserved_minor: number }
+  | { readonly ok: false; readonly balance_minor: number; readonly required_minor: number }
+
+/**
+ * reserveCall for a batch of one workspace's calls of the same expected length (a dial batch
+ * starting together): the same terms, the same cost per call and the same idempotency key per
+ * call, but one transaction for all of them, so the wallet is locked once per batch rather than
+ * once per call. Answers in the order of `callRefs`.
+ */
+export const reserveCalls = (
+  tenantId: number,
+  callRefs: readonly string[],
+  expectedSeconds: number,
+  opts: { onOwnAccounts: boolean } = { onOwnAccounts: false },
+) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const config = yield* AppConfig
+    const clock = yield* Clock
+    const tenant = yield* loadTenant(sql, tenantId)
+    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
+    if (terms.billing === "byok" && opts.onOwnAccounts)
+      return callRefs.map((): BatchReservation => ({ ok: true, reserved_minor: 0 }))
+    const cost = callCostMinor(expectedSeconds, tenant.currency)
+    const byRef = yield* Effect.promise(() =>
+      sql.begin(async (tx) => {
+        const answers = new Map<string, BatchReservation>()
+        for (const r of await repo.findReservations(tx, callRefs))
+          answers.set(r.call_ref, { ok: true, reserved_minor: Number(r.reserved_minor) })
+        const fresh = [...new Set(callRefs.filter((ref) => !answers.has(ref)))]
+        if (fresh.length > 0)
+          for (const p of await repo.postReservations(tx, tenantId, fresh, cost))
+            answers.set(
+              p.call_ref,
+              p.outcome === "insufficient_funds"
+                ? { ok: false, balance_minor: p.balance, required_minor: cost }
+                : { ok: true, reserved_minor: cost },
+            )
+        return answers
+      }),
+    )
+    yield* maybeAutocharge(tenantId)
+    return callRefs.map(
+      (ref): BatchReservation => byRef.get(ref) ?? { ok: false, balance_minor: 0, required_minor: cost },
+    )
+  })

@@ -1,19 +1,15 @@
 // SQL of a call attempt, as the runtime's dialer runs it: the attempt that marks a target dialing
 // before the carrier is asked, the answer, the end of an attempt, targets skipped or held, calls a
-// previous owner left in flight, the tenant's dial slots, and the decision log (dial_decisions)
-// each of those writes. Writes are conditional on the calling process owning the run or call. The
-// target's own rows are written by src/runs/run-targets.repo.ts, the DNC entry of a callee who asked
-// not to be called again by src/compliance/dnc.repo.ts, inside these transactions.
+// previous owner left in flight, the tenant's dial slots (one counter row per workspace and runtime
+// process), and the decision log (dial_decisions) each of those writes. A batch of attempts begins
+// in one round trip, in the database function dial_begin_attempts (migrations/0026), which marks
+// the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
+// the calling process owning the run or call. The target's other moves are written by
+// src/runs/run-targets.repo.ts, the DNC entry of a callee who asked not to be called again by
+// src/compliance/dnc.repo.ts, inside these transactions.
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import {
-  holdTargetUntil,
-  markTargetDialing,
-  markTargetSkipped,
-  setTargetLastCall,
-  settleTarget,
-  type TargetNext,
-} from "../runs/run-targets.repo.js"
+import { holdTargetUntil, markTargetSkipped, settleTarget, type TargetNext } from "../runs/run-targets.repo.js"
 
 /** One line of the decision log (the runtime's DialDecision). */
 export interface DecisionEntry {
@@ -33,74 +29,96 @@ const insertDecision = (tx: Tx | Sql, tenantId: number, runId: number, callId: n
 
 export type AttemptRefusal = "not_owner" | "not_due" | "tenant_cap"
 
-/**
- * Marks the target dialing and writes the call row, the tenant slot, the decision and the
- * cool-down record in one transaction, before the carrier is asked: a process that takes the run
- * over sees the attempt and never dials it again. Refused when this process no longer owns the
- * running run, the target is no longer due, or the tenant's concurrent-call cap is reached.
- */
-export const beginAttempt = async (
-  sql: Sql,
-  a: {
-    me: string
-    runId: number
-    tenantId: number
-    workflowId: number
-    runTargetId: number
-    provider: string
-    tenantCap: number
-    slotLeaseMs: number
-    decision: DecisionEntry
-    /** false: no cool-down record (a simulation campaign's callee is not a person); default true. */
-    recordContact?: boolean
-  },
-): Promise<{ callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal> => {
-  try {
-    return (await sql.begin(async (tx) => {
-      const [run] = await tx<[{ ok: boolean }?]>`
-        select true as ok from runs where id = ${a.runId} and owner_instance = ${a.me} and status = 'running' for share`
-      if (!run) return "not_owner"
-      const target = await markTargetDialing(tx, a.runId, a.runTargetId)
-      if (!target) return "not_due"
-      const [call] = await tx<[{ id: number }]>`
-        insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
-          owner_instance)
-        values (${a.tenantId}, ${a.runId}, ${a.workflowId}, ${a.runTargetId}, ${target.target_id}, ${target.attempts},
-          ${target.phone_e164}, ${a.provider}, ${a.me})
-        returning id`
-      await setTargetLastCall(tx, a.runTargetId, call.id)
-      if (a.recordContact !== false)
-        await tx`
-          insert into recent_contacts (tenant_id, phone_e164, last_contacted_at) values (${a.tenantId},
-            ${target.phone_e164}, now())
-          on conflict (tenant_id, phone_e164) do update set last_contacted_at = excluded.last_contacted_at`
-      await insertDecision(tx, a.tenantId, a.runId, call.id, {
-        ...a.decision,
-        detail: { ...a.decision.detail, attempt: target.attempts },
-      })
-      // The tenant's concurrency last: its lock serialises every attempt of the tenant across
-      // processes, so it is held for as few statements as possible (count, slot, commit).
-      await tx`select pg_advisory_xact_lock(hashtextextended('dial_slots:' || ${a.tenantId}::text, 0))`
-      const [{ in_use }] = await tx<[{ in_use: number }]>`
-        select count(*)::int as in_use from dial_slots where tenant_id = ${a.tenantId} and expires_at > now()`
-      if (in_use >= a.tenantCap) throw new TenantCapReached()
-      await tx`
-        insert into dial_slots (call_id, tenant_id, workflow_id, owner_instance, expires_at)
-        values (${call.id}, ${a.tenantId}, ${a.workflowId}, ${a.me},
-          now() + ${a.slotLeaseMs} * interval '1 millisecond')`
-      return { callId: call.id, attempt: target.attempts, targetId: target.target_id, phone: target.phone_e164 }
-    })) as { callId: number; attempt: number; targetId: number; phone: string } | AttemptRefusal
-  } catch (e) {
-    // Thrown to roll the whole attempt back.
-    if (e instanceof TenantCapReached) return "tenant_cap"
-    throw e
-  }
+export interface BegunAttempt {
+  readonly callId: number
+  readonly attempt: number
+  readonly targetId: number
+  readonly phone: string
 }
 
-class TenantCapReached extends Error {}
+export interface AttemptBatch {
+  me: string
+  runId: number
+  tenantId: number
+  workflowId: number
+  provider: string
+  /** The workspace's concurrent-call cap, across every runtime process. */
+  tenantCap: number
+  /** How long this process's slot row counts without being renewed. */
+  slotLeaseMs: number
+  /** false: no cool-down record (a simulation campaign's callee is not a person); default true. */
+  recordContact?: boolean
+}
+
+/**
+ * Begins a batch of one run's attempts in one round trip (migrations/0026: dial_begin_attempts),
+ * before the carrier is asked: each target marked dialing, its call row, the cool-down record and
+ * the decision, and the workspace's slots in this process's counter row. A process that takes the
+ * run over sees every attempt and never dials one again. Per target, in order: the attempt, or why
+ * it was refused: this process no longer owns the running run, the target is no longer due, or the
+ * workspace's concurrent-call cap is reached (then every later target of the batch is refused too).
+ */
+export const beginAttempts = async (
+  sql: Sql,
+  a: AttemptBatch,
+  items: ReadonlyArray<{ runTargetId: number; decision: DecisionEntry }>,
+): Promise<Array<BegunAttempt | AttemptRefusal>> => {
+  if (items.length === 0) return []
+  const decisions = items.map(({ decision: d }) => ({
+    target_id: Number(d.targetId),
+    decision: d.decision,
+    reason: d.reason,
+    detail: d.detail,
+    cost_minor: d.costMinor,
+    at: d.at,
+  }))
+  const rows = await sql<
+    {
+      o_run_target_id: number
+      o_call_id: number | null
+      o_attempt: number | null
+      o_target_id: number | null
+      o_phone: string | null
+      o_refusal: AttemptRefusal | null
+    }[]
+  >`select * from dial_begin_attempts(${a.runId}, ${a.me}, ${a.tenantId}, ${a.workflowId}, ${a.provider},
+      ${Math.min(Math.floor(a.tenantCap), 2_147_483_647)}, ${Math.min(Math.floor(a.slotLeaseMs), 2_147_483_647)},
+      ${a.recordContact !== false}, ${items.map((i) => i.runTargetId)}::bigint[],
+      ${sql.json(decisions as never)}::jsonb) with ordinality order by ordinality`
+  // A row per target, in the batch's order.
+  return items.map((_, i) => {
+    const r = rows[i]
+    if (r === undefined || r.o_call_id === null) return r?.o_refusal ?? "not_due"
+    return { callId: Number(r.o_call_id), attempt: r.o_attempt!, targetId: Number(r.o_target_id), phone: r.o_phone! }
+  })
+}
+
+/** One attempt (beginAttempts with one target). */
+export const beginAttempt = async (
+  sql: Sql,
+  a: AttemptBatch & { runTargetId: number; decision: DecisionEntry },
+): Promise<BegunAttempt | AttemptRefusal> => {
+  const [r] = await beginAttempts(sql, a, [{ runTargetId: a.runTargetId, decision: a.decision }])
+  return r ?? "not_due"
+}
+
+/** The workspace's calls in flight counted in its slot rows (every runtime process whose lease is fresh). */
+export const slotsInUse = async (sql: Sql, tenantId: number): Promise<number> => {
+  const [row] = await sql<[{ n: number }]>`
+    select coalesce(sum(in_use), 0)::int as n from dial_slot_counts where tenant_id = ${tenantId}
+      and expires_at > now()`
+  return row.n
+}
 
 export const markAnswered = (sql: Sql, callId: number, at: Date) =>
   sql`update calls set status = 'connected', answered_at = ${at} where id = ${callId} and status = 'dialing'`
+
+/** markAnswered for many calls in one statement (the answers that came while the last write was in flight). */
+export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: number; at: Date }>) =>
+  sql`update calls c set status = 'connected', answered_at = a.at
+    from unnest(${answers.map((x) => x.callId)}::bigint[], ${answers.map((x) => x.at.toISOString())}::timestamptz[])
+      as a(id, at)
+    where c.id = a.id and c.status = 'dialing'`
 
 export type { TargetNext } from "../runs/run-targets.repo.js"
 
@@ -125,17 +143,20 @@ export const finishAttempt = async (
   },
 ): Promise<boolean> =>
   (await sql.begin(async (tx) => {
-    const [call] = await tx<[{ id: number }?]>`
+    const [call] = await tx<[{ id: number; slot_owner: string | null }?]>`
       update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
         cost_minor = ${f.costMinor},
         reserved_minor = coalesce(${f.reservedMinor}, reserved_minor), ended_at = ${f.endedAt}
       where id = ${f.callId} and status <> 'ended' and owner_instance = ${f.me}
-      returning id`
+      returning id, slot_owner`
     if (!call) return false // finalised by a process that took the run over
-    await tx`delete from dial_slots where call_id = ${f.callId}`
     await settleTarget(tx, f.runTargetId, f.next)
     if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
     await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
+    // The slot goes back to the row it was counted in, last: that row is shared by the process's calls.
+    if (call.slot_owner !== null)
+      await tx`update dial_slot_counts set in_use = greatest(0, in_use - 1)
+        where tenant_id = ${f.tenantId} and owner_instance = ${call.slot_owner}`
     return true
   })) as boolean
 
@@ -187,8 +208,12 @@ export const orphanCalls = (sql: Sql, runId: number, me: string) =>
 export const adoptCall = (sql: Sql, callId: number, me: string) =>
   sql`update calls set owner_instance = ${me} where id = ${callId} and status <> 'ended'`
 
-/** Extends the dial slots this process holds (renewed with its run leases). */
+/**
+ * Extends this process's slot rows (renewed with its run leases) and drops rows whose process has
+ * been gone an hour (their calls were finished by whoever took their runs over).
+ */
 export const renewDialSlots = async (sql: Sql, me: string, leaseMs: number): Promise<void> => {
-  await sql`update dial_slots set expires_at = now() + ${leaseMs} * interval '1 millisecond'
+  await sql`update dial_slot_counts set expires_at = now() + ${leaseMs} * interval '1 millisecond'
     where owner_instance = ${me}`
+  await sql`delete from dial_slot_counts where expires_at < now() - interval '1 hour'`
 }

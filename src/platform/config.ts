@@ -161,12 +161,15 @@ const Env = z.object({
   RUN_LEASE_MS: positiveInt.min(500).max(300_000).default(15_000),
   /** How often runtime processes look for runs that need an owner. */
   RUN_CLAIM_INTERVAL_MS: positiveInt.max(60_000).default(1_000),
-  /** Calls started per second, per carrier account and per workspace (carriers allow 1–3). */
-  DIALER_CPS_PER_CARRIER: z.coerce.number().positive().default(3),
-  DIALER_CPS_PER_TENANT: z.coerce.number().positive().default(3),
-  /** Calls in flight at once, per workflow and per workspace. */
-  DIALER_MAX_CONCURRENT_PER_WORKFLOW: positiveInt.default(20),
-  DIALER_MAX_CONCURRENT_PER_TENANT: positiveInt.default(50),
+  /**
+   * Deployment-wide ceilings on calls started per second, per carrier account and per workspace:
+   * the limits themselves are the account's (telco_a: 3/s) and the workspace plan's (src/plans/).
+   */
+  DIALER_CPS_PER_CARRIER: z.coerce.number().positive().max(100_000).default(1000),
+  DIALER_CPS_PER_TENANT: z.coerce.number().positive().max(100_000).default(1000),
+  /** Ceilings on calls in flight at once, per workflow and per workspace (below the plan's, they win). */
+  DIALER_MAX_CONCURRENT_PER_WORKFLOW: positiveInt.default(10_000),
+  DIALER_MAX_CONCURRENT_PER_TENANT: positiveInt.default(10_000),
   /** Attempts per target for busy / no answer / carrier failure, and the first retry's backoff. */
   DIALER_MAX_ATTEMPTS: positiveInt.max(10).default(3),
   DIALER_RETRY_BACKOFF_MS: positiveInt.default(30 * 60_000),
