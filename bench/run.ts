@@ -7,8 +7,10 @@ import { benchDsr } from "./dsr.js"
 import { benchHttp } from "./http.js"
 import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
+import { benchReads } from "./reads.js"
 import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
+import { benchTurns } from "./turns.js"
 
 const benches: Record<string, () => Promise<void>> = {
   http: benchHttp,
@@ -21,6 +23,9 @@ const benches: Record<string, () => Promise<void>> = {
   kb: benchKb,
   sim: benchSim,
   dsr: benchDsr,
+  turns: benchTurns,
+  reads: benchReads,
+  footprint: benchFootprint,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")

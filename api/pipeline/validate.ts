@@ -54,12 +54,25 @@ export function validate<T>(
 ): T | ValidationFailed {
   const r = schema.safeParse(input)
   if (r.success) return r.data
-  const errors: FieldError[] = r.error.issues.map((issue) => ({
+  const errors: FieldError[] = r.error.issues.flatMap(unionBranch).map((issue) => ({
     field: issue.path.length > 0 ? issue.path.map(String).join(".") : where,
     message: issue.message,
   }))
   const what = where === "body" ? "request body" : where
   return new ValidationFailed({ message: `invalid ${what}: ${summarise(errors)}`, errors, status })
+}
+
+/**
+ * A union's failure (POST /internal/turns takes an object or an array): when all but one of its
+ * branches failed on the input's type itself, that branch's issues say what is wrong.
+ */
+function unionBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== "invalid_union" || !("errors" in issue) || !Array.isArray(issue.errors)) return [issue]
+  const branches = (issue.errors as z.core.$ZodIssue[][]).filter(
+    (b) => !(b.length === 1 && b[0]!.code === "invalid_type" && b[0]!.path.length === 0),
+  )
+  if (branches.length !== 1) return [issue]
+  return branches[0]!.flatMap(unionBranch).map((i) => ({ ...i, path: [...issue.path, ...i.path] }))
 }
 
 function summarise(errors: FieldError[]): string {

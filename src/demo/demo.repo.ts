@@ -79,7 +79,9 @@ export interface DemoProgress {
 
 export const demoProgress = async (sql: Sql, runId: number): Promise<DemoProgress | undefined> => {
   const [row] = await sql<[DemoProgress?]>`
-    select r.tenant_id, r.status as run_status, r.turn_seq, t.id as run_target_id, t.target_id,
+    select r.tenant_id, r.status as run_status,
+      coalesce((select q.last_seq from run_turn_seqs q where q.run_id = r.id), 0) as turn_seq,
+      t.id as run_target_id, t.target_id,
       t.status as target_status, t.attempts, t.outcome as target_outcome, t.updated_at as target_updated_at,
       c.id as call_id, c.status as call_status, c.outcome as call_outcome, c.started_at, c.answered_at, c.ended_at,
       (select (d.detail ->> 'turns')::int from dial_decisions d

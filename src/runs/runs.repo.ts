@@ -2,8 +2,9 @@
 // starting, resuming and pausing runs, every status change a conditional update under the
 // workflow's row lock. As the runtime drives them: run leases (claim, renew, release), the run's
 // setup, status and snapshot, written only while this process still owns the run, so a process
-// that lost its lease changes nothing. And a run's turn sequence (turn_seq) and an approved
-// callback that reschedules its target and opens a finished run again. Its targets are in run-targets.repo.ts.
+// that lost its lease changes nothing. And an approved callback that reschedules its target and
+// opens a finished run again. Its targets are in run-targets.repo.ts; its turn seqs in run_turn_seqs
+// (migrations/0029), written with the turns by src/turns/turns.repo.ts.
 import type { Sql, Tx } from "../platform/Db.js"
 import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
 import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
@@ -234,22 +235,6 @@ export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: num
         and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
     return true
   })) as boolean
-
-/** The run's next turn seq, for one ingested turn (inside the transaction that stores it). */
-export const nextTurnSeq = async (tx: Tx, runId: number): Promise<number> => {
-  const [{ seq }] = await tx<
-    [{ seq: number }]
-  >`update runs set turn_seq = turn_seq + 1 where id = ${runId} returning turn_seq as seq`
-  return seq
-}
-
-/** Reserves `count` turn sequence numbers of the run; returns the first. */
-export const reserveTurnSeqs = async (sql: Sql, runId: number, count: number): Promise<number> => {
-  const [row] = await sql<
-    [{ last: number }]
-  >`update runs set turn_seq = turn_seq + ${count} where id = ${runId} returning turn_seq as last`
-  return row.last - count + 1
-}
 
 // --- simulation campaigns (src/sim/) --------------------------------------------------------
 

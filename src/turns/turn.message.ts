@@ -15,6 +15,6 @@ export interface TurnMessage {
   readonly speaker: "agent" | "callee" | "system"
   readonly text: string
   readonly at: string
-  /** The external orchestrator's outcome id, for turns ingested through POST /internal/turns. */
+  /** The outcome id: the orchestrator's for ingested turns, `call-<call_id>` for the runtime's own. */
   readonly outcome_id?: string | null
 }

@@ -1,8 +1,7 @@
-// SQL for reading turns (stream history, live calls), storing turns that external orchestrators
-// send through POST /internal/turns, and storing the runtime's own turns in batches (seqs reserved
-// in blocks from the run's turn_seq, src/runs/runs.repo.ts).
+// SQL for reading turns (stream history, live calls) and storing them: the runtime's own and those
+// external orchestrators send through POST /internal/turns, a batch per statement, with their
+// run-wide seqs taken from the run's row in run_turn_seqs (migrations/0029) by the same statement.
 import type { Sql } from "../platform/Db.js"
-import { nextTurnSeq } from "../runs/runs.repo.js"
 import type { TurnMessage } from "./turn.message.js"
 
 export const findRunOfTenant = async (
@@ -52,7 +51,8 @@ export const liveCalls = (sql: Sql, tenantId: number, runId: number | undefined,
     order by c.started_at desc, c.id desc
     limit ${limit}`
 
-export interface IngestedTurn {
+/** One turn to store; its run-wide seq is assigned by the statement that stores it. */
+export interface TurnToStore {
   readonly tenantId: number
   readonly runId: number
   readonly targetId: number
@@ -65,58 +65,77 @@ export interface IngestedTurn {
 }
 
 /**
- * Stores one ingested turn with the run's next seq, in one statement; a turn already stored under
- * the same (outcome_id, turn index) is returned as it was, with `created` false.
+ * Stores one run's turns in one statement and one round trip: the run's seq row (run_turn_seqs)
+ * hands out exactly as many seqs as there are new turns, in order, and stays locked until the
+ * statement commits, so a run's seqs are in commit order whichever process stores them. A turn
+ * already stored under its (outcome_id, turn_index) is skipped before seqs are taken; one that
+ * loses a race on a unique key is skipped too (its seq is left unused). Answers the stored ones by
+ * their index in `turns`.
  */
-export const storeIngestedTurn = async (sql: Sql, t: IngestedTurn): Promise<{ turn: TurnMessage; created: boolean }> =>
-  (await sql.begin(async (tx) => {
-    if (t.outcomeId !== null) {
-      const [existing] = await tx<[TurnMessage?]>`
-        select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
-          'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
-        from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
-      if (existing) return { turn: existing, created: false }
-    }
-    const seq = await nextTurnSeq(tx, t.runId)
-    const [row] = await tx<[TurnMessage?]>`
+export const storeTurnBatch = async (
+  sql: Sql,
+  runId: number,
+  turns: readonly TurnToStore[],
+): Promise<Array<{ ord: number; id: number; seq: number }>> => {
+  if (turns.length === 0) return []
+  return await sql<Array<{ ord: number; id: number; seq: number }>>`
+    with u as (
+      select * from unnest(
+        ${turns.map((t) => t.tenantId)}::bigint[], ${turns.map((t) => t.targetId)}::bigint[],
+        ${turns.map((t) => t.callId)}::bigint[], ${turns.map((t) => t.turnIndex)}::int[],
+        ${turns.map((t) => t.speaker)}::text[], ${turns.map((t) => t.text)}::text[],
+        ${turns.map((t) => t.outcomeId)}::text[], ${turns.map((t) => t.at.toISOString())}::timestamptz[]
+      ) with ordinality as u (tenant_id, target_id, call_id, turn_index, speaker, text, outcome_id, at, ord)
+    ),
+    fresh as (
+      select u.*, row_number() over (order by u.ord) as rn from u
+      where u.outcome_id is null or not exists (
+        select 1 from turns t
+        where t.tenant_id = u.tenant_id and t.outcome_id = u.outcome_id and t.turn_index = u.turn_index)
+    ),
+    s as (
+      insert into run_turn_seqs as q (run_id, last_seq) select ${runId}, count(*) from fresh
+      on conflict (run_id) do update set last_seq = q.last_seq + excluded.last_seq
+      returning last_seq
+    ),
+    numbered as (select f.*, s.last_seq - (select count(*) from fresh) + f.rn as seq from fresh f, s),
+    ins as (
       insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at)
-      values (${t.tenantId}, ${t.runId}, ${t.targetId}, ${t.callId}, ${seq}, ${t.turnIndex}, ${t.speaker}, ${t.text},
-        ${t.outcomeId}, ${t.at})
+      select tenant_id, ${runId}, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at
+      from numbered order by seq
       on conflict do nothing
-      returning id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text,
-        to_char(at at time zone 'UTC',
-        'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id`
-    if (row) return { turn: row, created: true }
-    // A concurrent request with the same key won: answer with its turn.
-    const [won] = await tx<[TurnMessage]>`
-      select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
-        'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
-      from turns where tenant_id = ${t.tenantId} and outcome_id = ${t.outcomeId} and turn_index = ${t.turnIndex}`
-    return { turn: won, created: false }
-  })) as { turn: TurnMessage; created: boolean }
-
-export interface TurnRow {
-  readonly tenant_id: number
-  readonly run_id: number
-  readonly target_id: number
-  readonly call_id: number
-  readonly seq: number
-  readonly turn_index: number
-  readonly speaker: "agent" | "callee" | "system"
-  readonly text: string
-  readonly at: Date
+      returning id, seq
+    )
+    select (n.ord - 1)::int as ord, i.id, i.seq from ins i join numbered n on n.seq = i.seq`
 }
 
-/** Stores turns (one statement); returns the id of each stored, by run and seq (a conflicting one is skipped). */
-export const insertTurns = (sql: Sql, rows: TurnRow[]) =>
-  sql<Array<{ id: number; run_id: number; seq: number }>>`
-    insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
-    select * from unnest(
-      ${rows.map((r) => r.tenant_id)}::bigint[], ${rows.map((r) => r.run_id)}::bigint[],
-        ${rows.map((r) => r.target_id)}::bigint[],
-      ${rows.map((r) => r.call_id)}::bigint[], ${rows.map((r) => r.seq)}::bigint[],
-        ${rows.map((r) => r.turn_index)}::int[],
-      ${rows.map((r) => r.speaker)}::text[], ${rows.map((r) => r.text)}::text[],
-        ${rows.map((r) => r.at.toISOString())}::timestamptz[])
-    on conflict do nothing
-    returning id, run_id, seq`
+/**
+ * The turns already stored under the keys of turns that were not stored (duplicates): by
+ * (outcome_id, turn_index) when one has an outcome id, by (call_id, turn_index) otherwise; always
+ * within the tenant. Answers them by their index in `keys`.
+ */
+export const existingTurns = (
+  sql: Sql,
+  keys: ReadonlyArray<{ tenantId: number; outcomeId: string | null; callId: number | null; turnIndex: number }>,
+) =>
+  sql<Array<TurnMessage & { ord: number }>>`
+    select (u.ord - 1)::int as ord, t.id as turn_id, t.seq, t.run_id, t.target_id, t.call_id, t.turn_index, t.speaker,
+      t.text, to_char(t.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, t.outcome_id
+    from unnest(${keys.map((k) => k.tenantId)}::bigint[], ${keys.map((k) => k.outcomeId)}::text[],
+      ${keys.map((k) => k.callId)}::bigint[], ${keys.map((k) => k.turnIndex)}::int[])
+      with ordinality as u (tenant_id, outcome_id, call_id, turn_index, ord)
+    join lateral (
+      (select * from turns t where u.outcome_id is not null and t.tenant_id = u.tenant_id
+        and t.outcome_id = u.outcome_id and t.turn_index = u.turn_index)
+      union all
+      (select * from turns t where u.outcome_id is null and t.call_id = u.call_id and t.turn_index = u.turn_index
+        and t.tenant_id = u.tenant_id)
+      limit 1
+    ) t on true`
+
+/** Which of `callIds` are calls of this run of this tenant. */
+export const callsOfRun = async (sql: Sql, tenantId: number, runId: number, callIds: readonly number[]) =>
+  (
+    await sql<Array<{ id: number }>>`
+      select id from calls where tenant_id = ${tenantId} and run_id = ${runId} and id = any(${callIds}::bigint[])`
+  ).map((r) => r.id)

@@ -3,12 +3,11 @@
 import { Effect } from "effect"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
-import { NotFound } from "../platform/errors.js"
+import { NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
-import { turnSubject } from "../platform/subjects.js"
 import { TurnStreams } from "./TurnStreams.js"
-import type { TurnMessage } from "./turn.message.js"
 import type { StreamSink } from "./turn-hub.js"
+import { turnWriterFor } from "./turn-writer.js"
 import * as repo from "./turns.repo.js"
 
 const HISTORY_PAGE = 500
@@ -73,20 +72,52 @@ export interface TurnInput {
   readonly at?: string | undefined
 }
 
-/** Per run, this process publishes ingested turns in the order their seqs were handed out. */
-const publishing = new Map<number, Promise<void>>()
+/** Runs known to be the tenant's (a run never changes workspace), so a busy run is looked up once. */
+const knownRuns = new Map<string, number>()
+const KNOWN_RUN_MS = 60_000
+const KNOWN_RUNS_MAX = 10_000
 
-export const ingestTurn = (tenantId: number, t: TurnInput) =>
+/**
+ * Stores turns from an external orchestrator (one, or a batch of up to 500 in order) through the
+ * process's turn writer: the runs must be the caller's, and a call_id one of the run's calls.
+ * Answers each turn in input order, `created` false for one already stored under its key.
+ */
+export const ingestTurns = (tenantId: number, turns: readonly TurnInput[], fieldOf: (i: number) => string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const bus = yield* Bus
     const log = yield* Log
-    const run = yield* Effect.promise(() => repo.findRunOfTenant(sql, tenantId, t.run_id))
-    if (run === undefined) return yield* Effect.fail(runNotFound(t.run_id))
-    const stored = yield* Effect.promise(() => {
-      const prior = publishing.get(t.run_id) ?? Promise.resolve()
-      const next = prior.then(async () => {
-        const r = await repo.storeIngestedTurn(sql, {
+    const now = Date.now()
+    for (const runId of new Set(turns.map((t) => t.run_id))) {
+      const key = `${tenantId}.${runId}`
+      if ((knownRuns.get(key) ?? 0) > now) continue
+      const run = yield* Effect.promise(() => repo.findRunOfTenant(sql, tenantId, runId))
+      if (run === undefined) return yield* Effect.fail(runNotFound(runId))
+      if (knownRuns.size >= KNOWN_RUNS_MAX) knownRuns.clear()
+      knownRuns.set(key, now + KNOWN_RUN_MS)
+    }
+    const byRun = new Map<number, Set<number>>()
+    for (const t of turns)
+      if (t.call_id !== undefined) {
+        let ids = byRun.get(t.run_id)
+        if (ids === undefined) byRun.set(t.run_id, (ids = new Set()))
+        ids.add(t.call_id)
+      }
+    for (const [runId, ids] of byRun) {
+      const found = new Set(yield* Effect.promise(() => repo.callsOfRun(sql, tenantId, runId, [...ids])))
+      const i = turns.findIndex((t) => t.run_id === runId && t.call_id !== undefined && !found.has(t.call_id))
+      if (i >= 0)
+        return yield* Effect.fail(
+          new ValidationFailed({
+            message: `call ${turns[i]!.call_id} is not a call of run ${runId}`,
+            errors: [{ field: fieldOf(i), message: "must be a call of the run" }],
+          }),
+        )
+    }
+    const writer = turnWriterFor(sql, bus, log)
+    return yield* Effect.promise(() =>
+      writer.write(
+        turns.map((t) => ({
           tenantId,
           runId: t.run_id,
           targetId: t.target_id,
@@ -95,26 +126,8 @@ export const ingestTurn = (tenantId: number, t: TurnInput) =>
           speaker: t.speaker,
           text: t.text,
           outcomeId: t.outcome_id ?? null,
-          at: t.at === undefined ? new Date() : new Date(t.at),
-        })
-        if (r.created) {
-          try {
-            bus.publish(turnSubject(tenantId, t.run_id, t.target_id), r.turn satisfies TurnMessage)
-          } catch (err) {
-            log.warn({ err, run_id: t.run_id }, "could not publish an ingested turn")
-          }
-        }
-        return r
-      })
-      const tail = next.then(
-        () => undefined,
-        () => undefined,
-      )
-      publishing.set(t.run_id, tail)
-      void tail.then(() => {
-        if (publishing.get(t.run_id) === tail) publishing.delete(t.run_id)
-      })
-      return next
-    })
-    return stored
+          at: t.at === undefined ? new Date(now) : new Date(t.at),
+        })),
+      ),
+    )
   })

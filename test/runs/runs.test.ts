@@ -221,8 +221,14 @@ describe("a run over every sim behaviour", () => {
     watcher.close()
     const stored = await srv.sql<{ id: number; seq: number }[]>`select id, seq from turns where run_id = ${runId}`
     const idOf = new Map(stored.map((t) => [Number(t.seq), Number(t.id)]))
-    const live = watcher.json<{ seq: number; turn_id: number | null }>()
+    const live = watcher.json<{ seq: number; turn_id: number | null; call_id: number; outcome_id: string }>()
     expect(live.map((t) => t.turn_id)).toEqual(live.map((t) => idOf.get(t.seq)))
+    // A runtime turn carries its call's outcome id, live and stored (issue 22 item 8).
+    expect(live.every((t) => t.outcome_id === `call-${t.call_id}`)).toBe(true)
+    const [{ unkeyed }] = await srv.sql<[{ unkeyed: number }]>`
+      select count(*)::int as unkeyed from turns
+      where run_id = ${runId} and outcome_id is distinct from 'call-' || call_id`
+    expect(unkeyed).toBe(0)
 
     // The decision log says why each target was dialed and how it ended.
     const log = await srv.sql<
