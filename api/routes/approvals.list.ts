@@ -3,10 +3,10 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { listApprovals } from "../../src/approvals/approvals.service.js"
-import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id, QueryInt } from "../schemas.js"
 import { callerOf } from "../session.js"
+import { sharedJson } from "../shared-read.js"
 
 const Timestamp = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).transform((s) => new Date(s))
 
@@ -29,7 +29,7 @@ export default route({
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      const approvals = yield* listApprovals(c.tenantId, {
+      const approvals = listApprovals(c.tenantId, {
         workflowId: query.workflow_id,
         status: query.status,
         decidedAfter: query.decided_after,
@@ -37,6 +37,10 @@ export default route({
         beforeId: query.before_id,
         limit: query.limit ?? 100,
       })
-      return json({ approvals })
+      // A dashboard's polls of the same filter share one read (api/shared-read.ts).
+      return yield* sharedJson(
+        `approvals.list:${c.tenantId}:${JSON.stringify(query)}`,
+        Effect.map(approvals, (list) => ({ approvals: list })),
+      )
     }),
 })

@@ -3,10 +3,10 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { listLiveCalls } from "../../src/turns/turns.service.js"
-import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
 import { callerOf } from "../session.js"
+import { sharedJson } from "../shared-read.js"
 
 export default route({
   method: "GET",
@@ -18,7 +18,10 @@ export default route({
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      const calls = yield* listLiveCalls(c.tenantId, query.run_id)
-      return json({ count: calls.length, calls })
+      // A dashboard's polls share one read (api/shared-read.ts).
+      return yield* sharedJson(
+        `runs.live:${c.tenantId}:${query.run_id ?? ""}`,
+        Effect.map(listLiveCalls(c.tenantId, query.run_id), (calls) => ({ count: calls.length, calls })),
+      )
     }),
 })

@@ -4,10 +4,10 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { WORKFLOW_STATUSES } from "../../src/workflows/workflow.schema.js"
 import { listWorkflows } from "../../src/workflows/workflows.service.js"
-import { json } from "../reply.js"
 import { route } from "../route.js"
 import { PageCursor, PageLimit, QueryBool } from "../schemas.js"
 import { callerOf } from "../session.js"
+import { sharedJson } from "../shared-read.js"
 
 export default route({
   method: "GET",
@@ -34,11 +34,17 @@ export default route({
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      const page = yield* listWorkflows(
-        c.tenantId,
-        { status: query.status, includeArchived: query.include_archived ?? false },
-        { limit: query.limit, before: query.cursor },
+      // A dashboard's polls of the same page share one read (api/shared-read.ts).
+      return yield* sharedJson(
+        `workflows.list:${c.tenantId}:${JSON.stringify(query)}`,
+        Effect.map(
+          listWorkflows(
+            c.tenantId,
+            { status: query.status, includeArchived: query.include_archived ?? false },
+            { limit: query.limit, before: query.cursor },
+          ),
+          (page) => ({ tenant_id: c.tenantId, ...page }),
+        ),
       )
-      return json({ tenant_id: c.tenantId, ...page })
     }),
 })

@@ -3,10 +3,10 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { listRuns } from "../../src/workflows/workflows.service.js"
-import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id, PageCursor, PageLimit } from "../schemas.js"
 import { callerOf } from "../session.js"
+import { sharedJson } from "../shared-read.js"
 
 export default route({
   method: "GET",
@@ -20,6 +20,10 @@ export default route({
   handler: ({ principal, params, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      return json(yield* listRuns(c.tenantId, params.id, { limit: query.limit, before: query.cursor }))
+      // A dashboard's polls of the same page share one read (api/shared-read.ts); the counters are its cost.
+      return yield* sharedJson(
+        `workflows.runs:${c.tenantId}:${params.id}:${JSON.stringify(query)}`,
+        listRuns(c.tenantId, params.id, { limit: query.limit, before: query.cursor }),
+      )
     }),
 })

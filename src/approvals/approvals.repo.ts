@@ -51,12 +51,31 @@ export interface ListFilter {
   readonly limit: number
 }
 
+/**
+ * The stored statuses an effective status can come from: the same filter, said so the planner can
+ * use the status indexes (a poll for pending ones no longer walks every decided approval). Literals,
+ * not parameters, so a cached generic plan can use them too.
+ */
+const storedStatusIn = (sql: Sql, effective: ApprovalStatus) => {
+  switch (effective) {
+    case "pending":
+      return sql`and status = 'pending'`
+    case "approved":
+      return sql`and status = 'approved'`
+    case "denied":
+      return sql`and status = 'denied'`
+    case "expired":
+      return sql`and status in ('pending', 'expired')`
+  }
+}
+
 export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
   sql<ApprovalRow[]>`
     select ${columns(sql)} from approvals
     where tenant_id = ${tenantId}
       ${f.workflowId === undefined ? sql`` : sql`and workflow_id = ${f.workflowId}`}
       ${f.status === undefined ? sql`` : sql`and ${effectiveApprovalStatus(sql, "approvals")} = ${f.status}`}
+      ${f.status === undefined ? sql`` : storedStatusIn(sql, f.status)}
       ${f.decidedAfter === undefined ? sql`` : sql`and decided_at > ${f.decidedAfter}`}
       ${f.createdAfter === undefined ? sql`` : sql`and created_at > ${f.createdAfter}`}
       ${f.beforeId === undefined ? sql`` : sql`and id < ${f.beforeId}`}
