@@ -115,6 +115,13 @@ export const INTERNAL_ERROR: HttpError = {
   body: { error: "internal error", code: "INTERNAL" },
 }
 
+/** The database is out of reach (a restart, a failover): retry later (docs/operations.md). */
+export const DATABASE_UNAVAILABLE: HttpError = {
+  status: 503,
+  body: { error: "the database is unavailable; retry shortly", code: "DATABASE_UNAVAILABLE" },
+  headers: { "Retry-After": "5" },
+}
+
 /** A statement the database cancelled (statement_timeout): the database is slow, retry later. */
 export const DATABASE_TIMEOUT: HttpError = {
   status: 503,

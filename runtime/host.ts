@@ -8,16 +8,19 @@ import { Duration, Effect, Exit, Scope } from "effect"
 import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
-import { releaseCall, reserveCall, settleCall } from "../src/billing/usage.service.js"
+import { releaseCall, reserveCalls, settleCall } from "../src/billing/usage.service.js"
 import { isDemoWorkspace } from "../src/demo/demo.repo.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
+import { carrierAccountCaps, type DialLimits, effectiveDialLimits, workspaceCaps } from "../src/plans/dial-limits.js"
+import { workspaceDialCaps } from "../src/plans/dial-limits.repo.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
-import { Db } from "../src/platform/Db.js"
+import { Db, retryOnDisconnect } from "../src/platform/Db.js"
 import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
+import { trackRuntime } from "../src/platform/metrics.js"
 import {
   type ApprovalDecided,
   type CallHandoffRequest,
@@ -40,6 +43,7 @@ import type { TelephonyProvider } from "../src/providers/telephony/telephony.int
 import { startDataFetchWorker } from "./data-fetch.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
+import { ReservationBatcher } from "./reservations.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
@@ -51,6 +55,10 @@ export interface RuntimeHost {
 }
 
 const APPROVAL_SWEEP_MS = 5_000
+/** A released run's wake is sent again after this long (see stop()). */
+const HANDOVER_REWAKE_MS = 300
+/** How often the dial limits of the workspaces whose runs are driven here are read again. */
+const LIMITS_REFRESH_MS = 5_000
 
 export const startRuntimeHost: Effect.Effect<
   RuntimeHost,
@@ -88,13 +96,44 @@ export const startRuntimeHost: Effect.Effect<
     burst: Math.max(1, Math.ceil(config.dialer.cpsPerTenant)),
   })
   const pacedCarriers = new Set<string>()
+  /** A carrier account's pacing key, paced at the account's own rate (the sim: none) under DIALER_CPS_PER_CARRIER. */
   const carrierKey = (account: string): string => {
     const key = `carrier:${account}`
     if (!pacedCarriers.has(key)) {
       pacedCarriers.add(key)
-      pacer.configure(key, config.dialer.cpsPerCarrier, Math.max(1, Math.ceil(config.dialer.cpsPerCarrier)))
+      const cps = Math.min(carrierAccountCaps(account).callsPerSecond ?? Infinity, config.dialer.cpsPerCarrier)
+      pacer.configure(key, cps, Math.max(1, Math.ceil(cps)))
     }
     return key
+  }
+  // A workspace's dial limits (src/plans/): its plan's or its own, under the DIALER_* ceilings; one
+  // shared object per workspace that its run drivers read and refreshLimits() updates.
+  const ceilings: DialLimits = {
+    callsPerSecond: config.dialer.cpsPerTenant,
+    maxConcurrentCalls: config.dialer.maxConcurrentPerTenant,
+    maxConcurrentPerWorkflow: config.dialer.maxConcurrentPerWorkflow,
+  }
+  const tenantLimits = new Map<number, { current: DialLimits }>()
+  const loadLimits = async (tenantId: number): Promise<{ current: DialLimits }> => {
+    const caps = await workspaceDialCaps(sql, tenantId)
+    const current = effectiveDialLimits(caps === undefined ? [] : [workspaceCaps(caps.plan, caps.own)], ceilings)
+    const key = `tenant:${tenantId}`
+    const ref = tenantLimits.get(tenantId)
+    if (ref === undefined || ref.current.callsPerSecond !== current.callsPerSecond)
+      pacer.configure(key, current.callsPerSecond, Math.max(1, Math.ceil(current.callsPerSecond)), Date.now())
+    if (ref !== undefined) {
+      ref.current = current
+      return ref
+    }
+    const made = { current }
+    tenantLimits.set(tenantId, made)
+    return made
+  }
+  const refreshLimits = async (): Promise<void> => {
+    const live = new Set([...drivers.values()].map((d) => d.tenantId))
+    for (const id of tenantLimits.keys()) if (!live.has(id)) tenantLimits.delete(id)
+    for (const id of live)
+      await loadLimits(id).catch((err: unknown) => log.error({ err, tenant_id: id }, "loading dial limits failed"))
   }
   const providersFor = providerResolver({
     config,
@@ -107,24 +146,36 @@ export const startRuntimeHost: Effect.Effect<
   })
   const turns = new TurnSink(sql, bus, log)
   const drivers = new Map<number, RunDriver>()
+  trackRuntime(() => ({ runs: drivers.size, calls: [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0) }))
   let stopping = false
 
   /** A run's money: its calls are free of the per-minute rate only if they go out on the workspace's own accounts. */
-  const moneyFor = (onOwnAccounts: boolean) => ({
-    reserve: async (tenantId: number, callRef: string, seconds: number) => {
-      const r = await runEffect(reserveCall(tenantId, callRef, seconds, { onOwnAccounts }))
+  const moneyFor = (onOwnAccounts: boolean) => {
+    // The reservations of calls starting together go in one transaction (runtime/reservations.ts).
+    const batcher = new ReservationBatcher(async (tenantId, callRefs, seconds) => {
+      // Postgres out of reach is waited out (idempotent by call ref), not taken for a lack of funds.
+      const r = await retryOnDisconnect(() => runEffect(reserveCalls(tenantId, callRefs, seconds, { onOwnAccounts })))
       if (r._tag === "Left") {
-        log.info({ call_ref: callRef, reason: r.left.message }, "call not funded")
-        return { ok: false as const }
+        log.info({ tenant_id: tenantId, reason: r.left.message }, "calls not funded")
+        return callRefs.map(() => ({ ok: false as const }))
       }
-      return { ok: true as const, reservedMinor: r.right.reserved_minor }
-    },
-    settle: async (callRef: string, seconds: number) => {
-      const r = await runEffect(seconds > 0 ? settleCall(callRef, seconds) : releaseCall(callRef))
-      if (r._tag === "Left") return undefined
-      return r.right === undefined ? undefined : { chargedMinor: r.right.settled_minor ?? 0 }
-    },
-  })
+      return r.right.map((x, i) => {
+        if (x.ok) return { ok: true as const, reservedMinor: x.reserved_minor }
+        log.info({ call_ref: callRefs[i], reason: "insufficient_funds" }, "call not funded")
+        return { ok: false as const }
+      })
+    })
+    return {
+      reserve: (tenantId: number, callRef: string, seconds: number) => batcher.reserve(tenantId, callRef, seconds),
+      settle: async (callRef: string, seconds: number) => {
+        const r = await retryOnDisconnect(() =>
+          runEffect(seconds > 0 ? settleCall(callRef, seconds) : releaseCall(callRef)),
+        )
+        if (r._tag === "Left") return undefined
+        return r.right === undefined ? undefined : { chargedMinor: r.right.settled_minor ?? 0 }
+      },
+    }
+  }
   const money = { platform: moneyFor(false), own: moneyFor(true) }
   /** The public demo's calls are the platform's own: nothing is held or charged, to anyone. */
   const free = {
@@ -168,6 +219,7 @@ export const startRuntimeHost: Effect.Effect<
     stopping: () => stopping,
     drive: async (claimed, setup) => {
       const providers = await providersFor(claimed.tenant_id)
+      const limits = await loadLimits(claimed.tenant_id)
       let runDeps: DriverDeps
       if (setup.simulation_of !== null) {
         // A rehearsal: the sim carrier whatever accounts the workspace has, the workspace's language
@@ -175,6 +227,7 @@ export const startRuntimeHost: Effect.Effect<
         const timeScale = setup.sim_time_scale ?? config.simTimeScale
         runDeps = {
           ...deps,
+          limits,
           settings: simSettings(timeScale),
           money: free,
           telephony: simCarrier(timeScale),
@@ -185,6 +238,7 @@ export const startRuntimeHost: Effect.Effect<
         const demo = await isDemoWorkspace(sql, claimed.tenant_id)
         runDeps = {
           ...deps,
+          limits,
           ...(demo && { settings: demoSettings }),
           money: demo ? free : providers.byok ? money.own : money.platform,
           telephony: providers.telephony,
@@ -269,6 +323,7 @@ export const startRuntimeHost: Effect.Effect<
   yield* every(config.runClaimIntervalMs, () => claim())
   yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
   yield* every(APPROVAL_SWEEP_MS, sweepApprovals)
+  yield* every(LIMITS_REFRESH_MS, refreshLimits)
   void claim()
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.
@@ -278,15 +333,44 @@ export const startRuntimeHost: Effect.Effect<
   return {
     ownedRuns: () => [...drivers.keys()],
     stop: async () => {
+      // Hand-over (docs/operations.md): claim nothing more, and leave the queue groups first, so
+      // wakes and pings go to the other runtime processes from now on.
       stopping = true
+      await Promise.all(
+        subscriptions.filter((s) => s.subject === RT_PING || s.subject === RT_RUN_WAKE).map((s) => s.drain()),
+      )
+      await leases.settled()
+      // Calls in flight finish (up to the shutdown budget; the rest are ended, billed once) while
+      // the leases are still renewed; then each run is released and another process woken to take
+      // it at once rather than at its next claim tick.
+      const wake = (d: RunDriver): void => {
+        try {
+          bus.publish(RT_RUN_WAKE, { run_id: d.runId, tenant_id: d.tenantId, command: "resume" } satisfies RunControl)
+        } catch (err) {
+          log.warn({ err, run_id: d.runId }, "could not wake another runtime for a released run")
+        }
+      }
+      const handOver = async (d: RunDriver): Promise<void> => {
+        if (d.lost) return
+        wake(d)
+        log.info({ run_id: d.runId }, "run handed over")
+        // Once more a moment later: a claim skips a run row another transaction holds locked.
+        await new Promise((r) => setTimeout(r, HANDOVER_REWAKE_MS))
+        wake(d)
+      }
+      const handed = await Promise.all(
+        [...drivers.values()].map(async (d) => {
+          await d.shutdown(config.shutdownTimeoutMs)
+          await handOver(d)
+          return d
+        }),
+      )
       // Ends every loop of the host (claims, lease renewals, sweeps, renewals and rentals).
       await Effect.runPromise(Scope.close(scope, Exit.void))
-      await leases.settled()
-      // Calls in flight finish (up to the shutdown budget); then the runs are handed back.
-      await Promise.all([...drivers.values()].map((d) => d.shutdown(config.shutdownTimeoutMs)))
+      await bus.flush().catch(() => {})
       await turns.flush()
       await Promise.all(subscriptions.map((s) => s.drain()))
-      log.info("runtime host stopped")
+      log.info({ released: handed.filter((d) => !d.lost).map((d) => d.runId) }, "runtime host stopped")
     },
   }
 })

@@ -4,6 +4,7 @@
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
+import { isConnectionError, retryOnDisconnect } from "../src/platform/Db.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import * as repo from "../src/runs/runs.repo.js"
@@ -16,9 +17,13 @@ import { Dialer } from "./dialer.js"
 import { RunPersistence } from "./persistence.js"
 import { RunRules } from "./run-rules.js"
 import type { DriverDeps, LiveCall, RunScope } from "./run-scope.js"
+import { endCallsAtShutdown } from "./shutdown.js"
 
 export type { DialerSettings, DriverDeps } from "./run-scope.js"
 export { billedSeconds } from "./run-scope.js"
+
+/** How long the dial loop waits before trying again while the database is out of reach. */
+const DB_RETRY_MS = 1_000
 
 export class RunDriver implements RunScope {
   readonly runId: number
@@ -113,10 +118,25 @@ export class RunDriver implements RunScope {
     this.persistence.soon()
     // The knowledge-base rules before the first call; a failure is logged and retried by that call.
     await this.rules.reload()
-    this.loop = this.dialer.loop().catch((err: unknown) => {
-      this.deps.log.error({ err, run_id: this.runId }, "dialer loop failed")
-      if (!this.stopped) this.run.send({ type: "FAIL", reason: "dialer_error" })
-    })
+    this.loop = this.dialLoop()
+  }
+
+  /** The dial loop; Postgres out of reach is waited out (docs/operations.md), anything else fails the run. */
+  private async dialLoop(): Promise<void> {
+    for (;;) {
+      try {
+        return await this.dialer.loop()
+      } catch (err) {
+        if (!this.stopped && isConnectionError(err)) {
+          this.deps.log.warn({ err, run_id: this.runId }, "dialer paused: the database is out of reach")
+          await new Promise((r) => setTimeout(r, DB_RETRY_MS))
+          continue
+        }
+        this.deps.log.error({ err, run_id: this.runId }, "dialer loop failed")
+        if (!this.stopped) this.run.send({ type: "FAIL", reason: "dialer_error" })
+        return
+      }
+    }
   }
 
   /** The rules a call starting now follows (waits for a reload in flight). */
@@ -222,10 +242,15 @@ export class RunDriver implements RunScope {
     const deadline = Date.now() + timeoutMs
     while (this.calls.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     await this.loop?.catch(() => {})
-    if (this.calls.size > 0) this.loseLease()
+    // Past the deadline: the calls left are ended here, cleanly and billed once (shutdown.ts).
+    if (this.calls.size > 0 && !this.lost) await endCallsAtShutdown(this)
+    if (this.calls.size > 0 || this.lost) this.loseLease()
     else {
+      // The run's turns are stored before another process may take it and write its own.
+      await this.deps.turns.flush()
       await this.persistence.now()
-      await repo.releaseRun(this.deps.sql, this.deps.me, this.runId).catch(() => {})
+      const { sql, me } = this.deps
+      await retryOnDisconnect(() => repo.releaseRun(sql, me, this.runId), { maxMs: 3_000 }).catch(() => {})
       this.approvals.stop()
       this.run.stop()
       this.markDone()

@@ -2,8 +2,9 @@
 // connection closed when asked or when draining): a JSON error, a whole reply, or a stream.
 import type { Logger } from "pino"
 import type { Principal } from "../../src/auth/principal.js"
-import { isStatementTimeout } from "../../src/platform/Db.js"
-import { DATABASE_TIMEOUT, type HttpError, INTERNAL_ERROR } from "../error-map.js"
+import { isConnectionError, isStatementTimeout } from "../../src/platform/Db.js"
+import { trackSse } from "../../src/platform/metrics.js"
+import { DATABASE_TIMEOUT, DATABASE_UNAVAILABLE, type HttpError, INTERNAL_ERROR } from "../error-map.js"
 import { type Exchange, openStream, sendWhole } from "../http.js"
 import type { Headers, Reply } from "../reply.js"
 import type { Incoming } from "./incoming.js"
@@ -40,9 +41,11 @@ export function commonHeaders(requestId: string, draining: boolean): Headers {
 
 /**
  * The answer to a defect. A statement Postgres cancelled (statement_timeout, SQLSTATE 57014) is
- * the database being slow, not a bug: 503 with Retry-After; anything else is a 500.
+ * the database being slow, not a bug: 503 with Retry-After; so is a database out of reach (a
+ * restart: 503 DATABASE_UNAVAILABLE); anything else is a 500.
  */
 export function defectError(e: unknown): HttpError {
+  if (isConnectionError(e)) return DATABASE_UNAVAILABLE
   return isStatementTimeout(e) ? DATABASE_TIMEOUT : INTERNAL_ERROR
 }
 
@@ -69,6 +72,7 @@ export function respond({ log, draining, streams }: RespondOptions): Respond {
     defect(ex, inc, e, closeConnection, pretty) {
       const answer = defectError(e)
       if (answer === DATABASE_TIMEOUT) log.error({ req_id: inc.requestId, err: e }, "database statement timed out")
+      else if (answer === DATABASE_UNAVAILABLE) log.warn({ req_id: inc.requestId, err: e }, "database unavailable")
       else {
         const detail = pretty === undefined ? { err: e } : { cause: pretty }
         log.error({ req_id: inc.requestId, ...detail }, "handler defect")
@@ -88,6 +92,7 @@ export function respond({ log, draining, streams }: RespondOptions): Respond {
           if (inc.method === "HEAD") return writer.end()
           // A stream lives as long as the credential it was opened with: logout or revocation ends it.
           streams.add(writer, principal)
+          if (reply.contentType.startsWith("text/event-stream")) trackSse(writer)
           try {
             await reply.run(writer)
           } catch (e) {

@@ -2,11 +2,19 @@
 // PGlite served on a loopback socket, so both run the same client and the same SQL.
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer, Runtime } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "./AppConfig.js"
 import { StartupError } from "./errors.js"
 import { Log } from "./Log.js"
+import { instrumentDatabase } from "./metrics.js"
+import {
+  applyWasmTierUp,
+  type EmbeddedOptions,
+  hasCluster,
+  initdbInChild,
+  pgliteStartParams,
+} from "./pglite.options.js"
 
 export type Sql = postgres.Sql<{ bigint: number }>
 /** A transaction's handle (inside `sql.begin`): functions that must run in one take this. */
@@ -34,6 +42,52 @@ export const isUniqueViolation = (e: unknown, constraint?: string): boolean =>
  */
 export const isStatementTimeout = (e: unknown): boolean =>
   typeof e === "object" && e !== null && (e as { code?: unknown }).code === "57014"
+
+/** Error codes that mean Postgres was out of reach (the statement itself was not wrong). */
+const CONNECTION_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  // admin_shutdown, crash_shutdown, cannot_connect_now (a restart in progress)
+  "57P01",
+  "57P02",
+  "57P03",
+])
+
+/** The connection to Postgres was lost or refused (SQLSTATE class 08, a server shutting down, a socket error). */
+export const isConnectionError = (e: unknown): boolean => {
+  // A query run inside an Effect rejects its runPromise with the defect wrapped in a FiberFailure.
+  if (Runtime.isFiberFailure(e)) return isConnectionError(Cause.squash(e[Runtime.FiberFailureCauseId]))
+  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined
+  return typeof code === "string" && (CONNECTION_ERRORS.has(code) || code.startsWith("08"))
+}
+
+/**
+ * Runs `f` again, with a growing pause, while Postgres is out of reach (a restart, a failover), for
+ * at most `maxMs`; any other error, or the last one, is thrown. Only for work that is idempotent:
+ * a statement may have committed just before the connection dropped (docs/operations.md).
+ */
+export async function retryOnDisconnect<A>(
+  f: () => Promise<A>,
+  opts: { maxMs?: number; onRetry?: (err: unknown, attempt: number) => void } = {},
+): Promise<A> {
+  const deadline = Date.now() + (opts.maxMs ?? 60_000)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await f()
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() >= deadline) throw err
+      opts.onRetry?.(err, attempt)
+      await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))))
+    }
+  }
+}
 
 /** Runs a query; a database failure is a defect (500), not a domain error. */
 export const query = <A>(f: (sql: Sql) => PromiseLike<A>): Effect.Effect<A, never, Db> =>
@@ -81,15 +135,19 @@ export interface EmbeddedPostgres {
 /**
  * Starts PGlite in `dir` and serves it on 127.0.0.1 at a free port. PGlite is one session:
  * the socket server takes one connection, so the client must use a pool of one (two
- * connections would interleave their transactions in that single session).
+ * connections would interleave their transactions in that single session). A new `dir` gets its
+ * cluster from a child process first (see initdbInChild), and Postgres starts with the memory
+ * settings of `opts` (see pglite.options.ts).
  */
-export async function startEmbeddedPostgres(dir: string): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(dir: string, opts: EmbeddedOptions = {}): Promise<EmbeddedPostgres> {
+  mkdirSync(dir, { recursive: true })
+  if (!hasCluster(dir)) await initdbInChild(dir)
+  applyWasmTierUp(opts.wasmTierUp ?? "v8")
   const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
     import("@electric-sql/pglite"),
     import("@electric-sql/pglite-socket"),
   ])
-  mkdirSync(dir, { recursive: true })
-  const db = await PGlite.create(dir)
+  const db = await PGlite.create(dir, { startParams: pgliteStartParams(PGlite.defaultStartParams, opts) })
   const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 1 })
   await server.start()
   const port = Number(server.getServerConn().split(":").pop())
@@ -124,7 +182,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
     if (url === undefined) {
       const dir = resolve(join(config.dataDir, "pglite"))
       const embedded = yield* Effect.acquireRelease(
-        Effect.promise(() => startEmbeddedPostgres(dir)),
+        Effect.promise(() => startEmbeddedPostgres(dir, config.pglite)),
         (pg) => Effect.promise(() => pg.close()),
       )
       log.info({ dir }, "embedded database (PGlite) started")
@@ -136,6 +194,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       Effect.sync(() => connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs })),
       (s) => Effect.promise(() => s.end({ timeout: 5 })),
     )
+    instrumentDatabase(sql, max)
     // Fail start-up here, naming the database, rather than on the first request.
     yield* Effect.tryPromise({
       try: () => sql`select 1`,

@@ -84,6 +84,8 @@ export const FIXED_CODES = [
   "SHUTTING_DOWN",
   "INTERNAL",
   "DATABASE_TIMEOUT",
+  "DATABASE_UNAVAILABLE",
+  "IDEMPOTENCY_KEY_REUSED",
 ] as const
 
 /** Every code an error response can carry, each once. */

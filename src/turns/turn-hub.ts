@@ -1,9 +1,12 @@
 // Live turn streams in one api process: one bus subscription per run, shared by every client
 // watching it. A client subscribes before its history is read, so nothing falls between history
-// and live; events are de-duplicated by seq; each client is written once per event-loop turn, and
-// one that stops reading is dropped when its buffer passes the cap, without slowing the others.
+// and live; events are de-duplicated by seq, and a hole in the seqs the bus delivered (two writers
+// publish independently) is filled from Postgres before what follows it; each client is written
+// once per event-loop turn, the run's live clients all with one buffer framed once; a client that
+// stops reading is dropped when its buffer passes the cap, without slowing the others.
 import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
+import { sseDropped } from "../platform/metrics.js"
 import { runTurnsSubject } from "../platform/subjects.js"
 import type { TurnMessage } from "./turn.message.js"
 
@@ -29,6 +32,23 @@ export const DEFAULT_HUB_SETTINGS: HubSettings = {
 }
 
 export const sseEvent = (t: TurnMessage): string => `id: ${t.seq}\ndata: ${JSON.stringify(t)}\n\n`
+
+/**
+ * The last frame of a stream this process ends because it is stopping: a named event (a browser's
+ * EventSource dispatches it only to a `reconnect` listener) and a short, jittered `retry:`, so the
+ * client reconnects (to another api process) soon, resuming with Last-Event-ID. It carries no
+ * `id:`, so the client's last event id stays the last turn's seq.
+ */
+export const reconnectFrame = (
+  retryMs: number,
+  reason: "server_shutting_down" | "bus_reconnected" = "server_shutting_down",
+): string => {
+  const data = JSON.stringify({ reason, retry_ms: retryMs })
+  return `event: reconnect\nretry: ${retryMs}\ndata: ${data}\n\n`
+}
+
+/** How soon clients of a stopping process reconnect: spread over a second so they do not arrive at once. */
+const reconnectDelayMs = (): number => 250 + Math.floor(Math.random() * 1000)
 
 export class TurnClient {
   /** Highest seq written (history or live): anything at or below it is a duplicate. */
@@ -84,6 +104,11 @@ export class TurnClient {
     for (const t of early) this.queue(t)
   }
 
+  /** History is written and the client takes live events. */
+  get live(): boolean {
+    return this.early === undefined
+  }
+
   /** Takes what is queued for this client. */
   take(): string[] {
     const s = this.out
@@ -98,11 +123,30 @@ export class TurnClient {
 
 interface RunRoom {
   readonly sub: BusSubscription
+  readonly tenantId: number
+  readonly runId: number
   readonly clients: Set<TurnClient>
-  /** This event-loop turn's frames, in arrival order, and their bytes once framed for everyone. */
-  batch: string[]
-  shared: Buffer | undefined
+  /**
+   * Live clients of the whole run (no target filter): nothing is done for them per turn; at the
+   * flush each gets the turn's frames as one buffer, framed once for all of them.
+   */
+  readonly fast: Set<TurnClient>
+  /** This event-loop turn's frames, in seq order. */
+  batch: Array<{ seq: number; frame: string }>
+  /** The highest seq let into the room (undefined before its first turn). */
+  lastSeq: number | undefined
+  /** Turns that arrived while a hole in the seqs was being filled from Postgres. */
+  held: TurnMessage[] | undefined
 }
+
+/**
+ * Reads a run's stored turns after a seq (up to `limit`, oldest first): fills a hole in the seqs
+ * the bus delivered. Seqs follow commit order (src/turns/turn-writer.ts), so every turn below one
+ * received is already readable.
+ */
+export type HoleFill = (runId: number, afterSeq: number, limit: number) => Promise<readonly TurnMessage[]>
+
+const FILL_MAX = 1000
 
 export class TurnHub {
   private readonly rooms = new Map<string, RunRoom>()
@@ -111,12 +155,15 @@ export class TurnHub {
   private flushScheduled = false
   private readonly ticker: NodeJS.Timeout
   private stopped = false
+  /** The process is stopping: every client is told to reconnect elsewhere (goodbye()). */
+  private leaving = false
 
   constructor(
     private readonly bus: BusClient,
     private readonly log: Logger,
     private readonly settings: HubSettings = DEFAULT_HUB_SETTINGS,
     private readonly now: () => number = Date.now,
+    private readonly fill?: HoleFill,
   ) {
     this.ticker = setInterval(() => this.tick(), Math.max(10, Math.min(settings.keepaliveMs, settings.idleMs) / 3))
     this.ticker.unref()
@@ -151,7 +198,6 @@ export class TurnHub {
     const key = `${tenantId}.${runId}`
     let room = this.rooms.get(key)
     if (room === undefined) {
-      const clients = new Set<TurnClient>()
       let self: RunRoom
       const sub = this.bus.subscribe(runTurnsSubject(tenantId, runId), (msg) => {
         let t: TurnMessage
@@ -160,17 +206,18 @@ export class TurnHub {
         } catch {
           return
         }
-        const now = this.now()
-        const frame = sseEvent(t)
-        self.batch.push(frame)
-        this.dirtyRooms.add(self)
-        for (const c of clients)
-          if (c.offer(t, frame)) {
-            c.lastTurnAt = now
-            this.markDirty(c)
-          }
+        if (typeof t?.seq === "number") this.arrive(self, t)
       })
-      room = self = { sub, clients, batch: [], shared: undefined }
+      room = self = {
+        sub,
+        tenantId,
+        runId,
+        clients: new Set(),
+        fast: new Set(),
+        batch: [],
+        lastSeq: undefined,
+        held: undefined,
+      }
       this.rooms.set(key, room)
     }
     const client = new TurnClient(key, targetId, sinceSeq, sink, this.now())
@@ -191,10 +238,88 @@ export class TurnHub {
     return client.sink.write(chunk)
   }
 
+  /**
+   * A turn from the bus, in the room's seq order: a duplicate (or one a fill already sent) is
+   * dropped; one past a hole waits while the hole is read from Postgres (two writers' turns may
+   * reach the bus out of seq order).
+   */
+  private arrive(room: RunRoom, t: TurnMessage): void {
+    if (room.held !== undefined) {
+      room.held.push(t)
+      return
+    }
+    const last = room.lastSeq
+    if (last !== undefined && t.seq <= last) return
+    if (last === undefined || t.seq === last + 1 || this.fill === undefined) return this.accept(room, t)
+    room.held = [t]
+    const fill = this.fill
+    void fill(room.runId, last, Math.min(FILL_MAX, t.seq - last - 1))
+      .catch((err: unknown) => {
+        this.log.warn({ err, run_id: room.runId }, "could not read a hole in a turn stream")
+        return [] as readonly TurnMessage[]
+      })
+      .then((found) => {
+        const held = room.held ?? []
+        room.held = undefined
+        if (this.rooms.get(`${room.tenantId}.${room.runId}`) !== room) return
+        for (const f of found) if (room.lastSeq === undefined || f.seq > room.lastSeq) this.accept(room, f)
+        held.sort((a, b) => a.seq - b.seq)
+        // The first held turn is let in after the fill, whatever it found (a hole may be for good).
+        const first = held.shift()
+        if (first !== undefined && (room.lastSeq === undefined || first.seq > room.lastSeq)) this.accept(room, first)
+        for (const h of held) this.arrive(room, h)
+      })
+  }
+
+  private accept(room: RunRoom, t: TurnMessage): void {
+    room.lastSeq = t.seq
+    const frame = sseEvent(t)
+    room.batch.push({ seq: t.seq, frame })
+    this.dirtyRooms.add(room)
+    this.schedule()
+    const now = this.now()
+    for (const c of room.clients)
+      if (!room.fast.has(c) && c.offer(t, frame)) {
+        c.lastTurnAt = now
+        this.markDirty(c)
+      }
+  }
+
   /** Switches the client to live events: what arrived during its history follows it, de-duplicated. */
   goLive(client: TurnClient): void {
     client.goLive()
-    this.markDirty(client)
+    const room = this.rooms.get(client.key)
+    if (room !== undefined && client.targetId === undefined && !client.closed) room.fast.add(client)
+    if (this.leaving) this.farewell(client)
+    else this.markDirty(client)
+  }
+
+  /**
+   * The process is stopping (before its HTTP server ends the streams): each live client gets what
+   * is queued for it and then the reconnect frame, and its stream ends; one still reading its
+   * history gets the same once the history is written.
+   */
+  goodbye(): void {
+    this.leaving = true
+    for (const room of this.rooms.values()) for (const c of [...room.clients]) if (c.live) this.farewell(c)
+  }
+
+  /**
+   * The bus was away (docs/operations.md): turns published meanwhile never reached this process, and
+   * a hole at the end of a run would never be noticed. Each live client is told to reconnect, and
+   * reads what it missed from Postgres by Last-Event-ID.
+   */
+  resync(): void {
+    if (this.leaving) return
+    for (const room of this.rooms.values())
+      for (const c of [...room.clients]) if (c.live) this.farewell(c, "bus_reconnected")
+  }
+
+  private farewell(c: TurnClient, reason?: Parameters<typeof reconnectFrame>[1]): void {
+    if (c.closed) return
+    const chunk = c.take().join("") + reconnectFrame(reconnectDelayMs(), reason)
+    if (!c.sink.closed) void c.sink.write(chunk)
+    this.leave(c)
   }
 
   leave(client: TurnClient): void {
@@ -204,6 +329,7 @@ export class TurnHub {
     const room = this.rooms.get(client.key)
     if (room === undefined) return
     room.clients.delete(client)
+    room.fast.delete(client)
     if (room.clients.size === 0) {
       this.rooms.delete(client.key)
       room.sub.unsubscribe()
@@ -213,6 +339,10 @@ export class TurnHub {
 
   private markDirty(c: TurnClient): void {
     this.dirty.add(c)
+    this.schedule()
+  }
+
+  private schedule(): void {
     if (this.flushScheduled) return
     this.flushScheduled = true
     // One write per client per event-loop turn, however many turns arrived in it.
@@ -222,46 +352,59 @@ export class TurnHub {
   private flush(): void {
     this.flushScheduled = false
     const now = this.now()
+    // Clients with frames of their own (history's tail, a target's turns, keepalives) first.
     for (const c of this.dirty) {
       const frames = c.take()
       if (frames.length === 0 || c.closed) continue
-      // A client that took exactly this turn's frames of its run gets the bytes framed once for all.
-      const room = this.rooms.get(c.key)
-      const chunk =
-        room !== undefined &&
-        frames.length === room.batch.length &&
-        frames[0] === room.batch[0] &&
-        frames[frames.length - 1] === room.batch[room.batch.length - 1]
-          ? (room.shared ??= Buffer.from(room.batch.join("")))
-          : frames.join("")
-      if (c.sink.closed) {
-        this.leave(c)
-        continue
-      }
-      // A client already behind is dropped once what it has not taken, with what is queued for it
-      // now, passes the cap; one that keeps up (nothing waiting) always gets a turn's events whole.
-      const behind = c.sink.bufferedBytes()
-      if (
-        behind > 0 &&
-        behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) >
-          this.settings.maxBufferedBytes
-      ) {
-        this.log.warn(
-          { stream: c.key, buffered: c.sink.bufferedBytes() },
-          "dropping a turn-stream client that stopped reading",
-        )
-        this.leave(c)
-        continue
-      }
-      c.lastWriteAt = now
-      void c.sink.write(chunk)
+      this.send(c, frames.length === 1 ? frames[0]! : frames.join(""), now)
     }
     this.dirty.clear()
+    // Then each run's turns of this event-loop turn to its live whole-run clients: one buffer for
+    // every client that was up to date, only a client whose history ran ahead gets its own chunk.
     for (const r of this.dirtyRooms) {
+      const batch = r.batch
       r.batch = []
-      r.shared = undefined
+      if (batch.length === 0 || r.fast.size === 0) continue
+      const first = batch[0]!.seq
+      const last = batch[batch.length - 1]!.seq
+      let shared: Buffer | undefined
+      for (const c of r.fast) {
+        if (c.closed || c.lastSeq >= last) continue
+        const chunk =
+          c.lastSeq < first
+            ? (shared ??= Buffer.from(batch.length === 1 ? batch[0]!.frame : batch.map((b) => b.frame).join("")))
+            : batch
+                .filter((b) => b.seq > c.lastSeq)
+                .map((b) => b.frame)
+                .join("")
+        c.lastSeq = last
+        c.lastTurnAt = now
+        this.send(c, chunk, now)
+      }
     }
     this.dirtyRooms.clear()
+  }
+
+  private send(c: TurnClient, chunk: string | Buffer, now: number): void {
+    if (c.sink.closed) {
+      this.leave(c)
+      return
+    }
+    // A client already behind is dropped once what it has not taken, with what is queued for it
+    // now, passes the cap; one that keeps up (nothing waiting) always gets a turn's events whole.
+    const behind = c.sink.bufferedBytes()
+    if (
+      behind > 0 &&
+      behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) >
+        this.settings.maxBufferedBytes
+    ) {
+      this.log.warn({ stream: c.key, buffered: behind }, "dropping a turn-stream client that stopped reading")
+      sseDropped.inc()
+      this.leave(c)
+      return
+    }
+    c.lastWriteAt = now
+    void c.sink.write(chunk)
   }
 
   /** Keepalives for quiet clients; idle ones are closed. */

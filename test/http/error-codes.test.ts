@@ -1,7 +1,14 @@
 // The closed set of error codes: the OpenAPI document lists exactly ERROR_CODES, every error the
 // error map can produce carries one of them, and every declared code is produced by some error.
 import { describe, expect, it } from "vitest"
-import { DATABASE_TIMEOUT, ERROR_CODES, type ErrorCode, INTERNAL_ERROR, toHttpError } from "../../api/error-map.js"
+import {
+  DATABASE_TIMEOUT,
+  DATABASE_UNAVAILABLE,
+  ERROR_CODES,
+  type ErrorCode,
+  INTERNAL_ERROR,
+  toHttpError,
+} from "../../api/error-map.js"
 import { openApiDocument } from "../../api/openapi.js"
 import { routeTable } from "../../api/routes/index.js"
 import {
@@ -16,6 +23,7 @@ import {
   FORBIDDEN_CODES,
   Forbidden,
   GatewayUnavailable,
+  IdempotencyKeyReused,
   ImportInvalid,
   InsufficientFunds,
   MethodNotAllowed,
@@ -61,6 +69,7 @@ const everyError: { readonly [T in DomainError["_tag"]]: ReadonlyArray<Extract<D
   ShuttingDown: [new ShuttingDown()],
   GatewayUnavailable: [new GatewayUnavailable({ message })],
   EncryptionUnavailable: [new EncryptionUnavailable({ message })],
+  IdempotencyKeyReused: [new IdempotencyKeyReused({ message })],
 }
 
 const produced = (): ErrorCode[] => [
@@ -69,6 +78,7 @@ const produced = (): ErrorCode[] => [
     .map((e) => toHttpError(e as DomainError).body.code),
   INTERNAL_ERROR.body.code,
   DATABASE_TIMEOUT.body.code,
+  DATABASE_UNAVAILABLE.body.code,
 ]
 
 describe("error codes", () => {

@@ -5,6 +5,8 @@ import { type IncomingMessage, request } from "node:http"
 export interface SseEvent {
   readonly id: string | undefined
   readonly data: string
+  /** The event's name, when it has one (`event:`); turns are unnamed. */
+  readonly event?: string
 }
 
 export interface SseClient {
@@ -46,13 +48,15 @@ export function sse(url: string, headers: Record<string, string> = {}): SseClien
         const block = buffer.slice(0, at)
         buffer = buffer.slice(at + 2)
         let id: string | undefined
+        let event: string | undefined
         const data: string[] = []
         for (const line of block.split("\n")) {
           if (line.startsWith(":")) comments.push(line.slice(1).trim())
           else if (line.startsWith("id:")) id = line.slice(3).trim()
           else if (line.startsWith("data:")) data.push(line.slice(5).trimStart())
+          else if (line.startsWith("event:")) event = line.slice(6).trim()
         }
-        if (data.length > 0) events.push({ id, data: data.join("\n") })
+        if (data.length > 0) events.push({ id, data: data.join("\n"), ...(event !== undefined && { event }) })
       }
       for (const w of [...waiters]) if (events.length >= w.n) w.resolve()
     })
