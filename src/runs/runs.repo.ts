@@ -92,7 +92,8 @@ export interface ClaimedRun {
 /**
  * Claims one run that needs an owner: running with no owner or a lapsed lease, or paused with a
  * lapsed lease (its last owner died while calls were in flight). SKIP LOCKED lets several runtime
- * processes claim side by side.
+ * processes claim side by side; NO KEY UPDATE, because the key-share lock a foreign-key check takes
+ * on the run row (a call or turn being inserted) must not make a woken run look taken.
  */
 export const claimRun = async (
   sql: Sql,
@@ -108,7 +109,7 @@ export const claimRun = async (
           or (status = 'paused' and owner_instance is not null and lease_expires_at < now()))
       order by id
       limit 1
-      for update skip locked
+      for no key update skip locked
     )
     update runs r
     set owner_instance = ${me}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
