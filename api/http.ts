@@ -13,6 +13,8 @@ export class Exchange {
   finished = false
   status = 0
   bytesOut = 0
+  /** The matched route's template, for the request metrics; undefined when no route matched. */
+  route: string | undefined = undefined
   private abortHandlers: Array<() => void> = []
   /** Reasons the body is paused (the caller not yet authenticated, a reader that is behind). */
   private holds = 0

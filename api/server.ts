@@ -6,6 +6,7 @@ import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
 import type { AppServices } from "../src/main/app.layer.js"
 import type { Config } from "../src/platform/config.js"
+import { Db } from "../src/platform/Db.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, ShuttingDown } from "../src/platform/errors.js"
 import { INTERNAL_ERROR, toHttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange } from "./http.js"
@@ -14,7 +15,9 @@ import { bodyLimit } from "./pipeline/body-limit.js"
 import { dispatch, requestContext } from "./pipeline/dispatch.js"
 import { type Incoming, readIncoming } from "./pipeline/incoming.js"
 import { logRequest } from "./pipeline/log-request.js"
+import { recordRequest } from "./pipeline/observe.js"
 import { OpenStreams } from "./pipeline/open-streams.js"
+import { rateLimitGate, throughGate } from "./pipeline/rate-limit.js"
 import { respond } from "./pipeline/respond.js"
 import { systemKey } from "./pipeline/system-key.js"
 import { takeBody } from "./pipeline/take-body.js"
@@ -53,6 +56,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const checkSystemKey = systemKey(config.systemKey)
   // Resolved once: per request it is a plain call, and a cached credential answers synchronously.
   const auth = runtime.runSync(Auth)
+  // RATE_LIMIT_RPS: a workspace's requests drawn from one budget shared through Postgres; unset → off.
+  const gate = rateLimitGate(config.rateLimitRps, runtime.runSync(Db).sql, log)
   // Invalidations reach every api process over the bus (and this one directly): end the streams
   // opened with the credential, so a signed-out session or a revoked key stops receiving at once.
   const stopListening = auth.onInvalidate((inv: Invalidation) => {
@@ -64,7 +69,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
 
   // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, systemKey, takeBody,
   // authenticate, then inside dispatch systemKey (X-Tenant-Id), validate (params, query), negotiate, validate
-  // (body) and the handler; respond; logRequest once the request is over.
+  // (body), idempotency (an authenticated POST's Idempotency-Key) and the handler; respond; logRequest once the
+  // request is over.
   app.any("/*", (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
     // requestId, clientAddress: req is only valid until this function returns, so copy it out now.
@@ -79,6 +85,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       .finally(() => {
         inFlight--
         logRequest(log, ex, inc, started)
+        recordRequest(ex, inc, started)
         if (inFlight === 0) idle?.()
       })
   })
@@ -94,6 +101,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       return DONE
     }
     const match = router.match(inc.method, inc.url)
+    if (match.kind === "found") ex.route = match.route.path
     const plan = bodyLimit(match.kind === "found" ? match.route : undefined, inc.headers, config)
     // Refuse without reading: the connection is closed so the unread bytes go with it.
     if (plan instanceof PayloadTooLarge) {
@@ -136,7 +144,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       // lesson in the endpoint's schema. Its unread body goes with the connection.
       if (caller instanceof LookupFailed) out.defect(ex, inc, caller.cause, plan.hasBody)
       else if (caller instanceof Error) out.error(ex, inc, toHttpError(caller), plan.hasBody)
-      else return run(caller)
+      else if (gate === undefined) return run(caller)
+      else
+        return throughGate(
+          gate,
+          caller.tenantId,
+          () => run(caller),
+          (e) => out.error(ex, inc, e, plan.hasBody),
+        )
       return DONE
     }
     const caller = authenticate(() => auth.authenticate(inc, need), held ? () => ex.release() : noop)

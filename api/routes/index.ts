@@ -51,6 +51,7 @@ import { feedbackCreate, feedbackList } from "./kb.feedback.js"
 import kbRollup from "./kb.rollup.js"
 import { kbRuleDelete, kbRuleGet, kbRulesCreate, kbRulesList, kbRuleUpdate } from "./kb.rules.js"
 import { kbExport, kbImport } from "./kb.transfer.js"
+import metricsGet from "./metrics.get.js"
 import numbersImport from "./numbers.import.js"
 import numbersList from "./numbers.list.js"
 import numbersProvision from "./numbers.provision.js"
@@ -107,6 +108,7 @@ import workflowsUpdate from "./workflows.update.js"
 export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
   const table: AnyRoute[] = [
     health,
+    metricsGet,
     pricing,
     voicesList,
     voicesSample,

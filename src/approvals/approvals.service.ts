@@ -9,6 +9,7 @@ import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { observeApprovalDecision } from "../platform/metrics.js"
 import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
 import { scheduleCallback } from "../runs/runs.repo.js"
@@ -80,6 +81,7 @@ export const decideApproval = (
         }),
       )
     const row = outcome.row
+    observeApprovalDecision(row.created_at, row.decided_at)
     // The call, if still live somewhere, resumes as soon as its runtime process hears this.
     const message: ApprovalDecided & { decided_by: number | null } = {
       approval_id: row.id,

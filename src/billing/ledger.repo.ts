@@ -2,6 +2,7 @@
 // balance and appends its entry in one transaction, idempotently on a key, never below zero.
 
 import type { Sql, Tx } from "../platform/Db.js"
+import { ledgerPosts } from "../platform/metrics.js"
 import type { Currency } from "./pricing.js"
 
 export interface LedgerEntry {
@@ -51,6 +52,7 @@ export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
     if (code === "P0001" || code === "P0002") throw new Error((e as Error).message)
     throw e
   }
+  ledgerPosts.labels(result.outcome).inc()
   if (result.outcome === "insufficient_funds")
     return { ok: false, reason: "insufficient_funds", balanceMinor: Number(result.balance_minor) }
   return { ok: true, entry: fromJson(result.entry), replayed: result.outcome === "replayed" }

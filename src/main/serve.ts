@@ -1,6 +1,6 @@
 // Starting and stopping one Parley process in a role: build the services, then the runtime host
 // and/or the HTTP server; stop them in reverse order so nothing in flight loses its database or bus.
-import { ManagedRuntime } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import type { Logger } from "pino"
 import type { AnyRoute } from "../../api/route.js"
 import { routeTable } from "../../api/routes/index.js"
@@ -9,7 +9,10 @@ import { loadUws } from "../../api/uws.js"
 import { type RuntimeHost, startRuntimeHost } from "../../runtime/host.js"
 import type { Config } from "../platform/config.js"
 import { StartupError } from "../platform/errors.js"
+import { collectAfterStartup } from "../platform/heap.js"
 import { Instance, type ProcessInstance, type Role } from "../platform/Instance.js"
+import { type MetricsServer, startMetricsServer } from "../platform/metrics-server.js"
+import { TurnStreams } from "../turns/TurnStreams.js"
 import { type AppServices, appLayer } from "./app.layer.js"
 
 export interface Running {
@@ -39,16 +42,27 @@ export async function serve(opts: {
   const runtime = ManagedRuntime.make(appLayer({ config, logger, instance }))
   let host: RuntimeHost | undefined
   let api: ApiServer | undefined
+  let metrics: MetricsServer | undefined
   try {
     await runtime.runtime()
+    if (config.metricsPort !== undefined)
+      metrics = await startMetricsServer({
+        host: config.host,
+        port: config.metricsPort,
+        token: config.metricsToken,
+        log: logger,
+      })
     if (role !== "api") host = await runtime.runPromise(startRuntimeHost)
     if (role !== "runtime")
       api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
   } catch (e) {
     await host?.stop().catch(() => {})
+    await metrics?.close()
     await runtime.dispose().catch(() => {})
     throw e
   }
+  // Start-up's garbage is collected once the process settles, so an idle process stays small.
+  collectAfterStartup()
 
   let stopping: Promise<void> | undefined
   return {
@@ -57,8 +71,11 @@ export async function serve(opts: {
     runtime,
     stop: () =>
       (stopping ??= (async () => {
-        await api?.shutdown()
-        await host?.stop()
+        // Turn-stream watchers are told to reconnect (to another api process) as the listener
+        // closes; the api's requests in flight and the runtime's calls finish side by side.
+        if (api !== undefined) runtime.runSync(Effect.map(TurnStreams, (hub) => hub.goodbye()))
+        await Promise.all([api?.shutdown(), host?.stop()])
+        await metrics?.close()
         await runtime.dispose()
         logger.info("stopped")
       })()),

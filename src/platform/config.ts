@@ -251,6 +251,23 @@ const Env = z.object({
   STOREFRONT_BASE_URL_OVERRIDE: optionalString.pipe(z.url().optional()),
   /** Longest one SQL statement may run before Postgres cancels it. */
   DB_STATEMENT_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
+  /** The embedded database's shared_buffers (128kB–1GB), all of it resident from start; PGlite's own is 128MB. */
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .trim()
+    .refine((s) => {
+      const bytes = pgMemoryBytes(s)
+      return bytes !== undefined && bytes >= 128 * 1024 && bytes <= 1024 ** 3
+    }, "must be a size from 128kB to 1GB, such as 16MB")
+    .default(DEFAULT_PGLITE_SHARED_BUFFERS),
+  /** How V8 compiles the embedded database's WASM: v8 (default), hot (less memory), off (least memory, slower SQL). */
+  PGLITE_WASM_TIER_UP: z.enum(WASM_TIER_UP, { error: 'must be "v8", "hot" or "off"' }).default("v8"),
+  /** GET /metrics on its own port (any path; keep the port private); unset → no metrics listener. */
+  METRICS_PORT: optionalString.pipe(z.coerce.number<string>().int().min(0).max(65535).optional()),
+  /** Bearer token for /metrics: required on the public port (unset → 404 there), and on METRICS_PORT when set. */
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+  /** Requests per second one workspace may make, across every api process; unset → no limit. */
+  RATE_LIMIT_RPS: optionalString.pipe(z.coerce.number<string>().int().positive().max(1_000_000).optional()),
 })
 
 export type Config = Readonly<{
@@ -330,6 +347,11 @@ export type Config = Readonly<{
   }
   providerResponseLimitBytes: number
   dbStatementTimeoutMs: number
+  /** The embedded database's memory settings (PGLITE_*). */
+  pglite: { sharedBuffers: string; wasmTierUp: WasmTierUp }
+  metricsPort: number | undefined
+  metricsToken: string | undefined
+  rateLimitRps: number | undefined
   storefront: {
     /** The app's credentials; undefined → the simulator. */
     app: { apiKey: string; apiSecret: string } | undefined
@@ -451,6 +473,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     providerResponseLimitBytes: e.PROVIDER_RESPONSE_LIMIT_BYTES,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    pglite: { sharedBuffers: e.PGLITE_SHARED_BUFFERS, wasmTierUp: e.PGLITE_WASM_TIER_UP },
+    metricsPort: e.METRICS_PORT,
+    metricsToken: e.METRICS_TOKEN,
+    rateLimitRps: e.RATE_LIMIT_RPS,
     storefront: {
       app:
         e.STOREFRONT_API_KEY && e.STOREFRONT_API_SECRET

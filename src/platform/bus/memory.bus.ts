@@ -2,6 +2,7 @@
 // server, for single-process deployments and tests.
 
 import { randomBytes } from "node:crypto"
+import { busOut } from "../metrics.js"
 import {
   type BusClient,
   BusError,
@@ -147,6 +148,7 @@ export function makeMemoryBus(opts: MemoryBusOptions = {}): BusClient {
     ensureOpen(true)
     assertSubject(subject, false)
     const msg = new MemoryMsg(subject, encodePayload(payload, maxPayload), headers, reply, publish)
+    busOut.inc()
     const r = route(subject)
     for (const s of r.plain) s.mailbox.push(msg)
     for (const g of r.groups) {

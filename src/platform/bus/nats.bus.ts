@@ -14,6 +14,7 @@ import {
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node"
+import { busIn, busOut, busReconnects } from "../metrics.js"
 import {
   type BusClient,
   BusError,
@@ -62,7 +63,10 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === "disconnect" || s.type === "close") connected = false
-      else if (s.type === "reconnect") connected = true
+      else if (s.type === "reconnect") {
+        connected = true
+        busReconnects.inc()
+      }
     }
   })().catch(() => {})
 
@@ -78,6 +82,7 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
     assertSubject(subject, false)
     const data = encodePayload(payload, maxPayload())
     mapErrors(() => nc.publish(subject, data, { headers: toNatsHeaders(popts?.headers) }))
+    busOut.inc()
   }
 
   const subscribe = (
@@ -95,7 +100,10 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
         // Only permission errors arrive here, and they end the subscription server-side.
         callback: (err, m) => {
           if (err) mailbox.close()
-          else mailbox.push(new NatsMsg(m, publish))
+          else {
+            busIn.inc()
+            mailbox.push(new NatsMsg(m, publish))
+          }
         },
       }),
     )
