@@ -97,6 +97,8 @@ export function toHttpError(e: DomainError): HttpError {
       return { status: 409, body: { error: e.message, code: e.code ?? "CONFLICT", ...e.details } }
     case "GatewayUnavailable":
       return { status: 502, body: { error: e.message, code: "GATEWAY_UNAVAILABLE" }, headers: { "Retry-After": "5" } }
+    case "IdempotencyKeyReused":
+      return { status: 422, body: { error: e.message, code: "IDEMPOTENCY_KEY_REUSED" } }
     case "EncryptionUnavailable":
       return { status: 503, body: { error: e.message, code: "ENCRYPTION_UNAVAILABLE" } }
     case "ShuttingDown":

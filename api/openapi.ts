@@ -40,6 +40,19 @@ const errorResponse = (description: string, ref = "Error") => ({
   content: { "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } },
 })
 
+/** Idempotent retries (api/pipeline/idempotency.ts): a header on every authenticated POST. */
+const IDEMPOTENCY_KEY = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Makes a retry safe: the first completed response for this key in the workspace is kept 24 hours and " +
+    "replayed (with Idempotent-Replayed: true) to a retry with the same method, path, query, body and caller. " +
+    "The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first is still running: 409 " +
+    "IDEMPOTENCY_IN_PROGRESS. 5xx and 429 answers are not kept.",
+  schema: { type: "string", minLength: 1, maxLength: 255 },
+}
+
 const SECURITY: Record<AnyRoute["auth"], unknown[]> = {
   public: [],
   jwt: [{ bearerJwt: [] }, { sessionCookie: [] }, { apiKey: [] }],
@@ -69,6 +82,11 @@ function operation(r: AnyRoute): JsonSchema {
         : "Insufficient scope, inactive account, or CSRF",
     )
   }
+  const idempotent = r.method === "POST" && (r.auth === "jwt" || r.auth === "jwt-only")
+  if (idempotent) {
+    responses["409"] ??= errorResponse("Conflict (IDEMPOTENCY_IN_PROGRESS: a request with the same key is running)")
+    responses["422"] ??= errorResponse("IDEMPOTENCY_KEY_REUSED: the key was used for another request")
+  }
   responses["default"] = errorResponse("Error")
 
   let requestBody: JsonSchema | undefined
@@ -91,7 +109,11 @@ function operation(r: AnyRoute): JsonSchema {
     tags: r.tags,
     security: SECURITY[r.auth],
     ...(r.auth === "jwt" && { "x-required-scope": r.scope ?? (r.method === "GET" ? "read" : "write") }),
-    parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
+    parameters: [
+      ...parameters(r.params, "path"),
+      ...parameters(r.query, "query"),
+      ...(idempotent ? [IDEMPOTENCY_KEY] : []),
+    ],
     ...(requestBody && { requestBody }),
     responses,
   }

@@ -7,6 +7,7 @@ import { type DomainError, ValidationFailed } from "../../src/platform/errors.js
 import type { Reply } from "../reply.js"
 import type { AnyRoute, Method, RequestContext } from "../route.js"
 import type { StreamedBody } from "../upload.js"
+import { idempotent } from "./idempotency.js"
 import type { Incoming } from "./incoming.js"
 import { negotiate } from "./negotiate.js"
 import type { SystemCheck } from "./system-key.js"
@@ -78,7 +79,7 @@ export async function dispatch(
   const program = Effect.suspend(() => {
     const ctx = prepare()
     if (!("requestId" in ctx)) return Effect.fail(ctx)
-    return route.handler(ctx)
+    return idempotent(route, ctx, route.handler)
   })
   return outcome(await runtime.runPromiseExit(program), aborted())
 }

@@ -31,7 +31,44 @@ export function validateInput(
 export function validateBody(route: AnyRoute, body: Negotiated): unknown {
   if (body.kind !== "json" || route.body === undefined || !("json" in route.body) || route.body.json === undefined)
     return undefined
-  return validate(route.body.json, body.value, "body", route.validationStatus ?? 422)
+  const status = route.validationStatus ?? 422
+  // PostgreSQL text and jsonb cannot hold U+0000 or a lone surrogate (\ud800): refused here rather
+  // than as a database error (a 500) wherever such a string reaches a query. Upload routes (a file,
+  // or the same rows as JSON) clean their rows themselves, as they do a file's bytes.
+  const bad = route.body.multipart === "stream" ? undefined : unstorableAt(body.value)
+  if (bad !== undefined) {
+    const message = "must not contain NUL (U+0000) characters or unpaired surrogates"
+    const errors = [{ field: bad || "body", message }]
+    return new ValidationFailed({ message: `invalid request body: ${summarise(errors)}`, errors, status })
+  }
+  return validate(route.body.json, body.value, "body", status)
+}
+
+/** U+0000, or a surrogate without its other half. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what this looks for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * The path of the first string (value or key) Postgres cannot store in a JSON value, or undefined.
+ * A walk with its own stack: JSON.parse builds any depth, and recursion would overflow on a deep one.
+ */
+function unstorableAt(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, ""]]
+  const at = (path: string, k: string) => (path === "" ? k : `${path}.${k}`)
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [v, path] = next
+    if (typeof v === "string") {
+      if (UNSTORABLE.test(v)) return path
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], at(path, String(i))])
+    } else if (typeof v === "object" && v !== null) {
+      for (const [k, x] of Object.entries(v)) {
+        if (UNSTORABLE.test(k)) return at(path, k.replace(new RegExp(UNSTORABLE, "g"), ""))
+        stack.push([x, at(path, k)])
+      }
+    }
+  }
+  return undefined
 }
 
 /** Query string to an object; a key given twice becomes an array. */

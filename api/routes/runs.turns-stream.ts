@@ -25,7 +25,7 @@ export default route({
     200: {
       description:
         "Unnamed events: `id: <seq>` and " +
-        "`data: {turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, at}`",
+        "`data: {turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, at, outcome_id}`",
       contentType: "text/event-stream",
     },
   },

@@ -23,6 +23,8 @@ import { Id, QueryInt } from "../schemas.js"
 import { callerOf } from "../session.js"
 
 const TAGS = ["simulation"]
+/** The smallest positive time scale: below it, a real column cannot hold the value. */
+const MIN_TIME_SCALE = 0.0001
 
 /** The states and their transitions, for the OpenAPI document (the README says the same). */
 export const SIM_CAMPAIGN_STATES_DOC =
@@ -177,6 +179,8 @@ const StartBody = z.object({
     .number({ error: "must be a number" })
     .min(0, "must be at least 0")
     .max(10, "must be at most 10")
+    // Stored as a real: a positive value below its range (1e-173) would fail the insert.
+    .refine((v) => v === 0 || v >= MIN_TIME_SCALE, `must be 0 or at least ${MIN_TIME_SCALE}`)
     .optional()
     .describe("multiplies the sim carrier's ring and talk times (default: the deployment's SIM_TIME_SCALE)"),
 })

@@ -5,6 +5,7 @@ import type { Logger } from "pino"
 import { type Auth, AuthLive } from "../auth/Auth.js"
 import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
+import { IdempotencySweeperLive } from "../idempotency/idempotency.sweeper.js"
 import { NumberAccounts } from "../numbers/numbers.parts.js"
 import { Credentials, CredentialsLive } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -86,5 +87,6 @@ export function appLayer(deps: {
     credentials,
     PreviewSweeperLive,
     DemoSweeperLive,
+    IdempotencySweeperLive,
   ).pipe(Layer.provideMerge(infra))
 }

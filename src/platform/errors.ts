@@ -66,6 +66,7 @@ export const CONFLICT_CODES = [
   "SIM_CAMPAIGN_STATE",
   "RECIPIENT_SUPPRESSED",
   "CALL_HANDED_OFF",
+  "IDEMPOTENCY_IN_PROGRESS",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 
@@ -196,6 +197,11 @@ export class GatewayUnavailable extends Data.TaggedError("GatewayUnavailable")<{
   readonly message: string
 }> {}
 
+/** An Idempotency-Key already used for a different request in the workspace (422). */
+export class IdempotencyKeyReused extends Data.TaggedError("IdempotencyKeyReused")<{
+  readonly message: string
+}> {}
+
 export class ShuttingDown extends Data.TaggedError("ShuttingDown")<Record<never, never>> {}
 
 /** Provider secrets cannot be stored: CREDENTIALS_MASTER_KEY is not configured (503). */
@@ -221,6 +227,7 @@ export type DomainError =
   | ShuttingDown
   | GatewayUnavailable
   | EncryptionUnavailable
+  | IdempotencyKeyReused
 
 /** Start-up cannot go on (a service unreachable, a role without what it needs); not an HTTP error. */
 export class StartupError extends Error {
