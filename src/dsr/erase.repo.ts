@@ -188,6 +188,11 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
     "data_source_messages",
     await tx`delete from data_source_messages where tenant_id = ${T} and (${mentions("text")} or ${mentions("data")})`,
   )
+  // A kept Idempotency-Key answer (24 h) may repeat the contact: it goes (a retry then runs anew).
+  count(
+    "idempotency_keys",
+    await tx`delete from idempotency_keys where tenant_id = ${T} and ${mentions("encode(body, 'escape')")}`,
+  )
   count(
     "kb_events",
     await tx`update kb_events set detail = ${scrub("detail")}::jsonb where tenant_id = ${T} and ${mentions("detail")}`,

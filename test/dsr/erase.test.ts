@@ -47,6 +47,11 @@ async function seed(s: Session) {
   const [target] = await sql<[{ id: number }]>`
     insert into audience_targets (tenant_id, workflow_id, phone_e164, name, fields)
     values (${t}, ${w!.id}, ${PHONE}, 'Meera', ${sql.json({ email: EMAIL, plan: "gold" })}) returning id`
+  // A kept Idempotency-Key answer that repeats the number (e.g. a DNC entry added with a key).
+  await sql`
+    insert into idempotency_keys (tenant_id, key, fingerprint, claim_token, state, status, content_type, body, expires_at)
+    values (${t}, 'dnc-add-1', '\\x00', 'done', 'done', 201, 'application/json',
+      ${Buffer.from(JSON.stringify({ phone: PHONE }))}, now() + interval '1 day')`
   const [upload] = await sql<[{ id: number }]>`
     insert into audience_uploads (tenant_id, workflow_id, format) values (${t}, ${w!.id}, 'csv') returning id`
   await sql`insert into audience_staging (upload_id, line_no, phone_e164) values (${upload!.id}, 1, ${PHONE})`
@@ -169,8 +174,10 @@ describe("POST /dsr/erase", () => {
       runs: 1,
       data_source_rows: 1,
       data_source_messages: 1,
+      idempotency_keys: 1,
     })
     expect(await mentionsAnywhere(DIGITS)).toEqual([])
+    expect(await srv.sql`select key from idempotency_keys where tenant_id = ${owner.tenantId}`).toEqual([])
     const [rec] = await srv.sql<[{ contact_hash: string; actor: string; action: string }]>`
       select contact_hash, actor, action from dsr_requests where receipt_id = ${first.receipt_id}`
     expect(rec).toMatchObject({ action: "erase", actor: `user:${owner.userId}` })
