@@ -49,7 +49,8 @@ async function seed(s: Session) {
     values (${t}, ${w!.id}, ${PHONE}, 'Meera', ${sql.json({ email: EMAIL, plan: "gold" })}) returning id`
   // A kept Idempotency-Key answer that repeats the number (e.g. a DNC entry added with a key).
   await sql`
-    insert into idempotency_keys (tenant_id, key, fingerprint, claim_token, state, status, content_type, body, expires_at)
+    insert into idempotency_keys
+      (tenant_id, key, fingerprint, claim_token, state, status, content_type, body, expires_at)
     values (${t}, 'dnc-add-1', '\\x00', 'done', 'done', 201, 'application/json',
       ${Buffer.from(JSON.stringify({ phone: PHONE }))}, now() + interval '1 day')`
   const [upload] = await sql<[{ id: number }]>`
