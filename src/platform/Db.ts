@@ -142,7 +142,7 @@ export interface EmbeddedPostgres {
 export async function startEmbeddedPostgres(dir: string, opts: EmbeddedOptions = {}): Promise<EmbeddedPostgres> {
   mkdirSync(dir, { recursive: true })
   if (!hasCluster(dir)) await initdbInChild(dir)
-  applyWasmTierUp(opts.wasmTierUp ?? "v8")
+  applyWasmTierUp(opts.wasmTierUp ?? "hot")
   const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
     import("@electric-sql/pglite"),
     import("@electric-sql/pglite-socket"),

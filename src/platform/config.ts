@@ -2,6 +2,7 @@
 // with a message that names the variable; nothing else in the program reads process.env.
 import { join } from "node:path"
 import { z } from "zod"
+import { DEFAULT_PGLITE_SHARED_BUFFERS, pgMemoryBytes, WASM_TIER_UP, type WasmTierUp } from "./pglite.options.js"
 
 /**
  * true when `text` is exactly `bytes` bytes of canonical base64 (surrounding blanks ignored).
@@ -260,8 +261,8 @@ const Env = z.object({
       return bytes !== undefined && bytes >= 128 * 1024 && bytes <= 1024 ** 3
     }, "must be a size from 128kB to 1GB, such as 16MB")
     .default(DEFAULT_PGLITE_SHARED_BUFFERS),
-  /** How V8 compiles the embedded database's WASM: v8 (default), hot (less memory), off (least memory, slower SQL). */
-  PGLITE_WASM_TIER_UP: z.enum(WASM_TIER_UP, { error: 'must be "v8", "hot" or "off"' }).default("v8"),
+  /** How V8 compiles the embedded database's WASM: hot (default), off (least memory, slower SQL), v8. */
+  PGLITE_WASM_TIER_UP: z.enum(WASM_TIER_UP, { error: 'must be "hot", "off" or "v8"' }).default("hot"),
   /** GET /metrics on its own port (any path; keep the port private); unset → no metrics listener. */
   METRICS_PORT: optionalString.pipe(z.coerce.number<string>().int().min(0).max(65535).optional()),
   /** Bearer token for /metrics: required on the public port (unset → 404 there), and on METRICS_PORT when set. */

@@ -29,10 +29,16 @@ export interface SimSpeechOptions {
   readonly maxLowQueue?: number
   /** A job running longer than this stops its worker and rejects with ENGINE_FAILURE. Default 30 s. */
   readonly jobTimeoutMs?: number
+  /**
+   * A worker left idle this long is stopped, and the next synthesis starts one again (a few hundred
+   * ms): each worker's engine holds ~100 MB. Default 60 s; 0 keeps workers for the process's life.
+   */
+  readonly idleMs?: number
 }
 
 export const DEFAULT_MAX_QUEUE = 64
 const DEFAULT_JOB_TIMEOUT_MS = 30_000
+const DEFAULT_IDLE_MS = 60_000
 
 const defaultWorkers = (): number => Math.max(1, Math.min(2, availableParallelism() - 1))
 
@@ -79,6 +85,8 @@ interface Slot {
   readonly worker: Worker
   job: Job | undefined
   timer: NodeJS.Timeout | undefined
+  /** Stops the worker when it has been idle for idleMs. */
+  idle: NodeJS.Timeout | undefined
   timedOut: boolean
   /** The worker's uncaught error, reported with the job it took down. */
   error: unknown
@@ -86,8 +94,9 @@ interface Slot {
 
 /**
  * Runs prepared requests on up to `size` workers, one job per worker at a time. Workers start on
- * demand and stay (their engine warm) while idle, unreferenced so they never keep the process
- * alive. A worker that dies or overruns is dropped, its job rejected, and replaced when needed.
+ * demand and stay (their engine warm) for `idleMs` after their last job, unreferenced so they
+ * never keep the process alive. A worker that dies or overruns is dropped, its job rejected, and
+ * replaced when needed.
  * Two queues: a free worker takes the oldest normal job before any low one, and low jobs may
  * hold at most `maxLowQueue` of the `maxQueue` places.
  */
@@ -104,6 +113,7 @@ class WorkerPool {
     private readonly maxQueue: number,
     private readonly maxLowQueue: number,
     private readonly jobTimeoutMs: number,
+    private readonly idleMs: number,
   ) {}
 
   run(prepared: PreparedSpeech, priority: SpeechPriority): Promise<SynthesizedAudio> {
@@ -133,7 +143,7 @@ class WorkerPool {
   private spawn(): Slot {
     const worker = new Worker(this.entry.target, { ...this.entry.options, name: "parley-speech" })
     worker.unref()
-    const slot: Slot = { worker, job: undefined, timer: undefined, timedOut: false, error: undefined }
+    const slot: Slot = { worker, job: undefined, timer: undefined, idle: undefined, timedOut: false, error: undefined }
     worker.on("message", (msg: WorkerResult) => this.settle(slot, msg))
     worker.on("error", (err) => {
       slot.error = err
@@ -149,6 +159,7 @@ class WorkerPool {
 
   private dispatch(slot: Slot, job: Job): void {
     slot.job = job
+    clearTimeout(slot.idle)
     // A running job holds the process open, as any pending I/O would; an idle worker does not.
     slot.worker.ref()
     slot.timer = setTimeout(() => {
@@ -173,6 +184,18 @@ class WorkerPool {
     }
     const next = this.next()
     if (next !== undefined) this.dispatch(slot, next)
+    else if (this.idleMs > 0) {
+      slot.idle = setTimeout(() => this.retire(slot), this.idleMs)
+      slot.idle.unref()
+    }
+  }
+
+  /** Stops an idle worker; out of `slots` at once, so no job is sent to it while it exits. */
+  private retire(slot: Slot): void {
+    if (slot.job !== undefined || this.closed) return
+    const at = this.slots.indexOf(slot)
+    if (at >= 0) this.slots.splice(at, 1)
+    void slot.worker.terminate()
   }
 
   /** The job a free worker takes: the oldest normal one, else the oldest low one. */
@@ -184,6 +207,7 @@ class WorkerPool {
     const at = this.slots.indexOf(slot)
     if (at >= 0) this.slots.splice(at, 1)
     clearTimeout(slot.timer)
+    clearTimeout(slot.idle)
     const job = slot.job
     slot.job = undefined
     if (job !== undefined) {
@@ -209,6 +233,7 @@ export function makeSimSpeech(
   const maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE
   const maxLowQueue = opts.maxLowQueue ?? Math.floor(maxQueue / 2)
   const jobTimeoutMs = opts.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS
+  const idleMs = opts.idleMs ?? DEFAULT_IDLE_MS
   if (!Number.isSafeInteger(workers) || workers < 1)
     throw new RangeError(`workers must be a positive integer, got ${workers}`)
   if (!Number.isSafeInteger(maxQueue) || maxQueue < 0)
@@ -216,7 +241,10 @@ export function makeSimSpeech(
   if (!Number.isSafeInteger(maxLowQueue) || maxLowQueue < 0 || maxLowQueue > maxQueue)
     throw new RangeError(`maxLowQueue must be an integer from 0 to maxQueue, got ${maxLowQueue}`)
   if (!(jobTimeoutMs > 0)) throw new RangeError(`jobTimeoutMs must be positive, got ${jobTimeoutMs}`)
-  const pool = new WorkerPool(workers, maxQueue, maxLowQueue, jobTimeoutMs)
+  // setTimeout takes up to 2^31 − 1 ms (a longer delay fires at once).
+  if (!Number.isSafeInteger(idleMs) || idleMs < 0 || idleMs > 2_147_483_647)
+    throw new RangeError(`idleMs must be an integer from 0 to 2147483647, got ${idleMs}`)
+  const pool = new WorkerPool(workers, maxQueue, maxLowQueue, jobTimeoutMs, idleMs)
   return {
     name: "sim",
     async synthesize(req: SpeechRequest): Promise<SynthesizedAudio> {
