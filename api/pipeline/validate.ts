@@ -105,6 +105,8 @@ export function validate<T>(
  */
 function unionBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
   if (issue.code !== "invalid_union" || !("errors" in issue) || !Array.isArray(issue.errors)) return [issue]
+  // A union with a message of its own says it better than any one branch.
+  if (issue.message !== "Invalid input") return [issue]
   const branches = (issue.errors as z.core.$ZodIssue[][]).filter(
     (b) => !(b.length === 1 && b[0]!.code === "invalid_type" && b[0]!.path.length === 0),
   )
