@@ -26,18 +26,11 @@ import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
-import { Limiter } from "./pacing.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
+import { finishAttemptGrouped } from "./settlements.js"
 
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
 const TRANSCRIPT_EXCERPT_LINES = 6
-
-/**
- * The process's settlements in flight at once: each locks its workspace's wallet row for a few
- * round trips, so a burst of calls ending together would otherwise take every pool connection to
- * wait on that one lock, and the dial loop's own queries behind them.
- */
-const walletOps = new Limiter(8)
 
 type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
 
@@ -182,7 +175,9 @@ export class CallEffects {
                   live.turns,
                   s.ruleBook.max_call_seconds,
                 )
-          const r = await walletOps.run(() => money.settle(`call:${input.callId}`, seconds))
+          // Grouped with the other calls ending now (runtime/settlements.ts, wired by the host): one
+          // transaction per group, so a burst of endings takes one connection, not one per call.
+          const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0
         }),
       },
@@ -388,7 +383,8 @@ export class CallEffects {
           ? 0
           : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
       // Idempotent (the call ends once): Postgres out of reach is waited out, or the target stays in progress.
-      const end = {
+      // Grouped with the other attempts ending now (runtime/settlements.ts).
+      const end: calls.AttemptEnd = {
         me: s.deps.me,
         runId: s.runId,
         tenantId: s.tenantId,
@@ -405,7 +401,7 @@ export class CallEffects {
         addToDnc: outcome === "do_not_call" && !s.simulation,
         phone: live.phone,
       }
-      await retryOnDisconnect(() => calls.finishAttempt(sql, end))
+      await finishAttemptGrouped(sql, end)
     } catch (err) {
       log.error({ err, call_id: callId }, "could not record the end of a call")
     }

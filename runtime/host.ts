@@ -8,7 +8,7 @@ import { Duration, Effect, Exit, Scope } from "effect"
 import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
-import { releaseCall, reserveCalls, settleCall } from "../src/billing/usage.service.js"
+import { reserveCalls, settleCalls } from "../src/billing/usage.service.js"
 import { isDemoWorkspace } from "../src/demo/demo.repo.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
@@ -45,6 +45,7 @@ import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { ReservationBatcher } from "./reservations.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
+import { Grouper } from "./settlements.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
 
@@ -149,6 +150,15 @@ export const startRuntimeHost: Effect.Effect<
   trackRuntime(() => ({ runs: drivers.size, calls: [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0) }))
   let stopping = false
 
+  // The settlements of calls ending together go in one transaction per group (runtime/settlements.ts).
+  const settlements = new Grouper<{ callRef: string; seconds: number }, { chargedMinor: number } | undefined>(
+    async (items) => {
+      const group = items.map((i) => ({ callRef: i.callRef, connectedSeconds: i.seconds }))
+      const r = await retryOnDisconnect(() => runEffect(settleCalls(group)))
+      if (r._tag === "Left") return items.map(() => undefined)
+      return r.right.map((x) => (x === undefined ? undefined : { chargedMinor: x.settled_minor ?? 0 }))
+    },
+  )
   /** A run's money: its calls are free of the per-minute rate only if they go out on the workspace's own accounts. */
   const moneyFor = (onOwnAccounts: boolean) => {
     // The reservations of calls starting together go in one transaction (runtime/reservations.ts).
@@ -167,13 +177,7 @@ export const startRuntimeHost: Effect.Effect<
     })
     return {
       reserve: (tenantId: number, callRef: string, seconds: number) => batcher.reserve(tenantId, callRef, seconds),
-      settle: async (callRef: string, seconds: number) => {
-        const r = await retryOnDisconnect(() =>
-          runEffect(seconds > 0 ? settleCall(callRef, seconds) : releaseCall(callRef)),
-        )
-        if (r._tag === "Left") return undefined
-        return r.right === undefined ? undefined : { chargedMinor: r.right.settled_minor ?? 0 }
-      },
+      settle: (callRef: string, seconds: number) => settlements.submit({ callRef, seconds }),
     }
   }
   const money = { platform: moneyFor(false), own: moneyFor(true) }

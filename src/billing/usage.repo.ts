@@ -84,3 +84,38 @@ export const postReservations = async (
     balance: Number(x.r.balance_minor ?? 0),
   }))
 }
+
+/** The reservations among `callRefs` with their workspace, locked (in call_ref order) for the transaction. */
+export const lockReservations = (tx: Tx, callRefs: readonly string[]) =>
+  tx<(Reservation & { tenant_id: number })[]>`
+    select tenant_id, call_ref, reserved_minor, status, settled_minor from usage_reservations
+      where call_ref = any(${callRefs as string[]}::text[]) order by call_ref for update`
+
+/**
+ * Gives back the unused part of many reservations in one statement: `ledger_post` once per release,
+ * in the order given (the caller sorts them by workspace, so wallets are locked in one order).
+ */
+export const postReleases = async (
+  tx: Tx,
+  releases: ReadonlyArray<{ tenantId: number; callRef: string; amountMinor: number }>,
+): Promise<void> => {
+  if (releases.length === 0) return
+  const rows = await tx<{ r: { outcome: string } }[]>`
+    select ledger_post(u.tenant, u.amount, 'call_release', u.ref, 'release:' || u.ref) as r
+    from unnest(${releases.map((x) => x.tenantId)}::bigint[], ${releases.map((x) => x.amountMinor)}::bigint[],
+      ${releases.map((x) => x.callRef)}::text[]) with ordinality as u(tenant, amount, ref, n)
+    order by u.n`
+  for (const x of rows) ledgerPosts.labels(x.r.outcome).inc()
+}
+
+/** markSettled for many reservations in one statement. */
+export const markSettledMany = async (
+  tx: Tx,
+  rows: ReadonlyArray<{ callRef: string; status: Reservation["status"]; settledMinor: number }>,
+): Promise<void> => {
+  if (rows.length === 0) return
+  await tx`update usage_reservations r set status = u.status, settled_minor = u.settled, settled_at = now()
+    from unnest(${rows.map((x) => x.callRef)}::text[], ${rows.map((x) => x.status)}::text[],
+      ${rows.map((x) => x.settledMinor)}::bigint[]) as u(ref, status, settled)
+    where r.call_ref = u.ref`
+}

@@ -158,3 +158,61 @@ export const reserveCalls = (
       (ref): BatchReservation => byRef.get(ref) ?? { ok: false, balance_minor: 0, required_minor: cost },
     )
   })
+
+/**
+ * settleCall for a group of calls (the calls that ended while the previous group was being
+ * written): one transaction for all of them, each reservation settled exactly once, idempotently
+ * as settleCall (a reservation already settled or released is answered as it stands; a call ref
+ * twice in the group is settled once, with its first seconds). The reservations are locked in
+ * call_ref order and the releases posted in workspace order, so two groups never wait on each
+ * other in a cycle. Answers in the order of `items` (undefined: no reservation).
+ */
+export const settleCalls = (items: ReadonlyArray<{ readonly callRef: string; readonly connectedSeconds: number }>) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    if (items.length === 0) return [] as Array<Reservation | undefined>
+    const secondsOf = new Map<string, number>()
+    for (const i of items) if (!secondsOf.has(i.callRef)) secondsOf.set(i.callRef, i.connectedSeconds)
+    const byRef = yield* Effect.promise(() =>
+      sql.begin(async (tx) => {
+        const answers = new Map<string, Reservation>()
+        const locked = await repo.lockReservations(tx, [...secondsOf.keys()])
+        const currencies = new Map<number, Awaited<ReturnType<typeof findTenantPlan>>["currency"]>()
+        const releases: Array<{ tenantId: number; callRef: string; amountMinor: number }> = []
+        const marks: Array<{ callRef: string; status: Reservation["status"]; settledMinor: number }> = []
+        for (const r of locked) {
+          if (r.status !== "reserved") {
+            answers.set(r.call_ref, {
+              call_ref: r.call_ref,
+              reserved_minor: r.reserved_minor,
+              status: r.status,
+              settled_minor: r.settled_minor,
+            })
+            continue
+          }
+          let currency = currencies.get(r.tenant_id)
+          if (currency === undefined) {
+            currency = (await findTenantPlan(tx, r.tenant_id)).currency
+            currencies.set(r.tenant_id, currency)
+          }
+          const seconds = secondsOf.get(r.call_ref) ?? 0
+          const charged = Math.min(r.reserved_minor, callCostMinor(seconds, currency))
+          const unused = r.reserved_minor - charged
+          if (unused > 0) releases.push({ tenantId: r.tenant_id, callRef: r.call_ref, amountMinor: unused })
+          const status = seconds > 0 ? "settled" : "released"
+          marks.push({ callRef: r.call_ref, status, settledMinor: charged })
+          answers.set(r.call_ref, {
+            call_ref: r.call_ref,
+            reserved_minor: r.reserved_minor,
+            status,
+            settled_minor: charged,
+          })
+        }
+        releases.sort((a, b) => a.tenantId - b.tenantId || (a.callRef < b.callRef ? -1 : 1))
+        await repo.postReleases(tx, releases)
+        await repo.markSettledMany(tx, marks)
+        return answers
+      }),
+    )
+    return items.map((i) => byRef.get(i.callRef))
+  })

@@ -122,26 +122,26 @@ export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: numb
 
 export type { TargetNext } from "../runs/run-targets.repo.js"
 
+/** The end of one attempt, as finishAttempt(s) record it. */
+export interface AttemptEnd {
+  me: string
+  runId: number
+  tenantId: number
+  callId: number
+  runTargetId: number
+  outcome: string
+  connectedSeconds: number
+  costMinor: number | null
+  reservedMinor: number | null
+  endedAt: Date
+  next: TargetNext
+  decision: DecisionEntry
+  addToDnc: boolean
+  phone: string
+}
+
 /** Ends an attempt: the call row, the target's next step, the slot and the decision, together. */
-export const finishAttempt = async (
-  sql: Sql,
-  f: {
-    me: string
-    runId: number
-    tenantId: number
-    callId: number
-    runTargetId: number
-    outcome: string
-    connectedSeconds: number
-    costMinor: number | null
-    reservedMinor: number | null
-    endedAt: Date
-    next: TargetNext
-    decision: DecisionEntry
-    addToDnc: boolean
-    phone: string
-  },
-): Promise<boolean> =>
+export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
   (await sql.begin(async (tx) => {
     const [call] = await tx<[{ id: number; slot_owner: string | null }?]>`
       update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
@@ -159,6 +159,93 @@ export const finishAttempt = async (
         where tenant_id = ${f.tenantId} and owner_instance = ${call.slot_owner}`
     return true
   })) as boolean
+
+/**
+ * finishAttempt for a group of attempts (the calls that ended while the previous group was being
+ * written), in one transaction: the call rows, the targets' next steps and the decisions in one
+ * statement each (the DNC entries pipelined), and each slot row's count given back once, last.
+ * Per attempt, in order: whether this call ended it (false: already ended, by this group's earlier
+ * entry for the same call or by a process that took the run over).
+ */
+export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promise<boolean[]> => {
+  if (fs.length === 0) return []
+  const first = new Map<number, AttemptEnd>()
+  for (const f of fs) if (!first.has(f.callId)) first.set(f.callId, f)
+  const rows = [...first.values()].map((f) => ({
+    id: f.callId,
+    me: f.me,
+    outcome: f.outcome,
+    secs: f.connectedSeconds,
+    cost: f.costMinor,
+    reserved: f.reservedMinor,
+    ended_at: f.endedAt.toISOString(),
+  }))
+  const ended = (await sql.begin(async (tx) => {
+    const done = await tx<{ id: number; slot_owner: string | null }[]>`
+      update calls c set status = 'ended', outcome = u.outcome, connected_seconds = u.secs, cost_minor = u.cost,
+        reserved_minor = coalesce(u.reserved, c.reserved_minor), ended_at = u.ended_at
+      from jsonb_to_recordset(${tx.json(rows as never)}::jsonb) as u(id bigint, me text, outcome text, secs integer,
+        cost bigint, reserved bigint, ended_at timestamptz)
+      where c.id = u.id and c.status <> 'ended' and c.owner_instance = u.me
+      returning c.id, c.slot_owner`
+    if (done.length === 0) return new Set<number>()
+    const mine = done.map((d) => first.get(Number(d.id))!)
+    // The targets' next steps in one statement, as settleTarget (run-targets.repo.ts) writes each:
+    // done; waiting until the retry; or back in the queue with its last outcome kept.
+    const nexts = mine.map((f) => ({
+      id: f.runTargetId,
+      kind: f.next.kind,
+      outcome: f.next.outcome,
+      at: f.next.kind === "retry" ? new Date(f.next.at).toISOString() : null,
+    }))
+    await tx`update run_targets t set
+        status = case u.kind when 'done' then 'done' when 'retry' then 'waiting' else 'queued' end,
+        outcome = case when u.kind = 'requeue' then t.outcome else u.outcome end,
+        next_attempt_at = case when u.kind = 'retry' then u.at else t.next_attempt_at end,
+        updated_at = now()
+      from jsonb_to_recordset(${tx.json(nexts as never)}::jsonb) as u(id bigint, kind text, outcome text,
+        at timestamptz)
+      where t.id = u.id`
+    await Promise.all(mine.filter((f) => f.addToDnc).map((f) => addDncFromCall(tx, f.tenantId, f.phone)))
+    const decisions = mine.map((f) => ({
+      tenant_id: f.tenantId,
+      run_id: f.runId,
+      target_id: Number(f.decision.targetId),
+      call_id: f.callId,
+      decision: f.decision.decision,
+      reason: f.decision.reason,
+      detail: f.decision.detail,
+      cost_minor: f.decision.costMinor,
+      at: new Date(f.decision.at).toISOString(),
+    }))
+    await tx`insert into dial_decisions
+        (tenant_id, run_id, target_id, call_id, decision, reason, detail, cost_minor, at)
+      select tenant_id, run_id, target_id, call_id, decision, reason, coalesce(detail, '{}'::jsonb), cost_minor, at
+      from jsonb_to_recordset(${tx.json(decisions as never)}::jsonb) as d(tenant_id bigint, run_id bigint,
+        target_id bigint, call_id bigint, decision text, reason text, detail jsonb, cost_minor bigint, at timestamptz)`
+    // The slots go back to the rows they were counted in, last, once per row (in one order: rows are shared).
+    const freed = new Map<string, { tenant: number; owner: string; n: number }>()
+    for (const d of done) {
+      if (d.slot_owner === null) continue
+      const f = first.get(Number(d.id))!
+      const key = `${f.tenantId}\u0000${d.slot_owner}`
+      const x = freed.get(key)
+      if (x === undefined) freed.set(key, { tenant: f.tenantId, owner: d.slot_owner, n: 1 })
+      else x.n++
+    }
+    const slots = [...freed.values()].sort((a, b) => a.tenant - b.tenant || (a.owner < b.owner ? -1 : 1))
+    for (const x of slots)
+      await tx`update dial_slot_counts set in_use = greatest(0, in_use - ${x.n})
+        where tenant_id = ${x.tenant} and owner_instance = ${x.owner}`
+    return new Set(done.map((d) => Number(d.id)))
+  })) as Set<number>
+  const answered = new Set<number>()
+  return fs.map((f) => {
+    if (!ended.has(f.callId) || answered.has(f.callId)) return false
+    answered.add(f.callId)
+    return true
+  })
+}
 
 /** A target the dialer will not call (compliance) or holds until its window opens. */
 export const skipTarget = async (
