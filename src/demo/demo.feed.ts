@@ -112,19 +112,22 @@ export function feedEvents(
   if (p === undefined) return { events, done: false }
   if (p.call_id !== null && p.started_at !== null)
     events.push({ seq: SEQ_RINGING, at: iso(p.started_at), kind: "ringing" })
-  // The answer is recorded beside the first turn, not before it: a turn shows it was answered.
-  const answeredAt = p.answered_at ?? turns[0]?.at
-  if (p.call_id !== null && answeredAt !== undefined)
-    events.push({ seq: SEQ_ANSWERED, at: iso(answeredAt), kind: "answered" })
-  for (const t of turns)
-    events.push({
-      seq: TURN_BASE + t.seq,
-      at: iso(t.at),
-      kind: "turn",
-      speaker: t.speaker,
-      text: maskContactDetails(t.text),
-    })
   const end = endOf(p, turns, nowMs)
+  // The answer is written in a group just after it happens, so the first turn can be stored before it:
+  // the turns wait for the recorded answer (or, if it never was, for the end, then the first turn's time
+  // stands for it), so nothing once shown changes.
+  const answeredAt = p.answered_at ?? (end !== undefined ? turns[0]?.at : undefined)
+  if (p.call_id !== null && answeredAt !== undefined) {
+    events.push({ seq: SEQ_ANSWERED, at: iso(answeredAt), kind: "answered" })
+    for (const t of turns)
+      events.push({
+        seq: TURN_BASE + t.seq,
+        at: iso(t.at),
+        kind: "turn",
+        speaker: t.speaker,
+        text: maskContactDetails(t.text),
+      })
+  }
   if (end !== undefined) {
     const lastTurn = Math.max(p.turn_seq, ...turns.map((t) => t.seq))
     events.push({

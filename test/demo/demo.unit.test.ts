@@ -164,10 +164,13 @@ describe("feedEvents", () => {
     expect(feedEvents(call, ended, turns, at(9).getTime() + TURNS_GRACE_MS).done).toBe(true)
   })
 
-  it("a turn stored before the answer still shows the call answered, at the first turn", () => {
+  it("holds a turn stored before the answer until the answer is recorded, so nothing shown changes", () => {
     const early = { ...dialling, call_status: "connected" as const, turn_seq: 256 }
-    const events = feedEvents(call, early, turns.slice(0, 1), t0).events
-    expect(events[2]).toEqual({ seq: 3, at: at(3).toISOString(), kind: "answered" })
+    // The answer's row is written in a group just after the first turn: the turn waits for it.
+    expect(feedEvents(call, early, turns.slice(0, 1), t0).events.map((e) => e.kind)).toEqual(["queued", "ringing"])
+    const recorded = feedEvents(call, { ...early, answered_at: at(2) }, turns.slice(0, 1), t0).events
+    expect(recorded[2]).toEqual({ seq: 3, at: at(2).toISOString(), kind: "answered" })
+    expect(recorded[3]).toMatchObject({ kind: "turn" })
   })
 
   it("a target skipped by the dialer ends without ringing, with why", () => {
