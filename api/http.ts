@@ -13,6 +13,8 @@ export class Exchange {
   finished = false
   status = 0
   bytesOut = 0
+  /** Body bytes uWS has handed over so far (the access log's bytes_in). */
+  bytesIn = 0
   /** The matched route's template, for the request metrics; undefined when no route matched. */
   route: string | undefined = undefined
   private abortHandlers: Array<() => void> = []
@@ -36,6 +38,14 @@ export class Exchange {
 
   get writable(): boolean {
     return !this.aborted && !this.finished
+  }
+
+  /** Takes the body as uWS hands it over, counting it; one reader per request (a uWS rule). */
+  onData(cb: (chunk: ArrayBuffer, isLast: boolean) => void): void {
+    this.res.onData((chunk, isLast) => {
+      this.bytesIn += chunk.byteLength
+      cb(chunk, isLast)
+    })
   }
 
   /**
@@ -76,7 +86,7 @@ export function readBody(ex: Exchange, limit: number, declared?: number): Promis
         reject(new ClientGone())
       }
     })
-    ex.res.onData((chunk, isLast) => {
+    ex.onData((chunk, isLast) => {
       if (settled) return
       const n = chunk.byteLength
       if (size + n > limit || (sized && size + n > declared)) {
@@ -152,6 +162,12 @@ export interface OpenStream extends StreamWriter {
    * that is behind to read (see end()), or for its connection to go.
    */
   readonly finished: Promise<void>
+  /**
+   * Ends the response as broken: the connection is closed without the terminating chunk, so the
+   * client sees an incomplete body (curl: "transfer closed with outstanding read data") rather than a
+   * download that looks whole. For a producer that failed half-way.
+   */
+  abort(): void
 }
 
 /** Sends status and headers, then hands back a writer for a body of unknown length (chunked). */
@@ -249,6 +265,14 @@ export function openStream(
       if (waiting !== undefined && ex.writable) ending = true
       else finish()
       close()
+    },
+    abort() {
+      if (ex.writable) {
+        ex.finished = true
+        res.close()
+      }
+      close()
+      settle()
     },
     finished,
   }

@@ -124,7 +124,7 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
   })
 
   ex.onAbort(() => fail(new ClientGone()))
-  ex.res.onData((chunk, isLast) => {
+  ex.onData((chunk, isLast) => {
     if (failure !== undefined) return
     size += chunk.byteLength
     if (size > limit) return fail(new PayloadTooLarge({ limitBytes: limit }))

@@ -1,5 +1,5 @@
 // logRequest: one line per request once it is over: id, method, path, status (499 when
-// the client left before any reply), time, bytes out; 5xx at error level, the rest at info.
+// the client left before any reply), time, bytes out, body bytes in (when any); 5xx at error level, the rest at info.
 import type { Logger } from "pino"
 import type { Incoming } from "./incoming.js"
 
@@ -9,6 +9,7 @@ export interface Finished {
   readonly started: boolean
   readonly status: number
   readonly bytesOut: number
+  readonly bytesIn: number
 }
 
 export interface RequestLine {
@@ -18,6 +19,7 @@ export interface RequestLine {
   readonly status: number
   readonly ms: number
   readonly bytes_out: number
+  readonly bytes_in?: number
   readonly aborted?: true
 }
 
@@ -30,6 +32,7 @@ export function requestLine(ex: Finished, inc: Incoming, ms: number): RequestLin
     status: ex.aborted && !ex.started ? 499 : ex.status,
     ms: Math.round(ms * 100) / 100,
     bytes_out: ex.bytesOut,
+    ...(ex.bytesIn > 0 && { bytes_in: ex.bytesIn }),
     ...(ex.aborted && { aborted: true }),
   }
 }

@@ -95,10 +95,11 @@ export function respond({ log, draining, streams }: RespondOptions): Respond {
           if (reply.contentType.startsWith("text/event-stream")) trackSse(writer)
           try {
             await reply.run(writer)
-          } catch (e) {
-            log.error({ err: e, req_id: inc.requestId }, "stream failed")
-          } finally {
             writer.end()
+          } catch (e) {
+            // The status went out long ago: all that is left to say is that the body is not whole.
+            log.error({ err: e, req_id: inc.requestId }, "stream failed")
+            writer.abort()
           }
           // In flight until uWS has the whole response (for a backed-up client, once its socket
           // takes more): shutdown waits for that before app.close() drops what uWS still holds.

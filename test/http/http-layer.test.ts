@@ -263,6 +263,21 @@ describe("streams", () => {
     await expect.poll(() => state.streamEnded, { timeout: 5_000 }).toBe(true)
     await stillServing()
   })
+
+  it("cuts the connection of a stream whose producer fails, so the client never takes it for whole", async () => {
+    // No terminating chunk: the request or the body fails (the close may reach the client before the
+    // first rows do) instead of ending cleanly with two of its rows.
+    const outcome = await get("/test/stream-fails").then(
+      (res) =>
+        res.text().then(
+          () => "whole",
+          () => "broken",
+        ),
+      () => "broken",
+    )
+    expect(outcome).toBe("broken")
+    await stillServing()
+  })
 })
 
 describe("failures never take the server down", () => {

@@ -310,7 +310,7 @@ describe("respond and logRequest", () => {
   })
   it("logs 499 for a client that left before any reply", () => {
     const inc = incoming()
-    expect(requestLine({ aborted: true, started: false, status: 0, bytesOut: 0 }, inc, 1.234)).toEqual({
+    expect(requestLine({ aborted: true, started: false, status: 0, bytesOut: 0, bytesIn: 0 }, inc, 1.234)).toEqual({
       req_id: "r1",
       method: "POST",
       path: "/x",
@@ -319,8 +319,9 @@ describe("respond and logRequest", () => {
       bytes_out: 0,
       aborted: true,
     })
-    const served = requestLine({ aborted: false, started: true, status: 201, bytesOut: 12 }, inc, 2)
+    const served = requestLine({ aborted: false, started: true, status: 201, bytesOut: 12, bytesIn: 40 }, inc, 2)
     expect(served).not.toHaveProperty("aborted")
+    expect(served.bytes_in).toBe(40)
   })
   it("files a stream under each credential that can end it", () => {
     expect(credentialsOf(user)).toEqual(["session:j1", "user:7"])

@@ -133,6 +133,21 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
     }),
     route({
       method: "GET",
+      path: "/test/stream-fails",
+      auth: "public",
+      summary: "two chunks, then the producer throws",
+      tags: ["test"],
+      handler: () =>
+        Effect.succeed(
+          stream("text/csv", async (w) => {
+            await w.write("a,b\n1,2\n")
+            await w.write("3,4\n")
+            throw new Error("the database went away half-way")
+          }),
+        ),
+    }),
+    route({
+      method: "GET",
       path: "/test/slow",
       auth: "public",
       summary: "answers after ms",
