@@ -2,12 +2,7 @@
 // other contacts in the same workspace) through a real api process on real PostgreSQL, against a
 // bare SELECT of the same turns; the spec's bound is 30 s. The erase half of the issue's bench is
 // the erase's owner's (not measured here).
-import { randomBytes } from "node:crypto"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { redact } from "../src/platform/Db.js"
-import { machine, record, scratchDatabase, startProcess } from "./lib.js"
+import { machine, record, withBenchServer } from "./lib.js"
 
 const TURNS = Number(process.env.BENCH_DSR_TURNS ?? 10_000)
 const CALLS = 50
@@ -31,36 +26,8 @@ async function call(base: string, path: string, body: unknown, bearer?: string) 
 }
 
 export async function benchDsr(): Promise<void> {
-  const base = process.env.DATABASE_URL
-  if (base === undefined || base === "") {
-    process.stdout.write("bench dsr needs real PostgreSQL: set DATABASE_URL; skipped.\n")
-    return
-  }
-  const scratch = await scratchDatabase(base, "parley_bench_dsr", 2)
-  const { sql } = scratch
-  process.stdout.write(`scratch database ${redact(scratch.url)}\n`)
-  const dir = mkdtempSync(join(tmpdir(), "parley-bench-dsr-"))
-  const server = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "all"], {
-    HOST: "127.0.0.1",
-    PORT: "0",
-    DATA_DIR: join(dir, "data"),
-    LOG_LEVEL: "info",
-    DATABASE_URL: scratch.url,
-  }).catch(async (e: unknown) => {
-    await scratch.drop()
-    throw e
-  })
-  step("server up")
-  const url = `http://127.0.0.1:${server.port}`
-  try {
-    const email = `bench-${randomBytes(4).toString("hex")}@example.com`
-    const password = "bench-password-1"
-    const signup = await call(url, "/auth/signup", { email, password, country: "US" })
-    if (signup.status !== 201) throw new Error(`signup ${signup.status} ${signup.text}`)
-    const login = await call(url, "/auth/login", { email, password })
-    const { token, tenant } = JSON.parse(login.text) as { token: string; tenant: { id: number } }
-    const t = tenant.id
-
+  await withBenchServer("dsr", { country: "US" }, async ({ url, sql, pgVersion, tenantId: t, token }) => {
+    step("server up")
     // The contact: one target, one run, CALLS calls, TURNS turns; others: OTHER_TARGETS × OTHER_TURNS_EACH turns.
     const [w] = await sql<[{ id: number }]>`
       insert into workflows (tenant_id, name, persona, nl_prompt) values (${t}, 'bench', 'priya', 'bench') returning id`
@@ -124,7 +91,7 @@ export async function benchDsr(): Promise<void> {
     process.stdout.write(`${line}\n`)
     record(
       "dsr",
-      `## dsr\n\n${machine()}, PostgreSQL ${scratch.pgVersion}, one --role all process.\n\n` +
+      `## dsr\n\n${machine()}, PostgreSQL ${pgVersion}, one --role all process.\n\n` +
         `| measure | median of ${ROUNDS} |\n|---|---|\n` +
         `| POST /dsr/export, ${turnsOut} turns over ${CALLS} calls (${n} turns in the workspace) ` +
         `| ${e.toFixed(0)} ms |\n` +
@@ -132,8 +99,5 @@ export async function benchDsr(): Promise<void> {
         `The export also reads every other registered table, the timeline and the text of the workspace's turns ` +
         `(a turn naming the contact belongs to the export), then serialises ${(bytes / 2 ** 20).toFixed(1)} MiB.`,
     )
-  } finally {
-    await server.stop()
-    await scratch.drop()
-  }
+  })
 }

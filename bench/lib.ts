@@ -4,12 +4,12 @@
 
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { cpus, totalmem } from "node:os"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { cpus, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import autocannon from "autocannon"
-import { connectPostgres, type Sql, withDatabase } from "../src/platform/Db.js"
+import { connectPostgres, redact, type Sql, withDatabase } from "../src/platform/Db.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { readOutbox } from "../src/providers/mail/outbox.mail.js"
 
@@ -145,4 +145,62 @@ export async function verifyEmail(base: string, outboxFile: string, email: strin
   const token = new URL(link, base).searchParams.get("token") ?? ""
   const res = await fetch(`${base}/auth/verify-email?token=${encodeURIComponent(token)}`)
   if (res.status !== 200) throw new Error(`verify email ${res.status}: ${await res.text()}`)
+}
+
+/** What a bench run against a server process on real PostgreSQL gets (withBenchServer). */
+export interface BenchServer {
+  readonly url: string
+  /** The scratch database's URL, for a connection of the bench's own. */
+  readonly dbUrl: string
+  /** A client of the scratch database: seed and assert straight in SQL. */
+  readonly sql: Sql
+  readonly pgVersion: string
+  /** The workspace signed up (and logged in) for the run. */
+  readonly tenantId: number
+  readonly token: string
+}
+
+/**
+ * Runs `body` against a server process (all roles, from source) on a scratch database of the
+ * PostgreSQL that DATABASE_URL names, with one workspace signed up and logged in; the server stops and
+ * the database is dropped however it ends. Without DATABASE_URL the bench says so and is skipped.
+ */
+export async function withBenchServer(
+  name: string,
+  opts: { readonly country: "IN" | "US"; readonly env?: Record<string, string> },
+  body: (b: BenchServer) => Promise<void>,
+): Promise<void> {
+  const base = process.env.DATABASE_URL
+  if (base === undefined || base === "") {
+    process.stdout.write(`bench ${name} needs real PostgreSQL: set DATABASE_URL; skipped.\n`)
+    return
+  }
+  const scratch = await scratchDatabase(base, `parley_bench_${name}`, 2)
+  process.stdout.write(`scratch database ${redact(scratch.url)}\n`)
+  const dir = mkdtempSync(join(tmpdir(), `parley-bench-${name}-`))
+  let server: ServerProcess | undefined
+  try {
+    server = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "all"], {
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DATA_DIR: join(dir, "data"),
+      LOG_LEVEL: "info",
+      DATABASE_URL: scratch.url,
+      ...opts.env,
+    })
+    const url = `http://127.0.0.1:${server.port}`
+    const email = `bench-${randomBytes(4).toString("hex")}@example.com`
+    const password = "bench-password-1"
+    const post = (path: string, b: unknown) =>
+      fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(b) })
+    const signup = await post("/auth/signup", { email, password, country: opts.country })
+    if (signup.status !== 201) throw new Error(`signup ${signup.status} ${await signup.text()}`)
+    const login = await post("/auth/login", { email, password })
+    if (login.status !== 200) throw new Error(`login ${login.status} ${await login.text()}`)
+    const { token, tenant } = (await login.json()) as { token: string; tenant: { id: number } }
+    await body({ url, dbUrl: scratch.url, sql: scratch.sql, pgVersion: scratch.pgVersion, tenantId: tenant.id, token })
+  } finally {
+    await server?.stop()
+    await scratch.drop()
+  }
 }
