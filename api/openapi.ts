@@ -1,6 +1,7 @@
 // OpenAPI 3.1 generated from the route table, so the description can never drift from what the
 // router enforces: the same zod schemas become the parameters, bodies and responses.
 import { z } from "zod"
+import { openApiWebhooks } from "../src/webhooks/catalogue.js"
 import { ERROR_CODES } from "./error-map.js"
 import type { AnyRoute } from "./route.js"
 import { ErrorBody, ValidationErrorBody } from "./schemas.js"
@@ -66,7 +67,12 @@ function operation(r: AnyRoute): JsonSchema {
     const contentType = doc.contentType ?? "application/json"
     responses[status] = {
       description: doc.description,
-      content: { [contentType]: doc.schema ? { schema: toSchema(doc.schema) } : {} },
+      content: {
+        [contentType]: doc.schema ? { schema: toSchema(doc.schema) } : {},
+        ...Object.fromEntries(
+          (doc.alternatives ?? []).map((alt) => [alt.contentType, alt.schema ? { schema: toSchema(alt.schema) } : {}]),
+        ),
+      },
     }
   }
   const hasInput = r.params !== undefined || r.query !== undefined || (r.body !== undefined && !("raw" in r.body))
@@ -134,6 +140,8 @@ export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
     },
     servers: [{ url: "/" }, { url: "/v1" }],
     paths,
+    // The events we POST to a workspace's endpoints (src/webhooks/catalogue.ts).
+    webhooks: openApiWebhooks(),
     components: {
       schemas: {
         ErrorCode: { type: "string", enum: [...ERROR_CODES], description: "Every code an error response can carry" },

@@ -109,6 +109,8 @@ export interface ResponseDoc {
   readonly description: string
   readonly contentType?: string
   readonly schema?: z.ZodType
+  /** Other representations of the same answer, by content negotiation (a CSV beside the JSON). */
+  readonly alternatives?: ReadonlyArray<{ readonly contentType: string; readonly schema?: z.ZodType }>
 }
 
 export interface Route<P = unknown, Q = unknown, B = unknown> {

@@ -1,4 +1,5 @@
 // npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
+import { benchAnalysis } from "./analysis.js"
 import { benchApprovals } from "./approvals.js"
 import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
@@ -9,9 +10,11 @@ import { benchHttp } from "./http.js"
 import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
 import { benchReads } from "./reads.js"
+import { benchResults } from "./results.js"
 import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
 import { benchTurns } from "./turns.js"
+import { benchWebhooks } from "./webhooks.js"
 
 const benches: Record<string, () => Promise<void>> = {
   http: benchHttp,
@@ -26,7 +29,10 @@ const benches: Record<string, () => Promise<void>> = {
   dsr: benchDsr,
   turns: benchTurns,
   reads: benchReads,
+  results: benchResults,
   footprint: benchFootprint,
+  webhooks: benchWebhooks,
+  analysis: benchAnalysis,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")

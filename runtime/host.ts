@@ -4,7 +4,7 @@
 // in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
 // process can take any run over from Postgres. A simulation campaign's run (src/sim/) is driven like
 // any other, on the sim carrier and free of charge.
-import { Duration, Effect, Exit, Scope } from "effect"
+import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
@@ -35,11 +35,13 @@ import {
   type RunControl,
   type RuntimePong,
 } from "../src/platform/subjects.js"
-import { providerResolver } from "../src/providers/accounts.js"
+import { ownLlmOf, providerResolver } from "../src/providers/accounts.js"
 import { Llm } from "../src/providers/Llm.js"
+import { Mail } from "../src/providers/Mail.js"
 import { Telephony } from "../src/providers/Telephony.js"
 import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+import { startAnalysisWorker } from "./analysis-worker.js"
 import { startDataFetchWorker } from "./data-fetch.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
@@ -48,6 +50,7 @@ import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js
 import { Grouper } from "./settlements.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
+import { startWebhookDelivery } from "./webhook-delivery.js"
 
 export interface RuntimeHost {
   /** Runs this process owns right now. */
@@ -75,6 +78,8 @@ export const startRuntimeHost: Effect.Effect<
   const telephony = yield* Telephony
   const credentials = yield* Credentials
   const clock = yield* Clock
+  // Optional: a host built without the mail service (tests) still delivers webhooks, and logs instead of mailing.
+  const mail = yield* Effect.serviceOption(Mail)
   const context = yield* Effect.context<Db | Clock | Log | Bus | AppConfig>()
   const runEffect = <A, E>(eff: Effect.Effect<A, E, Db | Clock | Log | Bus | AppConfig>) =>
     Effect.runPromise(Effect.either(Effect.provide(eff, context)))
@@ -146,6 +151,19 @@ export const startRuntimeHost: Effect.Effect<
     terms: (tenantId) => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined),
   })
   const turns = new TurnSink(sql, bus, log)
+  // Post-call analysis (runtime/analysis-worker.ts): on the workspace's own model when it has one.
+  const analysis = startAnalysisWorker({
+    sql,
+    bus,
+    log,
+    config,
+    me: instance.id,
+    platformLlm: llm,
+    ownLlm: async (tenantId) => {
+      const own = await credentials.active(tenantId, "llm")
+      return own === undefined ? undefined : ownLlmOf(own, config)
+    },
+  })
   const drivers = new Map<number, RunDriver>()
   trackRuntime(() => ({ runs: drivers.size, calls: [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0) }))
   let stopping = false
@@ -177,14 +195,20 @@ export const startRuntimeHost: Effect.Effect<
     })
     return {
       reserve: (tenantId: number, callRef: string, seconds: number) => batcher.reserve(tenantId, callRef, seconds),
-      settle: (callRef: string, seconds: number) => settlements.submit({ callRef, seconds }),
+      settle: (callRef: string, seconds: number) => {
+        if (seconds > 0) analysis.callEnded()
+        return settlements.submit({ callRef, seconds })
+      },
     }
   }
   const money = { platform: moneyFor(false), own: moneyFor(true) }
   /** The public demo's calls are the platform's own: nothing is held or charged, to anyone. */
   const free = {
     reserve: async () => ({ ok: true as const, reservedMinor: 0 }),
-    settle: async () => ({ chargedMinor: 0 }),
+    settle: async (_callRef: string, seconds: number) => {
+      if (seconds > 0) analysis.callEnded()
+      return { chargedMinor: 0 }
+    },
   }
   // A demo is now or never: its callee is not dialled again for a busy line or a callback.
   const demoSettings: DialerSettings = { ...settings, maxAttempts: 1 }
@@ -312,6 +336,8 @@ export const startRuntimeHost: Effect.Effect<
     }),
     startDataFetchWorker({ sql, bus, log, config, now: () => clock.now() }),
   ]
+  // Outbound webhooks: every runtime process posts due deliveries; leases keep each with one at a time.
+  const webhooks = startWebhookDelivery({ sql, bus, log, config, me, mail: Option.getOrUndefined(mail) })
 
   // The host's periodic work, each a loop in this scope (the first tick one interval after start).
   const scope = yield* Scope.make()
@@ -340,6 +366,8 @@ export const startRuntimeHost: Effect.Effect<
       // Hand-over (docs/operations.md): claim nothing more, and leave the queue groups first, so
       // wakes and pings go to the other runtime processes from now on.
       stopping = true
+      // Webhook posts in flight finish (each within WEBHOOK_TIMEOUT_MS) beside the calls.
+      const webhooksStopped = webhooks.stop()
       await Promise.all(
         subscriptions.filter((s) => s.subject === RT_PING || s.subject === RT_RUN_WAKE).map((s) => s.drain()),
       )
@@ -369,10 +397,12 @@ export const startRuntimeHost: Effect.Effect<
           return d
         }),
       )
+      await analysis.stop()
       // Ends every loop of the host (claims, lease renewals, sweeps, renewals and rentals).
       await Effect.runPromise(Scope.close(scope, Exit.void))
       await bus.flush().catch(() => {})
       await turns.flush()
+      await webhooksStopped
       await Promise.all(subscriptions.map((s) => s.drain()))
       log.info({ released: handed.filter((d) => !d.lost).map((d) => d.runId) }, "runtime host stopped")
     },

@@ -20,6 +20,7 @@ import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billi
 import { billingAutochargePost, billingAutochargePut, billingTopup } from "./billing.topup.js"
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
+import callsGet from "./calls.get.js"
 import { dataChatGet, dataChatPost } from "./data.chat.js"
 import {
   dataSourceDelete,
@@ -69,6 +70,7 @@ import { personasAssign, personasCreate, personasDelete, personasList, personasU
 import pricing from "./pricing.get.js"
 import reportsWeekly from "./reports.weekly.js"
 import runsLive from "./runs.live.js"
+import runsResults from "./runs.results.js"
 import runsTurnsStream from "./runs.turns-stream.js"
 import {
   simCampaignsAnswer,
@@ -92,6 +94,18 @@ import timelineGet from "./timeline.get.js"
 import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
 import voicesList from "./voices.list.js"
 import voicesSample from "./voices.sample.js"
+import {
+  webhookDeliveryRetry,
+  webhookEndpointDelete,
+  webhookEndpointDeliveries,
+  webhookEndpointGet,
+  webhookEndpointRotate,
+  webhookEndpointsCreate,
+  webhookEndpointsList,
+  webhookEndpointTest,
+  webhookEndpointUpdate,
+} from "./webhooks.endpoints.js"
+import { webhookWalletThresholdGet, webhookWalletThresholdPut } from "./webhooks.wallet-threshold.js"
 import workflowsAudience from "./workflows.audience.js"
 import workflowsCompliance from "./workflows.compliance.js"
 import workflowsCreate from "./workflows.create.js"
@@ -144,6 +158,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowPause,
     runsLive,
     runsTurnsStream,
+    runsResults,
+    callsGet,
     timelineGet,
     telcoAIncoming,
     telcoAIncomingGet,
@@ -243,6 +259,17 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     ...emailPageRoutes,
     mailAWebhook,
     mailBWebhook,
+    webhookEndpointsList,
+    webhookEndpointsCreate,
+    webhookEndpointGet,
+    webhookEndpointUpdate,
+    webhookEndpointDelete,
+    webhookEndpointRotate,
+    webhookEndpointTest,
+    webhookEndpointDeliveries,
+    webhookDeliveryRetry,
+    webhookWalletThresholdGet,
+    webhookWalletThresholdPut,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

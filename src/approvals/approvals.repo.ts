@@ -2,6 +2,8 @@
 // atomically in Postgres: only a pending, unexpired approval of the workspace changes), and as the
 // runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
 import type { Sql, Tx } from "../platform/Db.js"
+import { approvalEvent } from "../webhooks/event-data.js"
+import { emitEvents } from "../webhooks/outbox.repo.js"
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired"
 
@@ -117,6 +119,7 @@ export const decide = async (
         from approvals where id = ${d.approvalId} and tenant_id = ${d.tenantId}`
       return existing === undefined ? { kind: "not_found" } : { kind: "conflict", status: existing.status }
     }
+    if (!(await isRehearsal(tx, row.workflow_id))) await emitEvents(tx, [approvalEvent(d.tenantId, row)])
     const [call] = await tx<
       [{ status: string; run_target_id: number }?]
     >`select status, run_target_id from calls where id = ${row.call_id}`
@@ -142,31 +145,56 @@ export interface NewApproval {
   readonly ttlMs: number
 }
 
+/** The proposal's row and its approval.requested event, together. */
 export const insertApproval = async (
   sql: Sql,
   a: NewApproval,
-): Promise<{ id: number; expires_at: Date; created_at: Date }> => {
-  const [row] = await sql<[{ id: number; expires_at: Date; created_at: Date }]>`
-    insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action,
-      proposed_value_minor, currency, rationale, context, expires_at)
-    values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor},
-      ${a.currency}, ${a.rationale},
-            ${sql.json(a.context as never)}, now() + ${a.ttlMs} * interval '1 millisecond')
-    returning id, expires_at, created_at`
-  return row
-}
+): Promise<{ id: number; expires_at: Date; created_at: Date }> =>
+  (await sql.begin(async (tx) => {
+    const [row] = await tx<[ApprovalRow]>`
+      insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action,
+        proposed_value_minor, currency, rationale, context, expires_at)
+      values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor},
+        ${a.currency}, ${a.rationale},
+              ${tx.json(a.context as never)}, now() + ${a.ttlMs} * interval '1 millisecond')
+      returning ${columns(tx)}`
+    if (!(await isRehearsal(tx, a.workflowId))) await emitEvents(tx, [approvalEvent(a.tenantId, row)])
+    return { id: row.id, expires_at: row.expires_at, created_at: row.created_at }
+  })) as { id: number; expires_at: Date; created_at: Date }
+
+/**
+ * A simulation campaign's workflow (src/sim/): its approvals are a rehearsal's, hidden like its
+ * runs and calls, and send no webhook event.
+ */
+const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>
+  (await tx`select 1 from workflows where id = ${workflowId} and simulation_of is not null`).length > 0
 
 export const saveApprovalSnapshot = (sql: Sql, approvalId: number, snapshot: unknown, version: number) =>
   sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}
     where id = ${approvalId}`
 
-/** Expiry is decided in Postgres: only a still-pending approval expires. */
-export const expireApproval = (sql: Sql, approvalId: number) =>
-  sql`update approvals set status = 'expired' where id = ${approvalId} and status = 'pending' and expires_at <= now()`
+/**
+ * Expires approvals in Postgres: only a still-pending one past its expiry expires, so whichever of
+ * its actor's timer and the sweep comes first writes it, and its approval.resolved, once.
+ */
+const expireWhere = (sql: Sql, which: ReturnType<Sql>) =>
+  sql.begin(async (tx) => {
+    const rows = await tx<(ApprovalRow & { tenant_id: number; rehearsal: boolean })[]>`
+      update approvals set status = 'expired' where status = 'pending' and expires_at <= now() and ${which}
+      returning tenant_id, ${columns(tx)},
+        exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
+          as rehearsal`
+    await emitEvents(
+      tx,
+      rows.filter((r) => !r.rehearsal).map((r) => approvalEvent(Number(r.tenant_id), r)),
+    )
+    return rows.length
+  })
+
+export const expireApproval = (sql: Sql, approvalId: number) => expireWhere(sql, sql`id = ${approvalId}`)
 
 /** Every runtime process sweeps approvals whose actor is gone (their run ended or moved). */
-export const expireDueApprovals = (sql: Sql) =>
-  sql`update approvals set status = 'expired' where status = 'pending' and expires_at <= now()`
+export const expireDueApprovals = (sql: Sql) => expireWhere(sql, sql`true`)
 
 export interface PendingApprovalRow {
   readonly id: number

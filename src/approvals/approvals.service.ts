@@ -13,30 +13,14 @@ import { observeApprovalDecision } from "../platform/metrics.js"
 import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
 import { scheduleCallback } from "../runs/runs.repo.js"
+import { approvalObject } from "../webhooks/event-data.js"
 import * as repo from "./approvals.repo.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
 export const CALLBACK_DELAY_MS = 2 * 3_600_000
 
-export const approvalView = (r: repo.ApprovalRow) => ({
-  id: r.id,
-  workflow_id: r.workflow_id,
-  run_id: r.run_id,
-  call_id: r.call_id,
-  target_phone: r.target_phone,
-  proposed_action: r.proposed_action,
-  proposed_value_minor: r.proposed_value_minor,
-  currency: r.currency,
-  rationale: r.rationale,
-  context: r.context,
-  status: r.status,
-  created_at: iso(r.created_at),
-  expires_at: iso(r.expires_at),
-  decided_at: iso(r.decided_at),
-  decided_by: r.decided_by,
-  decided_by_api_key_id: r.decided_by_api_key_id,
-  note: r.note,
-})
+/** The approval object of GET /api/approvals, built as the approval.* events build theirs. */
+export const approvalView = (r: repo.ApprovalRow) => approvalObject(r)
 
 export const listApprovals = (tenantId: number, f: repo.ListFilter) =>
   Effect.gen(function* () {

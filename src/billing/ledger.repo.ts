@@ -3,6 +3,7 @@
 
 import type { Sql, Tx } from "../platform/Db.js"
 import { ledgerPosts } from "../platform/metrics.js"
+import { checkWallets, isRefill } from "../webhooks/wallet-events.js"
 import type { Currency } from "./pricing.js"
 
 export interface LedgerEntry {
@@ -55,6 +56,10 @@ export async function postEntry(tx: Tx, p: PostEntry): Promise<PostResult> {
   ledgerPosts.labels(result.outcome).inc()
   if (result.outcome === "insufficient_funds")
     return { ok: false, reason: "insufficient_funds", balanceMinor: Number(result.balance_minor) }
+  // wallet.low / wallet.exhausted when this posting crossed a line: committed with it or not at all.
+  // A release (a call's unused hold given back) neither goes down nor re-arms: no check to make.
+  const refill = isRefill(p.amountMinor, p.kind)
+  if (result.outcome === "posted" && (p.amountMinor < 0 || refill)) await checkWallets(tx, [p.tenantId], refill)
   return { ok: true, entry: fromJson(result.entry), replayed: result.outcome === "replayed" }
 }
 

@@ -17,6 +17,12 @@ export const BYOK_FEE_MINOR: PerCurrency<number> = { INR: 249_900, USD: 2_900 }
  * provider account, which bills them; Parley charges nothing for those.
  */
 export const NUMBER_MONTHLY_MINOR: PerCurrency<number> = { INR: 50_000, USD: 115 }
+/**
+ * Post-call analysis of one connected call on the platform's model (or its simulator, which stands
+ * for it): ₹0.50 / $0.01, charged once per analysed call. Analyses on a workspace's own model are
+ * not charged.
+ */
+export const ANALYSIS_PER_CALL_MINOR: PerCurrency<number> = { INR: 50, USD: 1 }
 /** Credited at signup as a ledger entry. */
 export const TRIAL_CREDIT_MINOR: PerCurrency<number> = { INR: 20_000, USD: 300 }
 /** Smallest top-up the checkout pages offer; the API accepts 1 to 10,000,000 minor units. */
@@ -109,6 +115,11 @@ export function priceCatalogue() {
         "release",
       monthly_minor: NUMBER_MONTHLY_MINOR,
       monthly_display: display(NUMBER_MONTHLY_MINOR),
+    },
+    call_analysis: {
+      billing: "per analysed call on the platform's language model; none on your own model (byok) or when turned off",
+      per_call_minor: ANALYSIS_PER_CALL_MINOR,
+      per_call_display: display(ANALYSIS_PER_CALL_MINOR),
     },
     trial_credit_minor: TRIAL_CREDIT_MINOR,
     trial_credit_display: display(TRIAL_CREDIT_MINOR),

@@ -1,6 +1,7 @@
 // SQL for usage reservations: the cost held for one call before it is dialed, settled at hangup.
 import type { Tx } from "../platform/Db.js"
 import { ledgerPosts } from "../platform/metrics.js"
+import { checkWallets } from "../webhooks/wallet-events.js"
 
 export interface Reservation {
   readonly call_ref: string
@@ -74,10 +75,14 @@ export const postReservations = async (
     order by u.n`
   for (const x of rows) ledgerPosts.labels(x.r.outcome).inc()
   const posted = rows.filter((x) => x.r.outcome !== "insufficient_funds").map((x) => x.call_ref)
-  if (posted.length > 0)
+  if (posted.length > 0) {
     await tx`insert into usage_reservations (tenant_id, call_ref, reserved_minor)
       select ${tenantId}, ref, ${costMinor} from unnest(${posted}::text[]) as ref
       on conflict do nothing`
+    // One check for the batch (wallet.low / wallet.exhausted); releases only give holds back, so
+    // postReleases needs none (wallet-events.ts).
+    await checkWallets(tx, [tenantId], false)
+  }
   return rows.map((x) => ({
     call_ref: x.call_ref,
     outcome: x.r.outcome as "posted" | "replayed" | "insufficient_funds",

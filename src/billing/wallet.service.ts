@@ -6,10 +6,11 @@ import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { NotFound } from "../platform/errors.js"
+import { walletObject } from "../webhooks/event-data.js"
 import { callTerms } from "./call-terms.js"
 import { listEntries } from "./ledger.repo.js"
 import * as payments from "./payments.repo.js"
-import { type Currency, RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR } from "./pricing.js"
+import { type Currency, RATE_PER_MINUTE_MINOR } from "./pricing.js"
 import { findWallet, type WalletRow } from "./wallet.repo.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180
@@ -26,24 +27,8 @@ export const loadTenant = (sql: Sql, tenantId: number) =>
 
 export const loadWallet = (sql: Sql, tenantId: number) => Effect.promise(() => findWallet(sql, tenantId))
 
-const walletView = (t: TenantRow, w: WalletRow) => {
-  const rate = RATE_PER_MINUTE_MINOR[w.currency]
-  return {
-    tenant_id: t.id,
-    currency: w.currency,
-    balance_minor: w.balance_minor,
-    plan_tier: t.plan_tier,
-    trial_expires_at: t.trial_expires_at?.toISOString() ?? null,
-    minutes_remaining_at_bundled_rate: Math.floor(w.balance_minor / rate),
-    rate_per_minute_minor: rate,
-    autocharge: {
-      enabled: w.autocharge_enabled,
-      threshold_minor: w.autocharge_threshold_minor,
-      amount_minor: w.autocharge_amount_minor,
-    },
-    topup_presets_minor: TOPUP_PRESETS_MINOR[w.currency],
-  }
-}
+/** The wallet object of GET /billing/balance, built as the wallet.* events build theirs. */
+const walletView = (t: TenantRow, w: WalletRow) => walletObject(t, w)
 
 export const balance = (tenantId: number) =>
   Effect.gen(function* () {

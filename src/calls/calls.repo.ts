@@ -10,6 +10,8 @@
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { holdTargetUntil, markTargetSkipped, settleTarget, type TargetNext } from "../runs/run-targets.repo.js"
+import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
+import { emitEvents } from "../webhooks/outbox.repo.js"
 
 /** One line of the decision log (the runtime's DialDecision). */
 export interface DecisionEntry {
@@ -140,16 +142,37 @@ export interface AttemptEnd {
   phone: string
 }
 
+/** An ended call as its ending statement returns it: the slot row to give back, and the call's event data. */
+interface EndedCall extends CallObjectRow {
+  readonly slot_owner: string | null
+  /** A simulation campaign's call (src/sim/): a rehearsal, hidden from the workflow endpoints, sends no event. */
+  readonly simulation: boolean
+}
+
+/** The RETURNING list of an ending `update calls` (name, currency, simulation flag: subqueries, no round trip). */
+const endedCallColumns = (tx: Tx, alias = "calls") => {
+  const c = tx(alias)
+  return tx`${c}.id, ${c}.tenant_id, ${c}.run_id, ${c}.workflow_id, ${c}.target_id, ${c}.attempt,
+    ${c}.phone_e164 as phone, ${c}.provider, ${c}.status, ${c}.outcome, ${c}.connected_seconds, ${c}.reserved_minor,
+    ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner,
+    (select au.name from audience_targets au where au.id = ${c}.target_id) as name,
+    (select t.currency from tenants t where t.id = ${c}.tenant_id) as currency,
+    exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.simulation_of is not null) as simulation`
+}
+
+const callEndedEvents = (calls: readonly EndedCall[]) => calls.filter((c) => !c.simulation).map(callEndedEvent)
+
 /** Ends an attempt: the call row, the target's next step, the slot and the decision, together. */
 export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
   (await sql.begin(async (tx) => {
-    const [call] = await tx<[{ id: number; slot_owner: string | null }?]>`
+    const [call] = await tx<[EndedCall?]>`
       update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
         cost_minor = ${f.costMinor},
         reserved_minor = coalesce(${f.reservedMinor}, reserved_minor), ended_at = ${f.endedAt}
       where id = ${f.callId} and status <> 'ended' and owner_instance = ${f.me}
-      returning id, slot_owner`
+      returning ${endedCallColumns(tx)}`
     if (!call) return false // finalised by a process that took the run over
+    await emitEvents(tx, callEndedEvents([call]))
     await settleTarget(tx, f.runTargetId, f.next)
     if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
     await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
@@ -181,14 +204,16 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
     ended_at: f.endedAt.toISOString(),
   }))
   const ended = (await sql.begin(async (tx) => {
-    const done = await tx<{ id: number; slot_owner: string | null }[]>`
+    const done = await tx<EndedCall[]>`
       update calls c set status = 'ended', outcome = u.outcome, connected_seconds = u.secs, cost_minor = u.cost,
         reserved_minor = coalesce(u.reserved, c.reserved_minor), ended_at = u.ended_at
       from jsonb_to_recordset(${tx.json(rows as never)}::jsonb) as u(id bigint, me text, outcome text, secs integer,
         cost bigint, reserved bigint, ended_at timestamptz)
       where c.id = u.id and c.status <> 'ended' and c.owner_instance = u.me
-      returning c.id, c.slot_owner`
+      returning ${endedCallColumns(tx, "c")}`
     if (done.length === 0) return new Set<number>()
+    // call.completed / call.failed of the whole group in one statement, committed with the ends.
+    await emitEvents(tx, callEndedEvents(done))
     const mine = done.map((d) => first.get(Number(d.id))!)
     // The targets' next steps in one statement, as settleTarget (run-targets.repo.ts) writes each:
     // done; waiting until the retry; or back in the queue with its last outcome kept.

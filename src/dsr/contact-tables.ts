@@ -30,6 +30,8 @@ export type BundleKey =
   | "demo_calls"
   | "kb_events"
   | "usage_events"
+  | "call_analyses"
+  | "webhook_events"
 
 /**
  * How a contact's rows are found.
@@ -128,6 +130,19 @@ export const CONTACT_TABLES: readonly ContactTable[] = [
     note: "No identifier column: the turns of the contact's targets and calls, and turns whose text names them.",
   },
   {
+    table: "call_analyses",
+    columns: [],
+    freeText: ["summary", "fields", "error"],
+    finders: ["call"],
+    tenantColumn: true,
+    bundle: "call_analyses",
+    erase: "delete",
+    retention: "for as long as the call is kept (the post-call analysis of each answered call)",
+    note:
+      "What the contact said, summarised and extracted (fields may hold a phone or an email); found by " +
+      "the contact's calls. Deleted on erase; the analysis worker does not enqueue an erased call again.",
+  },
+  {
     table: "approvals",
     columns: [{ name: "target_phone", kind: "phone" }],
     freeText: ["context", "snapshot", "rationale"],
@@ -214,6 +229,20 @@ export const CONTACT_TABLES: readonly ContactTable[] = [
     erase: "hash",
     retention: "kept: usage is billed (ledger entries reference it)",
     note: "attributes are the caller's; found (and scrubbed on erase) when they quote the identifier.",
+  },
+  {
+    table: "webhook_events",
+    columns: [],
+    freeText: ["body"],
+    finders: ["jsonb", "call"],
+    tenantColumn: true,
+    bundle: "webhook_events",
+    erase: "delete",
+    retention: "30 days (WEBHOOK_RETENTION_DAYS), and longer while a delivery to a live endpoint is pending",
+    note:
+      "Outbound events as sent: call.*, approval.* and call.analyzed name the contact's call (and its " +
+      "phone, name, extracted fields), message.* the address. Deleted on erase with their deliveries " +
+      "and attempts (on delete cascade), so a queued delivery never sends the contact afterwards.",
   },
   {
     table: "runs",

@@ -1,11 +1,12 @@
 // SQL of a data-subject erase, in one transaction of one workspace (DSR ERASE REPO: the deletes
 // and scrubs of other domains' tables live here, not at the end of each domain's repo, to keep the
 // erase in one reviewable place; src/dsr/contact-tables.ts lists the same tables for export).
-// Deletes the contact's own rows (targets, turns, feedback, email events/preferences/suppressions,
-// data-source rows and chat messages naming them, recent-contact cooldown) and rewrites the rows kept
-// for audit (calls, run targets, dial decisions, approvals, DNC, inbound calls, email messages, usage
-// events, run snapshots) so the phone or email is replaced by `erased:<hash>`. ledger_entries is never
-// touched (append-only; its entries carry no phone or email, see the report in docs/privacy.md).
+// Deletes the contact's own rows (targets, turns, feedback, call analyses, outbound webhook events
+// with their deliveries, email events/preferences/suppressions, data-source rows and chat messages
+// naming them, recent-contact cooldown) and rewrites the rows kept for audit (calls, run targets,
+// dial decisions, approvals, DNC, inbound calls, email messages, usage events, run snapshots) so the
+// phone or email is replaced by `erased:<hash>`. ledger_entries is never touched (append-only; its
+// entries carry no phone or email, see the report in docs/privacy.md).
 
 import type { Tx } from "../platform/Db.js"
 
@@ -113,6 +114,27 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
     await tx`delete from kb_feedback where tenant_id = ${T} and turn_id = any(${tx.array(turnIds)}::bigint[])`,
   )
   count("turns", await tx`delete from turns where id = any(${tx.array(turnIds)}::bigint[])`)
+  // The analyses of the contact's calls are what they said, summarised and extracted: they go with the
+  // transcript (the worker then claims nothing of theirs: an attempt in flight stores nothing, as its
+  // conditional update finds no row, and the sweep does not enqueue a call whose phone is erased).
+  count(
+    "call_analyses",
+    await tx`delete from call_analyses where tenant_id = ${T} and call_id = any(${tx.array(callIds)}::bigint[])`,
+  )
+  // Outbound events of the contact's calls (call.*, approval.* and call.analyzed carry data.call_id)
+  // or quoting the identifier (message.* carry the address) go, their deliveries and attempts with them
+  // (on delete cascade): a delivery still queued must not send the contact after the erase. One
+  // statement, so the pending deliveries counted are the ones the cascade removes.
+  const [hooks] = await tx<[{ events: number; pending: number }]>`
+    with gone as (
+      delete from webhook_events where tenant_id = ${T}
+        and ((body -> 'data' ->> 'call_id') = any(${tx.array(callIds.map(String))}::text[]) or ${mentions("body")})
+      returning id)
+    select (select count(*)::int from gone) as events,
+      (select count(*)::int from webhook_deliveries
+        where event_id in (select id from gone) and status = 'pending') as pending`
+  count("webhook_events", { count: hooks.events })
+  count("webhook_deliveries_pending", { count: hooks.pending })
   // Calls and run targets stay (usage and ledger entries reference calls as `call:<id>`), hashed;
   // a run target not dialled yet is skipped for good.
   count("calls", await tx`update calls set phone_e164 = ${t.marker} where id = any(${tx.array(callIds)}::bigint[])`)

@@ -29,6 +29,18 @@ const jsonbHolds = (sql: Sql, column: Fragment, id: ContactIdentifier) =>
         select 1 from jsonb_each_text(case when jsonb_typeof(${column}) = 'object' then ${column} else '{}' end) f
         where regexp_replace(f.value, '[^0-9]', '', 'g') = any(${id.digitForms as string[]})))`
 
+/**
+ * Text anywhere in a JSONB document naming the identifier, as the erase finds it: an email (any case)
+ * as a substring (it may sit in a sentence, e.g. a summary); a phone as one of its digit forms with no
+ * digit either side (E.164 with or without +, national, 0-prefixed).
+ */
+const documentHolds = (sql: Sql, column: Fragment, id: ContactIdentifier) => {
+  if (id.kind === "email") return sql`lower(${column}::text) like ${contains(id.value)}`
+  // Digits only (identifier.ts), so nothing to escape; never empty, or the pattern would match anything.
+  const forms = id.digitForms.length > 0 ? id.digitForms : [id.value.slice(1)]
+  return sql`${column}::text ~ ${`(?<![0-9])(${forms.join("|")})(?![0-9])`}`
+}
+
 /** Free text naming the identifier (E.164 or the email, any case). */
 const textHolds = (sql: Sql, column: Fragment, id: ContactIdentifier) =>
   id.kind === "email" ? sql`lower(${column}) like ${contains(id.value)}` : sql`${column} like ${contains(id.value)}`
@@ -54,6 +66,8 @@ export interface ContactRows {
   readonly demo_calls: Rows
   readonly kb_events: Rows
   readonly usage_events: Rows
+  readonly call_analyses: Rows
+  readonly webhook_events: Rows
 }
 
 /** Every row of the registry's tables that holds the contact, in the workspace. */
@@ -108,6 +122,23 @@ export async function contactRows(sql: Sql, tenantId: number, id: ContactIdentif
         where d.run_id = any(${runIds}) order by d.id`,
   ])
   const turnIds = turns.map((t) => Number(t["id"]))
+
+  const [call_analyses, outbound_events] = await Promise.all([
+    // The lease columns (locked_by, locked_until, next_attempt_at) are the worker's, not the contact's.
+    sql`select call_id, run_id, status, summary, goal_met, sentiment, callback_at, agreed_value_minor, fields,
+          model, model_version, error, charged_minor, attempts, analyzed_at, created_at
+        from call_analyses where tenant_id = ${tenantId} and call_id = any(${callIds}) order by call_id`,
+    // Events of the contact's calls, or quoting the identifier, as sent, with where each went.
+    sql`select e.id, e.type, e.body, e.created_at, coalesce((
+          select json_agg(json_build_object('endpoint_id', d.endpoint_id, 'status', d.status,
+            'attempts', d.attempts, 'delivered_at', d.delivered_at) order by d.id)
+          from webhook_deliveries d where d.event_id = e.id), '[]') as deliveries
+        from webhook_events e
+        where e.tenant_id = ${tenantId}
+          and ((e.body -> 'data' ->> 'call_id') = any(${callIds.map(String)})
+            or ${documentHolds(sql, sql`e.body`, id)})
+        order by e.created_at, e.id`,
+  ])
 
   const [kb_feedback, messages, email_events, email_preferences, email_suppressions, usage_events] = await Promise.all([
     sql`select * from kb_feedback where tenant_id = ${tenantId} and turn_id = any(${turnIds}) order by id`,
@@ -166,5 +197,7 @@ export async function contactRows(sql: Sql, tenantId: number, id: ContactIdentif
     demo_calls: [...demo_calls],
     kb_events: [...kb_events],
     usage_events: [...usage_events],
+    call_analyses: [...call_analyses],
+    webhook_events: [...outbound_events],
   }
 }

@@ -1,6 +1,8 @@
 // SQL of outreach email: messages and their states, the per-address event log (the message.*
 // timeline source), channel preferences, suppressions, soft-bounce counts and webhook dedup.
 import type { Sql, Tx } from "../platform/Db.js"
+import { type MessageObjectRow, messageEvent } from "../webhooks/event-data.js"
+import { emitEvents } from "../webhooks/outbox.repo.js"
 
 type Q = Sql | Tx
 
@@ -36,11 +38,34 @@ export async function insertMessage(
   return row.id
 }
 
+/** The message object of an outreach message's events, and its category (transactional mail sends none). */
+const messageColumns = (sql: Q) => sql`id, tenant_id, to_email, channel, subject, state, provider,
+  provider_message_id, created_at, updated_at, category`
+
+type MessageChange = MessageObjectRow & { readonly category: string }
+
+/** message.sent / .delivered / .replied for the outreach messages among `rows`, in the caller's transaction. */
+const emitMessageEvents = (sql: Q, type: Parameters<typeof messageEvent>[0], rows: readonly MessageChange[]) =>
+  emitEvents(
+    sql,
+    rows.filter((m) => m.category === "outreach").map((m) => messageEvent(type, m)),
+  )
+
 export async function markSent(sql: Sql, id: number, provider: string, providerMessageId: string): Promise<void> {
-  await sql`
-    update email_messages set state = 'sent', provider = ${provider}, provider_message_id = ${providerMessageId},
-      updated_at = now()
-    where id = ${id} and state = 'queued'`
+  await sql.begin(async (tx) => {
+    const rows = await tx<MessageChange[]>`
+      update email_messages set state = 'sent', provider = ${provider}, provider_message_id = ${providerMessageId},
+        updated_at = now()
+      where id = ${id} and state = 'queued'
+      returning ${messageColumns(tx)}`
+    await emitMessageEvents(tx, "message.sent", rows)
+  })
+}
+
+/** A reply to an outreach message (an email provider's event): its message.replied. */
+export async function recordReply(sql: Tx, id: number): Promise<void> {
+  const rows = await sql<MessageChange[]>`select ${messageColumns(sql)} from email_messages where id = ${id}`
+  await emitMessageEvents(sql, "message.replied", rows)
 }
 
 export async function markFailed(sql: Sql, id: number, error: string): Promise<void> {
@@ -65,16 +90,27 @@ export async function applyDeliveryEvent(
   event: "delivered" | "opened" | "clicked" | "bounced" | "complained",
 ): Promise<void> {
   switch (event) {
-    case "delivered":
-      await sql`update email_messages set state = 'delivered', updated_at = now() where id = ${id} and state = 'sent'`
+    case "delivered": {
+      const rows = await sql<MessageChange[]>`update email_messages set state = 'delivered', updated_at = now()
+        where id = ${id} and state = 'sent' returning ${messageColumns(sql)}`
+      await emitMessageEvents(sql, "message.delivered", rows)
       return
+    }
     case "opened":
     case "clicked": {
       const col = event === "opened" ? sql`opened_at` : sql`clicked_at`
-      await sql`
-        update email_messages set ${col} = coalesce(${col}, now()), updated_at = now(),
-          state = case when state = 'sent' then 'delivered' else state end
-        where id = ${id}`
+      // An open or a click proves a delivery the provider never reported: message.delivered then.
+      const rows = await sql<(MessageChange & { was_sent: boolean })[]>`
+        update email_messages m set ${col} = coalesce(m.${col}, now()), updated_at = now(),
+          state = case when m.state = 'sent' then 'delivered' else m.state end
+        from (select id as oid, state = 'sent' as was_sent from email_messages where id = ${id} for update) o
+        where m.id = o.oid
+        returning o.was_sent, ${messageColumns(sql)}`
+      await emitMessageEvents(
+        sql,
+        "message.delivered",
+        rows.filter((r) => r.was_sent),
+      )
       return
     }
     default:

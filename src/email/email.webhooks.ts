@@ -170,6 +170,7 @@ async function applyOne(
       break
     case "replied":
       await log("replied")
+      if (message !== undefined) await repo.recordReply(sql, message.id)
       break
     case "other":
       break

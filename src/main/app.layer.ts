@@ -24,6 +24,7 @@ import { type Speech, SpeechLive } from "../providers/Speech.js"
 import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
 import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
 import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
+import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
 
 export type AppServices =
   | AppConfig
@@ -88,5 +89,6 @@ export function appLayer(deps: {
     PreviewSweeperLive,
     DemoSweeperLive,
     IdempotencySweeperLive,
+    WebhookRetentionSweeperLive,
   ).pipe(Layer.provideMerge(infra))
 }

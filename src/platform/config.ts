@@ -184,6 +184,16 @@ const Env = z.object({
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
   /**
+   * Post-call analysis (runtime/analysis-worker.ts): how often a runtime process looks for ended
+   * calls to analyse, how many it analyses at once, how long one attempt may take (the lease is
+   * twice that), how many attempts a call gets, and the first retry's delay (doubling, at most 10 min).
+   */
+  ANALYSIS_POLL_MS: positiveInt.default(1_000),
+  ANALYSIS_CONCURRENCY: positiveInt.max(256).default(16),
+  ANALYSIS_TIMEOUT_MS: positiveInt.default(60_000),
+  ANALYSIS_MAX_ATTEMPTS: positiveInt.max(20).default(5),
+  ANALYSIS_RETRY_BACKOFF_MS: positiveInt.default(5_000),
+  /**
    * A simulation campaign's question (src/sim/): how long, in real time whatever the campaign's time
    * scale, its simulated call holds for the operator's answer; the question expires with it.
    */
@@ -233,6 +243,13 @@ const Env = z.object({
   DEMO_CLONES_PER_IP_DAY: positiveInt.max(1_000_000).default(5),
   /** Longest text POST /demo/voice-preview speaks (422 past it). */
   DEMO_PREVIEW_TEXT_MAX_CHARS: positiveInt.min(200).max(500).default(300),
+  /**
+   * Multiplies the webhook retry schedule (1 min … 24 h) and the 5 days after which a failing
+   * endpoint is disabled (tests: 0.00003).
+   */
+  WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
+  /** Longest one webhook attempt may take, from connecting to the end of the answer. */
+  WEBHOOK_TIMEOUT_MS: positiveInt.max(120_000).default(10_000),
   /** Largest answer read from any provider's HTTP API (model, telephony, mail, payments, tenant URLs). */
   PROVIDER_RESPONSE_LIMIT_BYTES: positiveInt.default(2 * 1024 * 1024),
   /**
@@ -327,6 +344,7 @@ export type Config = Readonly<{
   approvalHoldMs: number
   operatorNumber: string | undefined
   approvalTtlMs: number
+  analysis: { pollMs: number; concurrency: number; timeoutMs: number; maxAttempts: number; retryBackoffMs: number }
   simApprovalHoldMs: number
   sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
   /** Whether the unsigned stub gateway may settle top-ups (see PAYMENTS). */
@@ -347,6 +365,8 @@ export type Config = Readonly<{
     previewTextMaxChars: number
   }
   providerResponseLimitBytes: number
+  webhookRetryScale: number
+  webhookTimeoutMs: number
   dbStatementTimeoutMs: number
   /** The embedded database's memory settings (PGLITE_*). */
   pglite: { sharedBuffers: string; wasmTierUp: WasmTierUp }
@@ -454,6 +474,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     approvalHoldMs: e.APPROVAL_HOLD_MS,
     operatorNumber: e.OPERATOR_NUMBER,
     approvalTtlMs: e.APPROVAL_TTL_MS,
+    analysis: {
+      pollMs: e.ANALYSIS_POLL_MS,
+      concurrency: e.ANALYSIS_CONCURRENCY,
+      timeoutMs: e.ANALYSIS_TIMEOUT_MS,
+      maxAttempts: e.ANALYSIS_MAX_ATTEMPTS,
+      retryBackoffMs: e.ANALYSIS_RETRY_BACKOFF_MS,
+    },
     simApprovalHoldMs: e.SIM_APPROVAL_HOLD_MS,
     sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },
     paymentsMode: e.PAYMENTS ?? (e.DATABASE_URL === undefined ? "stub" : "gateways"),
@@ -473,6 +500,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       previewTextMaxChars: e.DEMO_PREVIEW_TEXT_MAX_CHARS,
     },
     providerResponseLimitBytes: e.PROVIDER_RESPONSE_LIMIT_BYTES,
+    webhookRetryScale: e.WEBHOOK_RETRY_SCALE,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     pglite: { sharedBuffers: e.PGLITE_SHARED_BUFFERS, wasmTierUp: e.PGLITE_WASM_TIER_UP },
     metricsPort: e.METRICS_PORT,

@@ -67,6 +67,7 @@ export const CONFLICT_CODES = [
   "RECIPIENT_SUPPRESSED",
   "CALL_HANDED_OFF",
   "IDEMPOTENCY_IN_PROGRESS",
+  "WEBHOOK_ENDPOINT_LIMIT",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 

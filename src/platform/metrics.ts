@@ -329,6 +329,39 @@ export const ledgerPosts = new Counter({
 })
 for (const outcome of ["posted", "replayed", "insufficient_funds"]) ledgerPosts.inc({ outcome }, 0)
 
+// ---- Webhooks -----------------------------------------------------------------------------------
+
+export const webhooksDelivered = new Counter({
+  name: "parley_webhook_deliveries_delivered_total",
+  help: "Webhook deliveries a receiver accepted (2xx)",
+  registers,
+})
+
+export const webhookAttemptsFailed = new Counter({
+  name: "parley_webhook_attempts_failed_total",
+  help: "Webhook attempts that failed, by reason (status_5xx, timeout, …) and outcome (retry, or failed for good)",
+  labelNames: ["reason", "outcome"] as const,
+  registers,
+})
+
+export const webhookLagSeconds = new Histogram({
+  name: "parley_webhook_lag_seconds",
+  help: "Time from an event's commit to its delivery's first attempt",
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers,
+})
+
+const webhooksQueuedGauge = new Gauge({
+  name: "parley_webhook_deliveries_queued",
+  help: "Webhook deliveries pending to live endpoints, in every workspace (read from the database when scraped)",
+  registers,
+})
+/** How to count queued deliveries when scraped (set by a runtime process's delivery worker). */
+let queuedWebhooks: (() => Promise<number>) | undefined
+export function trackWebhookQueue(count: () => Promise<number>): void {
+  queuedWebhooks = count
+}
+
 // ---- Database -----------------------------------------------------------------------------------
 
 let queriesInFlight = 0
@@ -422,6 +455,13 @@ export async function renderMetrics(): Promise<string> {
       new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref()),
     ])
     if (n !== undefined) approvalsPendingGauge.set(n)
+  }
+  if (queuedWebhooks !== undefined) {
+    const n = await Promise.race([
+      queuedWebhooks().catch(() => undefined),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref()),
+    ])
+    if (n !== undefined) webhooksQueuedGauge.set(n)
   }
   return registry.metrics()
 }

@@ -101,3 +101,17 @@ export interface DataSourceFetch {
   readonly source_id: number
   readonly tenant_id: number
 }
+
+/**
+ * Work queue nudge: calls ended, so post-call analysis has work (runtime/analysis-worker.ts). Any one
+ * runtime process takes it (queue group RUNTIME_QUEUE) and looks at once rather than at its next
+ * poll; the rows in call_analyses decide who analyses what, not who heard this. No payload.
+ */
+export const RT_ANALYSIS_DUE = "rt.analysis.due"
+
+/**
+ * Work queue nudge: webhook deliveries are due (runtime/webhook-delivery.ts). Any one runtime
+ * process takes it (queue group RUNTIME_QUEUE) and claims at once rather than at its next poll; the
+ * deliveries' leases decide who posts what, not who heard this. No payload.
+ */
+export const RT_WEBHOOKS_DUE = "rt.webhooks.due"

@@ -6,7 +6,9 @@
 // opens a finished run again. Its targets are in run-targets.repo.ts; its turn seqs in run_turn_seqs
 // (migrations/0029), written with the turns by src/turns/turns.repo.ts.
 import type { Sql, Tx } from "../platform/Db.js"
-import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
+import { runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
+import { emitEvent } from "../webhooks/outbox.repo.js"
+import { listRuns, pauseLiveWorkflow } from "../workflows/workflows.repo.js"
 import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
 
 export interface RunGate {
@@ -49,18 +51,49 @@ export const insertRun = async (
       'running')
     returning id`
   const inserted = await insertRunTargets(tx, tenantId, run.id, workflowId)
-  await tx`update runs set targets_total = ${inserted}, targets_queued = ${inserted} where id = ${run.id}`
+  const [at] = await tx<[{ updated_at: Date }]>`update runs set targets_total = ${inserted},
+    targets_queued = ${inserted} where id = ${run.id} returning updated_at`
+  await emitRunEvent(tx, { tenant_id: tenantId, workflow_id: workflowId, id: run.id, ...at }, { resumed: false })
   return { id: run.id, queued: inserted }
 }
 
+/** A run's change as its statement returns it, for its event. */
+interface RunChange {
+  readonly id: number
+  readonly tenant_id: number
+  readonly workflow_id: number
+  readonly updated_at: Date
+}
+
+/**
+ * workflow.run.started (`started` given) or workflow.run.ended, in the transaction that made it
+ * true, with the run as GET /api/workflows/{id}/runs shows it (its first row from this run down).
+ * A simulation campaign's run is a rehearsal hidden from those endpoints: callers skip it.
+ */
+const emitRunEvent = async (tx: Tx, c: RunChange, started?: { resumed: boolean }): Promise<void> => {
+  const [run] = await listRuns(tx, Number(c.workflow_id), { limit: 1, before: Number(c.id) + 1 })
+  if (run === undefined || Number(run.id) !== Number(c.id)) return
+  await emitEvent(
+    tx,
+    started === undefined
+      ? runEndedEvent(Number(c.tenant_id), run, c.updated_at)
+      : runStartedEvent(Number(c.tenant_id), run, started.resumed, c.updated_at),
+  )
+}
+
+/** RETURNING of a run's change: what emitRunEvent needs, and whether it is a simulation campaign's run. */
+const changeColumns = (tx: Tx) => tx`runs.id, runs.tenant_id, runs.workflow_id, runs.updated_at,
+  exists (select 1 from workflows w where w.id = runs.workflow_id and w.simulation_of is not null) as simulation`
+
 /** Resumes a paused run: it keeps its id, and the targets it has not finished are queued again. */
 export const resumeRun = async (tx: Tx, runId: number): Promise<{ id: number; queued: number }> => {
-  const [row] = await tx<[{ queued: number }]>`
+  const [row] = await tx<[(RunChange & { queued: number; simulation: boolean })?]>`
     update runs set status = 'running', pause_reason = null, updated_at = now(),
       targets_queued = (select count(*) from run_targets t where t.run_id = ${runId} and t.status in ('queued',
         'waiting'))
     where id = ${runId} and status = 'paused'
-    returning targets_queued as queued`
+    returning targets_queued as queued, ${changeColumns(tx)}`
+  if (row !== undefined && !row.simulation) await emitRunEvent(tx, row, { resumed: true })
   return { id: runId, queued: row?.queued ?? 0 }
 }
 
@@ -200,10 +233,14 @@ export const setRunStatus = async (
       where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
     return
   }
-  await sql`
-    update runs set status = ${status}, end_reason = ${reason}, ended_at = coalesce(ended_at, now()),
-      owner_instance = null, lease_expires_at = null, updated_at = now()
-    where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')`
+  await sql.begin(async (tx) => {
+    const [run] = await tx<[(RunChange & { simulation: boolean })?]>`
+      update runs set status = ${status}, end_reason = ${reason}, ended_at = coalesce(ended_at, now()),
+        owner_instance = null, lease_expires_at = null, updated_at = now()
+      where id = ${runId} and owner_instance = ${me} and status in ('running', 'paused')
+      returning ${changeColumns(tx)}`
+    if (run !== undefined && !run.simulation) await emitRunEvent(tx, run)
+  })
 }
 
 /** The wallet ran dry: the run and its workflow pause, so POST run resumes them. */
@@ -229,11 +266,14 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
 export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
   (await sql.begin(async (tx) => {
     if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
-    await tx`
-      update runs r set status = 'running', ended_at = null, end_reason = null, updated_at = now()
-      where r.id = ${runId} and r.status = 'completed'
-        and exists (select 1 from workflows w where w.id = r.workflow_id and w.status = 'live')
-        and not exists (select 1 from runs o where o.workflow_id = r.workflow_id and o.status = 'running')`
+    const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`
+      update runs set status = 'running', ended_at = null, end_reason = null, updated_at = now()
+      where runs.id = ${runId} and runs.status = 'completed'
+        and exists (select 1 from workflows w where w.id = runs.workflow_id and w.status = 'live')
+        and not exists (select 1 from runs o where o.workflow_id = runs.workflow_id and o.status = 'running')
+      returning ${changeColumns(tx)}`
+    // A finished run opened again to dial an approved callback has started once more.
+    if (opened !== undefined && !opened.simulation) await emitRunEvent(tx, opened, { resumed: true })
     return true
   })) as boolean
 

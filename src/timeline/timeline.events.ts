@@ -112,6 +112,11 @@ export const callEvent = (c: CallRow): Sortable =>
       started_at: iso(c.started_at),
       answered_at: iso(c.answered_at),
       ended_at: iso(c.ended_at),
+      // null until the call has an analysis (a call that never connected never gets one).
+      analysis:
+        c.analysis_status === null
+          ? null
+          : { status: c.analysis_status, summary: c.analysis_summary, goal_met: c.goal_met, sentiment: c.sentiment },
     },
   })
 

@@ -54,6 +54,11 @@ export interface CallRow extends Ordered {
   readonly started_at: Date
   readonly answered_at: Date | null
   readonly ended_at: Date | null
+  /** What the post-call analysis made of it (call_analyses); null fields while there is none. */
+  readonly analysis_status: "pending" | "done" | "failed" | null
+  readonly analysis_summary: string | null
+  readonly goal_met: boolean | null
+  readonly sentiment: string | null
 }
 
 export const callsByPhone = (sql: Sql, tenantId: number, phone: string, page: Page) => {
@@ -62,8 +67,10 @@ export const callsByPhone = (sql: Sql, tenantId: number, phone: string, page: Pa
   return sql<CallRow[]>`
     select c.id, c.run_id, c.workflow_id, c.target_id, c.attempt, c.status, c.outcome, c.connected_seconds,
       c.cost_minor,
-           t.currency, c.started_at, c.answered_at, c.ended_at, ${micros(sql, at)} as at_us, ${key} as key
+           t.currency, c.started_at, c.answered_at, c.ended_at, ${micros(sql, at)} as at_us, ${key} as key,
+           ca.status as analysis_status, ca.summary as analysis_summary, ca.goal_met, ca.sentiment
     from calls c join tenants t on t.id = c.tenant_id
+    left join call_analyses ca on ca.call_id = c.id
     where c.tenant_id = ${tenantId} and c.phone_e164 = ${phone} ${olderThan(sql, at, key, page.cursor)}
     order by ${at} desc, c.id desc
     limit ${page.n}`

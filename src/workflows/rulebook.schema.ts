@@ -2,6 +2,7 @@
 // book must also pass (validateRuleBook), its JSON Schema for structured output, PUT merging, and
 // what a book is written from (RuleBookRequest: rulebook.prompt.ts, rulebook.sim-writer.ts).
 import { z } from "zod"
+import { AnalysisSection, analysisSectionErrors } from "../analysis/analysis.schema.js"
 import { type Currency, maxConcessionMinor } from "../billing/pricing.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
 
@@ -52,6 +53,11 @@ export const RuleBook = z.object({
   max_call_seconds: z.number().int().min(30).max(1800),
   /** TRAI commercial-communication category (1–8); null: any NCPR registration blocks the number. */
   ncpr_category: z.number().int().min(1).max(8).nullable(),
+  /**
+   * Post-call analysis (src/analysis/): the fields to extract from each connected call beside the
+   * built-ins, or `enabled: false` for none. Absent: every connected call gets the built-ins.
+   */
+  analysis: AnalysisSection.optional(),
 })
 
 export type RuleBook = z.infer<typeof RuleBook>
@@ -142,6 +148,7 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
   if (book.escalation_policy.allowed && book.escalation_policy.triggers.length === 0) {
     fail("escalation_policy.triggers", "at least one trigger is required when escalation is allowed")
   }
+  if (book.analysis !== undefined) errors.push(...analysisSectionErrors(book.analysis))
   return errors
 }
 
@@ -158,9 +165,12 @@ export function unknownPlaceholders(text: string): string[] {
   return [...found]
 }
 
-/** The rule book's JSON Schema (draft 2020-12), as zod writes it; see the LLM adapter for OpenAI's dialect. */
+/**
+ * The rule book's JSON Schema (draft 2020-12), as zod writes it; see the LLM adapter for OpenAI's
+ * dialect. A model writes the book without its analysis section: the operator asks for fields.
+ */
 export function ruleBookJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(RuleBook) as Record<string, unknown>
+  return z.toJSONSchema(RuleBook.omit({ analysis: true })) as Record<string, unknown>
 }
 
 /** One row of the global objection library, as the generator may draw on it. */

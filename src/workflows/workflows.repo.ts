@@ -197,7 +197,7 @@ export interface RunRow {
  * One page of a workflow's runs, newest first (one row more to tell if there is a next), with
  * live counters read from the attempts themselves so they are right after a takeover.
  */
-export const listRuns = (sql: Sql, workflowId: number, page: ListPage) =>
+export const listRuns = (sql: Sql | Tx, workflowId: number, page: ListPage) =>
   sql<RunRow[]>`
     select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
            (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int

@@ -12,6 +12,7 @@ import { iso } from "../platform/time.js"
 import { Llm } from "../providers/Llm.js"
 import { LlmCallError } from "../providers/llm/llm.interface.js"
 import { findVoice } from "../voices/voices.catalog.js"
+import { runObject } from "../webhooks/event-data.js"
 import { generateRuleBook } from "./rulebook.prompt.js"
 import { mergeRuleBook, type RuleBook, validateRuleBook } from "./rulebook.schema.js"
 import { effectiveSchedule, RULE_BOOK_FIELDS, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
@@ -296,7 +297,8 @@ export const regenerateRuleBook = (caller: Principal, id: number, nlPrompt: stri
           repo.insertRuleBookVersion(tx, {
             tenantId: tenant.id,
             workflowId: id,
-            body: book,
+            // The operator's analysis fields are theirs, not the prompt's: a new book keeps them.
+            body: w.rule_book?.analysis === undefined ? book : { ...book, analysis: w.rule_book.analysis },
             source: "generated",
             nlPrompt: prompt,
             model,
@@ -364,7 +366,7 @@ export const listRuns = (tenantId: number, id: number, page: ListPage) =>
     if (w === undefined) return yield* Effect.fail(notFound(id))
     const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listRuns(sql, id, page)), page.limit)
     return {
-      runs: rows.map((r) => ({ ...r, run_id: r.id, started_at: iso(r.started_at), ended_at: iso(r.ended_at) })),
+      runs: rows.map(runObject),
       next_cursor,
     }
   })

@@ -6,9 +6,11 @@
 // owners and admins may erase.
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { enqueueEnded } from "../../src/analysis/analysis.repo.js"
 import { Auth } from "../../src/auth/Auth.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { seedOutbound } from "./seed-outbound.js"
 
 const SYSTEM_KEY = "system-key-for-dsr-tests"
 let srv: TestServer
@@ -25,6 +27,8 @@ const PHONE = "+919812345678"
 const DIGITS = "9812345678"
 const EMAIL = "Meera.Iyer@Example.com"
 const email = EMAIL.toLowerCase()
+/** Another contact of the same workspace, whose rows every erase here must leave alone. */
+const OTHER = "+919800000001"
 
 const erase = async (s: Session | string, contact_identifier: unknown) => {
   const res = await a.call("POST", "/dsr/erase", {
@@ -117,7 +121,16 @@ async function seed(s: Session) {
   await sql`
     insert into data_source_messages (tenant_id, source_id, role, text)
     values (${t}, ${src!.id}, 'agent', ${`Meera (${PHONE}) spent the most.`})`
-  return { workflowId: w!.id, runId: run!.id, callId: call!.id, approvalId: approval!.id }
+  const outbound = await seedOutbound(sql, {
+    tenantId: t,
+    workflowId: w!.id,
+    runId: run!.id,
+    callId: call!.id,
+    phone: PHONE,
+    email,
+    otherPhone: OTHER,
+  })
+  return { workflowId: w!.id, runId: run!.id, callId: call!.id, approvalId: approval!.id, outbound }
 }
 
 /** Every (table, column) of text, varchar or JSON type in the schema whose value mentions `needle`. */
@@ -176,6 +189,10 @@ describe("POST /dsr/erase", () => {
       data_source_rows: 1,
       data_source_messages: 1,
       idempotency_keys: 1,
+      call_analyses: 1,
+      // call.completed (by its phone and call) and call.analyzed (by call); message.* names the address
+      webhook_events: 2,
+      webhook_deliveries_pending: 1,
     })
     expect(await mentionsAnywhere(DIGITS)).toEqual([])
     expect(await srv.sql`select key from idempotency_keys where tenant_id = ${owner.tenantId}`).toEqual([])
@@ -194,6 +211,31 @@ describe("POST /dsr/erase", () => {
     expect(await srv.sql`select 1 from erased_contacts where tenant_id = ${owner.tenantId}`).toHaveLength(1)
   })
 
+  it("erases the analyses and outbound events of the contact's calls, not the other contact's", async () => {
+    const { outbound } = ids
+    expect(await srv.sql`select call_id, summary from call_analyses where tenant_id = ${owner.tenantId}`).toEqual([
+      { call_id: outbound.otherCallId, summary: "Declined." },
+    ])
+    const events = await srv.sql<{ id: string }[]>`
+      select id from webhook_events where id = any(${outbound.all as string[]}) order by id`
+    expect(events.map((e) => e.id)).toEqual([outbound.events.message, outbound.otherEvent].sort())
+    // The queued delivery of the erased call's event is gone (cascade), with the sent one's attempt;
+    // the other contact's and the address's (erased by its own request) are still queued.
+    const deliveries = await srv.sql<{ event_id: string; status: string }[]>`
+      select event_id, status from webhook_deliveries where endpoint_id = ${outbound.endpointId} order by event_id`
+    expect(deliveries).toEqual(
+      [outbound.events.message, outbound.otherEvent].sort().map((event_id) => ({ event_id, status: "pending" })),
+    )
+    expect(await srv.sql`select 1 from webhook_attempts where endpoint_id = ${outbound.endpointId}`).toEqual([])
+  })
+
+  it("does not enqueue the erased call for analysis again (its analysis would come back)", async () => {
+    await enqueueEnded(srv.sql, new Date(Date.now() - 3_600_000), 500)
+    const rows = await srv.sql<{ call_id: number }[]>`
+      select call_id from call_analyses where tenant_id = ${owner.tenantId} order by call_id`
+    expect(rows.map((r) => r.call_id)).toEqual([ids.outbound.otherCallId])
+  })
+
   it("erases by email (any case): nothing holds the address", async () => {
     const r = await erase(owner, EMAIL.toUpperCase())
     expect(r.status).toBe(200)
@@ -203,11 +245,20 @@ describe("POST /dsr/erase", () => {
       email_preferences: 1,
       email_suppressions: 1,
       data_source_rows: 1,
+      webhook_events: 1,
+      webhook_deliveries_pending: 1,
     })
     expect(await mentionsAnywhere(email)).toEqual([])
     expect(await mentionsAnywhere(DIGITS)).toEqual([])
-    // the unrelated row stays
+    // the unrelated rows stay
     expect(await mentionsAnywhere("someone@else.com")).toContain("data_source_rows.data")
+    expect(await mentionsAnywhere(OTHER.slice(1))).toEqual(
+      expect.arrayContaining(["call_analyses.fields", "webhook_events.body"]),
+    )
+    const [left] = await srv.sql<[{ n: number }]>`
+      select count(*)::int as n from webhook_deliveries
+      where event_id = ${ids.outbound.otherEvent} and status = 'pending'`
+    expect(left!.n).toBe(1)
   })
 
   it("is idempotent: a second erase finds nothing and keeps the same suppression", async () => {
@@ -364,7 +415,10 @@ describe("a live call with the contact", () => {
       union all select 'calls' from calls where phone_e164 = ${phone}
       union all select 'run_targets' from run_targets where phone_e164 = ${phone}
       union all select 'audience_targets' from audience_targets where phone_e164 = ${phone}
-      union all select 'turns' from turns where call_id = ${callId}`
+      union all select 'turns' from turns where call_id = ${callId}
+      union all select 'call_analyses' from call_analyses where call_id = ${callId} and status <> 'failed'
+      union all select 'webhook_events' from webhook_events
+        where body::text like ${`%${phone}%`} or (body -> 'data' ->> 'call_id') = ${String(callId)}`
     expect(left).toEqual([])
   })
 })

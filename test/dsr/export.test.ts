@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CONTACT_TABLES } from "../../src/dsr/contact-tables.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { seedOutbound } from "./seed-outbound.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -36,6 +37,8 @@ async function ok(res: Response): Promise<Exported> {
 const PHONE = "+919876543210"
 const EMAIL = "Asha.Rao@Example.com"
 const email = EMAIL.toLowerCase()
+/** Another contact of the same workspace: never in the contact's export. */
+const OTHER = "+919800000001"
 
 /** One row of every registered table for the contact (PHONE, EMAIL) in the session's workspace. */
 async function seed(s: Session) {
@@ -111,7 +114,35 @@ async function seed(s: Session) {
   await sql`
     insert into data_source_messages (tenant_id, source_id, role, text)
     values (${t}, ${src!.id}, 'agent', ${`Asha (${PHONE}) spent the most.`})`
-  return { workflowId: w!.id, runId: run!.id, targetId: target!.id, callId: call!.id, turnId: turn!.id }
+  const outbound = await seedOutbound(sql, {
+    tenantId: t,
+    workflowId: w!.id,
+    runId: run!.id,
+    callId: call!.id,
+    phone: PHONE,
+    email,
+    otherPhone: OTHER,
+  })
+  // An event of no call that quotes the number in another format (found by its digits), and one whose
+  // only likeness is the digits inside a longer number (not the contact's).
+  const quoted = `evt_${t}_quoted`
+  const longer = `evt_${t}_longer`
+  for (const [id, data] of [
+    [quoted, { id: 5, call_id: null, context: { callee: "09876543210" } }],
+    [longer, { id: 6, call_id: null, context: { callee: OTHER }, version: 19876543210 }],
+  ] as const)
+    await sql`
+      insert into webhook_events (id, tenant_id, type, body)
+      values (${id}, ${t}, 'approval.requested', ${sql.json({ id, type: "approval.requested", tenant_id: t, data })})`
+  return {
+    workflowId: w!.id,
+    runId: run!.id,
+    targetId: target!.id,
+    callId: call!.id,
+    turnId: turn!.id,
+    outbound,
+    quoted,
+  }
 }
 
 describe("POST /dsr/export", () => {
@@ -149,6 +180,30 @@ describe("POST /dsr/export", () => {
     expect(b["data_source_messages"]).toHaveLength(1)
     expect(b["timeline"]!.length).toBeGreaterThan(0)
     expect(b["timeline"]!.map((e) => e["kind"])).toEqual(expect.arrayContaining(["call", "dnc"]))
+    expect(b["call_analyses"]).toHaveLength(1)
+    expect(b["call_analyses"]![0]).toMatchObject({
+      call_id: ids.callId,
+      status: "done",
+      summary: "Agreed to renew; asked for the receipt by mail.",
+      fields: { email, alt_phone: "09876543210" },
+      agreed_value_minor: 120000,
+    })
+    expect(b["call_analyses"]![0]).not.toHaveProperty("locked_by")
+    // By the call (call.completed, call.analyzed) and by the number in the body; not the other contact's.
+    const { events } = ids.outbound
+    expect(b["webhook_events"]!.map((e) => e["id"]).sort()).toEqual(
+      [events.completed, events.analyzed, ids.quoted].sort(),
+    )
+    const completed = b["webhook_events"]!.find((e) => e["id"] === events.completed)!
+    expect(completed).toMatchObject({
+      type: "call.completed",
+      body: { type: "call.completed", data: { call_id: ids.callId, phone: PHONE } },
+      deliveries: [{ endpoint_id: ids.outbound.endpointId, status: "delivered", attempts: 1 }],
+    })
+    const analyzed = b["webhook_events"]!.find((e) => e["id"] === events.analyzed)!
+    expect(analyzed["deliveries"]).toEqual([
+      { endpoint_id: ids.outbound.endpointId, status: "pending", attempts: 0, delivered_at: null },
+    ])
     // Phone-only export: the email's rows are not this identifier's.
     expect(b["messages"]).toEqual([])
     expect(b["email_preferences"]).toEqual([])
@@ -166,6 +221,13 @@ describe("POST /dsr/export", () => {
     expect(b["email_preferences"]![0]).toMatchObject({ email, channel: "offers", subscribed: false })
     expect(b["email_suppressions"]!.map((r) => r["reason"])).toEqual(["unsubscribe", "soft_bounce_count"])
     expect(b["data_source_rows"]!.map((r) => r["row_no"])).toEqual([1])
+    // The analysis quotes the address; the events are the call's (its target holds the address) and
+    // the message's.
+    expect(b["call_analyses"]!.map((r) => r["call_id"])).toEqual([ids.callId])
+    const { events } = ids.outbound
+    expect(b["webhook_events"]!.map((e) => e["id"]).sort()).toEqual(
+      [events.completed, events.analyzed, events.message].sort(),
+    )
     expect(b["timeline"]!.every((e) => e["kind"] === "email")).toBe(true)
     expect(b["timeline"]!.length).toBeGreaterThan(0)
   })

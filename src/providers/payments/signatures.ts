@@ -28,7 +28,7 @@ function hexMatches(candidate: string, expected: Buffer): boolean {
  * The `t=<unix>,v1=<hex>[,v1=<hex>…]` scheme: HMAC-SHA256(secret, `${t}.` + raw body). Any v1
  * entry may match (secret rotation); other schemes (v0) are ignored; exactly one t is required.
  */
-function verifyTimestamped(
+export function verifyTimestamped(
   raw: Buffer,
   header: string | undefined,
   secret: string,

@@ -1,0 +1,79 @@
+// GET /api/calls/{call_id}: one call of the workspace with its outcome, cost, transcript and
+// post-call analysis. Another workspace's call is 404, as a missing one is.
+import { Effect } from "effect"
+import { z } from "zod"
+import { getCall } from "../../src/results/results.service.js"
+import { json } from "../reply.js"
+import { route } from "../route.js"
+import { Id } from "../schemas.js"
+import { callerOf } from "../session.js"
+
+const Analysis = z.object({
+  status: z.enum(["pending", "done", "failed"]),
+  attempts: z.number().int(),
+  summary: z.string().nullable(),
+  goal_met: z.boolean().nullable(),
+  sentiment: z.enum(["positive", "neutral", "negative"]).nullable(),
+  callback_at: z.string().nullable(),
+  agreed_value_minor: z.number().int().nullable(),
+  fields: z.record(z.string(), z.unknown()).describe("the workflow's extracted fields by name"),
+  model: z.string().nullable(),
+  model_version: z.string().nullable(),
+  error: z.string().nullable().describe("why the last attempt failed (a failed analysis keeps it)"),
+  charged_minor: z.number().int().nullable(),
+  analyzed_at: z.string().nullable(),
+})
+
+export const CallBody = z.object({
+  id: z.number().int(),
+  call_id: z.number().int(),
+  run_id: z.number().int(),
+  workflow_id: z.number().int(),
+  target_id: z.number().int(),
+  phone: z.string(),
+  name: z.string().nullable(),
+  attempt: z.number().int(),
+  provider: z.string(),
+  status: z.enum(["dialing", "connected", "ended"]),
+  outcome: z.string().nullable(),
+  started_at: z.string(),
+  answered_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  talk_seconds: z.number().int(),
+  reserved_minor: z.number().int().nullable(),
+  cost_minor: z.number().int().nullable(),
+  currency: z.enum(["INR", "USD"]),
+  transcript: z.array(
+    z.object({
+      seq: z.number().int(),
+      turn_index: z.number().int(),
+      speaker: z.enum(["agent", "callee", "system"]),
+      text: z.string(),
+      at: z.string(),
+    }),
+  ),
+  transcript_truncated: z.boolean(),
+  analysis: Analysis.nullable(),
+})
+
+export default route({
+  method: "GET",
+  path: "/api/calls/{call_id}",
+  auth: "jwt",
+  summary: "A call: attempt, outcome, times, talk seconds, cost, its transcript in seq order, and its analysis",
+  tags: ["runs"],
+  params: z.object({ call_id: Id }),
+  responses: {
+    200: {
+      description:
+        "The call; transcript at most 1,000 turns (transcript_truncated says when cut); analysis null when the " +
+        "call never connected or the workflow's analysis is off",
+      schema: CallBody,
+    },
+  },
+  handler: ({ principal, params }) =>
+    Effect.gen(function* () {
+      const c = yield* callerOf(principal)
+      return json(yield* getCall(c.tenantId, params.call_id))
+    }),
+})

@@ -1,0 +1,349 @@
+// The webhook delivery worker of a runtime process: claims due deliveries by lease (any number of
+// processes side by side, each delivery posted by one at a time), posts each signed event to its
+// endpoint and records the attempt, its verdict (src/webhooks/delivery.ts) and the endpoint's health.
+// A nudge on rt.webhooks.due (queue group) or the poll finds work; a process killed mid-post leaves
+// a lease that runs out, and another process posts the event again (at least once).
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import type { Logger } from "pino"
+import { getGlobalDispatcher, request } from "undici"
+import { adminEmails } from "../src/auth/auth.repo.js"
+import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
+import type { Config } from "../src/platform/config.js"
+import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
+import {
+  trackWebhookQueue,
+  webhookAttemptsFailed,
+  webhookLagSeconds,
+  webhooksDelivered,
+} from "../src/platform/metrics.js"
+import { PROJECT_ROOT } from "../src/platform/paths.js"
+import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
+import type { MailProvider } from "../src/providers/mail/mail.interface.js"
+import { outboundFor, PrivateAddressRefused } from "../src/providers/outbound.js"
+import {
+  type AttemptResult,
+  describeAttempt,
+  failedTooLong,
+  judge,
+  RESPONSE_READ_BYTES,
+  retryDelayMs,
+} from "../src/webhooks/delivery.js"
+import { disableFailingEndpoint, trackEndpointHealth } from "../src/webhooks/endpoints.repo.js"
+import {
+  type AttemptRecord,
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  countQueuedDeliveries,
+  recordAttempt,
+  recordAttempts,
+  WEBHOOKS_DUE_CHANNEL,
+} from "../src/webhooks/outbox.repo.js"
+import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
+import { signWebhook } from "../src/webhooks/signing.js"
+import { Grouper } from "./settlements.js"
+
+/** How often a process looks for due deliveries when no nudge came: the backstop of commit → first attempt. */
+const POLL_MS = 250
+/**
+ * Finding nothing, the backstop slows down (doubling) to this, so an idle process (an embedded
+ * install with no endpoint at all) does not query its database four times a second; a claim or a
+ * nudge brings it back to POLL_MS.
+ */
+const IDLE_POLL_MS = 2_000
+/** Posts in flight at once in one process. */
+const CONCURRENCY = 32
+/** The lease outlasts the attempt's timeout by this much (recording it, a slow database). */
+const LEASE_MARGIN_MS = 5_000
+/** How much of a failed answer's body is kept in last_error. */
+const ERROR_SNIPPET_CHARS = 200
+
+const USER_AGENT = `Parley-Webhooks/${
+  (JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version: string }).version
+}`
+
+export interface WebhookDeliveryDeps {
+  readonly sql: Sql
+  readonly bus: BusClient
+  readonly log: Logger
+  readonly config: Config
+  /** This process's instance id: the lease holder. */
+  readonly me: string
+  /** Tells a workspace's admins their endpoint was disabled; undefined: logged only. */
+  readonly mail: MailProvider | undefined
+}
+
+export interface WebhookDeliveryWorker {
+  /** Looks for due deliveries now (coalesced with a look already running). */
+  poke(): void
+  /** Claims nothing more and waits for the posts in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
+  stop(): Promise<void>
+}
+
+export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDeliveryWorker {
+  const { sql, bus, log, config, me } = deps
+  const timeoutMs = config.webhookTimeoutMs
+  const scale = config.webhookRetryScale
+  const leaseMs = timeoutMs + LEASE_MARGIN_MS
+  // Endpoint URLs are the tenant's: the guarded dispatcher, unless ALLOW_PRIVATE_PROVIDER_URLS.
+  const dispatcher = outboundFor(config, "tenant").dispatcher ?? getGlobalDispatcher()
+  // The key is read once (a database row when no master key is set); a failed read is tried again.
+  let box: Promise<SecretBox> | undefined
+  const secretBox = (): Promise<SecretBox> =>
+    (box ??= webhookSecretKey(config, sql)
+      .then(webhookSecretBox)
+      .catch((e: unknown) => {
+        box = undefined
+        throw e
+      }))
+
+  // The successes finishing together are recorded in one statement (with up to CONCURRENCY posts in
+  // flight, one each cost a pool connection and a round trip per delivery).
+  const successes = new Grouper<AttemptRecord, boolean>((group) => retryOnDisconnect(() => recordAttempts(sql, group)))
+  const inFlight = new Set<Promise<void>>()
+  let stopping = false
+  let looking = false
+  let again = false
+  /** The last claim filled every free slot: more may be due. */
+  let backlog = false
+
+  /**
+   * Claims what this process has room for; a full batch means more may be due, so others are nudged
+   * too. True when it claimed something (or was busy already).
+   */
+  const look = async (): Promise<boolean> => {
+    if (stopping) return false
+    if (looking) {
+      again = true
+      return true
+    }
+    looking = true
+    let found = false
+    try {
+      do {
+        again = false
+        const room = CONCURRENCY - inFlight.size
+        if (room <= 0) break
+        const claimed = await claimDueDeliveries(sql, me, leaseMs, room)
+        if (claimed.length > 0) found = true
+        for (const d of claimed) {
+          const p = deliver(d).catch((err: unknown) =>
+            log.error({ err, delivery_id: d.id }, "webhook delivery failed to record"),
+          )
+          inFlight.add(p)
+          void p.finally(() => {
+            inFlight.delete(p)
+            // Work may be waiting: claim again once half the slots are free, a batch at a time
+            // rather than one claim per finished post.
+            if (backlog && inFlight.size <= CONCURRENCY / 2) poke()
+          })
+        }
+        backlog = claimed.length === room
+        if (backlog && claimed.length > 0) {
+          try {
+            bus.publish(RT_WEBHOOKS_DUE)
+          } catch {}
+        }
+      } while (again && !stopping)
+    } catch (err) {
+      log.error({ err }, "webhook claim failed")
+    } finally {
+      looking = false
+    }
+    return found
+  }
+  const poke = (): void => void look()
+
+  let pollMs = POLL_MS
+  let timer: NodeJS.Timeout | undefined
+  const tick = async (): Promise<void> => {
+    pollMs = (await look()) ? POLL_MS : Math.min(pollMs * 2, IDLE_POLL_MS)
+    if (stopping) return
+    timer = setTimeout(() => void tick(), pollMs)
+    timer.unref()
+  }
+  /** A nudge: look now, and poll at full speed again. */
+  const nudged = (): void => {
+    pollMs = POLL_MS
+    poke()
+  }
+
+  const deliver = async (d: ClaimedDelivery): Promise<void> => {
+    const attempt = d.attempts + 1
+    if (d.attempts === 0) webhookLagSeconds.observe(Math.max(0, d.lag_seconds))
+    const startedAt = new Date()
+    const t0 = performance.now()
+    const { result, snippet } = await post(d)
+    const latencyMs = Math.round(performance.now() - t0)
+    const verdict = judge(result, attempt)
+    const retryInMs = verdict.outcome === "retry" ? retryDelayMs(attempt, scale) : null
+    const error = describeAttempt(result, timeoutMs, snippet)
+    const status = result.kind === "answered" || result.kind === "redirect" ? result.status : null
+    const record = {
+      deliveryId: d.id,
+      me,
+      attempt,
+      startedAt,
+      outcome: verdict.outcome,
+      statusCode: status,
+      latencyMs,
+      error,
+      retryInMs,
+    }
+    let disabled: { tenant_id: number; url: string } | undefined
+    // The common case, a success to a healthy endpoint, is one statement; anything that touches the
+    // endpoint's health commits with the attempt.
+    const recorded =
+      verdict.outcome === "delivered" && !d.endpoint_failing
+        ? await successes.submit(record)
+        : await sql.begin(async (tx) => {
+            if (!(await recordAttempt(tx, record))) return false
+            const since = await trackEndpointHealth(tx, d.endpoint_id, verdict.outcome === "delivered", startedAt)
+            if (since !== null && failedTooLong(since, new Date(), scale))
+              disabled = await disableFailingEndpoint(tx, d.endpoint_id)
+            return true
+          })
+    if (!recorded) {
+      // Our lease ran out and another process took the delivery: its record stands.
+      log.warn({ delivery_id: d.id, event_id: d.event_id }, "webhook attempt not recorded: lease lost")
+      return
+    }
+    if (verdict.outcome === "delivered") webhooksDelivered.inc()
+    else webhookAttemptsFailed.inc({ reason: verdict.reason, outcome: verdict.outcome })
+    log.info(
+      {
+        delivery_id: d.id,
+        event_id: d.event_id,
+        endpoint_id: d.endpoint_id,
+        attempt,
+        outcome: verdict.outcome,
+        status_code: status,
+        latency_ms: latencyMs,
+        ...(retryInMs !== null && { retry_in_ms: retryInMs }),
+      },
+      "webhook attempt",
+    )
+    if (disabled !== undefined) await endpointDisabled(d.endpoint_id, disabled)
+  }
+
+  /** One POST of the stored body, signed with every live secret; never throws. */
+  const post = async (d: ClaimedDelivery): Promise<{ result: AttemptResult; snippet: string }> => {
+    let secrets: string[]
+    try {
+      const b = await secretBox()
+      secrets = [b.open(d.secret_ciphertext, d.tenant_id)]
+      if (d.previous_secret_ciphertext !== null) secrets.push(b.open(d.previous_secret_ciphertext, d.tenant_id))
+    } catch (err) {
+      log.error({ err, endpoint_id: d.endpoint_id }, "webhook signing secret unreadable")
+      return { result: { kind: "unsignable", message: "the endpoint's signing secret could not be read" }, snippet: "" }
+    }
+    const raw = Buffer.from(d.body, "utf8")
+    try {
+      // undici's request API, not fetch: the same dispatcher (so the same connect-time address guard)
+      // at a quarter of fetch's CPU per request (bench/webhooks); it follows no redirect.
+      const res = await request(d.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": USER_AGENT,
+          "x-svc-event-id": d.event_id,
+          "x-svc-signature": signWebhook(raw, secrets, Date.now() / 1000),
+        },
+        body: raw,
+        signal: AbortSignal.timeout(timeoutMs),
+        dispatcher,
+      })
+      const body = await readAtMost(res.body, RESPONSE_READ_BYTES)
+      const status = res.statusCode
+      if (status >= 300 && status < 400) return { result: { kind: "redirect", status }, snippet: "" }
+      const ok = status >= 200 && status < 300
+      return { result: { kind: "answered", status }, snippet: ok ? "" : printable(body) }
+    } catch (e) {
+      return { result: failure(e), snippet: "" }
+    }
+  }
+
+  const endpointDisabled = async (endpointId: number, ep: { tenant_id: number; url: string }): Promise<void> => {
+    log.warn({ endpoint_id: endpointId, tenant_id: ep.tenant_id }, "webhook endpoint disabled: failing for 5 days")
+    if (deps.mail === undefined) return
+    const text =
+      `Parley could not deliver webhooks to ${ep.url} (endpoint ${endpointId}): every attempt failed for ` +
+      "5 days, so the endpoint is now disabled and no further events are sent to it. Fix the receiver, " +
+      "then enable the endpoint again (PATCH /api/webhooks/endpoints/{id} with enabled: true)."
+    for (const to of await adminEmails(sql, ep.tenant_id)) {
+      await deps.mail
+        .send({
+          to,
+          kind: "webhook_endpoint_disabled",
+          subject: "Parley disabled a failing webhook endpoint",
+          text,
+          html: `<p>${escapeHtml(text)}</p>`,
+          links: [],
+        })
+        .catch((err: unknown) => log.warn({ err, tenant_id: ep.tenant_id }, "webhook disabled mail not sent"))
+    }
+  }
+
+  trackWebhookQueue(() => countQueuedDeliveries(sql))
+  const subscription: BusSubscription = bus.subscribe(RT_WEBHOOKS_DUE, nudged, { queue: RUNTIME_QUEUE })
+  // On real PostgreSQL the commit of a delivery wakes every runtime process at once (a NOTIFY sent by
+  // the statements that make deliveries due, outbox.repo.ts); the poll is the backstop. The embedded
+  // database keeps to the poll: a LISTEN would hold one of its few connections for good.
+  let listening: Promise<{ unlisten(): Promise<void> } | undefined> = Promise.resolve(undefined)
+  if (config.databaseUrl !== undefined)
+    listening = sql.listen(WEBHOOKS_DUE_CHANNEL, nudged).catch((err: unknown) => {
+      log.warn({ err }, "webhook LISTEN failed: polling only")
+      return undefined
+    })
+  void tick()
+  log.info({ instance: me }, "webhook delivery started")
+
+  return {
+    poke: nudged,
+    stop: async () => {
+      stopping = true
+      clearTimeout(timer)
+      await subscription.drain().catch(() => {})
+      await (await listening)?.unlisten().catch(() => {})
+      while (looking) await new Promise((r) => setTimeout(r, 10))
+      await Promise.all([...inFlight])
+    },
+  }
+}
+
+/** How an attempt that got no usable answer failed. */
+function failure(e: unknown): AttemptResult {
+  if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) return { kind: "timeout" }
+  const cause = e instanceof Error ? e.cause : undefined
+  if (e instanceof PrivateAddressRefused) return { kind: "refused_private", message: e.message }
+  if (cause instanceof PrivateAddressRefused) return { kind: "refused_private", message: cause.message }
+  const detail = cause instanceof Error ? `: ${cause.message}` : ""
+  return { kind: "network", message: `${e instanceof Error ? e.message : String(e)}${detail}` }
+}
+
+/** Up to `limit` bytes of the answer; the rest is never read (the connection is closed instead). */
+async function readAtMost(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let total = 0
+  for await (const chunk of body) {
+    chunks.push(chunk)
+    total += chunk.byteLength
+    if (total >= limit) {
+      body.destroy()
+      break
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, limit)
+}
+
+/** A receiver's answer as it may appear in the deliveries list: short, one line, printable. */
+const printable = (body: Buffer): string =>
+  body
+    .subarray(0, ERROR_SNIPPET_CHARS * 4)
+    .toString("utf8")
+    .replace(/[^\x20-\x7e]+/g, " ")
+    .trim()
+    .slice(0, ERROR_SNIPPET_CHARS)
+
+const escapeHtml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)

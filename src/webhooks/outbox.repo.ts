@@ -1,0 +1,271 @@
+// The transactional outbox of outbound webhook events. emitEvent is called inside the transaction
+// that makes a fact true (a call ending, a run starting, an approval decided …): it inserts the event
+// and one pending delivery per enabled endpoint of the workspace subscribed to its type, in one
+// statement, so the event exists if and only if that transaction commits. Runtime processes deliver
+// the pending rows (runtime/webhook-delivery.ts).
+import { randomBytes } from "node:crypto"
+import type { Sql, Tx } from "../platform/Db.js"
+import type { DeliveredType, EventType } from "./events.js"
+
+export const newEventId = (): string => `evt_${randomBytes(16).toString("hex")}`
+
+/**
+ * The Postgres channel a statement that makes deliveries due notifies. A NOTIFY is delivered when its
+ * transaction commits, and only then, once however many statements sent it: so a runtime process
+ * listening on it (runtime/webhook-delivery.ts, on real PostgreSQL) claims within milliseconds of the
+ * commit, and never before it. The poll stays as the backstop.
+ */
+export const WEBHOOKS_DUE_CHANNEL = "parley_webhooks_due"
+
+export interface EmitInput {
+  readonly tenantId: number
+  readonly type: EventType
+  readonly data: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Records the events inside `tx` (the caller's transaction, or a plain connection when the fact is a
+ * single statement already committed by the same call — prefer the transaction). Returns the event
+ * ids. Events of a workspace with no subscribed endpoint are stored all the same (the event exists);
+ * they simply have no delivery.
+ */
+export async function emitEvents(tx: Tx | Sql, events: ReadonlyArray<EmitInput>): Promise<string[]> {
+  if (events.length === 0) return []
+  const ids = events.map(() => newEventId())
+  const rows = events.map((e, i) => ({ id: ids[i], tenant_id: e.tenantId, type: e.type, data: JSON.stringify(e.data) }))
+  await tx`
+    with input as (
+      select x.id, x.tenant_id, x.type, x.data::jsonb as data
+      from jsonb_to_recordset(${tx.json(rows as never)}) as x(id text, tenant_id bigint, type text, data text)
+    ), ev as (
+      insert into webhook_events (id, tenant_id, type, body, created_at)
+      select i.id, i.tenant_id, i.type,
+        jsonb_build_object('id', i.id, 'type', i.type,
+          'created_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'tenant_id', i.tenant_id, 'data', i.data),
+        now()
+      from input i
+      returning id, tenant_id, type
+    )
+    , dl as (
+      insert into webhook_deliveries (tenant_id, event_id, endpoint_id, next_attempt_at)
+      select ev.tenant_id, ev.id, ep.id, now()
+      from ev join webhook_endpoints ep
+        on ep.tenant_id = ev.tenant_id and ep.enabled and ep.deleted_at is null
+       and (ep.events @> array[ev.type] or ep.events @> array['*'])
+      returning 1
+    )
+    select pg_notify(${WEBHOOKS_DUE_CHANNEL}, '') from (select 1 from dl limit 1) due`
+  return ids
+}
+
+export const emitEvent = async (tx: Tx | Sql, event: EmitInput): Promise<string> =>
+  (await emitEvents(tx, [event]))[0] as string
+
+/**
+ * A `ping` for one endpoint of the workspace (POST /api/webhooks/endpoints/{id}/test): its event and
+ * its one delivery; undefined when the workspace has no such endpoint (nothing is written).
+ */
+export async function emitPing(sql: Sql, tenantId: number, endpointId: number): Promise<string | undefined> {
+  const id = newEventId()
+  const type: DeliveredType = "ping"
+  const rows = await sql`
+    with ep as (
+      select id from webhook_endpoints where id = ${endpointId} and tenant_id = ${tenantId} and deleted_at is null
+    ), ev as (
+      insert into webhook_events (id, tenant_id, type, body)
+      select ${id}, ${tenantId}, ${type}, jsonb_build_object('id', ${id}::text, 'type', ${type}::text,
+        'created_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'tenant_id', ${tenantId}::bigint, 'data', jsonb_build_object('endpoint_id', ${endpointId}::bigint))
+      from ep
+      returning id
+    )
+    , dl as (
+      insert into webhook_deliveries (tenant_id, event_id, endpoint_id, next_attempt_at)
+      select ${tenantId}, ev.id, ${endpointId}, now() from ev
+      returning event_id
+    )
+    select event_id, pg_notify(${WEBHOOKS_DUE_CHANNEL}, '') from dl`
+  return rows.length === 0 ? undefined : id
+}
+
+/** What POST /api/webhooks/deliveries/{id}/retry found. */
+export type RetryOutcome = "retried" | "delivered" | "missing"
+
+/**
+ * Makes a pending or failed delivery of the workspace due now (one conditional update; a delivered
+ * one is left alone). A delivery of a deleted endpoint is missing: nothing would send it. The
+ * attempt count is kept, so a delivery past its schedule gets one more attempt, not a new schedule.
+ */
+export async function retryDelivery(sql: Sql, tenantId: number, deliveryId: number): Promise<RetryOutcome> {
+  const [row] = await sql<[{ status: string; retried: boolean }?]>`
+    with d as (
+      select dl.id, dl.status from webhook_deliveries dl
+      join webhook_endpoints ep on ep.id = dl.endpoint_id and ep.deleted_at is null
+      where dl.id = ${deliveryId} and dl.tenant_id = ${tenantId}
+    ), u as (
+      update webhook_deliveries set status = 'pending', next_attempt_at = now()
+      where id = (select id from d) and status <> 'delivered'
+      returning id
+    )
+    select d.status, exists (select 1 from u) as retried,
+      case when exists (select 1 from u) then pg_notify(${WEBHOOKS_DUE_CHANNEL}, '') end as nudged
+    from d`
+  if (row === undefined) return "missing"
+  return row.retried ? "retried" : "delivered"
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery (runtime/webhook-delivery.ts)
+
+/** A delivery a runtime process holds the lease of, with what it needs to post it. */
+export interface ClaimedDelivery {
+  readonly id: number
+  readonly tenant_id: number
+  readonly event_id: string
+  readonly endpoint_id: number
+  /** Attempts made before this one. */
+  readonly attempts: number
+  /** The event body as stored, serialised once by Postgres: the bytes sent and signed. */
+  readonly body: string
+  readonly url: string
+  readonly secret_ciphertext: string
+  /** The pre-rotation secret while it still signs beside the new one, else null. */
+  readonly previous_secret_ciphertext: string | null
+  /** Seconds from the event's commit to this claim, by the database's clock (the lag metric). */
+  readonly lag_seconds: number
+  /** Whether the endpoint is in a failing streak (a success must then clear it). */
+  readonly endpoint_failing: boolean
+}
+
+/**
+ * Claims up to `limit` due deliveries for `me` until now + `leaseMs`: pending, due, their endpoint
+ * enabled and not deleted, and held by no live lease. SKIP LOCKED lets processes claim side by side
+ * without waiting on each other; the lease keeps a delivery with one process until it is recorded or
+ * the process is gone.
+ */
+export async function claimDueDeliveries(
+  sql: Sql,
+  me: string,
+  leaseMs: number,
+  limit: number,
+): Promise<ClaimedDelivery[]> {
+  if (limit <= 0) return []
+  return sql<ClaimedDelivery[]>`
+    with due as (
+      select d.id from webhook_deliveries d
+      join webhook_endpoints ep on ep.id = d.endpoint_id
+      where d.status = 'pending' and d.next_attempt_at <= now()
+        and (d.locked_until is null or d.locked_until < now())
+        and ep.enabled and ep.deleted_at is null
+      order by d.next_attempt_at
+      limit ${limit}
+      for update of d skip locked
+    )
+    update webhook_deliveries d
+      set locked_until = now() + make_interval(secs => ${leaseMs / 1000}), locked_by = ${me}
+    from due, webhook_events e, webhook_endpoints ep
+    where d.id = due.id and e.id = d.event_id and ep.id = d.endpoint_id
+    returning d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempts, e.body::text as body, ep.url,
+      ep.secret_ciphertext,
+      case when ep.previous_secret_expires_at > now() then ep.previous_secret_ciphertext end
+        as previous_secret_ciphertext,
+      extract(epoch from now() - e.created_at)::float8 as lag_seconds,
+      ep.failing_since is not null as endpoint_failing`
+}
+
+export interface AttemptRecord {
+  readonly deliveryId: number
+  readonly me: string
+  /** This attempt's number (1-based). */
+  readonly attempt: number
+  readonly startedAt: Date
+  readonly outcome: "delivered" | "retry" | "failed"
+  readonly statusCode: number | null
+  readonly latencyMs: number
+  readonly error: string | null
+  /** For a retry: how long from now the next attempt is due. */
+  readonly retryInMs: number | null
+}
+
+/**
+ * Writes one attempt's row and moves its delivery on (delivered, failed, or pending again later),
+ * releasing the lease, in one statement (inside `tx` when the endpoint's health changes with it).
+ * Only while `me` still holds the delivery: a process whose lease ran out (and whose delivery
+ * another process took) records nothing, so a delivery is never moved back from delivered.
+ * Returns whether it was recorded.
+ */
+export async function recordAttempt(tx: Tx | Sql, a: AttemptRecord): Promise<boolean> {
+  return (await recordAttempts(tx, [a]))[0] === true
+}
+
+/**
+ * recordAttempt for several attempts in one statement (the delivery worker groups the successes
+ * that finish together); element i says whether attempt i was recorded.
+ */
+export async function recordAttempts(tx: Tx | Sql, attempts: ReadonlyArray<AttemptRecord>): Promise<boolean[]> {
+  if (attempts.length === 0) return []
+  const input = attempts.map((a) => ({
+    delivery_id: a.deliveryId,
+    me: a.me,
+    attempt: a.attempt,
+    started_at: a.startedAt.toISOString(),
+    outcome: a.outcome,
+    status_code: a.statusCode,
+    latency_ms: a.latencyMs,
+    error: a.error,
+    retry_in_s: a.retryInMs === null ? null : a.retryInMs / 1000,
+  }))
+  const rows = await tx<Array<{ delivery_id: number }>>`
+    with i as (
+      select * from jsonb_to_recordset(${tx.json(input as never)}) as x(delivery_id bigint, me text, attempt int,
+        started_at timestamptz, outcome text, status_code int, latency_ms int, error text, retry_in_s float8)
+    ), d as (
+      update webhook_deliveries w set
+        status = case when i.outcome = 'retry' then 'pending' else i.outcome end,
+        attempts = i.attempt,
+        next_attempt_at = case when i.outcome = 'retry' then now() + make_interval(secs => i.retry_in_s) end,
+        locked_until = null, locked_by = null,
+        last_status_code = i.status_code, last_error = i.error, last_latency_ms = i.latency_ms,
+        last_attempt_at = i.started_at,
+        delivered_at = case when i.outcome = 'delivered' then now() end
+      from i
+      where w.id = i.delivery_id and w.locked_by = i.me and w.status = 'pending'
+      returning w.id, w.tenant_id, w.endpoint_id, w.event_id, w.next_attempt_at, i.attempt, i.started_at,
+        i.status_code, i.latency_ms, i.error, i.outcome
+    )
+    insert into webhook_attempts
+      (tenant_id, delivery_id, endpoint_id, event_id, attempt, started_at, status_code, latency_ms, error,
+       outcome, next_attempt_at)
+    select d.tenant_id, d.id, d.endpoint_id, d.event_id, d.attempt, d.started_at, d.status_code, d.latency_ms,
+      d.error, d.outcome, d.next_attempt_at
+    from d
+    returning delivery_id`
+  const recorded = new Set(rows.map((r) => Number(r.delivery_id)))
+  return attempts.map((a) => recorded.has(a.deliveryId))
+}
+
+/**
+ * Retention: deletes up to `limit` events older than `days` days none of whose deliveries is still
+ * pending to a live endpoint (their deliveries and attempts go with them). Returns how many.
+ */
+export async function pruneOldEvents(sql: Sql, days: number, limit: number): Promise<number> {
+  const rows = await sql`
+    delete from webhook_events where id in (
+      select e.id from webhook_events e
+      where e.created_at < now() - make_interval(days => ${days})
+        and not exists (
+          select 1 from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+          where d.event_id = e.id and d.status = 'pending' and ep.deleted_at is null)
+      limit ${limit})
+    returning id`
+  return rows.length
+}
+
+/** Deliveries waiting to go out to live endpoints, in every workspace (the queued gauge). */
+export async function countQueuedDeliveries(sql: Sql): Promise<number> {
+  const [row] = await sql<[{ n: number }]>`
+    select count(*)::int as n from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+    where d.status = 'pending' and ep.enabled and ep.deleted_at is null`
+  return row.n
+}
