@@ -47,6 +47,20 @@ module.exports = {
       to: { path: "^runtime/" },
     },
     {
+      name: "console-app-is-browser-only",
+      comment: "The console (api/console/app/) runs in the browser: only preact, uplot and its own files.",
+      severity: "error",
+      from: { path: "^api/console/app/" },
+      to: { pathNot: ["^api/console/app/", "^node_modules/(preact|uplot)/"] },
+    },
+    {
+      name: "nothing-imports-the-console-app",
+      comment: "The server serves the console's built files; no server or test code imports its sources.",
+      severity: "error",
+      from: { pathNot: "^api/console/app/" },
+      to: { path: "^api/console/app/" },
+    },
+    {
       name: "no-circular",
       comment: "No import cycles, type-only imports included.",
       severity: "error",
@@ -71,7 +85,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ["exports"],
       conditionNames: ["import", "require", "node", "default", "types"],
-      extensions: [".ts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
     },
     reporterOptions: { text: { highlightFocused: true } },
   },

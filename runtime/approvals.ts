@@ -49,7 +49,17 @@ export class RunApprovals {
         valueMinor: req.proposal.valueMinor,
         currency: s.currency,
         rationale: req.proposal.rationale,
-        context: { attempt: live.attempt, target_id: live.targetId, turns: live.turns, transcript: [...live.recent] },
+        context: {
+          attempt: live.attempt,
+          target_id: live.targetId,
+          turns: live.turns,
+          transcript: [...live.recent],
+          // When the held callee stops waiting (the call machine's approvalHold, scaled as it is):
+          // a supervisor's screen counts down to it; expires_at, much later, ends decidability.
+          hold_until: new Date(
+            Date.now() + settings.approvalHoldMs * Math.max(settings.timeScale, 0.001),
+          ).toISOString(),
+        },
         ttlMs: settings.approvalTtlMs,
       })
       this.start(undefined, {

@@ -35,3 +35,9 @@ if (changed > built) {
   )
   writeFileSync(stamp, new Date().toISOString())
 }
+// The console is bundled separately (esbuild, not tsc) and has its own staleness check.
+const { consoleStale, writeConsole } = await import("./build-console.mjs")
+if (consoleStale()) {
+  process.stderr.write("parley: building the console (esbuild)…\n")
+  await writeConsole()
+}

@@ -26,6 +26,16 @@ export default route({
     before_id: Id.optional(),
     limit: QueryInt(1, 500).optional(),
   }),
+  responses: {
+    200: {
+      description:
+        "{approvals:[{id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, " +
+        "currency, rationale, context: {attempt, target_id, turns, " +
+        "transcript: [the call's last lines, 'speaker: text'], " +
+        "hold_until: when the held callee stops waiting}, status, created_at, expires_at (decidable until), " +
+        "decided_at, decided_by, note}]}",
+    },
+  },
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)

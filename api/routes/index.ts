@@ -1,5 +1,6 @@
 // The route table: every endpoint the api role serves, in one list. The router, the auth and
 // validation checks, and /openapi.json are all driven from it.
+import { consoleRoutes } from "../console/console.routes.js"
 import type { AnyRoute } from "../route.js"
 import apiKeysCreate from "./api-keys.create.js"
 import apiKeysDelete from "./api-keys.delete.js"
@@ -68,6 +69,7 @@ import onboardingStatus from "./onboarding.status.js"
 import { openApiRoute } from "./openapi.get.js"
 import { personasAssign, personasCreate, personasDelete, personasList, personasUpdate } from "./personas.js"
 import pricing from "./pricing.get.js"
+import reportsCallsPerDay from "./reports.calls-per-day.js"
 import reportsWeekly from "./reports.weekly.js"
 import runsLive from "./runs.live.js"
 import runsResults from "./runs.results.js"
@@ -167,6 +169,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     telcoAStatusCallbackGet,
     telcoBIncoming,
     reportsWeekly,
+    reportsCallsPerDay,
     approvalsList,
     approvalsDecide,
     internalTurns,
@@ -270,6 +273,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     webhookDeliveryRetry,
     webhookWalletThresholdGet,
     webhookWalletThresholdPut,
+    ...consoleRoutes,
     ...extra,
   ]
   table.push(openApiRoute(() => table))

@@ -147,8 +147,17 @@ async function main(): Promise<void> {
     await flushLogs(logger)
     fail(`start-up failed: ${cause instanceof Error ? cause.message : String(cause)}`)
   }
-  logger.info({ role: args.role, port: running.port, instance: running.instance.id }, "parley started")
+  // Where a person opens the operator console: said in the log line, and in plain words on a
+  // terminal (`npm start`), where a JSON line is easy to miss.
+  const host = ["0.0.0.0", "::"].includes(config.host) ? "localhost" : config.host
+  const consoleUrl =
+    running.port === undefined ? undefined : `${config.publicBaseUrl ?? `http://${host}:${running.port}`}/console`
+  logger.info(
+    { role: args.role, port: running.port, instance: running.instance.id, console_url: consoleUrl },
+    "parley started",
+  )
   logger.flush()
+  if (consoleUrl !== undefined && process.stderr.isTTY) process.stderr.write(`parley: console at ${consoleUrl}\n`)
 
   let signals = 0
   const onSignal = (signal: NodeJS.Signals) => {

@@ -47,3 +47,25 @@ export const weeklyReport = (tenantId: number, period: Period): Effect.Effect<We
   })
 
 export const reportFilename = (p: { from: string; to: string }) => `parley-report-${p.from}-to-${p.to}.pdf`
+
+const DAY_MS = 86_400_000
+
+/**
+ * Calls placed per UTC day over the last `days` days, today included, every day present (zero when
+ * none): the console's chart. The same count as the weekly report's bars (reports.repo.ts).
+ */
+export const recentCallsPerDay = (tenantId: number, days: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const today = (yield* Clock).now().toISOString().slice(0, 10)
+    const end = new Date(`${today}T00:00:00Z`).getTime() + DAY_MS
+    const range = { start: new Date(end - days * DAY_MS), end: new Date(end) }
+    const rows = yield* Effect.promise(() => repo.callsPerDay(sql, tenantId, range))
+    const byDay = new Map(rows.map((r) => [r.day, r.calls]))
+    const perDay: repo.DayCount[] = []
+    for (let t = range.start.getTime(); t < end; t += DAY_MS) {
+      const day = new Date(t).toISOString().slice(0, 10)
+      perDay.push({ day, calls: byDay.get(day) ?? 0 })
+    }
+    return { from: perDay[0]!.day, to: today, days: perDay }
+  })

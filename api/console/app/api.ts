@@ -1,0 +1,157 @@
+// The console's one way to the public API: same-origin JSON with the svc_session cookie, errors
+// as ApiError in words, and a 401 anywhere sends the app back to sign-in.
+
+/** An answer outside 2xx, in the contract's shape {error, code, field?}. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly field: string | undefined
+  /** Every failing field, when the API lists them (VALIDATION_FAILED, RULE_BOOK_INVALID). */
+  readonly errors: ReadonlyArray<{ readonly field: string; readonly message: string }>
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    field?: string,
+    errors: ReadonlyArray<{ readonly field: string; readonly message: string }> = [],
+  ) {
+    super(message)
+    this.name = "ApiError"
+    this.status = status
+    this.code = code
+    this.field = field
+    this.errors = errors
+  }
+
+  /** The message for one field, if the API named it. */
+  fieldError(field: string): string | undefined {
+    return this.errors.find((e) => e.field === field)?.message ?? (this.field === field ? this.message : undefined)
+  }
+}
+
+type Listener = () => void
+const expiredListeners = new Set<Listener>()
+
+/** Called whenever the API answers 401: the session is gone (expired, signed out elsewhere). */
+export function onSessionExpired(cb: Listener): () => void {
+  expiredListeners.add(cb)
+  return () => expiredListeners.delete(cb)
+}
+
+const SIGN_IN = new Set(["/auth/login", "/auth/otp/start", "/auth/otp/resend", "/auth/otp/verify", "/auth/signup"])
+
+function sessionExpired(): void {
+  for (const cb of expiredListeners) cb()
+}
+
+/** Codes the reader should see explained rather than spelled as constants. */
+const PLAIN: Record<string, string> = {
+  NETWORK: "The server could not be reached. Check your connection and try again.",
+  RATE_LIMITED: "Too many requests just now. Wait a moment and try again.",
+  INTERNAL_ERROR: "Something went wrong on the server. Try again; if it persists, contact support.",
+}
+
+/** Turns any response body into an ApiError, whatever the server (or a proxy) sent. */
+function toError(status: number, body: unknown): ApiError {
+  if (body !== null && typeof body === "object") {
+    const b = body as { error?: unknown; code?: unknown; field?: unknown; errors?: unknown }
+    const code = typeof b.code === "string" ? b.code : `HTTP_${status}`
+    const message = typeof b.error === "string" ? b.error : `The server answered ${status}.`
+    const field = typeof b.field === "string" ? b.field : undefined
+    const errors = Array.isArray(b.errors)
+      ? b.errors
+          .filter((x): x is { field: unknown; message: unknown } => x !== null && typeof x === "object")
+          .map((x) => ({ field: String(x.field ?? ""), message: String(x.message ?? "") }))
+      : []
+    return new ApiError(status, code, PLAIN[code] ?? message, field, errors)
+  }
+  return new ApiError(status, `HTTP_${status}`, PLAIN["INTERNAL_ERROR"]!)
+}
+
+async function readBody(res: Response): Promise<unknown> {
+  const text = await res.text()
+  if (text === "") return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/**
+ * One JSON request. Cookie-authenticated changes need an allowed Origin, which the browser sends
+ * by itself on same-origin fetches; nothing else is needed for CSRF.
+ */
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, credentials: "same-origin", headers: { Accept: "application/json" } }
+  if (body !== undefined) {
+    init.headers = { Accept: "application/json", "Content-Type": "application/json" }
+    init.body = JSON.stringify(body)
+  }
+  let res: Response
+  try {
+    res = await fetch(path, init)
+  } catch {
+    throw new ApiError(0, "NETWORK", PLAIN["NETWORK"]!)
+  }
+  const parsed = await readBody(res)
+  if (res.ok) return parsed as T
+  // A 401 from a sign-in attempt is a wrong password or code, not an ended session.
+  if (res.status === 401 && !SIGN_IN.has(path)) sessionExpired()
+  throw toError(res.status, parsed)
+}
+
+/** A binary resource (audio) as a blob: URL, which the CSP's media-src allows. Revoke it when done. */
+export async function blobUrl(path: string): Promise<string> {
+  let res: Response
+  try {
+    res = await fetch(path, { credentials: "same-origin" })
+  } catch {
+    throw new ApiError(0, "NETWORK", PLAIN["NETWORK"]!)
+  }
+  if (!res.ok) {
+    if (res.status === 401) sessionExpired()
+    throw toError(res.status, await readBody(res))
+  }
+  return URL.createObjectURL(await res.blob())
+}
+
+/**
+ * A multipart upload with progress (fetch cannot report upload progress; XMLHttpRequest can).
+ * `onProgress` gets a fraction 0..1 as the bytes leave.
+ */
+export function upload<T>(path: string, form: FormData, onProgress: (fraction: number) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest()
+    xhr.open("POST", path)
+    xhr.withCredentials = true
+    xhr.setRequestHeader("Accept", "application/json")
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress(e.loaded / e.total)
+    }
+    xhr.onerror = () => reject(new ApiError(0, "NETWORK", PLAIN["NETWORK"]!))
+    xhr.onload = () => {
+      let body: unknown
+      try {
+        body = xhr.responseText === "" ? undefined : JSON.parse(xhr.responseText)
+      } catch {
+        body = xhr.responseText
+      }
+      if (xhr.status >= 200 && xhr.status < 300) {
+        onProgress(1)
+        resolve(body as T)
+        return
+      }
+      if (xhr.status === 401) sessionExpired()
+      reject(toError(xhr.status, body))
+    }
+    xhr.send(form)
+  })
+}
+
+/** An error in words for the page: ApiError's message, or a generic line for anything else. */
+export function describe(e: unknown): string {
+  if (e instanceof ApiError) return e.message
+  return PLAIN["INTERNAL_ERROR"]!
+}

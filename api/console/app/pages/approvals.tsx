@@ -1,0 +1,212 @@
+// Approvals: the pending queue, polled every 2 seconds, so new proposals appear and ones decided
+// here or by another supervisor (or expired) leave without a reload. Each shows the call's recent
+// transcript, the value against the workflow's cap, and the hold time left, counting down.
+import { useState } from "preact/hooks"
+import { ApiError, request } from "../api.js"
+import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
+
+interface Approval {
+  readonly id: number
+  readonly workflow_id: number
+  readonly run_id: number
+  readonly call_id: number | null
+  readonly target_phone: string
+  readonly proposed_action: "concession" | "callback" | "escalate" | string
+  readonly proposed_value_minor: number | null
+  readonly currency: string
+  readonly rationale: string | null
+  readonly context: { readonly transcript?: unknown; readonly hold_until?: unknown } | null
+  readonly status: string
+  readonly created_at: string
+  readonly expires_at: string
+}
+
+interface Policy {
+  readonly name: string
+  readonly capMinor: number | undefined
+  readonly capCurrency: string | undefined
+}
+
+const POLL_MS = 2_000
+
+const ACTIONS: Record<string, string> = {
+  concession: "Concession",
+  callback: "Callback",
+  escalate: "Escalation to a person",
+}
+
+export function ApprovalsPage() {
+  const [pending, setPending] = useState<ReadonlyArray<Approval>>([])
+  const [loaded, setLoaded] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  // Decided here: hidden at once, before the next poll confirms it.
+  const [decided, setDecided] = useState<ReadonlySet<number>>(new Set())
+  const [policies, setPolicies] = useState<ReadonlyMap<number, Policy>>(new Map())
+  const [, setNow] = useState(0)
+
+  useInterval(() => {
+    request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&limit=100").then(
+      (r) => {
+        setPending(r.approvals)
+        setLoaded(true)
+        setError(undefined)
+        loadPolicies(r.approvals)
+      },
+      (e: unknown) => setError(e),
+    )
+  }, POLL_MS)
+  useInterval(() => setNow(Date.now()), 1_000)
+
+  /** Each workflow's name and concession cap, fetched once per workflow. */
+  const loadPolicies = (list: ReadonlyArray<Approval>) => {
+    const missing = [...new Set(list.map((a) => a.workflow_id))].filter((id) => !policies.has(id))
+    for (const id of missing)
+      request<{ name: string; rule_book: Record<string, unknown> }>("GET", `/api/workflows/${id}`).then(
+        (w) => {
+          const c = w.rule_book["concession_policy"] as { cap_minor?: unknown; currency?: unknown } | undefined
+          const policy: Policy = {
+            name: w.name,
+            capMinor: typeof c?.cap_minor === "number" ? c.cap_minor : undefined,
+            capCurrency: typeof c?.currency === "string" ? c.currency : undefined,
+          }
+          setPolicies((m) => new Map(m).set(id, policy))
+        },
+        () => undefined,
+      )
+  }
+
+  const shown = pending.filter((a) => !decided.has(a.id) && Date.parse(a.expires_at) > Date.now())
+  return (
+    <section aria-labelledby="approvals-h">
+      <h1 id="approvals-h">Approvals</h1>
+      <p class="muted" aria-live="polite">
+        {loaded ? `${shown.length} waiting for a decision.` : "Loading…"}
+      </p>
+      <ErrorText error={error} />
+      <div class="cards">
+        {shown.map((a) => (
+          <ApprovalCard
+            key={a.id}
+            approval={a}
+            policy={policies.get(a.workflow_id)}
+            onDecided={() => setDecided((s) => new Set(s).add(a.id))}
+          />
+        ))}
+      </div>
+    </section>
+  )
+}
+
+function ApprovalCard({
+  approval: a,
+  policy,
+  onDecided,
+}: {
+  readonly approval: Approval
+  readonly policy: Policy | undefined
+  readonly onDecided: () => void
+}) {
+  const [note, setNote] = useState("")
+  const [busy, setBusy] = useState<"approve" | "deny" | undefined>(undefined)
+  const [error, setError] = useState<unknown>(undefined)
+  // The callee waits until hold_until; the proposal stays decidable until expires_at.
+  const holdUntil = typeof a.context?.hold_until === "string" ? Date.parse(a.context.hold_until) : Number.NaN
+  const left = Number.isNaN(holdUntil) ? undefined : Math.max(0, Math.round((holdUntil - Date.now()) / 1000))
+  const transcript = Array.isArray(a.context?.transcript) ? (a.context.transcript as unknown[]).map(String) : []
+  const heading = `approval-${a.id}`
+
+  const decide = async (decision: "approve" | "deny") => {
+    setBusy(decision)
+    setError(undefined)
+    try {
+      const body = note.trim() === "" ? { decision } : { decision, note: note.trim() }
+      await request("POST", `/api/approvals/${a.id}/decide`, body)
+      onDecided()
+    } catch (e) {
+      // Someone else decided it first, or it expired: it leaves at the next poll either way.
+      if (e instanceof ApiError && e.status === 409) setError("Already decided, or the hold time ran out.")
+      else setError(e)
+    } finally {
+      setBusy(undefined)
+    }
+  }
+
+  return (
+    <article class="panel" aria-labelledby={heading}>
+      <h2 id={heading}>
+        {ACTIONS[a.proposed_action] ?? a.proposed_action} for {a.target_phone}
+      </h2>
+      <dl class="kv">
+        <dt>Campaign</dt>
+        <dd>{policy?.name ?? `workflow ${a.workflow_id}`}</dd>
+        {a.proposed_value_minor !== null && (
+          <>
+            <dt>Value</dt>
+            <dd>{money(a.proposed_value_minor, a.currency)}</dd>
+          </>
+        )}
+        {a.proposed_action === "concession" && (
+          <>
+            <dt>Cap</dt>
+            <dd>{policy?.capMinor !== undefined ? money(policy.capMinor, policy.capCurrency ?? a.currency) : "…"}</dd>
+          </>
+        )}
+        {a.rationale && (
+          <>
+            <dt>Why</dt>
+            <dd>{a.rationale}</dd>
+          </>
+        )}
+        <dt>Hold time left</dt>
+        <dd>
+          {left === undefined ? (
+            "—"
+          ) : left > 0 ? (
+            <span class={left < 10 ? "error" : undefined}>{duration(left)}</span>
+          ) : (
+            <span class="muted">
+              The callee is no longer on hold; decide until {new Date(a.expires_at).toLocaleString()}.
+            </span>
+          )}
+        </dd>
+      </dl>
+      {transcript.length > 0 && (
+        <>
+          <h3>Recent conversation</h3>
+          <ol class="transcript">
+            {transcript.map((line, i) => (
+              <li key={i} class={line.startsWith("agent:") ? "agent" : undefined}>
+                {line}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+      <Field label="Note" error={error instanceof ApiError ? error.fieldError("note") : undefined}>
+        {(id, d) => (
+          <input
+            id={id}
+            aria-describedby={d}
+            maxLength={500}
+            value={note}
+            onInput={(e) => setNote(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <div class="actions">
+        <Button
+          kind="primary"
+          busy={busy === "approve"}
+          disabled={busy !== undefined}
+          onClick={() => decide("approve")}
+        >
+          Approve
+        </Button>
+        <Button kind="danger" busy={busy === "deny"} disabled={busy !== undefined} onClick={() => decide("deny")}>
+          Deny
+        </Button>
+      </div>
+      <ErrorText error={error} />
+    </article>
+  )
+}

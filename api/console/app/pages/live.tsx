@@ -1,0 +1,257 @@
+// Live calls: the workspace's calls in flight (GET /api/runs/live, polled), and one transcript
+// column per watched call, streamed over EventSource. The stream sets each event's id to the turn's
+// seq, so a dropped connection resumes with Last-Event-ID by itself; turns are kept by seq, so a
+// turn that arrives twice is shown once and the order is the run's.
+import { useEffect, useState } from "preact/hooks"
+import { ApiError, request } from "../api.js"
+import { Button, duration, ErrorText, useInterval } from "../ui.js"
+
+interface LiveCall {
+  readonly call_id: number
+  readonly run_id: number
+  readonly workflow_id: number
+  readonly target_id: number
+  readonly phone_e164: string
+  readonly status: string
+  readonly attempt: number
+  readonly started_at: string
+  readonly answered_at: string | null
+  readonly turns: number
+}
+
+interface Turn {
+  readonly seq: number
+  readonly call_id: number
+  readonly speaker: "agent" | "callee" | "system"
+  readonly text: string
+  readonly at: string
+}
+
+/** What GET /api/calls/{id} tells about a finished call (only the fields shown here). */
+interface CallResult {
+  readonly status: string
+  readonly outcome: string | null
+  readonly talk_seconds: number
+}
+
+const POLL_MS = 2_000
+const MAX_COLUMNS = 4
+
+let remembered: ReadonlyArray<LiveCall> = []
+
+/** Signing out forgets what was watched: the next session may be another workspace's. */
+export function forgetWatched(): void {
+  remembered = []
+}
+
+export function LivePage() {
+  const [calls, setCalls] = useState<ReadonlyArray<LiveCall>>([])
+  const [error, setError] = useState<unknown>(undefined)
+  // Watched calls stay watched after they end, so their outcome can be read, and while the
+  // supervisor visits another page (kept for the tab's life, not stored).
+  const [watched, setWatchedState] = useState<ReadonlyArray<LiveCall>>(remembered)
+  const setWatched = (w: ReadonlyArray<LiveCall>) => {
+    remembered = w
+    setWatchedState(w)
+  }
+  const [, setNow] = useState(0)
+
+  useInterval(() => {
+    request<{ calls: LiveCall[] }>("GET", "/api/runs/live").then(
+      (r) => {
+        setCalls(r.calls)
+        setError(undefined)
+      },
+      (e: unknown) => setError(e),
+    )
+  }, POLL_MS)
+  // Talk time ticks between polls.
+  useInterval(() => setNow(Date.now()), 1_000)
+
+  const isWatched = (c: LiveCall) => watched.some((w) => w.call_id === c.call_id)
+  // Each column holds a stream open, and a browser gives one origin only six HTTP/1.1 connections:
+  // past four columns the polls would queue behind the streams.
+  const full = watched.length >= MAX_COLUMNS
+  const toggle = (c: LiveCall) =>
+    setWatched(isWatched(c) ? watched.filter((w) => w.call_id !== c.call_id) : full ? watched : [...watched, c])
+  const live = new Set(calls.map((c) => c.call_id))
+
+  return (
+    <section aria-labelledby="live-h">
+      <h1 id="live-h">Live calls</h1>
+      <ErrorText error={error} />
+      {calls.length === 0 ? (
+        <p class="muted">No calls in flight. Run a workflow from Campaigns; its calls appear here.</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            <caption class="visually-hidden">Calls in flight</caption>
+            <thead>
+              <tr>
+                <th scope="col">Callee</th>
+                <th scope="col">Run</th>
+                <th scope="col">Status</th>
+                <th scope="col">Talk time</th>
+                <th scope="col">Turns</th>
+                <th scope="col">Transcript</th>
+              </tr>
+            </thead>
+            <tbody>
+              {calls.map((c) => (
+                <tr key={c.call_id}>
+                  <td>{c.phone_e164}</td>
+                  <td>
+                    {c.run_id} <span class="muted">(workflow {c.workflow_id})</span>
+                  </td>
+                  <td>
+                    <span class={`badge badge-${c.status}`}>{c.status}</span>
+                  </td>
+                  <td>{c.answered_at ? duration((Date.now() - Date.parse(c.answered_at)) / 1000) : "—"}</td>
+                  <td>{c.turns}</td>
+                  <td>
+                    <Button aria-pressed={isWatched(c)} disabled={full && !isWatched(c)} onClick={() => toggle(c)}>
+                      {isWatched(c) ? "Stop watching" : "Watch"}
+                      <span class="visually-hidden"> {c.phone_e164}</span>
+                    </Button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {full && <p class="hint">Watching {MAX_COLUMNS} calls; close one to watch another.</p>}
+      {watched.length > 0 && (
+        <div class="columns">
+          {watched.map((c) => (
+            <Transcript
+              key={c.call_id}
+              call={calls.find((x) => x.call_id === c.call_id) ?? c}
+              ended={!live.has(c.call_id)}
+              onClose={() => toggle(c)}
+            />
+          ))}
+        </div>
+      )}
+    </section>
+  )
+}
+
+function Transcript({
+  call,
+  ended,
+  onClose,
+}: {
+  readonly call: LiveCall
+  readonly ended: boolean
+  readonly onClose: () => void
+}) {
+  const [turns, setTurns] = useState<ReadonlyArray<Turn>>([])
+  const [state, setState] = useState<"connecting" | "open" | "reconnecting" | "closed">("connecting")
+  const [result, setResult] = useState<CallResult | undefined>(undefined)
+  const [resultError, setResultError] = useState<unknown>(undefined)
+
+  // The call is over and its outcome read; a few seconds on, its last turns are in and the stream
+  // can go (freeing the connection for another column).
+  const [finished, setFinished] = useState(false)
+  useEffect(() => {
+    if (result?.outcome === undefined || result.outcome === null) return
+    const t = setTimeout(() => setFinished(true), 3_000)
+    return () => clearTimeout(t)
+  }, [result?.outcome])
+  useEffect(() => {
+    if (finished) {
+      setState("closed")
+      return
+    }
+    const source = new EventSource(`/api/runs/${call.run_id}/turns/stream?target_id=${call.target_id}`)
+    const seen = new Set<number>()
+    source.onopen = () => setState("open")
+    source.onmessage = (e: MessageEvent<string>) => {
+      let t: Turn
+      try {
+        t = JSON.parse(e.data) as Turn
+      } catch {
+        return
+      }
+      // The stream is the target's; a later attempt at the same number is another call's column.
+      if (typeof t.seq !== "number" || seen.has(t.seq) || t.call_id !== call.call_id) return
+      seen.add(t.seq)
+      setTurns((prev) => insertBySeq(prev, t))
+    }
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) {
+        setState("closed")
+        // The browser gives up on a refused stream without saying why: ask whether the session is
+        // still good (a 401 there sends the page back to sign-in).
+        request("GET", "/auth/me").catch(() => undefined)
+      } else setState("reconnecting")
+    }
+    return () => source.close()
+  }, [call.run_id, call.target_id, call.call_id, finished])
+
+  // Once the call has left the live list, its outcome and talk time come from the call itself.
+  useEffect(() => {
+    if (!ended) return
+    let live = true
+    const load = () =>
+      request<CallResult>("GET", `/api/calls/${call.call_id}`).then(
+        (r) => {
+          if (!live) return
+          setResult(r)
+          // The outcome is written a moment after the call leaves the live list.
+          if (r.outcome === null) setTimeout(load, 1_000)
+        },
+        (e: unknown) => live && setResultError(e),
+      )
+    load()
+    return () => {
+      live = false
+    }
+  }, [ended, call.call_id])
+
+  const talk = result
+    ? duration(result.talk_seconds)
+    : call.answered_at
+      ? duration((Date.now() - Date.parse(call.answered_at)) / 1000)
+      : "—"
+  return (
+    <section class="panel" aria-label={`Transcript of the call to ${call.phone_e164}`}>
+      <h2>{call.phone_e164}</h2>
+      <dl class="kv">
+        <dt>Status</dt>
+        <dd>{ended ? (result?.status ?? "ended") : call.status}</dd>
+        <dt>Outcome</dt>
+        <dd>{ended ? (result?.outcome ?? "…") : "in progress"}</dd>
+        <dt>Talk time</dt>
+        <dd>{talk}</dd>
+        <dt>Stream</dt>
+        <dd>{state}</dd>
+      </dl>
+      {resultError instanceof ApiError && resultError.status !== 404 && <ErrorText error={resultError} />}
+      <ol class="transcript" aria-live="polite" aria-label="Turns">
+        {turns.map((t) => (
+          <li key={t.seq} class={t.speaker}>
+            <span class="speaker">
+              {t.speaker === "callee" ? "Callee" : t.speaker === "agent" ? "Agent" : "System"}
+            </span>
+            {t.text}
+          </li>
+        ))}
+      </ol>
+      <div class="actions">
+        <Button onClick={onClose}>Close</Button>
+      </div>
+    </section>
+  )
+}
+
+/** `prev` with `t` in seq order; turns almost always arrive in order, so this is an append. */
+function insertBySeq(prev: ReadonlyArray<Turn>, t: Turn): ReadonlyArray<Turn> {
+  const last = prev[prev.length - 1]
+  if (last === undefined || last.seq < t.seq) return [...prev, t]
+  if (prev.some((p) => p.seq === t.seq)) return prev
+  const next = [...prev, t]
+  next.sort((a, b) => a.seq - b.seq)
+  return next
+}

@@ -1,0 +1,65 @@
+// What the console's browser suite needs around playwright-core: Debian's Chromium (never a
+// downloaded browser), launched headless with a fresh profile; screenshots into
+// test/console/screenshots/; and a record of every page error and CSP violation, which the suite
+// asserts is empty.
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { PROJECT_ROOT } from "../../src/platform/paths.js"
+
+export const CHROMIUM = "/usr/bin/chromium"
+/** Absent on a dev machine without the package: the suite skips and says so; .ci/run installs it. */
+export const haveChromium = existsSync(CHROMIUM)
+
+export const SCREENSHOTS = join(PROJECT_ROOT, "test", "console", "screenshots")
+
+/**
+ * Headless Chromium with nothing running in the background: no QUIC, sync, component updates or
+ * first-run work, so the only traffic is the console's own. Playwright gives each launch a fresh,
+ * temporary user-data directory, removed when the browser closes.
+ */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  })
+}
+
+/** Writes test/console/screenshots/<name>.png (the README shows them). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  // Let the fonts settle and the caret stop blinking so reruns write the same picture.
+  await page.evaluate("document.fonts.ready.then(() => true)")
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: "disabled", caret: "hide" })
+}
+
+/**
+ * Everything the page complained about: uncaught errors, console errors (a CSP violation is one)
+ * and failed same-origin requests answered 5xx. The suite expects none.
+ */
+export function watchProblems(page: Page, origin: string): string[] {
+  const problems: string[] = []
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
+  page.on("console", (m) => {
+    if (m.type() !== "error") return
+    const text = m.text()
+    // A refused request (a 4xx the page handles and shows in words) is logged by Chromium as
+    // "Failed to load resource"; those are the point of some steps, not problems.
+    if (/Failed to load resource: the server responded with a status of 4\d\d/.test(text)) return
+    problems.push(`console error: ${text}`)
+  })
+  page.on("response", (r) => {
+    if (r.url().startsWith(origin) && r.status() >= 500) problems.push(`${r.status()} from ${r.url()}`)
+  })
+  return problems
+}
