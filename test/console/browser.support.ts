@@ -1,17 +1,25 @@
 // What the console's browser suite needs around playwright-core: Debian's Chromium (never a
-// downloaded browser), launched headless with a fresh profile; screenshots into
-// test/console/screenshots/; and a record of every page error and CSP violation, which the suite
-// asserts is empty.
+// downloaded browser), launched headless with a fresh profile; screenshots (into
+// test/console/screenshots/ with UPDATE_SCREENSHOTS=1, else a scratch directory); and a record of
+// every page error and CSP violation, which the suite asserts is empty.
 import { existsSync, mkdirSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser, chromium, type Locator, type Page } from "playwright-core"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
 
 export const CHROMIUM = "/usr/bin/chromium"
 /** Absent on a dev machine without the package: the suite skips and says so; .ci/run installs it. */
 export const haveChromium = existsSync(CHROMIUM)
 
-export const SCREENSHOTS = join(PROJECT_ROOT, "test", "console", "screenshots")
+/**
+ * Where the pictures go: the README's own (test/console/screenshots/) only when asked with
+ * UPDATE_SCREENSHOTS=1, so an ordinary test run leaves the tree as it found it.
+ */
+export const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === "1"
+    ? join(PROJECT_ROOT, "test", "console", "screenshots")
+    : join(tmpdir(), "parley-console-screenshots")
 
 /**
  * Headless Chromium with nothing running in the background: no QUIC, sync, component updates or
@@ -35,12 +43,21 @@ export function launchChromium(): Promise<Browser> {
   })
 }
 
-/** Writes test/console/screenshots/<name>.png (the README shows them). */
-export async function screenshot(page: Page, name: string): Promise<void> {
+/**
+ * Writes <SCREENSHOTS>/<name>.png (the README shows them). `hide`: parts painted over in the
+ * picture (a secret the page shows once must not end up in the repository).
+ */
+export async function screenshot(page: Page, name: string, hide: Locator[] = []): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   // Let the fonts settle and the caret stop blinking so reruns write the same picture.
   await page.evaluate("document.fonts.ready.then(() => true)")
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: "disabled", caret: "hide" })
+  await page.screenshot({
+    path: join(SCREENSHOTS, `${name}.png`),
+    animations: "disabled",
+    caret: "hide",
+    mask: hide,
+    maskColor: "#c8ccd4",
+  })
 }
 
 /**

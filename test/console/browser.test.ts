@@ -4,8 +4,9 @@
 // watch its turns arrive live, approve the discount the number ending 7 asks for and see the call
 // resume in the transcript, deny the callback the number ending 8 asks for, create and revoke an
 // API key, and read the reports. Each step asserts what the page shows and what the database
-// holds; every page is photographed for the README (test/console/screenshots/). Selection is by
-// role and accessible name (the names are listed at the top of api/console/app/main.tsx).
+// holds; every page is photographed (the README's pictures: UPDATE_SCREENSHOTS=1 writes them to
+// test/console/screenshots/). Selection is by role and accessible name (the names are listed at
+// the top of api/console/app/main.tsx).
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import type { Browser, BrowserContext, Page } from "playwright-core"
@@ -301,7 +302,7 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
     expect(key.secret_sha256.equals(createHash("sha256").update(secret).digest())).toBe(true)
     const withKey = () => fetch(`${srv.url}/api/workflows`, { headers: { authorization: `Bearer ${secret}` } })
     expect((await withKey()).status).toBe(200)
-    await screenshot(page, "settings")
+    await screenshot(page, "settings", [page.getByTestId("key-secret")])
     // Shown once: after "Done" the page no longer holds it, and a reload does not bring it back.
     await page.getByRole("button", { name: "Done" }).click()
     expect(await page.content()).not.toContain(secret)
