@@ -185,7 +185,7 @@ export const webhookDeliveryRetry = route({
   tags,
   params,
   responses: {
-    202: { description: "{id, status: 'pending'}" },
+    202: { description: "{id, status: 'pending'}; a disabled endpoint's delivery waits until it is enabled" },
     409: { description: "The delivery was already delivered (CONFLICT)" },
   },
   handler: ({ principal, params }) =>

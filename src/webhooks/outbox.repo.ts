@@ -64,14 +64,16 @@ export const emitEvent = async (tx: Tx | Sql, event: EmitInput): Promise<string>
 
 /**
  * A `ping` for one endpoint of the workspace (POST /api/webhooks/endpoints/{id}/test): its event and
- * its one delivery; undefined when the workspace has no such endpoint (nothing is written).
+ * its one delivery, parked while the endpoint is disabled (migration 0037); undefined when the
+ * workspace has no such endpoint (nothing is written).
  */
 export async function emitPing(sql: Sql, tenantId: number, endpointId: number): Promise<string | undefined> {
   const id = newEventId()
   const type: DeliveredType = "ping"
   const rows = await sql`
     with ep as (
-      select id from webhook_endpoints where id = ${endpointId} and tenant_id = ${tenantId} and deleted_at is null
+      select id, enabled from webhook_endpoints
+      where id = ${endpointId} and tenant_id = ${tenantId} and deleted_at is null
     ), ev as (
       insert into webhook_events (id, tenant_id, type, body)
       select ${id}, ${tenantId}, ${type}, jsonb_build_object('id', ${id}::text, 'type', ${type}::text,
@@ -82,7 +84,7 @@ export async function emitPing(sql: Sql, tenantId: number, endpointId: number): 
     )
     , dl as (
       insert into webhook_deliveries (tenant_id, event_id, endpoint_id, next_attempt_at)
-      select ${tenantId}, ev.id, ${endpointId}, now() from ev
+      select ${tenantId}, ev.id, ${endpointId}, case when ep.enabled then now() end from ev, ep
       returning event_id
     )
     select event_id, pg_notify(${WEBHOOKS_DUE_CHANNEL}, '') from dl`
@@ -94,17 +96,19 @@ export type RetryOutcome = "retried" | "delivered" | "missing"
 
 /**
  * Makes a pending or failed delivery of the workspace due now (one conditional update; a delivered
- * one is left alone). A delivery of a deleted endpoint is missing: nothing would send it. The
- * attempt count is kept, so a delivery past its schedule gets one more attempt, not a new schedule.
+ * one is left alone), or, while its endpoint is disabled, pending and parked until it is enabled. A
+ * delivery of a deleted endpoint is missing: nothing would send it. The attempt count is kept, so a
+ * delivery past its schedule gets one more attempt, not a new schedule.
  */
 export async function retryDelivery(sql: Sql, tenantId: number, deliveryId: number): Promise<RetryOutcome> {
   const [row] = await sql<[{ status: string; retried: boolean }?]>`
     with d as (
-      select dl.id, dl.status from webhook_deliveries dl
+      select dl.id, dl.status, ep.enabled from webhook_deliveries dl
       join webhook_endpoints ep on ep.id = dl.endpoint_id and ep.deleted_at is null
       where dl.id = ${deliveryId} and dl.tenant_id = ${tenantId}
     ), u as (
-      update webhook_deliveries set status = 'pending', next_attempt_at = now()
+      update webhook_deliveries
+      set status = 'pending', next_attempt_at = case when (select enabled from d) then now() end
       where id = (select id from d) and status <> 'delivered'
       returning id
     )

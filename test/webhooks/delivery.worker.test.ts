@@ -386,6 +386,41 @@ describe("webhook delivery worker", () => {
       expect(await deliveryOf(srv.sql, ev, id)).toMatchObject({ status: "pending", attempts: 0, locked_by: null })
     expect(await deliveryOf(srv.sql, later, disabled.id)).toBeUndefined()
     expect(await deliveryOf(srv.sql, later, deleted.id)).toBeUndefined()
+    // Parked: out of the due index, so no poll scans past them (migration 0037).
+    const due = () =>
+      srv.sql<Array<{ endpoint_id: number; event_id: string }>>`
+        select endpoint_id, event_id from webhook_deliveries
+        where endpoint_id in (${disabled.id}, ${deleted.id}) and status = 'pending' and next_attempt_at is not null
+        order by id`
+    expect(await due()).toEqual([])
+
+    // Enabled again through the API: what waited is due at once and delivered; the deleted one's never.
+    const res = await api(srv).call("PATCH", `/api/webhooks/endpoints/${disabled.id}`, {
+      token: a.token,
+      body: { enabled: true },
+    })
+    expect(res.status).toBe(200)
+    await waitFor("the parked deliveries delivered", async () => (r.received.length >= 2 ? true : undefined))
+    expect(r.received.map((x) => x.headers["x-svc-event-id"]).sort()).toEqual([eventId, ping!].sort())
+    for (const ev of [eventId, ping!])
+      expect(await deliveryOf(srv.sql, ev, disabled.id)).toMatchObject({ status: "delivered", attempts: 1 })
+    expect(await deliveryOf(srv.sql, eventId, deleted.id)).toMatchObject({ status: "pending", attempts: 0 })
+    expect(await due()).toEqual([])
+
+    // Disabled again with a delivery in its retry schedule: parked, then due at once when enabled.
+    await srv.sql`update webhook_endpoints set enabled = false where id = ${disabled.id}`
+    const waiting = (await emitPing(srv.sql, a.tenantId, disabled.id))!
+    const retried = await api(srv).call(
+      "POST",
+      `/api/webhooks/deliveries/${(await deliveryOf(srv.sql, waiting, disabled.id))!.id}/retry`,
+      {
+        token: a.token,
+      },
+    )
+    expect(retried.status).toBe(202)
+    expect(await due()).toEqual([])
+    await new Promise((res) => setTimeout(res, 600))
+    expect(r.received).toHaveLength(2)
   })
 
   it("keeps workspaces apart: A's events never reach B's endpoint", async () => {
