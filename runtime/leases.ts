@@ -38,6 +38,15 @@ export const runLeases = (o: {
         while (!o.stopping()) {
           const claimed = await repo.claimRun(sql, me, leaseMs, onlyRunId)
           if (claimed === undefined) break
+          // Claimed back by this process while its driver still runs it (the lease lapsed while Postgres
+          // was away and could not be renewed): the claim renewed the lease, nothing more. A second driver
+          // would take the first one's calls for gone and count them ended while they are still talking.
+          const current = drivers.get(claimed.id)
+          if (current !== undefined && !current.lost) {
+            log.warn({ run_id: claimed.id }, "run lease lapsed and was claimed back; its driver goes on")
+            if (onlyRunId !== undefined) break
+            continue
+          }
           const setup = await repo.loadRunSetup(sql, claimed.id)
           if (setup === undefined) {
             await repo.releaseRun(sql, me, claimed.id)
