@@ -121,3 +121,28 @@ describe("bad input, everywhere", () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
   }, 30_000)
 })
+
+describe("the fuzz's leak measure (rssGrowth)", () => {
+  const series = (f: (i: number) => number): Array<[number, number]> =>
+    Array.from({ length: 9 }, (_, i) => [i * 250, 300 * MiB + f(i) * MiB])
+  it("counts steady growth in full", () => {
+    expect(rssGrowth(series((i) => 30 * i)) / MiB).toBe(90)
+  })
+  it("does not take one step of the embedded database's memory for a leak (a CI run's samples)", () => {
+    const ci: Array<[number, number]> = [
+      [0, 369364992],
+      [256, 378597376],
+      [504, 389079040],
+      [752, 408457216],
+      [1000, 417288192],
+      [1256, 418779136],
+      [1504, 533655552],
+      [1752, 537124864],
+      [2000, 538112000],
+    ]
+    expect(rssGrowth(ci) / MiB).toBeLessThan(16)
+  })
+  it("reads a sawtooth with no trend as none", () => {
+    expect(rssGrowth(series((i) => (i % 2) * 10))).toBe(0)
+  })
+})
