@@ -4,9 +4,9 @@
 // path ids, junk queries, oversized headers), anonymous and as a user (JWT, cookie), an API key and
 // the system key. Each answer must come in time, never be a 5xx, and a JSON 4xx must be the
 // contract's {error, code, field?}. The server's RSS is sampled from /proc as it goes.
-import { readFileSync } from "node:fs"
 import fc from "fast-check"
 import { Agent, request } from "undici"
+import { rssOf } from "../support/memory.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 type Schema = Json
@@ -90,11 +90,7 @@ export interface FuzzReport {
   readonly slowest: ReadonlyArray<readonly [string, number]>
 }
 
-/** Resident memory of a process, in bytes (Linux). */
-export function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
-  return Number(m![1]) * 1024
-}
+export { rssOf }
 
 // --- the operations, from the OpenAPI document ------------------------------------------------
 
