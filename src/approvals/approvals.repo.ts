@@ -169,6 +169,23 @@ export const insertApproval = async (
 const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>
   (await tx`select 1 from workflows where id = ${workflowId} and simulation_of is not null`).length > 0
 
+/**
+ * approval.resolved for approvals another domain settled in its own transaction (a data-subject
+ * erase denies the contact's pending ones): read back as they now stand, rehearsals left out.
+ */
+export async function emitResolvedApprovals(tx: Tx, tenantId: number, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return
+  const rows = await tx<ApprovalRow[]>`
+    select ${columns(tx)} from approvals
+    where tenant_id = ${tenantId} and id = any(${tx.array([...ids])}::bigint[]) and status <> 'pending'
+      and not exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
+    order by id`
+  await emitEvents(
+    tx,
+    rows.map((r) => approvalEvent(tenantId, r)),
+  )
+}
+
 export const saveApprovalSnapshot = (sql: Sql, approvalId: number, snapshot: unknown, version: number) =>
   sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}
     where id = ${approvalId}`

@@ -8,6 +8,7 @@
 // phone or email is replaced by `erased:<hash>`. ledger_entries is never touched (append-only; its
 // entries carry no phone or email, see the report in docs/privacy.md).
 
+import { emitResolvedApprovals } from "../approvals/approvals.repo.js"
 import type { Tx } from "../platform/Db.js"
 
 export interface EraseTarget {
@@ -83,14 +84,15 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
   ).map((r) => r.id)
 
   // Approvals: pending ones are cancelled; all are kept for audit without the contact.
-  count(
-    "approvals_cancelled",
-    await tx`
+  const cancelled = (
+    await tx<{ id: number }[]>`
     update approvals set status = 'denied', decided_at = now(), note = 'cancelled: data-subject erase'
     where tenant_id = ${T} and status = 'pending'
       and (target_phone = any(${tx.array(phones)}::text[]) or call_id = any(${tx.array(callIds)}::bigint[])
-        or ${mentions("context")})`,
-  )
+        or ${mentions("context")})
+    returning id`
+  ).map((r) => Number(r.id))
+  count("approvals_cancelled", { count: cancelled.length })
   count(
     "approvals",
     await tx`
@@ -135,6 +137,9 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
         where event_id in (select id from gone) and status = 'pending') as pending`
   count("webhook_events", { count: hooks.events })
   count("webhook_deliveries_pending", { count: hooks.pending })
+  // The cancelled approvals are resolved for webhook receivers too (after the delete above, which
+  // would take their events with it), as they now stand: without the contact.
+  await emitResolvedApprovals(tx, T, cancelled)
   // Calls and run targets stay (usage and ledger entries reference calls as `call:<id>`), hashed;
   // a run target not dialled yet is skipped for good.
   count("calls", await tx`update calls set phone_e164 = ${t.marker} where id = any(${tx.array(callIds)}::bigint[])`)

@@ -208,6 +208,12 @@ describe("POST /dsr/erase", () => {
     const [ap] = await srv.sql<[{ status: string; target_phone: string }]>`
       select status, target_phone from approvals where id = ${ids.approvalId}`
     expect(ap).toEqual({ status: "denied", target_phone: marker })
+    // Webhook receivers hear the cancellation, without the contact (mentionsAnywhere above covers the body).
+    const resolved = await srv.sql<{ body: { data: Record<string, unknown> } }[]>`
+      select body from webhook_events where tenant_id = ${owner.tenantId} and type = 'approval.resolved'`
+    expect(resolved.map((r) => r.body.data)).toEqual([
+      expect.objectContaining({ id: ids.approvalId, status: "denied", target_phone: marker, call_id: ids.callId }),
+    ])
     expect(await srv.sql`select 1 from erased_contacts where tenant_id = ${owner.tenantId}`).toHaveLength(1)
   })
 
@@ -245,7 +251,9 @@ describe("POST /dsr/erase", () => {
       email_preferences: 1,
       email_suppressions: 1,
       data_source_rows: 1,
-      webhook_events: 1,
+      // message.delivered names the address; the phone erase's approval.resolved quotes the approval's
+      // context, which holds it too
+      webhook_events: 2,
       webhook_deliveries_pending: 1,
     })
     expect(await mentionsAnywhere(email)).toEqual([])
