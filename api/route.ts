@@ -123,6 +123,11 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
    * the destructive actions of spec section 5 (which also keeps members out).
    */
   readonly scope?: Scope
+  /**
+   * The answer carries a secret shown once (an API key, a signing secret): an Idempotency-Key
+   * replay of it is kept sealed under the client's key (src/idempotency/), never readable at rest.
+   */
+  readonly secretInAnswer?: true
   /** Status for schema failures: 422, unless the spec names another (API-key create: 400). */
   readonly validationStatus?: 400 | 422
   readonly summary: string

@@ -98,7 +98,7 @@ export function idempotent(
   const tenantId = ctx.principal!.tenantId
   return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
-      const begun = yield* begin(tenantId, key, fingerprint(ctx))
+      const begun = yield* begin(tenantId, key, fingerprint(ctx), { sealed: route.secretInAnswer === true })
       if (begun.kind === "replay") return replay(begun.response)
       const exit = yield* Effect.exit(restore(Effect.suspend(() => handler(ctx))))
       const kept = keepable(exit)

@@ -10,6 +10,7 @@ export default route({
   method: "POST",
   path: "/api-keys",
   auth: "jwt-only",
+  secretInAnswer: true,
   summary:
     "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create " +
     "admin keys (403 FORBIDDEN)",

@@ -48,6 +48,7 @@ export const webhookEndpointsCreate = route({
   method: "POST",
   path: "/api/webhooks/endpoints",
   auth: "jwt",
+  secretInAnswer: true,
   scope: "admin",
   summary:
     'Create a webhook endpoint: {url (https; host must resolve to public addresses), events: [type…] or ["*"], ' +
@@ -120,6 +121,7 @@ export const webhookEndpointRotate = route({
   method: "POST",
   path: "/api/webhooks/endpoints/{id}/rotate-secret",
   auth: "jwt",
+  secretInAnswer: true,
   scope: "admin",
   summary:
     `A new signing secret; the old one keeps signing beside it for ${ROTATION_GRACE_HOURS} hours ` +

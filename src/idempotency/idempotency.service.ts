@@ -2,7 +2,7 @@
 // Postgres before its handler runs, so a duplicate in any api process finds the claim; the first
 // completed response is kept for 24 hours and replayed. A failure the client should retry (5xx,
 // a defect, an abort) releases the claim instead.
-import { randomUUID } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from "node:crypto"
 import { Duration, Effect } from "effect"
 import { Db } from "../platform/Db.js"
 import { Conflict, IdempotencyKeyReused } from "../platform/errors.js"
@@ -20,8 +20,37 @@ export const STALE_CLAIM = Duration.minutes(5)
 
 export interface Claimed {
   readonly tenantId: number
+  /** The key as stored: the client's, or its hash for a sealed answer. */
   readonly key: string
   readonly token: string
+  /** The AES-256-GCM key the kept answer is sealed with, for an answer that carries a secret. */
+  readonly seal: Buffer | undefined
+}
+
+/**
+ * An answer that carries a secret shown once (a new API key, a webhook signing secret) is kept
+ * sealed, so the database never holds it readable: the row is keyed by the Idempotency-Key's
+ * SHA-256, and the body is encrypted (AES-256-GCM) under a key derived from the Idempotency-Key
+ * itself, which only the client holds. A random key (a UUID) is as strong as the seal.
+ */
+const sealedKey = (key: string) => `sha256:${createHash("sha256").update(key).digest("hex")}`
+const sealKey = (tenantId: number, key: string, fingerprint: Buffer) =>
+  Buffer.from(hkdfSync("sha256", key, fingerprint, `parley idempotent answer ${tenantId}`, 32))
+
+const NONCE = 12
+const TAG = 16
+
+export function seal(aesKey: Buffer, body: Buffer): Buffer {
+  const nonce = randomBytes(NONCE)
+  const cipher = createCipheriv("aes-256-gcm", aesKey, nonce)
+  const sealed = Buffer.concat([cipher.update(body), cipher.final()])
+  return Buffer.concat([nonce, sealed, cipher.getAuthTag()])
+}
+
+export function unseal(aesKey: Buffer, stored: Buffer): Buffer {
+  const decipher = createDecipheriv("aes-256-gcm", aesKey, stored.subarray(0, NONCE))
+  decipher.setAuthTag(stored.subarray(stored.length - TAG))
+  return Buffer.concat([decipher.update(stored.subarray(NONCE, stored.length - TAG)), decipher.final()])
 }
 
 /** What a claim decided: run the handler under it, or answer with the stored response. */
@@ -35,12 +64,15 @@ export type Begin =
  */
 export const begin = (
   tenantId: number,
-  key: string,
+  clientKey: string,
   fingerprint: Buffer,
+  opts: { readonly sealed: boolean } = { sealed: false },
 ): Effect.Effect<Begin, Conflict | IdempotencyKeyReused, Db> =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const token = randomUUID()
+    const key = opts.sealed ? sealedKey(clientKey) : clientKey
+    const aesKey = opts.sealed ? sealKey(tenantId, clientKey, fingerprint) : undefined
     const found = yield* Effect.promise(() =>
       repo.claim(sql, {
         tenantId,
@@ -51,7 +83,7 @@ export const begin = (
         staleSeconds: Duration.toSeconds(STALE_CLAIM),
       }),
     )
-    if (found.kind === "claimed") return { kind: "run", claimed: { tenantId, key, token } } as const
+    if (found.kind === "claimed") return { kind: "run", claimed: { tenantId, key, token, seal: aesKey } } as const
     if (!found.sameRequest)
       return yield* new IdempotencyKeyReused({
         message: "this Idempotency-Key was already used for a different request (method, path, body or caller)",
@@ -61,12 +93,16 @@ export const begin = (
         message: "a request with this Idempotency-Key is still being processed; retry later",
         code: "IDEMPOTENCY_IN_PROGRESS",
       })
-    return { kind: "replay", response: found.response } as const
+    const response =
+      aesKey === undefined ? found.response : { ...found.response, body: unseal(aesKey, found.response.body) }
+    return { kind: "replay", response } as const
   })
 
 /** Keeps the completed response for replays. */
-export const complete = (c: Claimed, response: repo.StoredResponse): Effect.Effect<void, never, Db> =>
-  Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.complete(sql, c.tenantId, c.key, c.token, response)))
+export const complete = (c: Claimed, response: repo.StoredResponse): Effect.Effect<void, never, Db> => {
+  const kept = c.seal === undefined ? response : { ...response, body: seal(c.seal, response.body) }
+  return Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.complete(sql, c.tenantId, c.key, c.token, kept)))
+}
 
 /** Gives the key up so a retry runs the request again. */
 export const release = (c: Claimed): Effect.Effect<void, never, Db> =>

@@ -10,6 +10,7 @@ import { json } from "../../api/reply.js"
 import { type AnyRoute, route } from "../../api/route.js"
 import { routeTable } from "../../api/routes/index.js"
 import { pruneExpired } from "../../src/idempotency/idempotency.service.js"
+import { setHostResolver } from "../../src/providers/outbound.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
@@ -204,6 +205,54 @@ describe("Idempotency-Key and the handler's outcome", () => {
     const [{ n }] = await srv.sql<[{ n: number }]>`
       select count(*)::int as n from idempotency_keys where tenant_id = ${owner.tenantId}`
     expect(n).toBe(0)
+  })
+})
+
+describe("Idempotency-Key on answers that carry a secret", () => {
+  it("replays a new API key's secret, which is kept sealed: neither the key nor the secret is readable at rest", async () => {
+    const countKeys = async () =>
+      (await srv.sql<[{ n: number }]>`select count(*)::int as n from api_keys where tenant_id = ${owner.tenantId}`)[0].n
+    const before = await countKeys()
+    const k = key()
+    const first = await post("/api-keys", owner, { name: "ci", scope: "read" }, k)
+    expect(first.status).toBe(201)
+    const secret = first.body.secret as string
+    expect(secret.length).toBeGreaterThan(20)
+    const again = await post("/api-keys", owner, { name: "ci", scope: "read" }, k)
+    expect(again).toMatchObject({ status: 201, replayed: "true", body: { id: first.body.id, secret } })
+    expect(await countKeys()).toBe(before + 1)
+    const rows = await srv.sql<{ key: string; body: Buffer }[]>`
+      select key, body from idempotency_keys where tenant_id = ${owner.tenantId}`
+    const row = rows.find((r) => r.key.startsWith("sha256:"))!
+    expect(row.key).not.toContain(k)
+    expect(row.body.includes(Buffer.from(secret))).toBe(false)
+    expect(row.body.includes(Buffer.from(String(first.body.id)))).toBe(false)
+  })
+
+  it("a webhook endpoint's signing secret on create is replayed sealed too", async () => {
+    // There is no public DNS here: the receiver's name resolves to a public address by the test hook.
+    setHostResolver(async () => [{ address: "93.184.216.34", family: 4 }])
+    try {
+      const k = key()
+      const body = { url: "https://hooks.example.invalid/in", events: ["*"] }
+      const first = await post("/api/webhooks/endpoints", owner, body, k)
+      expect(first.status).toBe(201)
+      expect(first.body.secret).toMatch(/^whsec_/)
+      const again = await post("/api/webhooks/endpoints", owner, body, k)
+      expect(again).toMatchObject({
+        status: 201,
+        replayed: "true",
+        body: { id: first.body.id, secret: first.body.secret },
+      })
+      expect(await srv.sql`select 1 from webhook_endpoints where tenant_id = ${owner.tenantId}`).toHaveLength(1)
+      const stored = await srv.sql<{ body: Buffer }[]>`
+        select body from idempotency_keys where tenant_id = ${owner.tenantId} and fingerprint is not null
+          and key not like 'k-%'`
+      expect(stored.some((r) => r.body.includes(Buffer.from(first.body.secret as string)))).toBe(false)
+      expect(await srv.sql`select 1 from idempotency_keys where key = ${k}`).toEqual([])
+    } finally {
+      setHostResolver(undefined)
+    }
   })
 })
 
