@@ -1,8 +1,10 @@
 // One run's approvals: an approval actor per pending proposal (its row written first), restored
 // from Postgres when the run is claimed, and decisions arriving from the api relayed to the
-// approval actor and to the call that waits on it.
+// approval actor and to the call that waits on it. A new approval and an expiry are announced to
+// the supervisors' queues (approvals.<tenant>) once committed.
 import { type Actor, createActor } from "xstate"
 import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../machines/index.js"
+import { announceApprovalChange, expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import * as approvals from "../src/approvals/approvals.repo.js"
 import type { LiveCall, RunScope } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
@@ -37,7 +39,7 @@ export class RunApprovals {
   /** A call proposed something: its approval row and actor, then APPROVAL_CREATED to the call. */
   async request(live: LiveCall, req: ApprovalRequest): Promise<void> {
     const s = this.scope
-    const { sql, settings, log } = s.deps
+    const { sql, bus, settings, log } = s.deps
     try {
       const row = await approvals.insertApproval(sql, {
         tenantId: s.tenantId,
@@ -62,6 +64,7 @@ export class RunApprovals {
         },
         ttlMs: settings.approvalTtlMs,
       })
+      announceApprovalChange(bus, log, s.tenantId, { approvalId: row.id, status: "pending", at: row.created_at })
       this.start(undefined, {
         approvalId: row.id,
         tenantId: s.tenantId,
@@ -80,13 +83,14 @@ export class RunApprovals {
 
   private start(snapshot: unknown, input: ApprovalInput): ApprovalActor {
     const { sql, log } = this.scope.deps
+    const deps = this.scope.deps
     const save = (s: unknown) => approvals.saveApprovalSnapshot(sql, input.approvalId, s, MACHINE_VERSIONS.approval)
     const writer = new SnapshotWriter(save, log)
     const machine = approvalMachine.provide({
       actions: {
         persist: () => queueMicrotask(() => writer.write(actor.getPersistedSnapshot())),
         decided: (_, r) => {
-          if (r.status === "expired") void approvals.expireApproval(sql, r.approvalId).catch(() => {})
+          if (r.status === "expired") void expireAndAnnounce(deps, r.approvalId).catch(() => {})
         },
       },
     })

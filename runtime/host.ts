@@ -5,7 +5,7 @@
 // process can take any run over from Postgres. A simulation campaign's run (src/sim/) is driven like
 // any other, on the sim carrier and free of charge.
 import { Duration, Effect, Exit, Option, Scope } from "effect"
-import { expireDueApprovals } from "../src/approvals/approvals.repo.js"
+import { expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { reserveCalls, settleCalls } from "../src/billing/usage.service.js"
@@ -349,7 +349,7 @@ export const startRuntimeHost: Effect.Effect<
       Effect.forkIn(scope),
     )
   const sweepApprovals = () =>
-    expireDueApprovals(sql).catch((err: unknown) => log.error({ err }, "approval sweep failed"))
+    expireAndAnnounce({ sql, bus, log }, "due").catch((err: unknown) => log.error({ err }, "approval sweep failed"))
   yield* every(config.runClaimIntervalMs, () => claim())
   yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
   yield* every(APPROVAL_SWEEP_MS, sweepApprovals)

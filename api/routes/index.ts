@@ -8,6 +8,7 @@ import apiKeysList from "./api-keys.list.js"
 import apiKeysRevoke from "./api-keys.revoke.js"
 import approvalsDecide from "./approvals.decide.js"
 import approvalsList from "./approvals.list.js"
+import approvalsStream from "./approvals.stream.js"
 import authAltchaChallenge from "./auth.altcha-challenge.js"
 import authLogin from "./auth.login.js"
 import authLogout from "./auth.logout.js"
@@ -171,6 +172,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     reportsWeekly,
     reportsCallsPerDay,
     approvalsList,
+    approvalsStream,
     approvalsDecide,
     internalTurns,
     internalOutreachPatchIn,

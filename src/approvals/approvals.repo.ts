@@ -190,14 +190,23 @@ export const saveApprovalSnapshot = (sql: Sql, approvalId: number, snapshot: unk
   sql`update approvals set snapshot = ${sql.json(snapshot as never)}, machine_version = ${version}
     where id = ${approvalId}`
 
+/** An approval the expiry wrote, as its announcement needs it. */
+export interface ExpiredApproval {
+  readonly id: number
+  readonly tenant_id: number
+  readonly expires_at: Date
+}
+
 /**
  * Expires approvals in Postgres: only a still-pending one past its expiry expires, so whichever of
- * its actor's timer and the sweep comes first writes it, and its approval.resolved, once.
+ * its actor's timer and the sweep comes first writes it, and its approval.resolved, once. `which`:
+ * one approval (its actor's timer) or every due one (the sweep, for approvals whose actor is gone).
  */
-const expireWhere = (sql: Sql, which: ReturnType<Sql>) =>
+export const expireApprovals = (sql: Sql, which: number | "due"): Promise<ExpiredApproval[]> =>
   sql.begin(async (tx) => {
     const rows = await tx<(ApprovalRow & { tenant_id: number; rehearsal: boolean })[]>`
-      update approvals set status = 'expired' where status = 'pending' and expires_at <= now() and ${which}
+      update approvals set status = 'expired' where status = 'pending' and expires_at <= now()
+        and ${which === "due" ? tx`true` : tx`id = ${which}`}
       returning tenant_id, ${columns(tx)},
         exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
           as rehearsal`
@@ -205,13 +214,14 @@ const expireWhere = (sql: Sql, which: ReturnType<Sql>) =>
       tx,
       rows.filter((r) => !r.rehearsal).map((r) => approvalEvent(Number(r.tenant_id), r)),
     )
-    return rows.length
-  })
+    return rows.map((r) => ({ id: Number(r.id), tenant_id: Number(r.tenant_id), expires_at: r.expires_at }))
+  }) as Promise<ExpiredApproval[]>
 
-export const expireApproval = (sql: Sql, approvalId: number) => expireWhere(sql, sql`id = ${approvalId}`)
+export const expireApproval = async (sql: Sql, approvalId: number): Promise<number> =>
+  (await expireApprovals(sql, approvalId)).length
 
 /** Every runtime process sweeps approvals whose actor is gone (their run ended or moved). */
-export const expireDueApprovals = (sql: Sql) => expireWhere(sql, sql`true`)
+export const expireDueApprovals = async (sql: Sql): Promise<number> => (await expireApprovals(sql, "due")).length
 
 export interface PendingApprovalRow {
   readonly id: number

@@ -1,7 +1,8 @@
 // Approvals: listing them (the polling equivalents of approval.requested / approval.resolved) and
 // deciding them. The decision is made in Postgres first; then the runtime process holding the
 // call hears of it on the bus and the conversation resumes. A callback approved after its call
-// ended is scheduled as a new attempt; a concession approved late is recorded for follow-up.
+// ended is scheduled as a new attempt; a concession approved late is recorded for follow-up. Every
+// change is announced on approvals.<tenant> for the workspace's live queue (GET /api/approvals/stream).
 import { Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -13,7 +14,10 @@ import { observeApprovalDecision } from "../platform/metrics.js"
 import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
 import { scheduleCallback } from "../runs/runs.repo.js"
+import type { StreamSink } from "../turns/turn-hub.js"
 import { approvalObject } from "../webhooks/event-data.js"
+import { ApprovalStreams } from "./ApprovalStreams.js"
+import { announceApprovalChange } from "./approval-changes.js"
 import * as repo from "./approvals.repo.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
@@ -79,6 +83,8 @@ export const decideApproval = (
         Effect.sync(() => log.warn({ err, approval_id: row.id }, "could not announce an approval decision")),
       ),
     )
+    // The supervisors' queues: the decision leaves every other screen at once.
+    announceApprovalChange(bus, log, caller.tenantId, { approvalId: row.id, status, at: row.decided_at ?? new Date() })
     if (
       outcome.callEnded &&
       status === "approved" &&
@@ -90,4 +96,21 @@ export const decideApproval = (
       yield* Effect.promise(() => scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
     }
     return { id: row.id, status, decided_at: iso(row.decided_at), decided_by: row.decided_by, note: row.note }
+  })
+
+/**
+ * The function that serves one watcher of the workspace's approval changes: join the workspace's
+ * subscription, tell EventSource how soon to reconnect, then pass each change on until the client
+ * leaves (or is dropped, or its credential is revoked: the server ends the stream).
+ */
+export const openApprovalStream = (tenantId: number) =>
+  Effect.gen(function* () {
+    const h = yield* ApprovalStreams
+    return async (sink: StreamSink & { onClose(cb: () => void): void }): Promise<void> => {
+      const watcher = await h.join(tenantId, sink)
+      const closed = new Promise<void>((resolve) => sink.onClose(resolve))
+      void closed.then(() => h.leave(watcher))
+      if (!(await sink.write("retry: 2000\n\n"))) return
+      await closed
+    }
   })

@@ -34,8 +34,14 @@ export async function liveCalls(tx: Tx, t: EraseTarget): Promise<{ id: number; r
   ]
 }
 
-/** Erases the contact in the workspace; returns rows affected per table (zero when nothing was left). */
-export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<string, number>> {
+/** What an erase did: rows affected per table, and the pending approvals it cancelled. */
+export interface Erased {
+  readonly counts: Record<string, number>
+  readonly cancelledApprovals: ReadonlyArray<{ readonly id: number; readonly decided_at: Date }>
+}
+
+/** Erases the contact in the workspace (rows affected per table: zero when nothing was left). */
+export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Erased> {
   const n: Record<string, number> = {}
   const T = t.tenantId
   const id = t.identifier
@@ -85,13 +91,13 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
 
   // Approvals: pending ones are cancelled; all are kept for audit without the contact.
   const cancelled = (
-    await tx<{ id: number }[]>`
+    await tx<{ id: number; decided_at: Date }[]>`
     update approvals set status = 'denied', decided_at = now(), note = 'cancelled: data-subject erase'
     where tenant_id = ${T} and status = 'pending'
       and (target_phone = any(${tx.array(phones)}::text[]) or call_id = any(${tx.array(callIds)}::bigint[])
         or ${mentions("context")})
-    returning id`
-  ).map((r) => Number(r.id))
+    returning id, decided_at`
+  ).map((r) => ({ id: Number(r.id), decided_at: r.decided_at }))
   count("approvals_cancelled", { count: cancelled.length })
   count(
     "approvals",
@@ -139,7 +145,11 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
   count("webhook_deliveries_pending", { count: hooks.pending })
   // The cancelled approvals are resolved for webhook receivers too (after the delete above, which
   // would take their events with it), as they now stand: without the contact.
-  await emitResolvedApprovals(tx, T, cancelled)
+  await emitResolvedApprovals(
+    tx,
+    T,
+    cancelled.map((a) => a.id),
+  )
   // Calls and run targets stay (usage and ledger entries reference calls as `call:<id>`), hashed;
   // a run target not dialled yet is skipped for good.
   count("calls", await tx`update calls set phone_e164 = ${t.marker} where id = any(${tx.array(callIds)}::bigint[])`)
@@ -224,5 +234,5 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Record<strin
     "kb_events",
     await tx`update kb_events set detail = ${scrub("detail")}::jsonb where tenant_id = ${T} and ${mentions("detail")}`,
   )
-  return n
+  return { counts: n, cancelledApprovals: cancelled }
 }

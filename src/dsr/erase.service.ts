@@ -3,14 +3,17 @@
 // and records the request (hash, actor, time). A live call with the contact is ended first: the
 // runtime process that owns the call's run hears RT_RUN_CONTROL {command: "end_call", call_id} and
 // hangs the leg up; the erase waits (briefly) for the call to be over so the runtime does not write
-// the number back after the erase.
+// the number back after the erase. The contact's pending approvals it cancels leave the supervisors'
+// queues at once (approvals.<tenant>, announced after the commit).
 import { Effect } from "effect"
+import { announceApprovalChange } from "../approvals/approval-changes.js"
 import type { Principal } from "../auth/principal.js"
 import { actorOf } from "../auth/principal.js"
 import { tenantCountry } from "../compliance/dnc.repo.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
+import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, type RunControl } from "../platform/subjects.js"
 import { contactHash, dsrSecret, erasedMarker } from "./contact-hash.js"
 import * as dsr from "./dsr.repo.js"
@@ -30,6 +33,7 @@ export const eraseSubject = (principal: Principal, raw: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const bus = yield* Bus
+    const log = yield* Log
     const tenantId = principal.tenantId
     const country = yield* Effect.promise(() => tenantCountry(sql, tenantId))
     const id = parseIdentifier(raw, country)
@@ -59,9 +63,9 @@ export const eraseSubject = (principal: Principal, raw: string) =>
       }
     }
 
-    const { erased, erasedAt, receipt } = yield* Effect.promise(() =>
+    const { erased, erasedAt, receipt, cancelled } = yield* Effect.promise(() =>
       sql.begin(async (tx) => {
-        const erased = await eraseContact(tx, target)
+        const { counts: erased, cancelledApprovals: cancelled } = await eraseContact(tx, target)
         const erasedAt = await dsr.markErased(tx, tenantId, hash, id.kind)
         const receipt = await dsr.recordRequest(tx, {
           tenantId,
@@ -70,8 +74,10 @@ export const eraseSubject = (principal: Principal, raw: string) =>
           actor: actorOf(principal),
           detail: erased,
         })
-        return { erased, erasedAt, receipt }
+        return { erased, erasedAt, receipt, cancelled }
       }),
     )
+    for (const a of cancelled)
+      announceApprovalChange(bus, log, tenantId, { approvalId: a.id, status: "denied", at: a.decided_at })
     return { erased, erased_at: erasedAt.toISOString(), receipt_id: receipt.receipt_id } satisfies EraseResult
   })

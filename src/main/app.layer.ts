@@ -2,6 +2,7 @@
 // the bottom, then the database (migrated), the bus and the providers on top.
 import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
+import { type ApprovalStreams, ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
 import { type Auth, AuthLive } from "../auth/Auth.js"
 import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
@@ -42,6 +43,7 @@ export type AppServices =
   | Llm
   | Telephony
   | TurnStreams
+  | ApprovalStreams
   | Credentials
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
@@ -85,6 +87,7 @@ export function appLayer(deps: {
     AuthLive,
     ChallengeLive,
     TurnStreamsLive,
+    ApprovalStreamsLive,
     credentials,
     PreviewSweeperLive,
     DemoSweeperLive,

@@ -7,6 +7,7 @@ import { routeTable } from "../../api/routes/index.js"
 import { type ApiServer, startApiServer } from "../../api/server.js"
 import { loadUws } from "../../api/uws.js"
 import { type RuntimeHost, startRuntimeHost } from "../../runtime/host.js"
+import { ApprovalStreams } from "../approvals/ApprovalStreams.js"
 import type { Config } from "../platform/config.js"
 import { StartupError } from "../platform/errors.js"
 import { collectAfterStartup } from "../platform/heap.js"
@@ -71,9 +72,13 @@ export async function serve(opts: {
     runtime,
     stop: () =>
       (stopping ??= (async () => {
-        // Turn-stream watchers are told to reconnect (to another api process) as the listener
-        // closes; the api's requests in flight and the runtime's calls finish side by side.
-        if (api !== undefined) runtime.runSync(Effect.map(TurnStreams, (hub) => hub.goodbye()))
+        // Turn- and approval-stream watchers are told to reconnect (to another api process) as the
+        // listener closes; the api's requests in flight and the runtime's calls finish side by side.
+        if (api !== undefined) {
+          const [turns, approvals] = runtime.runSync(Effect.all([TurnStreams, ApprovalStreams]))
+          turns.goodbye()
+          approvals.goodbye()
+        }
         await Promise.all([api?.shutdown(), host?.stop()])
         await metrics?.close()
         await runtime.dispose()

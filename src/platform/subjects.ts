@@ -115,3 +115,17 @@ export const RT_ANALYSIS_DUE = "rt.analysis.due"
  * deliveries' leases decide who posts what, not who heard this. No payload.
  */
 export const RT_WEBHOOKS_DUE = "rt.webhooks.due"
+
+/**
+ * Published after an approval was created, decided, expired or cancelled (a data-subject erase) in
+ * Postgres: each api process passes it to the workspace's approval streams (GET
+ * /api/approvals/stream), so a supervisor's queue changes at once. Every api process hears it.
+ */
+export const approvalsSubject = (tenantId: number) => `approvals.${tenantId}`
+
+export interface ApprovalChanged {
+  readonly approval_id: number
+  readonly status: "pending" | "approved" | "denied" | "expired"
+  /** When it happened (ISO 8601). */
+  readonly at: string
+}
