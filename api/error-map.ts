@@ -117,6 +117,13 @@ export const INTERNAL_ERROR: HttpError = {
   body: { error: "internal error", code: "INTERNAL" },
 }
 
+/** A compiled install without the console's build (api/console/): the API is up, its page is not. */
+export const consoleNotBuilt = (message: string): HttpError => ({
+  status: 503,
+  body: { error: message, code: "CONSOLE_NOT_BUILT" },
+  headers: { "Retry-After": "3600" },
+})
+
 /** The database is out of reach (a restart, a failover): retry later (docs/operations.md). */
 export const DATABASE_UNAVAILABLE: HttpError = {
   status: 503,

@@ -12,7 +12,10 @@ export interface ManifestAsset {
 }
 export const APP_DIR: string
 export const OUT_DIR: string
+export const LOADER: Readonly<Record<string, string>>
+export const CONSOLE_INPUTS: readonly string[]
 export function bundleConsole(): Promise<{ files: BuiltFile[]; html: string }>
 export function newestSource(dir?: string): number
-export function consoleStale(): boolean
+export function newestOf(paths: readonly string[]): number
+export function consoleStale(outDir?: string, inputs?: readonly string[]): boolean
 export function writeConsole(outDir?: string): Promise<ManifestAsset[]>

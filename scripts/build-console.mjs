@@ -13,6 +13,13 @@ export const OUT_DIR = join(root, "dist", "console")
 const TYPES = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" }
 
 /**
+ * How imports other than code and CSS are bundled: inlined only. The server serves .js and .css
+ * alone (api/console/assets.ts ASSET_NAME, under a CSP with no font-src), so no loader may emit
+ * another file; an icon is a data: URL (img-src allows data:), and a font would fail the build.
+ */
+export const LOADER = { ".svg": "dataurl" }
+
+/**
  * The page that loads the bundle. No inline script or style: the CSP allows neither. The icon is
  * an empty data: URL so the browser does not ask the API for /favicon.ico.
  */
@@ -47,7 +54,7 @@ export async function bundleConsole() {
     jsx: "automatic",
     jsxImportSource: "preact",
     legalComments: "none",
-    loader: { ".woff2": "file", ".svg": "dataurl" },
+    loader: LOADER,
     define: { "process.env.NODE_ENV": '"production"' },
     write: false,
     logLevel: "silent",
@@ -72,10 +79,26 @@ export function newestSource(dir = APP_DIR) {
   return t
 }
 
-/** Whether dist/console is missing or older than a source file. */
-export function consoleStale() {
-  const manifest = join(OUT_DIR, "manifest.json")
-  return !existsSync(manifest) || statSync(manifest).mtimeMs < newestSource()
+/**
+ * What a build is made from: the app's sources, the dependencies it bundles (their versions are
+ * package-lock.json's), and this script's options.
+ */
+export const CONSOLE_INPUTS = [APP_DIR, join(root, "package-lock.json"), fileURLToPath(import.meta.url)]
+
+/** Newest modification time among files and directories (walked); a missing one counts as 0. */
+export function newestOf(paths) {
+  let t = 0
+  for (const p of paths) {
+    if (!existsSync(p)) continue
+    t = Math.max(t, statSync(p).isDirectory() ? newestSource(p) : statSync(p).mtimeMs)
+  }
+  return t
+}
+
+/** Whether `outDir` (dist/console) is missing or older than any of `inputs`. */
+export function consoleStale(outDir = OUT_DIR, inputs = CONSOLE_INPUTS) {
+  const manifest = join(outDir, "manifest.json")
+  return !existsSync(manifest) || statSync(manifest).mtimeMs < newestOf(inputs)
 }
 
 /** Writes dist/console/ (or `outDir`) afresh: index.html, assets/<name>.<hash>.<ext>, manifest.json. */

@@ -29,29 +29,60 @@ interface Manifest {
 /** The only asset names there are: <entry>.<esbuild hash>.<js|css>. */
 export const ASSET_NAME = /^[A-Za-z0-9_-]{1,64}\.[A-Z0-9]{8}\.(js|css)$/
 
+/** Why there is no console, in words, with what to do. */
+export const NOT_BUILT =
+  "The operator console was not built: this install has no dist/console/. Run `npm run build` " +
+  "(it needs the dev dependencies, so `npm ci` first), then restart the server."
+
+/**
+ * Where this process's console comes from, decided once at start-up: bundled in memory (running
+ * from source), a build's directory (compiled, built), or nothing (compiled without a build, e.g.
+ * `npm ci --omit=dev`, which has no esbuild either): then /console says so, and nothing is retried.
+ */
+export type ConsoleSource =
+  | { readonly kind: "source" }
+  | { readonly kind: "dist"; readonly dir: URL }
+  | { readonly kind: "missing"; readonly dir: URL }
+
 // Compiled, this file is dist/api/console/assets.js; from source (tsx), api/console/assets.ts.
 const fromSource = import.meta.url.endsWith(".ts")
 const root = new URL(fromSource ? "../../" : "../../../", import.meta.url)
-const distDir = new URL("dist/console/", root)
 
+/** A compiled process's source: the build in `dir` when its manifest (written last) is there. */
+export const compiledSource = (dir: URL): ConsoleSource =>
+  existsSync(new URL("manifest.json", dir)) ? { kind: "dist", dir } : { kind: "missing", dir }
+
+let source: ConsoleSource = fromSource ? { kind: "source" } : compiledSource(new URL("dist/console/", root))
 let loading: Promise<ConsoleAssets> | undefined
 
+/** This process's console source (decided when the module loaded: at start-up). */
+export const consoleSource = (): ConsoleSource => source
+
 /**
- * The console's files, loaded once per process. From source the app is bundled in memory, so a
- * test or a `tsx` run always serves the sources as they are; compiled, it reads dist/console/
- * (kept current by `npm run build` and `npm start`), bundling only when that is missing.
+ * For tests only: serve the build in `dir` as a compiled process serves dist/console/ (a build
+ * written there by scripts/build-console.mjs, or nothing). Not a setting: users have one place.
  */
-export function consoleAssets(): Promise<ConsoleAssets> {
-  loading ??= load().catch((e: unknown) => {
-    // A failed load is retried by the next request rather than remembered.
+export function serveBuildForTests(dir: URL): void {
+  source = compiledSource(dir)
+  loading = undefined
+}
+
+/**
+ * The console's files, loaded once per process; undefined when there is no build to serve. From
+ * source the app is bundled in memory, so a test or a `tsx` run always serves the sources as they
+ * are (a failed bundle, a syntax error being edited, is tried again by the next request).
+ */
+export function consoleAssets(): Promise<ConsoleAssets | undefined> {
+  const s = source
+  if (s.kind === "missing") return Promise.resolve(undefined)
+  loading ??= (s.kind === "dist" ? Promise.resolve().then(() => readDist(s.dir)) : bundle()).catch((e: unknown) => {
     loading = undefined
     throw e
   })
   return loading
 }
 
-async function load(): Promise<ConsoleAssets> {
-  if (!fromSource && existsSync(new URL("manifest.json", distDir))) return readDist()
+async function bundle(): Promise<ConsoleAssets> {
   const script = new URL("scripts/build-console.mjs", root)
   const { bundleConsole } = (await import(script.href)) as { bundleConsole: () => Promise<Bundle> }
   const built = await bundleConsole()
@@ -61,15 +92,15 @@ async function load(): Promise<ConsoleAssets> {
   }
 }
 
-function readDist(): ConsoleAssets {
-  const manifest = JSON.parse(readFileSync(new URL("manifest.json", distDir), "utf8")) as Manifest
+function readDist(dir: URL): ConsoleAssets {
+  const manifest = JSON.parse(readFileSync(new URL("manifest.json", dir), "utf8")) as Manifest
   const assets = new Map<string, Asset>()
   for (const a of manifest.assets) {
     // The manifest is ours, but a name is still checked before it becomes a path.
     if (!ASSET_NAME.test(a.name)) throw new Error(`dist/console/manifest.json: unexpected asset name ${a.name}`)
-    assets.set(a.name, asset(a.type, readFileSync(new URL(`assets/${a.name}`, distDir))))
+    assets.set(a.name, asset(a.type, readFileSync(new URL(`assets/${a.name}`, dir))))
   }
-  return { index: readFileSync(new URL("index.html", distDir)), assets }
+  return { index: readFileSync(new URL("index.html", dir)), assets }
 }
 
 const asset = (type: string, body: Uint8Array): Asset => ({ type, body, gzipped: gzipSync(body, { level: 9 }) })

@@ -4,6 +4,8 @@
 // SIGTERM/SIGINT into a graceful stop.
 import { createReadStream } from "node:fs"
 import { Cause, Effect, Exit, Layer } from "effect"
+import { consoleSource, NOT_BUILT } from "../../api/console/assets.js"
+import { consoleUrl } from "../../api/console/console-url.js"
 import { importNcpr } from "../compliance/ncpr.import.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { type Config, ConfigError, loadConfig } from "../platform/config.js"
@@ -148,16 +150,21 @@ async function main(): Promise<void> {
     fail(`start-up failed: ${cause instanceof Error ? cause.message : String(cause)}`)
   }
   // Where a person opens the operator console: said in the log line, and in plain words on a
-  // terminal (`npm start`), where a JSON line is easy to miss.
-  const host = ["0.0.0.0", "::"].includes(config.host) ? "localhost" : config.host
-  const consoleUrl =
-    running.port === undefined ? undefined : `${config.publicBaseUrl ?? `http://${host}:${running.port}`}/console`
+  // terminal (`npm start`), where a JSON line is easy to miss. A compiled install without the
+  // console's build says so once, here, rather than on every request (/console answers 503).
+  const url =
+    running.port === undefined
+      ? undefined
+      : consoleUrl({ publicBaseUrl: config.publicBaseUrl, host: config.host, port: running.port })
+  const built = consoleSource().kind !== "missing"
   logger.info(
-    { role: args.role, port: running.port, instance: running.instance.id, console_url: consoleUrl },
+    { role: args.role, port: running.port, instance: running.instance.id, console_url: url, console_built: built },
     "parley started",
   )
+  if (url !== undefined && !built) logger.warn({ console_url: url }, NOT_BUILT)
   logger.flush()
-  if (consoleUrl !== undefined && process.stderr.isTTY) process.stderr.write(`parley: console at ${consoleUrl}\n`)
+  if (url !== undefined && process.stderr.isTTY)
+    process.stderr.write(built ? `parley: console at ${url}\n` : `parley: ${NOT_BUILT}\n`)
 
   let signals = 0
   const onSignal = (signal: NodeJS.Signals) => {

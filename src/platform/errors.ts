@@ -88,6 +88,7 @@ export const FIXED_CODES = [
   "DATABASE_TIMEOUT",
   "DATABASE_UNAVAILABLE",
   "IDEMPOTENCY_KEY_REUSED",
+  "CONSOLE_NOT_BUILT",
 ] as const
 
 /** Every code an error response can carry, each once. */

@@ -9,8 +9,39 @@ import { type Browser, chromium, type Locator, type Page } from "playwright-core
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
 
 export const CHROMIUM = "/usr/bin/chromium"
-/** Absent on a dev machine without the package: the suite skips and says so; .ci/run installs it. */
-export const haveChromium = existsSync(CHROMIUM)
+
+/**
+ * Whether a browser suite runs: with Chromium, yes; without it, a dev machine's `npm test` skips
+ * and says why, but with REQUIRE_BROWSER=1 (set by .ci/run) the suite fails, so CI can never pass
+ * with no browser coverage.
+ */
+export function browserGate(
+  env: Readonly<Record<string, string | undefined>>,
+  chromiumThere: boolean,
+): { readonly run: boolean; readonly message?: string } {
+  if (chromiumThere) return { run: true }
+  if (env["REQUIRE_BROWSER"] === "1")
+    return {
+      run: true,
+      message:
+        `REQUIRE_BROWSER=1 but ${CHROMIUM} is missing: the console's browser suites cannot run ` +
+        "(apt-get install chromium; .ci/run installs it)",
+    }
+  return {
+    run: false,
+    message: `console browser suite skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`,
+  }
+}
+
+const gate = browserGate(process.env, existsSync(CHROMIUM))
+if (!gate.run) console.warn(gate.message)
+/** Skip the suite (no Chromium, not required); when it is required and missing, launching fails. */
+export const skipBrowser = !gate.run
+
+/** First thing in a browser suite's beforeAll: fails it, in words, when Chromium is required and missing. */
+export function assertBrowser(): void {
+  if (gate.message !== undefined) throw new Error(gate.message)
+}
 
 /**
  * Where the pictures go: the README's own (test/console/screenshots/) only when asked with
@@ -26,7 +57,8 @@ export const SCREENSHOTS =
  * first-run work, so the only traffic is the console's own. Playwright gives each launch a fresh,
  * temporary user-data directory, removed when the browser closes.
  */
-export function launchChromium(): Promise<Browser> {
+export async function launchChromium(): Promise<Browser> {
+  assertBrowser()
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,

@@ -9,15 +9,14 @@
 // the top of api/console/app/main.tsx).
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { Effect } from "effect"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
+import { TurnStreams } from "../../src/turns/TurnStreams.js"
 import { FAST_RUNTIME_ENV, uniqueEmail } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { CHROMIUM, haveChromium, launchChromium, screenshot, watchProblems } from "./browser.support.js"
-
-if (!haveChromium)
-  console.warn(`console browser suite skipped: ${CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)`)
+import { assertBrowser, launchChromium, screenshot, skipBrowser, watchProblems } from "./browser.support.js"
 
 const PASSWORD = "correct horse battery staple"
 /** 7 asks for a discount, 8 for a callback (the simulator's last-digit personas). */
@@ -28,12 +27,20 @@ const CALLBACK = "+12025550118"
 // ask and the decision on a busy machine: 100 s and 90 s here (the prompt asks for 30-minute calls).
 const ENV = { ...FAST_RUNTIME_ENV, SIM_TIME_SCALE: "0.05", APPROVAL_HOLD_MS: "2000000" }
 const STEP_MS = 15_000
+/**
+ * How soon an approval change must show on an open Approvals page: well under its fallback poll
+ * (30 s), so only the pushed event (GET /api/approvals/stream) can bring it in time.
+ */
+const PUSH_MS = 5_000
 
 let srv: TestServer
 let browser: Browser
 let context: BrowserContext
 let page: Page
 let problems: string[] = []
+/** A second supervisor's Approvals page, open from before the run: it must follow the queue by itself. */
+let queue: Page
+let queueProblems: string[] = []
 const email = uniqueEmail("console")
 let tenantId = 0
 let currency = "USD"
@@ -60,8 +67,9 @@ async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, m
   }
 }
 
-describe.skipIf(!haveChromium)("the console in Chromium", () => {
+describe.skipIf(skipBrowser)("the console in Chromium", () => {
   beforeAll(async () => {
+    assertBrowser()
     ;[srv, browser] = await Promise.all([startTestServer({ env: ENV }), launchChromium()])
     context = await browser.newContext({
       viewport: { width: 1280, height: 800 },
@@ -220,6 +228,11 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
       (r) => r[0]!.n === 1,
     )
     await screenshot(page, "campaigns")
+    // Another supervisor has the Approvals page open before anything is asked.
+    queue = await context.newPage()
+    queueProblems = watchProblems(queue, srv.url)
+    await queue.goto(at("approvals"))
+    await queue.getByText("0 waiting for a decision.").waitFor()
     await page.getByRole("button", { name: "Run", exact: true }).click()
     await eventually(
       () => srv.sql<{ n: number }[]>`select count(*)::int as n from runs where workflow_id = ${workflowId}`,
@@ -235,6 +248,11 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
       (r) => r[0]!.n === 2,
       30_000,
     )
+    // The queue open since before the run shows both proposals without a reload, pushed to it.
+    for (const phone of [DISCOUNT, CALLBACK])
+      await queue.getByRole("article", { name: new RegExp(`for \\${phone}$`) }).waitFor({ timeout: PUSH_MS })
+    await queue.getByText("2 waiting for a decision.").waitFor({ timeout: PUSH_MS })
+
     await open(page, "Live", "Live calls")
     // Watch the discount call: its transcript streams in.
     await page.getByRole("button", { name: `Watch ${DISCOUNT}` }).click()
@@ -249,6 +267,24 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
     expect(turnsBefore).toBeGreaterThan(1)
     await screenshot(page, "live-held")
 
+    // The stream drops and the browser gives up on it (its reconnect is refused): the column says
+    // so and offers Reconnect, which resumes after the highest seq shown, with nothing twice.
+    const column = page.getByRole("region", { name: `Transcript of the call to ${DISCOUNT}` })
+    const [held] = await srv.sql<[{ seq: number }]>`select max(t.seq)::int as seq from turns t
+      join calls c on c.id = t.call_id where c.tenant_id = ${tenantId} and c.phone_e164 = ${DISCOUNT}`
+    expect(await transcript.getByRole("listitem").count()).toBe(turnsBefore)
+    await page.route("**/turns/stream**", (r) => r.fulfill({ status: 204 }))
+    await srv.running.runtime.runPromise(Effect.map(TurnStreams, (hub) => hub.resync()))
+    const reconnect = column.getByRole("button", { name: "Reconnect" })
+    await reconnect.waitFor()
+    await page.unroute("**/turns/stream**")
+    const reopened = page.waitForRequest((r) => r.url().includes("/turns/stream"))
+    await reconnect.click()
+    expect(new URL((await reopened).url()).searchParams.get("since_seq")).toBe(String(held.seq))
+    await reconnect.waitFor({ state: "detached" })
+    await column.getByText("open", { exact: true }).waitFor()
+    expect(await transcript.getByRole("listitem").count()).toBe(turnsBefore)
+
     // A second supervisor's tab decides; the first tab's transcript moves on without a reload.
     const approvals = await context.newPage()
     const more = watchProblems(approvals, srv.url)
@@ -260,6 +296,11 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
     await discount.getByLabel("Note").fill("Approved: returning member.")
     await discount.getByRole("button", { name: "Approve" }).click()
     await discount.waitFor({ state: "detached" })
+    // Decided in one tab: it leaves the other one at once, without a reload.
+    await queue.getByRole("article", { name: new RegExp(`for \\${DISCOUNT}$`) }).waitFor({
+      state: "detached",
+      timeout: PUSH_MS,
+    })
 
     await transcript.getByText(/Good news/).waitFor()
     expect(await transcript.getByRole("listitem").count()).toBeGreaterThan(turnsBefore)
@@ -282,14 +323,46 @@ describe.skipIf(!haveChromium)("the console in Chromium", () => {
     await callback.getByLabel("Note").fill("No callbacks this week.")
     await callback.getByRole("button", { name: "Deny" }).click()
     await callback.waitFor({ state: "detached" })
+    await queue.getByText("0 waiting for a decision.").waitFor({ timeout: PUSH_MS })
     const [denied] = await srv.sql<[{ status: string }]>`select status from approvals
       where tenant_id = ${tenantId} and proposed_action = 'callback'`
     expect(denied.status).toBe("denied")
     await callbackTurns.getByText(/can't book a callback/).waitFor()
     await approvals.getByText("0 waiting for a decision.").waitFor()
     await approvals.close()
+    await queue.close()
     expect(more).toEqual([])
-  }, 90_000)
+    expect(queueProblems).toEqual([])
+
+    // Once the discount call has ended and been analysed, its column shows the analysis.
+    const analysis = column.getByRole("region", { name: "Analysis" })
+    const [done] = await eventually(
+      () => srv.sql<{ summary: string; goal_met: boolean | null }[]>`select a.summary, a.goal_met
+        from call_analyses a join calls c on c.id = a.call_id
+        where c.tenant_id = ${tenantId} and c.phone_e164 = ${DISCOUNT} and a.status = 'done'`,
+      (r) => r.length === 1,
+      60_000,
+    )
+    await analysis.getByText(done!.summary, { exact: true }).waitFor()
+    const goal = done!.goal_met === null ? "—" : done!.goal_met ? "Yes" : "No"
+    expect(await analysis.locator("dt:text-is('Goal met') + dd").textContent()).toBe(goal)
+
+    // The session runs out with both calls watched: signed in again (it could be another
+    // workspace's session), the page has forgotten them.
+    expect(await page.getByRole("region", { name: /^Transcript of the call to / }).count()).toBe(2)
+    await context.clearCookies()
+    await page
+      .getByRole("navigation", { name: "Console" })
+      .getByRole("link", { name: "Approvals", exact: true })
+      .click()
+    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
+    await page.getByLabel("Email").fill(email)
+    await page.getByLabel("Password").fill(PASSWORD)
+    await page.getByRole("button", { name: "Sign in", exact: true }).click()
+    await page.getByRole("heading", { level: 1, name: "Approvals" }).waitFor()
+    await open(page, "Live", "Live calls")
+    expect(await page.getByRole("region", { name: /^Transcript of the call to / }).count()).toBe(0)
+  }, 150_000)
 
   it("creates an API key, shows its secret once, and revokes it", async () => {
     await open(page, "Settings", "Settings")

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { haveChromium, launchChromium, watchProblems } from "./browser.support.js"
+import { assertBrowser, launchChromium, skipBrowser, watchProblems } from "./browser.support.js"
 
-describe.skipIf(!haveChromium)("the console's session in Chromium", () => {
+describe.skipIf(skipBrowser)("the console's session in Chromium", () => {
   let srv: TestServer
   let browser: Browser
   let page: Page
@@ -17,6 +17,7 @@ describe.skipIf(!haveChromium)("the console's session in Chromium", () => {
   let s: Session
 
   beforeAll(async () => {
+    assertBrowser()
     srv = await startTestServer()
     s = await api(srv).signup()
     browser = await launchChromium()
@@ -78,7 +79,7 @@ describe.skipIf(!haveChromium)("the console's session in Chromium", () => {
       headers: { cookie: `svc_session=${cookie.value}`, origin: srv.url },
     })
     expect(out.status).toBe(200)
-    // The approvals poll (every 2 s) is answered 401.
+    // The session's streams end with it; the approvals stream's reconnect is answered 401.
     await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor({ timeout: 10_000 })
     await page.getByLabel("Email").fill(s.email)
     await page.getByLabel("Password").fill(s.password)
@@ -105,6 +106,9 @@ describe.skipIf(!haveChromium)("the console's session in Chromium", () => {
     await page.keyboard.type(s.password)
     await page.keyboard.press("Enter")
     await expect.poll(() => page.locator("main h1").first().textContent(), { timeout: 10_000 }).not.toMatch(/Sign in/)
+    // The page asked for takes the focus to its content (as a page load would) a moment after it
+    // renders: tabbing before that would race it.
+    await expect.poll(() => page.evaluate("document.activeElement?.id")).toBe("main")
     // Tab reaches the navigation; each focused element shows a focus ring; Enter follows the link.
     let reached = false
     for (let i = 0; i < 30 && !reached; i++) {

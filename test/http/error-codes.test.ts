@@ -2,6 +2,7 @@
 // error map can produce carries one of them, and every declared code is produced by some error.
 import { describe, expect, it } from "vitest"
 import {
+  consoleNotBuilt,
   DATABASE_TIMEOUT,
   DATABASE_UNAVAILABLE,
   ERROR_CODES,
@@ -79,6 +80,7 @@ const produced = (): ErrorCode[] => [
   INTERNAL_ERROR.body.code,
   DATABASE_TIMEOUT.body.code,
   DATABASE_UNAVAILABLE.body.code,
+  consoleNotBuilt("no build").body.code,
 ]
 
 describe("error codes", () => {

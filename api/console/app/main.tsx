@@ -11,11 +11,12 @@
 //     "Use a password", "Create an account" / "Create account", "Sign out", "Create workflow",
 //     "Save changes", "Upload audience", "Attest consent", "Preview opening", "Run", "Pause",
 //     "Retire" (then "Yes, retire" / "Keep it"), "Watch" / "Stop watching" (a live call's row;
-//     the name ends with the phone number), "Close" (a transcript column), "Approve", "Deny"
+//     the name ends with the phone number), "Close" and "Reconnect" (a transcript column), "Approve", "Deny"
 //   fields (labels): "Email", "Password", "Code", "Prompt", "Name", "Persona", "Voice",
 //     "Schedule", "From", "Until", "Time zone", "Start at", "Audience CSV", "Consent statement", "Note"
 //   other: the upload's progress bar "Upload progress"; the opening line's audio "Opening line preview";
 //     a transcript column is a region "Transcript of the call to <phone>" with an ordered list "Turns"
+//     and, once the ended call is analysed, a region "Analysis"
 import { render } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { onSessionExpired, request } from "./api.js"
@@ -69,6 +70,12 @@ function App() {
     return onSessionExpired(() => setSession({ state: "out" }))
   }, [])
 
+  // However the session ended (signed out, expired, revoked elsewhere), what was watched goes with
+  // it: the next session may be another workspace's.
+  useEffect(() => {
+    if (session.state === "out") forgetWatched()
+  }, [session])
+
   useEffect(() => {
     if (session.state === "out" && hash !== SIGN_IN) {
       if (hash.startsWith("#/")) setAfter(hash)
@@ -115,7 +122,6 @@ function App() {
   const signOut = () => {
     // Cleared on the server (the session is revoked everywhere) whatever the answer.
     request("POST", "/auth/logout").finally(() => {
-      forgetWatched()
       setAfter("#/campaigns")
       setSession({ state: "out" })
     })

@@ -1,7 +1,8 @@
-// Approvals: the pending queue, polled every 2 seconds, so new proposals appear and ones decided
-// here or by another supervisor (or expired) leave without a reload. Each shows the call's recent
-// transcript, the value against the workflow's cap, and the hold time left, counting down.
-import { useState } from "preact/hooks"
+// Approvals: the pending queue, read again whenever GET /api/approvals/stream says one changed, so
+// new proposals appear and ones decided here or by another supervisor (or expired, or cancelled)
+// leave at once; a slow poll covers a stream that is down. Each shows the call's recent transcript,
+// the value against the workflow's cap, and the hold time left, counting down.
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request } from "../api.js"
 import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
 
@@ -27,7 +28,10 @@ interface Policy {
   readonly capCurrency: string | undefined
 }
 
-const POLL_MS = 2_000
+/** Only a fallback: the stream brings changes at once, this covers a stream that is down. */
+const POLL_MS = 30_000
+/** A stream the browser gave up on (a refused or failed answer) is opened again after this. */
+const REOPEN_MS = 5_000
 
 const ACTIONS: Record<string, string> = {
   concession: "Concession",
@@ -39,22 +43,61 @@ export function ApprovalsPage() {
   const [pending, setPending] = useState<ReadonlyArray<Approval>>([])
   const [loaded, setLoaded] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
-  // Decided here: hidden at once, before the next poll confirms it.
+  // Decided here: hidden at once, before the read the stream's event brings confirms it.
   const [decided, setDecided] = useState<ReadonlySet<number>>(new Set())
   const [policies, setPolicies] = useState<ReadonlyMap<number, Policy>>(new Map())
   const [, setNow] = useState(0)
 
-  useInterval(() => {
+  // Reads overlap when changes come in a burst: only the newest read's answer is shown.
+  const reads = useRef(0)
+  const load = () => {
+    const n = ++reads.current
     request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&limit=100").then(
       (r) => {
+        if (n !== reads.current) return
         setPending(r.approvals)
         setLoaded(true)
         setError(undefined)
         loadPolicies(r.approvals)
       },
-      (e: unknown) => setError(e),
+      (e: unknown) => n === reads.current && setError(e),
     )
-  }, POLL_MS)
+  }
+  const loadRef = useRef(load)
+  loadRef.current = load
+  useInterval(load, POLL_MS)
+
+  // Each event names one approval that changed; the queue is read again rather than patched, so
+  // what is shown is always the API's answer. An opened (or reopened) stream reads it too: changes
+  // made while it was down were not sent.
+  useEffect(() => {
+    let source: EventSource | undefined
+    let retry: ReturnType<typeof setTimeout> | undefined
+    let gone = false
+    const connect = () => {
+      if (gone) return
+      source = new EventSource("/api/approvals/stream")
+      source.onopen = () => loadRef.current()
+      source.onmessage = () => loadRef.current()
+      source.onerror = () => {
+        if (source?.readyState !== EventSource.CLOSED) return
+        // The browser gave up (a refused answer): a 401 from /auth/me sends the page to sign-in;
+        // anything else is tried again shortly, the slow poll keeping the queue current meanwhile.
+        request("GET", "/auth/me").then(
+          () => {
+            retry = setTimeout(connect, REOPEN_MS)
+          },
+          () => undefined,
+        )
+      }
+    }
+    connect()
+    return () => {
+      gone = true
+      clearTimeout(retry)
+      source?.close()
+    }
+  }, [])
   useInterval(() => setNow(Date.now()), 1_000)
 
   /** Each workflow's name and concession cap, fetched once per workflow. */
@@ -123,7 +166,7 @@ function ApprovalCard({
       await request("POST", `/api/approvals/${a.id}/decide`, body)
       onDecided()
     } catch (e) {
-      // Someone else decided it first, or it expired: it leaves at the next poll either way.
+      // Someone else decided it first, or it expired: its stream event takes it off the queue.
       if (e instanceof ApiError && e.status === 409) setError("Already decided, or the hold time ran out.")
       else setError(e)
     } finally {

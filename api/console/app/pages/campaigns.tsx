@@ -705,14 +705,13 @@ function Attest({
       setBusy(false)
     }
   }
+  // An error naming the statement is shown beside it; any other (another field, or none) below.
+  const statementError = error instanceof ApiError ? error.fieldError("consent_attestation_text") : undefined
   return (
     <form onSubmit={send} noValidate aria-labelledby="consent-h">
       <h3 id="consent-h">Consent</h3>
       {attested && <p class="ok">Consent is attested. Attesting again replaces the statement.</p>}
-      <Field
-        label="Consent statement"
-        error={error instanceof ApiError ? error.fieldError("consent_attestation_text") : undefined}
-      >
+      <Field label="Consent statement" error={statementError}>
         {(fid, d) => (
           <textarea
             id={fid}
@@ -723,7 +722,7 @@ function Attest({
           />
         )}
       </Field>
-      <ErrorText error={error instanceof ApiError && error.field ? undefined : error} />
+      <ErrorText error={statementError === undefined ? error : undefined} />
       <div class="actions">
         <Button type="submit" busy={busy}>
           Attest consent

@@ -1,8 +1,10 @@
 // Live calls: the workspace's calls in flight (GET /api/runs/live, polled), and one transcript
 // column per watched call, streamed over EventSource. The stream sets each event's id to the turn's
-// seq, so a dropped connection resumes with Last-Event-ID by itself; turns are kept by seq, so a
-// turn that arrives twice is shown once and the order is the run's.
-import { useEffect, useState } from "preact/hooks"
+// seq, so a dropped connection resumes with Last-Event-ID by itself, and one the browser gave up
+// on is reopened by "Reconnect" from the highest seq shown; turns are kept by seq, so a turn that
+// arrives twice is shown once and the order is the run's. An ended call shows its analysis.
+import { Fragment } from "preact"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request } from "../api.js"
 import { Button, duration, ErrorText, useInterval } from "../ui.js"
 
@@ -27,19 +29,33 @@ interface Turn {
   readonly at: string
 }
 
+/** The post-call analysis of GET /api/calls/{id} (only the fields shown here). */
+interface Analysis {
+  readonly status: "pending" | "done" | "failed"
+  readonly summary: string | null
+  readonly goal_met: boolean | null
+  readonly sentiment: "positive" | "neutral" | "negative" | null
+  readonly fields: Readonly<Record<string, unknown>>
+}
+
 /** What GET /api/calls/{id} tells about a finished call (only the fields shown here). */
 interface CallResult {
   readonly status: string
   readonly outcome: string | null
   readonly talk_seconds: number
+  /** null: the call never connected, or the workflow's analysis is off. */
+  readonly analysis: Analysis | null
 }
 
 const POLL_MS = 2_000
+/** How long an ended call's outcome and analysis are waited for (the analysis runs after hangup). */
+const RESULT_POLL_MS = 2_000
+const RESULT_POLLS_MAX = 90
 const MAX_COLUMNS = 4
 
 let remembered: ReadonlyArray<LiveCall> = []
 
-/** Signing out forgets what was watched: the next session may be another workspace's. */
+/** A session that ends (however) forgets what was watched: the next may be another workspace's. */
 export function forgetWatched(): void {
   remembered = []
 }
@@ -150,6 +166,10 @@ function Transcript({
   const [state, setState] = useState<"connecting" | "open" | "reconnecting" | "closed">("connecting")
   const [result, setResult] = useState<CallResult | undefined>(undefined)
   const [resultError, setResultError] = useState<unknown>(undefined)
+  // The highest seq shown: where a stream reopened by hand resumes.
+  const lastSeq = useRef<number | undefined>(undefined)
+  // Bumped by "Reconnect": a new stream for a column whose stream the browser gave up on.
+  const [opened, setOpened] = useState(0)
 
   // The call is over and its outcome read; a few seconds on, its last turns are in and the stream
   // can go (freeing the connection for another column).
@@ -164,7 +184,9 @@ function Transcript({
       setState("closed")
       return
     }
-    const source = new EventSource(`/api/runs/${call.run_id}/turns/stream?target_id=${call.target_id}`)
+    const since = lastSeq.current === undefined ? "" : `&since_seq=${lastSeq.current}`
+    const source = new EventSource(`/api/runs/${call.run_id}/turns/stream?target_id=${call.target_id}${since}`)
+    setState("connecting")
     const seen = new Set<number>()
     source.onopen = () => setState("open")
     source.onmessage = (e: MessageEvent<string>) => {
@@ -177,6 +199,7 @@ function Transcript({
       // The stream is the target's; a later attempt at the same number is another call's column.
       if (typeof t.seq !== "number" || seen.has(t.seq) || t.call_id !== call.call_id) return
       seen.add(t.seq)
+      if (lastSeq.current === undefined || t.seq > lastSeq.current) lastSeq.current = t.seq
       setTurns((prev) => insertBySeq(prev, t))
     }
     source.onerror = () => {
@@ -188,25 +211,29 @@ function Transcript({
       } else setState("reconnecting")
     }
     return () => source.close()
-  }, [call.run_id, call.target_id, call.call_id, finished])
+  }, [call.run_id, call.target_id, call.call_id, finished, opened])
 
-  // Once the call has left the live list, its outcome and talk time come from the call itself.
+  // Once the call has left the live list, its outcome and talk time come from the call itself, and
+  // then its analysis, which the runtime writes a little after hangup.
   useEffect(() => {
     if (!ended) return
     let live = true
+    let polls = 0
+    let timer: ReturnType<typeof setTimeout> | undefined
     const load = () =>
       request<CallResult>("GET", `/api/calls/${call.call_id}`).then(
         (r) => {
           if (!live) return
           setResult(r)
-          // The outcome is written a moment after the call leaves the live list.
-          if (r.outcome === null) setTimeout(load, 1_000)
+          const waiting = r.outcome === null || r.analysis?.status === "pending"
+          if (waiting && ++polls < RESULT_POLLS_MAX) timer = setTimeout(load, RESULT_POLL_MS)
         },
         (e: unknown) => live && setResultError(e),
       )
     load()
     return () => {
       live = false
+      clearTimeout(timer)
     }
   }, [ended, call.call_id])
 
@@ -239,9 +266,49 @@ function Transcript({
           </li>
         ))}
       </ol>
+      {result?.analysis && <AnalysisView analysis={result.analysis} />}
       <div class="actions">
+        {state === "closed" && !finished && <Button onClick={() => setOpened((n) => n + 1)}>Reconnect</Button>}
         <Button onClick={onClose}>Close</Button>
       </div>
+    </section>
+  )
+}
+
+const SENTIMENTS = { positive: "Positive", neutral: "Neutral", negative: "Negative" } as const
+
+/** An extracted field's value in words (the API gives JSON values: text, numbers, yes/no, dates). */
+function fieldValue(v: unknown): string {
+  if (v === null || v === undefined) return "—"
+  if (typeof v === "boolean") return v ? "yes" : "no"
+  if (typeof v === "string" || typeof v === "number") return String(v)
+  return JSON.stringify(v)
+}
+
+function AnalysisView({ analysis: a }: { readonly analysis: Analysis }) {
+  return (
+    <section class="analysis" aria-label="Analysis">
+      <h3>Analysis</h3>
+      {a.status === "pending" ? (
+        <p class="muted">Analysing the call…</p>
+      ) : a.status === "failed" ? (
+        <p class="muted">The call could not be analysed.</p>
+      ) : (
+        <dl class="kv">
+          <dt>Summary</dt>
+          <dd>{a.summary ?? "—"}</dd>
+          <dt>Goal met</dt>
+          <dd>{a.goal_met === null ? "—" : a.goal_met ? "Yes" : "No"}</dd>
+          <dt>Sentiment</dt>
+          <dd>{a.sentiment === null ? "—" : SENTIMENTS[a.sentiment]}</dd>
+          {Object.entries(a.fields).map(([name, value]) => (
+            <Fragment key={name}>
+              <dt>{name}</dt>
+              <dd>{fieldValue(value)}</dd>
+            </Fragment>
+          ))}
+        </dl>
+      )}
     </section>
   )
 }

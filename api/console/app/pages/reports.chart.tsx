@@ -10,6 +10,7 @@ export interface DayCount {
 }
 
 const HEIGHT = 260
+const HALF_DAY_S = 12 * 3600
 
 export function CallsPerDayChart({ days }: { readonly days: ReadonlyArray<DayCount> }) {
   const box = useRef<HTMLDivElement>(null)
@@ -26,7 +27,11 @@ export function CallsPerDayChart({ days }: { readonly days: ReadonlyArray<DayCou
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
         legend: { show: false },
         cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        scales: {
+          // Each bar is centred on its day: half a day either side keeps the first and last whole.
+          x: { time: true, range: (_u, min, max) => [min - HALF_DAY_S, max + HALF_DAY_S] },
+          y: { range: (_u, _min, max) => [0, Math.max(1, max)] },
+        },
         axes: [
           { stroke: "#555", grid: { show: false } },
           { stroke: "#555", label: "Calls", values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? v : "")) },
