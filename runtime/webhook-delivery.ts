@@ -2,11 +2,12 @@
 // processes side by side, each delivery posted by one at a time), posts each signed event to its
 // endpoint and records the attempt, its verdict (src/webhooks/delivery.ts) and the endpoint's health.
 // A nudge on rt.webhooks.due (queue group) or the poll finds work; a process killed mid-post leaves
-// a lease that runs out, and another process posts the event again (at least once).
+// a lease that runs out, and another process posts the event again (at least once). Claims keep to
+// per-endpoint and per-workspace caps, so receivers that hang cannot hold every slot.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Logger } from "pino"
-import { getGlobalDispatcher, request } from "undici"
+import { request } from "undici"
 import { adminEmails } from "../src/auth/auth.repo.js"
 import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
 import type { Config } from "../src/platform/config.js"
@@ -20,12 +21,16 @@ import {
 import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
 import type { MailProvider } from "../src/providers/mail/mail.interface.js"
-import { outboundFor, PrivateAddressRefused } from "../src/providers/outbound.js"
+import { PrivateAddressRefused, webhookDispatcher } from "../src/providers/outbound.js"
 import {
   type AttemptResult,
   describeAttempt,
   failedTooLong,
+  IN_FLIGHT_PER_ENDPOINT,
+  IN_FLIGHT_PER_FAILING_ENDPOINT,
+  IN_FLIGHT_PER_WORKSPACE,
   judge,
+  RESPONSE_DRAIN_MS,
   RESPONSE_READ_BYTES,
   retryDelayMs,
 } from "../src/webhooks/delivery.js"
@@ -34,7 +39,7 @@ import {
   type AttemptRecord,
   type ClaimedDelivery,
   claimDueDeliveries,
-  countQueuedDeliveries,
+  queueState,
   recordAttempt,
   recordAttempts,
   WEBHOOKS_DUE_CHANNEL,
@@ -85,8 +90,14 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
   const timeoutMs = config.webhookTimeoutMs
   const scale = config.webhookRetryScale
   const leaseMs = timeoutMs + LEASE_MARGIN_MS
-  // Endpoint URLs are the tenant's: the guarded dispatcher, unless ALLOW_PRIVATE_PROVIDER_URLS.
-  const dispatcher = outboundFor(config, "tenant").dispatcher ?? getGlobalDispatcher()
+  // Endpoint URLs are the tenant's: always the guarded dispatcher (loopback too under
+  // ALLOW_PRIVATE_PROVIDER_URLS, no other private range).
+  const dispatcher = webhookDispatcher(config)
+  const caps = {
+    perEndpoint: IN_FLIGHT_PER_ENDPOINT,
+    perFailingEndpoint: IN_FLIGHT_PER_FAILING_ENDPOINT,
+    perWorkspace: IN_FLIGHT_PER_WORKSPACE,
+  }
   // The key is read once (a database row when no master key is set); a failed read is tried again.
   let box: Promise<SecretBox> | undefined
   const secretBox = (): Promise<SecretBox> =>
@@ -106,6 +117,12 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
   let again = false
   /** The last claim filled every free slot: more may be due. */
   let backlog = false
+  /**
+   * Where the last claim left due deliveries behind for a cap: one of theirs finishing makes room,
+   * so the next claim comes then rather than at the next poll.
+   */
+  let heldEndpoints: ReadonlySet<number> = new Set()
+  let heldWorkspaces: ReadonlySet<number> = new Set()
 
   /**
    * Claims what this process has room for; a full batch means more may be due, so others are nudged
@@ -124,7 +141,10 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
         again = false
         const room = CONCURRENCY - inFlight.size
         if (room <= 0) break
-        const claimed = await claimDueDeliveries(sql, me, leaseMs, room)
+        const claim = await claimDueDeliveries(sql, me, leaseMs, room, caps)
+        const claimed = claim.deliveries
+        heldEndpoints = claim.heldEndpoints
+        heldWorkspaces = claim.heldWorkspaces
         if (claimed.length > 0) found = true
         for (const d of claimed) {
           const p = deliver(d).catch((err: unknown) =>
@@ -134,8 +154,14 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
           void p.finally(() => {
             inFlight.delete(p)
             // Work may be waiting: claim again once half the slots are free, a batch at a time
-            // rather than one claim per finished post.
-            if (backlog && inFlight.size <= CONCURRENCY / 2) poke()
+            // rather than one claim per finished post; or at once when this post's endpoint or
+            // workspace had deliveries held back by its cap (its room just grew).
+            if (
+              (backlog && inFlight.size <= CONCURRENCY / 2) ||
+              heldEndpoints.has(d.endpoint_id) ||
+              heldWorkspaces.has(d.tenant_id)
+            )
+              poke()
           })
         }
         backlog = claimed.length === room
@@ -253,12 +279,24 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
         signal: AbortSignal.timeout(timeoutMs),
         dispatcher,
       })
-      const body = await readAtMost(res.body, RESPONSE_READ_BYTES)
+      // The verdict is the status line's. The body is read only for a failure's snippet and to
+      // leave the connection reusable: at most RESPONSE_READ_BYTES, given up after RESPONSE_DRAIN_MS
+      // (or the attempt's timeout), neither of which changes the verdict.
       const status = res.statusCode
+      const body = await readAtMost(res.body, RESPONSE_READ_BYTES, RESPONSE_DRAIN_MS)
       if (status >= 300 && status < 400) return { result: { kind: "redirect", status }, snippet: "" }
       const ok = status >= 200 && status < 300
       return { result: { kind: "answered", status }, snippet: ok ? "" : printable(body) }
     } catch (e) {
+      const refused = refusal(e)
+      if (refused !== undefined) {
+        // The address is the operator's to know (an internal DNS answer); the workspace reads the host only.
+        log.warn(
+          { endpoint_id: d.endpoint_id, host: refused.host, address: refused.address },
+          "webhook delivery refused: not a public address",
+        )
+        return { result: { kind: "refused_private", message: refused.publicMessage }, snippet: "" }
+      }
       return { result: failure(e), snippet: "" }
     }
   }
@@ -284,7 +322,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     }
   }
 
-  trackWebhookQueue(() => countQueuedDeliveries(sql))
+  trackWebhookQueue(() => queueState(sql))
   const subscription: BusSubscription = bus.subscribe(RT_WEBHOOKS_DUE, nudged, { queue: RUNTIME_QUEUE })
   // On real PostgreSQL the commit of a delivery wakes every runtime process at once (a NOTIFY sent by
   // the statements that make deliveries due, outbox.repo.ts); the poll is the backstop. The embedded
@@ -311,27 +349,46 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
   }
 }
 
-/** How an attempt that got no usable answer failed. */
+/** The address guard's refusal, when that is why the attempt failed. */
+function refusal(e: unknown): PrivateAddressRefused | undefined {
+  if (e instanceof PrivateAddressRefused) return e
+  const cause = e instanceof Error ? e.cause : undefined
+  return cause instanceof PrivateAddressRefused ? cause : undefined
+}
+
+/** How an attempt that got no usable answer failed (the address guard's refusals are told apart before). */
 function failure(e: unknown): AttemptResult {
   if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) return { kind: "timeout" }
   const cause = e instanceof Error ? e.cause : undefined
-  if (e instanceof PrivateAddressRefused) return { kind: "refused_private", message: e.message }
-  if (cause instanceof PrivateAddressRefused) return { kind: "refused_private", message: cause.message }
   const detail = cause instanceof Error ? `: ${cause.message}` : ""
   return { kind: "network", message: `${e instanceof Error ? e.message : String(e)}${detail}` }
 }
 
-/** Up to `limit` bytes of the answer; the rest is never read (the connection is closed instead). */
-async function readAtMost(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<Buffer> {
+/**
+ * Up to `limit` bytes of the answer, read for at most `ms`; the rest is never read (the connection is
+ * closed instead). A body that stalls, fails or is cut off leaves what arrived before.
+ */
+async function readAtMost(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  limit: number,
+  ms: number,
+): Promise<Buffer> {
   const chunks: Buffer[] = []
   let total = 0
-  for await (const chunk of body) {
-    chunks.push(chunk)
-    total += chunk.byteLength
-    if (total >= limit) {
-      body.destroy()
-      break
+  const timer = setTimeout(() => body.destroy(), ms)
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk)
+      total += chunk.byteLength
+      if (total >= limit) {
+        body.destroy()
+        break
+      }
     }
+  } catch {
+    // Given up (the drain's bound, the attempt's timeout) or the receiver hung up: what arrived stands.
+  } finally {
+    clearTimeout(timer)
   }
   return Buffer.concat(chunks).subarray(0, limit)
 }

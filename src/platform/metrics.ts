@@ -356,10 +356,24 @@ const webhooksQueuedGauge = new Gauge({
   help: "Webhook deliveries pending to live endpoints, in every workspace (read from the database when scraped)",
   registers,
 })
-/** How to count queued deliveries when scraped (set by a runtime process's delivery worker). */
-let queuedWebhooks: (() => Promise<number>) | undefined
-export function trackWebhookQueue(count: () => Promise<number>): void {
-  queuedWebhooks = count
+
+const webhookOldestDueGauge = new Gauge({
+  name: "parley_webhook_oldest_due_seconds",
+  help:
+    "How long the longest-waiting due webhook delivery has been due, in every workspace; 0 when none " +
+    "(read from the database when scraped: it grows while delivery is stalled)",
+  registers,
+})
+
+/** What the webhook gauges show, read from the database when scraped. */
+export interface WebhookQueueState {
+  readonly queued: number
+  readonly oldestDueSeconds: number
+}
+/** How to read the webhook queue when scraped (set by a runtime process's delivery worker). */
+let webhookQueue: (() => Promise<WebhookQueueState>) | undefined
+export function trackWebhookQueue(read: () => Promise<WebhookQueueState>): void {
+  webhookQueue = read
 }
 
 // ---- Database -----------------------------------------------------------------------------------
@@ -456,12 +470,15 @@ export async function renderMetrics(): Promise<string> {
     ])
     if (n !== undefined) approvalsPendingGauge.set(n)
   }
-  if (queuedWebhooks !== undefined) {
-    const n = await Promise.race([
-      queuedWebhooks().catch(() => undefined),
+  if (webhookQueue !== undefined) {
+    const q = await Promise.race([
+      webhookQueue().catch(() => undefined),
       new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref()),
     ])
-    if (n !== undefined) webhooksQueuedGauge.set(n)
+    if (q !== undefined) {
+      webhooksQueuedGauge.set(q.queued)
+      webhookOldestDueGauge.set(q.oldestDueSeconds)
+    }
   }
   return registry.metrics()
 }

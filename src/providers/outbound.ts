@@ -1,10 +1,11 @@
 // How every request to a provider's HTTP API leaves the process: redirects are never followed,
 // answers are read up to a size cap, and URLs a tenant supplied connect only to public addresses,
 // checked on the address actually dialled (after DNS), so a name that resolves publicly when the
-// credential is saved and privately later (DNS rebinding) is still refused.
+// credential is saved and privately later (DNS rebinding) is still refused. Webhook deliveries go
+// through the same guard (webhookDispatcher).
 
 import type { LookupAddress, LookupOptions } from "node:dns"
-import { lookup as dnsLookup } from "node:dns/promises"
+import { Resolver } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
 import { Agent, buildConnector, type Dispatcher, fetch as undiciFetch } from "undici"
 import { describeNetworkError, ProviderCallError } from "./http.util.js"
@@ -15,8 +16,8 @@ export const DEFAULT_RESPONSE_LIMIT_BYTES = 2 * 1024 * 1024
 // ---------------------------------------------------------------------------------------------
 // Which addresses are not the public internet
 
-const blocked = new BlockList()
-for (const [net, prefix] of [
+/** IPv4 ranges that are not the public internet. */
+const PRIVATE_V4: ReadonlyArray<readonly [string, number]> = [
   ["0.0.0.0", 8], // "this network", unspecified
   ["10.0.0.0", 8],
   ["100.64.0.0", 10], // CGNAT
@@ -28,34 +29,124 @@ for (const [net, prefix] of [
   ["198.18.0.0", 15], // benchmarking
   ["224.0.0.0", 4], // multicast
   ["240.0.0.0", 4], // reserved, broadcast
-] as const)
+]
+
+/** The 6to4 prefix (2002::/16) of an IPv4 network: its address sits in the next 32 bits. */
+const sixToFour = (v4: string): string => {
+  const [a, b, c, d] = v4.split(".").map(Number) as [number, number, number, number]
+  return `2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::`
+}
+
+const blocked = new BlockList()
+for (const [net, prefix] of PRIVATE_V4) {
   blocked.addSubnet(net, prefix, "ipv4")
+  // A 6to4 address is delivered to the IPv4 address inside it by whichever relay routes 2002::/16
+  // (possibly one inside our own network): the IPv4 rules apply to it.
+  blocked.addSubnet(sixToFour(net), 16 + prefix, "ipv6")
+}
+// IANA's IPv6 special-purpose registry: what is not globally reachable, and what reaches IPv4 through
+// a translator or tunnel (which may deliver to a private IPv4 address).
 for (const [net, prefix] of [
   ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible form
-  ["64:ff9b::", 96], // NAT64: reaches IPv4 through a translator, possibly a private one
-  ["100::", 64], // discard
+  ["::ffff:0:0:0", 96], // SIIT IPv4-translated addresses
+  ["64:ff9b::", 96], // NAT64 well-known prefix
+  ["64:ff9b:1::", 48], // NAT64 local-use prefix
+  ["100::", 64], // discard-only
+  ["100:0:0:1::", 64], // dummy prefix
+  ["2001::", 23], // IETF protocol assignments: Teredo 2001::/32 (embeds IPv4), benchmarking, ORCHID, AMT …
+  ["2001:db8::", 32], // documentation
+  ["3fff::", 20], // documentation
+  ["5f00::", 16], // SRv6 segment identifiers
   ["fc00::", 7], // unique local
   ["fe80::", 10], // link-local
+  ["fec0::", 10], // site-local (deprecated; still routed inside some networks)
   ["ff00::", 8], // multicast
 ] as const)
   blocked.addSubnet(net, prefix, "ipv6")
 
-/** An address in a range that is not the public internet (IPv4-mapped IPv6 checked as IPv4). */
-export function isPrivateAddress(address: string): boolean {
+const loopback = new BlockList()
+loopback.addSubnet("127.0.0.0", 8, "ipv4")
+loopback.addAddress("::1", "ipv6")
+
+/** `list.check` of an address (brackets allowed), IPv4-mapped IPv6 checked as IPv4; undefined for a non-address. */
+function inList(list: BlockList, address: string): boolean | undefined {
   const bare = address.replace(/^\[|\]$/g, "")
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)?.[1]
-  if (mapped !== undefined) return blocked.check(mapped, "ipv4")
+  if (mapped !== undefined) return list.check(mapped, "ipv4")
   const family = isIP(bare)
   // BlockList checks IPv4-mapped IPv6 in hex form (::ffff:7f00:1) against the IPv4 rules itself.
-  return family === 0 ? true : blocked.check(bare, family === 4 ? "ipv4" : "ipv6")
+  return family === 0 ? undefined : list.check(bare, family === 4 ? "ipv4" : "ipv6")
 }
+
+/** An address in a range that is not the public internet (IPv4-mapped IPv6 checked as IPv4). */
+export function isPrivateAddress(address: string): boolean {
+  return inList(blocked, address) ?? true
+}
+
+/** A loopback address: 127.0.0.0/8 or ::1 (IPv4-mapped included). */
+export function isLoopbackAddress(address: string): boolean {
+  return inList(loopback, address) ?? false
+}
+
+/**
+ * Which addresses a guarded connection may reach: public ones only, or loopback as well (webhook
+ * receivers under ALLOW_PRIVATE_PROVIDER_URLS: a developer's own machine, never another private range).
+ */
+export type AddressPolicy = "public" | "public_or_loopback"
+
+export const addressAllowed = (address: string, policy: AddressPolicy): boolean =>
+  !isPrivateAddress(address) || (policy === "public_or_loopback" && isLoopbackAddress(address))
 
 // ---------------------------------------------------------------------------------------------
 // Name resolution, replaceable in tests (there is no public DNS there)
 
 export type HostResolver = (host: string) => Promise<ReadonlyArray<{ address: string; family: number }>>
 
-const systemResolver: HostResolver = (host) => dnsLookup(host, { all: true, verbatim: true })
+/** c-ares: how long one query waits for a name server, and how often each is asked. */
+const DNS_QUERY_TIMEOUT_MS = 1_500
+const DNS_TRIES = 2
+/** The whole resolution of one name, however many servers and tries: a lookup never waits longer. */
+export const RESOLVE_DEADLINE_MS = 5_000
+
+const LOOPBACK_ANSWERS = [
+  { address: "127.0.0.1", family: 4 },
+  { address: "::1", family: 6 },
+] as const
+/** "localhost" and its subdomains are loopback by definition (RFC 6761): no name server is asked. */
+const isLocalhostName = (host: string): boolean => {
+  const h = host.toLowerCase().replace(/\.$/, "")
+  return h === "localhost" || h.endsWith(".localhost")
+}
+
+let dns: Resolver | undefined
+/** Name servers other than the system's (tests: a server that never answers); undefined: /etc/resolv.conf's. */
+let nameServers: readonly string[] | undefined
+
+/** Points the system resolver at other name servers ("127.0.0.1:5353"); undefined restores the system's. Tests only. */
+export function setNameServers(servers: readonly string[] | undefined): void {
+  nameServers = servers
+  dns = undefined
+}
+
+/**
+ * A and AAAA through c-ares (dns.promises.Resolver), not dns.lookup: getaddrinfo runs on libuv's
+ * four-thread pool, where a name server that never answers would hold threads that argon2 and file
+ * I/O need. c-ares waits on sockets instead. (It does not read /etc/hosts; these are public names.)
+ */
+const systemResolver: HostResolver = async (host) => {
+  if (isLocalhostName(host)) return LOOPBACK_ANSWERS
+  if (dns === undefined) {
+    dns = new Resolver({ timeout: DNS_QUERY_TIMEOUT_MS, tries: DNS_TRIES })
+    if (nameServers !== undefined) dns.setServers(nameServers)
+  }
+  const [v4, v6] = await Promise.allSettled([dns.resolve4(host), dns.resolve6(host)])
+  const found = [
+    ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+    ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : []),
+  ]
+  if (found.length === 0 && v4.status === "rejected") throw v4.reason
+  return found
+}
 let resolver: HostResolver = systemResolver
 
 /**
@@ -66,14 +157,37 @@ export function setHostResolver(r: HostResolver | undefined): void {
   resolver = r ?? systemResolver
 }
 
+/** The resolver's answer, or an ETIMEOUT error once RESOLVE_DEADLINE_MS has passed. */
+function resolveBounded(host: string): Promise<ReadonlyArray<{ address: string; family: number }>> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error(`${host} did not resolve within ${RESOLVE_DEADLINE_MS / 1000} s`), {
+            code: "ETIMEOUT",
+          }),
+        ),
+      RESOLVE_DEADLINE_MS,
+    )
+    timer.unref()
+  })
+  return Promise.race([resolver(host), late]).finally(() => clearTimeout(timer))
+}
+
+/** What resolving a host found: its addresses ([] when it does not resolve), and whether it ran out of time. */
+export async function lookupHost(host: string): Promise<{ addresses: string[]; timedOut: boolean }> {
+  const bare = host.replace(/^\[|\]$/g, "")
+  if (isIP(bare) !== 0) return { addresses: [bare], timedOut: false }
+  return resolveBounded(bare).then(
+    (r) => ({ addresses: r.map((a) => a.address), timedOut: false }),
+    (e: unknown) => ({ addresses: [], timedOut: (e as { code?: unknown } | null)?.code === "ETIMEOUT" }),
+  )
+}
+
 /** Every address `host` resolves to (the host itself when it is an IP literal); [] when it does not resolve. */
 export async function resolveHost(host: string): Promise<string[]> {
-  const bare = host.replace(/^\[|\]$/g, "")
-  if (isIP(bare) !== 0) return [bare]
-  return resolver(bare).then(
-    (r) => r.map((a) => a.address),
-    () => [],
-  )
+  return (await lookupHost(host)).addresses
 }
 
 /** A connection refused because its host is, or resolved to, a non-public address. */
@@ -90,60 +204,78 @@ export class PrivateAddressRefused extends Error {
         : `refused to connect to ${host}: it resolves to ${address}, not a public address`,
     )
   }
+
+  /**
+   * The refusal as a workspace may read it: the host it gave, never the address a name resolved to
+   * (an internal DNS answer is the operator's to know; log `address` instead).
+   */
+  get publicMessage(): string {
+    return this.host === this.address
+      ? `refused to connect to ${this.host}: not a public address`
+      : `refused to connect to ${this.host}: it resolves to a non-public address`
+  }
 }
 
-/** net's `lookup` hook: resolves with the injectable resolver and refuses when any address is private. */
-function guardedLookup(
-  hostname: string,
-  options: LookupOptions,
-  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-): void {
-  resolver(hostname).then(
-    (found) => {
-      if (found.length === 0)
-        return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }), "")
-      // Any private answer refuses the name, as the save-time check does: the resolver may hand
-      // either address to the next connection.
-      const inner = found.find((a) => isPrivateAddress(a.address))
-      if (inner !== undefined) return callback(new PrivateAddressRefused(hostname, inner.address), "")
-      const wanted =
-        options.family === 4 || options.family === "IPv4"
-          ? 4
-          : options.family === 6 || options.family === "IPv6"
-            ? 6
-            : 0
-      const usable = found.filter((a) => wanted === 0 || a.family === wanted)
-      if (usable.length === 0)
-        return callback(Object.assign(new Error(`${hostname} has no IPv${wanted} address`), { code: "ENOTFOUND" }), "")
-      if (options.all === true)
-        return callback(
-          null,
-          usable.map((a) => ({ address: a.address, family: a.family })),
-        )
-      return callback(null, usable[0]!.address, usable[0]!.family)
-    },
-    (e: unknown) => callback(e instanceof Error ? e : new Error(String(e)), ""),
-  )
-}
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
+
+/** net's `lookup` hook: resolves with the injectable resolver and refuses when any address is not allowed. */
+const guardedLookup =
+  (policy: AddressPolicy) =>
+  (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    resolveBounded(hostname).then(
+      (found) => {
+        if (found.length === 0)
+          return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }), "")
+        // Any refused answer refuses the name, as the save-time check does: the resolver may hand
+        // either address to the next connection.
+        const inner = found.find((a) => !addressAllowed(a.address, policy))
+        if (inner !== undefined) return callback(new PrivateAddressRefused(hostname, inner.address), "")
+        const wanted =
+          options.family === 4 || options.family === "IPv4"
+            ? 4
+            : options.family === 6 || options.family === "IPv6"
+              ? 6
+              : 0
+        const usable = found.filter((a) => wanted === 0 || a.family === wanted)
+        if (usable.length === 0)
+          return callback(
+            Object.assign(new Error(`${hostname} has no IPv${wanted} address`), { code: "ENOTFOUND" }),
+            "",
+          )
+        if (options.all === true)
+          return callback(
+            null,
+            usable.map((a) => ({ address: a.address, family: a.family })),
+          )
+        return callback(null, usable[0]!.address, usable[0]!.family)
+      },
+      (e: unknown) => callback(e instanceof Error ? e : new Error(String(e)), ""),
+    )
+  }
 
 /**
- * An undici Agent that dials only public addresses: IP-literal hosts are checked before the
- * connection, names through `guardedLookup` at each new connection, so the address checked is the
+ * An undici Agent that dials only the addresses `policy` allows: IP-literal hosts are checked before
+ * the connection, names through `guardedLookup` at each new connection, so the address checked is the
  * one connected to.
  */
-function makeGuardedAgent(): Agent {
-  const connect = buildConnector({ lookup: guardedLookup })
+function makeGuardedAgent(policy: AddressPolicy): Agent {
+  const connect = buildConnector({ lookup: guardedLookup(policy) })
   return new Agent({
     connect(opts, callback) {
       const literal = opts.hostname.replace(/^\[|\]$/g, "")
-      if (isIP(literal) !== 0 && isPrivateAddress(literal))
+      if (isIP(literal) !== 0 && !addressAllowed(literal, policy))
         return callback(new PrivateAddressRefused(literal, literal), null)
       connect(opts, callback)
     },
   })
 }
 
-let guardedAgent: Agent | undefined
+const guardedAgents = new Map<AddressPolicy, Agent>()
+const guardedAgent = (policy: AddressPolicy): Agent => {
+  let agent = guardedAgents.get(policy)
+  if (agent === undefined) guardedAgents.set(policy, (agent = makeGuardedAgent(policy)))
+  return agent
+}
 
 /**
  * The dispatcher for URLs a tenant supplied: the shared guarded agent, or none (undici's default) when private URLs
@@ -151,7 +283,16 @@ let guardedAgent: Agent | undefined
  */
 function tenantDispatcher(allowPrivate: boolean): Dispatcher | undefined {
   if (allowPrivate) return undefined
-  return (guardedAgent ??= makeGuardedAgent())
+  return guardedAgent("public")
+}
+
+/**
+ * The dispatcher of webhook deliveries, always guarded. ALLOW_PRIVATE_PROVIDER_URLS lets a receiver
+ * be on loopback (a test, a developer's machine) and nothing more: unlike a provider credential's URL,
+ * for which the setting turns the guard off, a webhook URL never reaches another private range.
+ */
+export function webhookDispatcher(config: { readonly allowPrivateProviderUrls: boolean }): Dispatcher {
+  return guardedAgent(config.allowPrivateProviderUrls ? "public_or_loopback" : "public")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,26 @@ export const JITTER = 0.1
 /** The most of an answer's body read; the rest is never read (the connection is dropped). */
 export const RESPONSE_READ_BYTES = 64 * 1024
 
+/**
+ * How long the body after the status line is waited for: the verdict is the status line's, the body
+ * only a failure's snippet and a reusable connection, so a receiver slow to send it changes nothing.
+ */
+export const RESPONSE_DRAIN_MS = 1_000
+
+/**
+ * Deliveries one runtime process has in flight at once (leased by it, the lease running) to one
+ * workspace's endpoints, to one endpoint, and to one endpoint in a failing streak. A process posts 32
+ * at a time: without caps, receivers that hang (10 s an attempt) would take every slot and stall every
+ * other workspace's deliveries. A workspace gets at most half of a process's slots, so it never fills
+ * one alone; a healthy endpoint may use all of its workspace's share (a busy campaign's receiver is
+ * posted to as fast as it answers, and more runtime processes post more); an endpoint whose attempts
+ * are failing gets two, so a receiver that went down costs its workspace little room. Counted per
+ * process, the caps grow with the processes, as the slots do.
+ */
+export const IN_FLIGHT_PER_WORKSPACE = 16
+export const IN_FLIGHT_PER_ENDPOINT = 16
+export const IN_FLIGHT_PER_FAILING_ENDPOINT = 2
+
 /** What happened to one attempt, before it is judged. */
 export type AttemptResult =
   | { readonly kind: "answered"; readonly status: number }

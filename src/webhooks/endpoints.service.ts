@@ -6,6 +6,7 @@ import { AppConfig } from "../platform/AppConfig.js"
 import type { Config } from "../platform/config.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { Conflict, NotFound, ValidationFailed } from "../platform/errors.js"
+import { Log } from "../platform/Log.js"
 import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { iso } from "../platform/time.js"
 import { attemptJson } from "./deliveries.view.js"
@@ -110,10 +111,13 @@ const checkUrl = (url: string) =>
     const refused = yield* Effect.promise(() =>
       webhookUrlRefusal(url, { allowPrivateProviderUrls: config.allowPrivateProviderUrls }),
     )
-    if (refused !== undefined)
-      return yield* Effect.fail(
-        new ValidationFailed({ message: `url ${refused}`, errors: [{ field: "url", message: refused }] }),
-      )
+    if (refused === undefined) return
+    // Which internal address a name led to is logged, never answered.
+    if (refused.address !== undefined)
+      (yield* Log).warn({ url, address: refused.address }, "webhook endpoint URL refused: not a public address")
+    return yield* Effect.fail(
+      new ValidationFailed({ message: `url ${refused.reason}`, errors: [{ field: "url", message: refused.reason }] }),
+    )
   })
 
 export const listEndpoints = (tenantId: number) =>

@@ -142,40 +142,126 @@ export interface ClaimedDelivery {
   readonly endpoint_failing: boolean
 }
 
+/** How many deliveries the claiming process may have in flight at once (see delivery.ts). */
+export interface InFlightCaps {
+  readonly perEndpoint: number
+  /** For an endpoint in a failing streak (failing_since set). */
+  readonly perFailingEndpoint: number
+  readonly perWorkspace: number
+}
+
+/** What a claim took, and where it left due deliveries behind because of a cap. */
+export interface Claim {
+  readonly deliveries: ClaimedDelivery[]
+  /** Endpoints with due deliveries the caps held back: one of theirs finishing makes room. */
+  readonly heldEndpoints: ReadonlySet<number>
+  /** Workspaces held back by their cap: any delivery of theirs finishing makes room. */
+  readonly heldWorkspaces: ReadonlySet<number>
+}
+
 /**
  * Claims up to `limit` due deliveries for `me` until now + `leaseMs`: pending, due, their endpoint
- * enabled and not deleted, and held by no live lease. SKIP LOCKED lets processes claim side by side
- * without waiting on each other; the lease keeps a delivery with one process until it is recorded or
- * the process is gone.
+ * enabled and not deleted, held by no live lease, and within `me`'s caps: an endpoint with
+ * `perEndpoint` deliveries in flight from this process (`perFailingEndpoint` while it is failing),
+ * or a workspace with `perWorkspace`, gets no more from it until one ends, so receivers that hang
+ * cannot take every slot. The oldest due go first. One statement: SKIP LOCKED lets processes claim
+ * side by side without waiting on each other; the lease keeps a delivery with one process until it
+ * is recorded or the process is gone.
+ *
+ * The endpoints with sendable deliveries are found by a skip scan (one index probe per endpoint, not
+ * one row per delivery), and each one's oldest due ones read from the same index: a backlog held by a
+ * cap costs a probe, not a scan past it on every claim.
  */
 export async function claimDueDeliveries(
   sql: Sql,
   me: string,
   leaseMs: number,
   limit: number,
-): Promise<ClaimedDelivery[]> {
-  if (limit <= 0) return []
-  return sql<ClaimedDelivery[]>`
-    with due as (
+  caps: InFlightCaps,
+): Promise<Claim> {
+  const none: Claim = { deliveries: [], heldEndpoints: new Set(), heldWorkspaces: new Set() }
+  if (limit <= 0) return none
+  type Held = { readonly held_eps: number[]; readonly held_ws: number[] }
+  const rows = await sql<Array<(ClaimedDelivery & Held) | ({ readonly id: null } & Held)>>`
+    with recursive waiting (endpoint_id) as (
+      (select d.endpoint_id from webhook_deliveries d
+        where d.status = 'pending' and d.next_attempt_at is not null
+        order by d.endpoint_id limit 1)
+      union all
+      select (select d.endpoint_id from webhook_deliveries d
+          where d.status = 'pending' and d.next_attempt_at is not null and d.endpoint_id > w.endpoint_id
+          order by d.endpoint_id limit 1)
+      from waiting w where w.endpoint_id is not null
+    ), leased as (
+      select endpoint_id, tenant_id from webhook_deliveries
+      where locked_until is not null and locked_until >= now() and locked_by = ${me}
+    ), ep_busy as (
+      select endpoint_id, count(*)::int as n from leased group by endpoint_id
+    ), ws_busy as (
+      select tenant_id, count(*)::int as n from leased group by tenant_id
+    ), picks as (
+      -- Each endpoint's oldest due deliveries, as many as its cap has room for, and one more to tell
+      -- that some were held back.
+      select x.id, x.next_attempt_at, ep.id as endpoint_id, ep.tenant_id,
+        row_number() over (partition by ep.id order by x.next_attempt_at, x.id) > room.n as endpoint_full
+      from waiting w
+      join webhook_endpoints ep on ep.id = w.endpoint_id and ep.enabled and ep.deleted_at is null
+      left join ep_busy eb on eb.endpoint_id = ep.id
+      cross join lateral (
+        select greatest(
+          case when ep.failing_since is null then ${caps.perEndpoint}::int else ${caps.perFailingEndpoint}::int end
+            - coalesce(eb.n, 0),
+          0) as n
+      ) room
+      cross join lateral (
+        -- In the index's order alone (no tie-break, no window here): the scan stops after these few rows.
+        select d.id, d.next_attempt_at
+        from webhook_deliveries d
+        where d.endpoint_id = ep.id and d.status = 'pending' and d.next_attempt_at is not null
+          and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
+        order by d.next_attempt_at
+        limit room.n + 1
+      ) x
+    ), ranked as (
+      select p.id, p.next_attempt_at, p.endpoint_id, p.tenant_id, p.endpoint_full,
+        not p.endpoint_full and coalesce(wb.n, 0)
+          + row_number() over (partition by p.tenant_id order by p.endpoint_full, p.next_attempt_at, p.id)
+          <= ${caps.perWorkspace} as fits
+      from picks p left join ws_busy wb on wb.tenant_id = p.tenant_id
+    ), due as (
+      -- By primary key (a join to the picks may be planned as a scan of the whole queue).
       select d.id from webhook_deliveries d
-      join webhook_endpoints ep on ep.id = d.endpoint_id
-      where d.status = 'pending' and d.next_attempt_at <= now()
-        and (d.locked_until is null or d.locked_until < now())
-        and ep.enabled and ep.deleted_at is null
-      order by d.next_attempt_at
+      where d.id = any(array(select id from ranked where fits)) and d.status = 'pending'
+        and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
+      order by d.next_attempt_at, d.id
       limit ${limit}
       for update of d skip locked
+    ), claimed as (
+      update webhook_deliveries d
+        set locked_until = now() + make_interval(secs => ${leaseMs / 1000}), locked_by = ${me}
+      from due, webhook_events e, webhook_endpoints ep
+      where d.id = due.id and e.id = d.event_id and ep.id = d.endpoint_id
+      returning d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempts, e.body::text as body, ep.url,
+        ep.secret_ciphertext,
+        case when ep.previous_secret_expires_at > now() then ep.previous_secret_ciphertext end
+          as previous_secret_ciphertext,
+        extract(epoch from now() - e.created_at)::float8 as lag_seconds,
+        ep.failing_since is not null as endpoint_failing
+    ), held as (
+      select
+        coalesce(jsonb_agg(distinct endpoint_id) filter (where not fits), '[]') as held_eps,
+        coalesce(jsonb_agg(distinct tenant_id) filter (where not fits and not endpoint_full), '[]') as held_ws
+      from ranked
     )
-    update webhook_deliveries d
-      set locked_until = now() + make_interval(secs => ${leaseMs / 1000}), locked_by = ${me}
-    from due, webhook_events e, webhook_endpoints ep
-    where d.id = due.id and e.id = d.event_id and ep.id = d.endpoint_id
-    returning d.id, d.tenant_id, d.event_id, d.endpoint_id, d.attempts, e.body::text as body, ep.url,
-      ep.secret_ciphertext,
-      case when ep.previous_secret_expires_at > now() then ep.previous_secret_ciphertext end
-        as previous_secret_ciphertext,
-      extract(epoch from now() - e.created_at)::float8 as lag_seconds,
-      ep.failing_since is not null as endpoint_failing`
+    -- One row even when nothing was claimed, so the caller always learns what was held back.
+    select c.*, held.held_eps, held.held_ws from held left join claimed c on true`
+  const first = rows[0]
+  if (first === undefined) return none
+  return {
+    deliveries: rows.filter((r): r is ClaimedDelivery & Held => r.id !== null),
+    heldEndpoints: new Set(first.held_eps.map(Number)),
+    heldWorkspaces: new Set(first.held_ws.map(Number)),
+  }
 }
 
 export interface AttemptRecord {
@@ -266,10 +352,24 @@ export async function pruneOldEvents(sql: Sql, days: number, limit: number): Pro
   return rows.length
 }
 
-/** Deliveries waiting to go out to live endpoints, in every workspace (the queued gauge). */
-export async function countQueuedDeliveries(sql: Sql): Promise<number> {
-  const [row] = await sql<[{ n: number }]>`
-    select count(*)::int as n from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
-    where d.status = 'pending' and ep.enabled and ep.deleted_at is null`
-  return row.n
+/** The delivery queue as the gauges show it, in every workspace. */
+export interface QueueState {
+  /** Deliveries waiting to go out to live endpoints (due or scheduled). */
+  readonly queued: number
+  /**
+   * How long the longest-waiting due delivery has been due, in seconds (0 when none): grows while
+   * the queue is stalled, when no claim happens to sample the lag.
+   */
+  readonly oldestDueSeconds: number
+}
+
+export async function queueState(sql: Sql): Promise<QueueState> {
+  // Parked deliveries (a disabled or deleted endpoint's, migration 0037) have no due time.
+  const [row] = await sql<[{ queued: number; oldest_due_seconds: number }]>`
+    select
+      (select count(*)::int from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+        where d.status = 'pending' and ep.enabled and ep.deleted_at is null) as queued,
+      coalesce((select greatest(extract(epoch from now() - min(next_attempt_at)), 0)::float8
+        from webhook_deliveries where status = 'pending' and next_attempt_at <= now()), 0) as oldest_due_seconds`
+  return { queued: row.queued, oldestDueSeconds: row.oldest_due_seconds }
 }

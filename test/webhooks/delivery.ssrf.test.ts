@@ -1,12 +1,31 @@
-// The connect-time address guard on webhook deliveries (ALLOW_PRIVATE_PROVIDER_URLS unset): a host
-// that resolved publicly when the endpoint was saved and privately now (DNS rebinding), and a private
-// IP literal, are refused when the worker connects; the receiver behind them hears nothing.
+// The connect-time address guard on webhook deliveries: a host that resolved publicly when the endpoint
+// was saved and privately now (DNS rebinding), a private IP literal, and names resolving to IPv6 forms
+// that reach IPv4 or are not globally reachable, are refused when the worker connects; the receiver
+// behind them hears nothing, and the workspace reads which host was refused, never the address.
+// ALLOW_PRIVATE_PROVIDER_URLS opens loopback to deliveries, and no other private range.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { setHostResolver } from "../../src/providers/outbound.js"
 import { emitEvent } from "../../src/webhooks/outbox.repo.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { attemptsOf, createEndpoint, deliveryOf, type Receiver, startReceiver, waitFor } from "./delivery.support.js"
+
+/** The first two attempts of a delivery (both refused, so retried), and the receiver never reached. */
+async function refusedTwice(srv: TestServer, eventId: string, endpointId: number, error: RegExp, address?: string) {
+  const d = await waitFor("a refused attempt", async () => {
+    const s = await deliveryOf(srv.sql, eventId, endpointId)
+    return (s?.attempts ?? 0) >= 2 ? s : undefined
+  })
+  // Retried like any connection failure (the name may answer publicly again), never sent.
+  expect(d.last_status_code).toBeNull()
+  expect(d.last_error).toMatch(error)
+  const attempts = await attemptsOf(srv.sql, d.id)
+  expect(attempts[0]).toMatchObject({ attempt: 1, outcome: "retry", status_code: null })
+  expect(attempts[0]!.error).toMatch(error)
+  // The workspace reads these: the internal answer a name led to is not in them.
+  if (address !== undefined)
+    for (const text of [d.last_error!, ...attempts.map((x) => x.error!)]) expect(text).not.toContain(address)
+}
 
 describe("webhook delivery address guard", () => {
   let srv: TestServer
@@ -37,21 +56,104 @@ describe("webhook delivery address guard", () => {
     setHostResolver(async (host) => (host === "hooks.example.test" ? [{ address: "127.0.0.1", family: 4 }] : []))
 
     const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
-    for (const [ep, error] of [
-      [rebound, /refused to connect to hooks\.example\.test: it resolves to 127\.0\.0\.1, not a public address/],
-      [metadata, /refused to connect to 169\.254\.169\.254: not a public address/],
-    ] as const) {
-      const d = await waitFor("a refused attempt", async () => {
-        const s = await deliveryOf(srv.sql, eventId, ep.id)
-        return (s?.attempts ?? 0) >= 2 ? s : undefined
-      })
-      // Retried like any connection failure (the name may answer publicly again), never sent.
-      expect(d.last_status_code).toBeNull()
-      expect(d.last_error).toMatch(error)
-      const attempts = await attemptsOf(srv.sql, d.id)
-      expect(attempts[0]).toMatchObject({ attempt: 1, outcome: "retry", status_code: null })
-      expect(attempts[0]!.error).toMatch(error)
-    }
+    await refusedTwice(
+      srv,
+      eventId,
+      rebound.id,
+      /^refused to connect to hooks\.example\.test: it resolves to a non-public address$/,
+      "127.0.0.1",
+    )
+    // A literal is the workspace's own text: named as it was given.
+    await refusedTwice(srv, eventId, metadata.id, /^refused to connect to 169\.254\.169\.254: not a public address$/)
     expect(receiver.received).toHaveLength(0)
+  })
+
+  it("refuses names resolving to IPv6 forms of IPv4 (SIIT, 6to4, local NAT64, Teredo) and documentation", async () => {
+    const answers: Record<string, string> = {
+      "siit.example.test": "::ffff:0:7f00:1",
+      "sixtofour.example.test": "2002:7f00:1::",
+      "nat64.example.test": "64:ff9b:1::7f00:1",
+      "teredo.example.test": "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+      "docs.example.test": "2001:db8::1",
+    }
+    setHostResolver(async (host) => {
+      const a = answers[host]
+      return a === undefined ? [] : [{ address: a, family: 6 }]
+    })
+    const eps = await Promise.all(
+      Object.keys(answers).map(async (host) => ({
+        host,
+        ep: await createEndpoint(srv.sql, srv.config, session.tenantId, `http://${host}:${receiver.port}/hook`),
+      })),
+    )
+    const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
+    for (const { host, ep } of eps)
+      await refusedTwice(
+        srv,
+        eventId,
+        ep.id,
+        new RegExp(`^refused to connect to ${host.replaceAll(".", "\\.")}: it resolves to a non-public address$`),
+        answers[host]!,
+      )
+    expect(receiver.received).toHaveLength(0)
+  })
+})
+
+describe("webhook delivery address guard with ALLOW_PRIVATE_PROVIDER_URLS", () => {
+  let srv: TestServer
+  let session: Session
+  let receiver: Receiver
+
+  beforeAll(async () => {
+    srv = await startTestServer({
+      env: { ALLOW_PRIVATE_PROVIDER_URLS: "true", WEBHOOK_RETRY_SCALE: "0.00003", WEBHOOK_TIMEOUT_MS: "2000" },
+    })
+    session = await api(srv).signup()
+    receiver = await startReceiver(200)
+  })
+  afterAll(async () => {
+    setHostResolver(undefined)
+    await receiver?.close()
+    await srv?.stop()
+  })
+
+  it("delivers to loopback, and still refuses every other private range at connect", async () => {
+    const answers: Record<string, string> = {
+      "loop.example.test": "127.0.0.1",
+      "inside.example.test": "10.0.0.1",
+      "metadata.example.test": "169.254.169.254",
+      "ula.example.test": "fd00::1",
+    }
+    setHostResolver(async (host) => {
+      const a = answers[host]
+      return a === undefined ? [] : [{ address: a, family: a.includes(":") ? 6 : 4 }]
+    })
+    const at = (host: string) => `http://${host}:${receiver.port}/hook`
+    const loop = await createEndpoint(srv.sql, srv.config, session.tenantId, at("loop.example.test"))
+    const refused = await Promise.all(
+      ["inside.example.test", "metadata.example.test", "ula.example.test"].map(async (host) => ({
+        host,
+        ep: await createEndpoint(srv.sql, srv.config, session.tenantId, at(host)),
+      })),
+    )
+    const literal = await createEndpoint(srv.sql, srv.config, session.tenantId, "http://10.0.0.1/hook")
+    const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
+
+    const delivered = await waitFor("the loopback delivery", async () => {
+      const s = await deliveryOf(srv.sql, eventId, loop.id)
+      return s?.status === "delivered" ? s : undefined
+    })
+    expect(delivered).toMatchObject({ attempts: 1, last_status_code: 200 })
+    for (const { host, ep } of refused)
+      await refusedTwice(
+        srv,
+        eventId,
+        ep.id,
+        new RegExp(`^refused to connect to ${host.replaceAll(".", "\\.")}: it resolves to a non-public address$`),
+        answers[host]!,
+      )
+    await refusedTwice(srv, eventId, literal.id, /^refused to connect to 10\.0\.0\.1: not a public address$/)
+    // Only the loopback delivery reached the receiver.
+    expect(receiver.received.map((r) => r.headers["x-svc-event-id"])).toEqual([eventId])
   })
 })

@@ -15,10 +15,15 @@ export interface Received {
 }
 
 /**
- * How the receiver answers: a status (with an optional body), "hang" (never answers) or "endless"
- * (200, then a body that never ends).
+ * How the receiver answers: a status (with an optional body; `stall`: the status line and the body so
+ * far, then nothing more, the response never ended), "hang" (never answers) or "endless" (200, then a
+ * body that never ends).
  */
-export type Answer = number | "hang" | "endless" | { status: number; body?: string; headers?: Record<string, string> }
+export type Answer =
+  | number
+  | "hang"
+  | "endless"
+  | { status: number; body?: string; headers?: Record<string, string>; stall?: boolean }
 
 export interface Receiver {
   readonly url: string
@@ -47,8 +52,15 @@ export async function startReceiver(initial: Answer | ((n: number) => Answer) = 
         res.on("close", () => clearInterval(timer))
         return
       }
-      const { status, body, headers } = typeof a === "number" ? { status: a, body: "", headers: {} } : a
+      const { status, body, headers, stall } =
+        typeof a === "number" ? { status: a, body: "", headers: {}, stall: false } : a
       res.writeHead(status, { "content-type": "text/plain", ...headers })
+      if (stall === true) {
+        // Sent at once, then silence: the status line is all the worker will get.
+        res.flushHeaders()
+        if (body !== undefined) res.write(body)
+        return
+      }
       res.end(body ?? "")
     })
   })

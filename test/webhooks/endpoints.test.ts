@@ -30,6 +30,10 @@ const DNS: Record<string, ReadonlyArray<{ address: string; family: number }>> = 
   "loop.example.invalid": [{ address: "127.0.0.1", family: 4 }],
   "metadata.example.invalid": [{ address: "169.254.169.254", family: 4 }],
   "v6loop.example.invalid": [{ address: "::1", family: 6 }],
+  "siit.example.invalid": [{ address: "::ffff:0:7f00:1", family: 6 }],
+  "sixtofour.example.invalid": [{ address: "2002:a00:1::", family: 6 }],
+  "nat64.example.invalid": [{ address: "64:ff9b:1::a00:1", family: 6 }],
+  "teredo.example.invalid": [{ address: "2001:0:4136:e378:8000:63bf:3fff:fdd2", family: 6 }],
   "mixed.example.invalid": [
     { address: PUBLIC, family: 4 },
     { address: "192.168.1.5", family: 4 },
@@ -263,6 +267,15 @@ describe("SSRF: the URL must be https to public addresses", () => {
     ["a name resolving to 169.254.169.254", "https://metadata.example.invalid/h"],
     ["a name resolving to ::1", "https://v6loop.example.invalid/h"],
     ["a name with one private address among public ones", "https://mixed.example.invalid/h"],
+    ["an SIIT IPv4-translated literal", "https://[::ffff:0:7f00:1]/h"],
+    ["a 6to4 literal of a private IPv4 address", "https://[2002:7f00:1::]/h"],
+    ["a local-use NAT64 literal", "https://[64:ff9b:1::7f00:1]/h"],
+    ["a Teredo literal", "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/h"],
+    ["an IPv6 documentation literal", "https://[2001:db8::1]/h"],
+    ["a name resolving to an SIIT address", "https://siit.example.invalid/h"],
+    ["a name resolving to a 6to4 address of 10.0.0.1", "https://sixtofour.example.invalid/h"],
+    ["a name resolving to a local-use NAT64 address", "https://nat64.example.invalid/h"],
+    ["a name resolving to a Teredo address", "https://teredo.example.invalid/h"],
     ["a name that does not resolve", "https://nowhere.example.invalid/h"],
     ["http to a public host", "http://hooks.example.invalid/h"],
     ["http to loopback while private URLs are off", "http://127.0.0.1:9000/h"],
@@ -276,6 +289,22 @@ describe("SSRF: the URL must be https to public addresses", () => {
       code: "VALIDATION_FAILED",
       field: "url",
     })
+  })
+
+  it("says which host was refused, never the address its name resolved to", async () => {
+    for (const [host, address] of [
+      ["internal.example.invalid", "10.1.2.3"],
+      ["metadata.example.invalid", "169.254.169.254"],
+      ["mixed.example.invalid", "192.168.1.5"],
+      ["sixtofour.example.invalid", "2002:a00:1::"],
+    ]) {
+      const err = await errorOf(await create(s, { url: `https://${host}/h`, events: ["*"] }))
+      expect(err).toMatchObject({ status: 422, code: "VALIDATION_FAILED", field: "url" })
+      expect(err.error).toBe(
+        `url must name a host with public addresses only (${host} resolves to a non-public address)`,
+      )
+      expect(JSON.stringify(err)).not.toContain(address)
+    }
   })
 
   it("does not wait more than 5 s for a name server that never answers", async () => {
@@ -309,10 +338,22 @@ describe("SSRF: the URL must be https to public addresses", () => {
       "http://10.0.0.1/h",
       "https://10.0.0.1/h",
       "https://internal.example.invalid/h",
+      "https://metadata.example.invalid/h",
+      "https://mixed.example.invalid/h",
+      "https://[::ffff:0:7f00:1]/h",
+      "https://[2002:7f00:1::]/h",
+      "https://siit.example.invalid/h",
       "http://user:pw@127.0.0.1/h",
     ])
-      expect(await webhookUrlRefusal(refused, allow)).toBeDefined()
-    expect(await webhookUrlRefusal("https://hooks.example.invalid/h", allow)).toBeUndefined()
+      expect(await webhookUrlRefusal(refused, allow), refused).toBeDefined()
+    // Names resolving to loopback only are loopback receivers too (over https; http needs a loopback host).
+    for (const ok of [
+      "https://hooks.example.invalid/h",
+      "https://loop.example.invalid/h",
+      "https://v6loop.example.invalid/h",
+    ])
+      expect(await webhookUrlRefusal(ok, allow), ok).toBeUndefined()
+    expect(await webhookUrlRefusal("http://loop.example.invalid/h", allow)).toBeDefined()
   })
 })
 

@@ -4,16 +4,17 @@
 // A whole simulated run; approvals requested, decided and expired; outreach email sent, delivered,
 // replied; the wallet crossing its threshold and zero once per crossing; a workspace suspended.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { expireApproval, expireDueApprovals, insertApproval } from "../../src/approvals/approvals.repo.js"
+import { decide, expireApproval, expireDueApprovals, insertApproval } from "../../src/approvals/approvals.repo.js"
 import { postEntry } from "../../src/billing/ledger.repo.js"
 import { postReservations } from "../../src/billing/usage.repo.js"
 import { finishAttempt, finishAttempts } from "../../src/calls/calls.repo.js"
 import * as email from "../../src/email/email.repo.js"
-import type { Sql } from "../../src/platform/Db.js"
+import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { insertHeldRun, insertRun, setRunStatus } from "../../src/runs/runs.repo.js"
 import { callEndType } from "../../src/webhooks/event-data.js"
+import { WEBHOOKS_DUE_CHANNEL } from "../../src/webhooks/outbox.repo.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { freshDatabase, realServices, startTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -341,6 +342,50 @@ describe("a simulated run", () => {
     expect(n).toBe(0)
   })
 
+  it("writes no approval.resolved when the decision's transaction does not commit; one when it does", async () => {
+    const [c] = await srv.sql<[{ id: number; phone_e164: string }]>`select id, phone_e164 from calls
+      where run_id = ${runId} order by id limit 1`
+    const row = await insertApproval(srv.sql, {
+      tenantId: owner.tenantId,
+      workflowId,
+      runId,
+      callId: c.id,
+      phone: c.phone_e164,
+      action: "escalate",
+      valueMinor: null,
+      currency: "USD",
+      rationale: "decided twice, committed once",
+      context: {},
+      ttlMs: 60_000,
+    })
+    const resolved = async () =>
+      (await events(owner.tenantId, "approval.resolved")).filter((e) => e.body.data.id === row.id)
+    const undo = await failCommitsOf(owner.tenantId)
+    try {
+      await expect(
+        decide(srv.sql, {
+          tenantId: owner.tenantId,
+          approvalId: row.id,
+          status: "denied",
+          userId: owner.userId,
+          apiKeyId: null,
+          note: null,
+        }),
+      ).rejects.toThrow(/commit refused/)
+    } finally {
+      await undo()
+    }
+    expect(await resolved()).toHaveLength(0)
+    const [still] = await srv.sql<[{ status: string }]>`select status from approvals where id = ${row.id}`
+    expect(still.status).toBe("pending")
+
+    const decided = await call("POST", `/api/approvals/${row.id}/decide`, owner, { decision: "deny" })
+    expect(decided.status, JSON.stringify(decided.body)).toBe(200)
+    const after = await resolved()
+    expect(after).toHaveLength(1)
+    expect(after[0]!.body.data).toMatchObject({ id: row.id, status: "denied" })
+  })
+
   it("ends a call and its event together: a failed commit leaves neither, a second end sends nothing", async () => {
     const [c] = await srv.sql<[{ id: number; run_target_id: number; target_id: number; phone_e164: string }]>`
       select id, run_target_id, target_id, phone_e164 from calls where run_id = ${runId} order by id limit 1`
@@ -593,6 +638,44 @@ describe("outreach email", () => {
     const [m] = await srv.sql<[{ state: string }]>`select state from email_messages where id = ${id}`
     expect(m.state).toBe("sent")
   })
+
+  it("writes no message.sent when the send's transaction does not commit; one when it does", async () => {
+    const id = await email.insertMessage(srv.sql, {
+      tenantId: owner.tenantId,
+      to: "callee@example.com",
+      channel: "offers",
+      category: "outreach",
+      template: null,
+      subject: "Come back",
+    })
+    const sent = async () => (await events(owner.tenantId, "message.sent")).filter((e) => e.body.data.message_id === id)
+    const undo = await failCommitsOf(owner.tenantId)
+    try {
+      await expect(email.markSent(srv.sql, id, "outbox", "pm-outreach-rb-1")).rejects.toThrow(/commit refused/)
+    } finally {
+      await undo()
+    }
+    expect(await sent()).toHaveLength(0)
+    const [m] = await srv.sql<[{ state: string }]>`select state from email_messages where id = ${id}`
+    expect(m.state).toBe("queued")
+    await email.markSent(srv.sql, id, "outbox", "pm-outreach-rb-1")
+    expect((await sent()).map((e) => e.body.data.state)).toEqual(["sent"])
+  })
+
+  it("writes no message.replied when the reply's transaction rolls back; one when it commits", async () => {
+    const id = await sentMessage(srv.sql, "outreach", "pm-outreach-rb-2")
+    const replied = async () =>
+      (await events(owner.tenantId, "message.replied")).filter((e) => e.body.data.message_id === id)
+    await expect(
+      srv.sql.begin(async (tx) => {
+        await email.recordReply(tx, id)
+        throw new Error("rolled back")
+      }),
+    ).rejects.toThrow("rolled back")
+    expect(await replied()).toHaveLength(0)
+    await srv.sql.begin((tx) => email.recordReply(tx, id))
+    expect(await replied()).toHaveLength(1)
+  })
 })
 
 describe("the wallet", () => {
@@ -740,5 +823,42 @@ describe("tenant.suspended", () => {
     expect(e[1]!.id).not.toBe(e[0]!.id)
     await srv.sql`update tenants set status = 'active' where id = ${owner.tenantId}`
     expect(await events(other.tenantId, "tenant.suspended")).toHaveLength(0)
+  })
+
+  it.skipIf(!realServices)("wakes the delivery workers when it commits (NOTIFY), as every emit does", async () => {
+    // A database of its own with no server on it: nothing else notifies while this listens.
+    const db = await freshDatabase()
+    const sql = connectPostgres(db.env.DATABASE_URL!, 2)
+    try {
+      const heard: string[] = []
+      await sql.listen(WEBHOOKS_DUE_CHANNEL, (payload) => heard.push(payload))
+      const tenant = async (name: string, types: string[] | null) => {
+        const [t] = await sql<[{ id: number }]>`
+          insert into tenants (name, country, currency) values (${name}, 'US', 'USD') returning id`
+        if (types !== null)
+          await sql`insert into webhook_endpoints (tenant_id, url, events, secret_ciphertext)
+            values (${t.id}, 'https://hooks.example.invalid/x', ${types}, 'not-a-secret')`
+        return t.id
+      }
+      const subscribed = await tenant("suspended-notify", ["tenant.suspended"])
+      const unsubscribed = await tenant("suspended-quiet", null)
+      await expect(
+        sql.begin(async (tx) => {
+          await tx`update tenants set status = 'suspended' where id = ${subscribed}`
+          throw new Error("rolled back")
+        }),
+      ).rejects.toThrow("rolled back")
+      await sql`update tenants set status = 'suspended' where id = ${unsubscribed}`
+      await sql`update tenants set status = 'suspended' where id = ${subscribed}`
+      // Notifications reach a listener in commit order: once this one is heard, every earlier one was.
+      await sql`select pg_notify(${WEBHOOKS_DUE_CHANNEL}, 'sentinel')`
+      await waitFor("the sentinel", async () => (heard.includes("sentinel") ? true : undefined), 10_000)
+      // One wake-up: the committed suspension that made a delivery (not the rolled-back one, nor the
+      // suspension of a workspace with no subscriber).
+      expect(heard).toEqual(["", "sentinel"])
+    } finally {
+      await sql.end()
+      await db.drop()
+    }
   })
 })
