@@ -16,5 +16,7 @@ export async function privateUrlReason(url: string): Promise<string | undefined>
   const addresses = await resolveHost(host)
   if (addresses.length === 0) return `names a host that does not resolve (${host})`
   const inner = addresses.find(isPrivateAddress)
-  return inner === undefined ? undefined : `must be a public address; ${host} is ${inner}`
+  // The host it gave, never the address it resolved to: a workspace does not learn internal DNS answers.
+  if (inner === undefined) return undefined
+  return inner === host ? "must be a public address" : `must be a public address; ${host} resolves to a non-public one`
 }

@@ -422,8 +422,9 @@ export function fetchFailure(e: unknown, timeoutMs: number): FetchFailure {
   const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")
   if (timedOut) return { message: `unreachable: no answer within ${timeoutMs} ms`, retryable: true, timedOut }
   const cause = e instanceof Error ? e.cause : undefined
-  // The guard's refusal is the same on every attempt.
+  // The guard's refusal is the same on every attempt. The message reaches the workspace: the host
+  // it gave, never the address a name resolved to (an internal DNS answer is the operator's to know).
   if (cause instanceof PrivateAddressRefused)
-    return { message: `unreachable: ${cause.message}`, retryable: false, timedOut }
+    return { message: `unreachable: ${cause.publicMessage}`, retryable: false, timedOut }
   return { message: `unreachable: ${describeNetworkError(e)}`, retryable: true, timedOut }
 }

@@ -182,7 +182,8 @@ describe("connect-time address guard (tenant URLs)", () => {
         ruleBookRequest,
       ),
     )
-    expect(e.message).toMatch(/refused to connect to llm\.rebind\.test: it resolves to 127\.0\.0\.1/)
+    expect(e.message).toMatch(/refused to connect to llm\.rebind\.test: it resolves to a non-public address/)
+    expect(e.message).not.toContain("127.0.0.1")
     // Not worth retrying: the same refusal every time, so one lookup, and nothing reached the server.
     expect(e.retryable).toBe(false)
     expect(dns.lookups()).toBe(2)
@@ -233,7 +234,11 @@ describe("connect-time address guard (tenant URLs)", () => {
         { timeoutMs: 2_000, outbound: outboundFor(guardOn, "tenant") },
       ),
     )
-    expect(e.message).toMatch(/resolves to 10\.0\.0\.5/)
+    expect(e.message).toMatch(/telco\.mixed\.test: it resolves to a non-public address/)
+    expect(e.message).not.toContain("10.0.0.5")
+    // The save-time check refuses it in the same words.
+    const reason = await privateUrlReason(`http://telco.mixed.test:${provider.port}`)
+    expect(reason).toBe("must be a public address; telco.mixed.test resolves to a non-public one")
     expect(provider.hits).toBe(before)
   })
 
