@@ -123,14 +123,19 @@ describe("deploy/nginx.conf", () => {
     expect(value("Host")).toBe("$http_host")
   })
 
-  it("streams server-sent events unbuffered, with a read timeout well above the keepalive interval", () => {
+  it("streams every server-sent-events route unbuffered, with a read timeout well above the keepalive", () => {
     const config = loadConfig({})
-    const stream = "/api/runs/17/turns/stream"
-    const sse = locations.filter((l) => l.match.startsWith("~") && new RegExp(l.match.slice(1).trim()).test(stream))
-    expect(sse).toHaveLength(1)
-    expect(directive(sse[0]!.body, "proxy_buffering")).toBe("off")
-    const timeout = seconds(directive(sse[0]!.body, "proxy_read_timeout") ?? "60s")
-    expect(timeout).toBeGreaterThanOrEqual((3 * config.sse.keepaliveMs) / 1000)
+    const streams = routeTable()
+      .filter((r) => r.responses?.[200]?.contentType === "text/event-stream")
+      .map((r) => r.path.replace(/\{[^}]+\}/g, "17"))
+    expect(streams).toEqual(expect.arrayContaining(["/api/runs/17/turns/stream", "/api/approvals/stream"]))
+    for (const stream of streams) {
+      const sse = locations.filter((l) => l.match.startsWith("~") && new RegExp(l.match.slice(1).trim()).test(stream))
+      expect(sse, stream).toHaveLength(1)
+      expect(directive(sse[0]!.body, "proxy_buffering")).toBe("off")
+      const timeout = seconds(directive(sse[0]!.body, "proxy_read_timeout") ?? "60s")
+      expect(timeout).toBeGreaterThanOrEqual((3 * config.sse.keepaliveMs) / 1000)
+    }
   })
 
   it("limits bodies as Parley does: the JSON limit everywhere, the upload limit on exactly the upload routes", () => {
