@@ -16,6 +16,7 @@ import { loadConfig } from "../src/platform/config.js"
 import { redact, type Sql } from "../src/platform/Db.js"
 import { migrate } from "../src/platform/Migrator.js"
 import { RT_WEBHOOKS_DUE } from "../src/platform/subjects.js"
+import { IN_FLIGHT_PER_WORKSPACE } from "../src/webhooks/delivery.js"
 import { emitEvent, emitEvents } from "../src/webhooks/outbox.repo.js"
 import { newWebhookSecret, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
 import { signWebhook } from "../src/webhooks/signing.js"
@@ -23,7 +24,7 @@ import { machine, record, scratchDatabase } from "./lib.js"
 
 const BACKLOG = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 1500)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-/** The worker's posts in flight per process (its CONCURRENCY); the baseline loops use as many. */
+/** The worker's slots per process (its CONCURRENCY); the baseline loops post as many at once. */
 const CONCURRENCY = 32
 const LAG_EVENTS = Number(process.env.BENCH_WEBHOOK_LAG_EVENTS ?? 120)
 const LAG_RATE_PER_S = 30
@@ -228,7 +229,9 @@ export async function benchWebhooks(): Promise<void> {
 
 Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; PostgreSQL ${db.pgVersion}
 (scratch database), the worker in the bench process with a pool of 10, the receiver (node:http, 200 at once) in the
-same process, ${ROUNDS} rounds of a ${BACKLOG}-event backlog after a warm-up, ${CONCURRENCY} posts in flight. Load
+same process, ${ROUNDS} rounds of a ${BACKLOG}-event backlog to one endpoint after a warm-up; the bare
+loops post ${CONCURRENCY} at once, the worker ${IN_FLIGHT_PER_WORKSPACE} (its cap for one workspace, half its
+slots). Load
 average (1 min) ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end, on 2 cores shared with other work.
 
 | variant | per round, deliveries/s | median |

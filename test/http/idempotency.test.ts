@@ -209,7 +209,7 @@ describe("Idempotency-Key and the handler's outcome", () => {
 })
 
 describe("Idempotency-Key on answers that carry a secret", () => {
-  it("replays a new API key's secret, which is kept sealed: neither the key nor the secret is readable at rest", async () => {
+  it("replays a new API key's secret, kept sealed: neither the key nor the secret is readable at rest", async () => {
     const countKeys = async () =>
       (await srv.sql<[{ n: number }]>`select count(*)::int as n from api_keys where tenant_id = ${owner.tenantId}`)[0].n
     const before = await countKeys()
