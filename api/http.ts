@@ -170,6 +170,17 @@ export interface OpenStream extends StreamWriter {
   abort(): void
 }
 
+/**
+ * The most a single res.write hands uWS (bytes of a byte chunk; UTF-16 units of a string). uWS keeps
+ * whatever the socket does not take of a write in its own buffer, so a producer's large chunk (a CSV
+ * page of several MB) is cut into slices and the ones not yet given to uWS wait here, where
+ * bufferedBytes() can count them.
+ */
+export const STREAM_SLICE_BYTES = 64 * 1024
+/** A string is cut every this many UTF-16 units: at most 64 KiB of UTF-8 for ASCII, 192 KiB at worst. */
+const STREAM_SLICE_UNITS = STREAM_SLICE_BYTES
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
+
 /** Sends status and headers, then hands back a writer for a body of unknown length (chunked). */
 export function openStream(
   ex: Exchange,
@@ -183,11 +194,20 @@ export function openStream(
   const res = ex.res
   const closeHandlers: Array<() => void> = []
   let closed = false
-  // Bytes written since the socket last took a write whole. uWS reports no buffered amount for
-  // chunked bodies (getWriteOffset stays 0), so this upper bound stands in for it.
+  // The producer's bytes not yet handed to uWS, in order, in slices (STREAM_SLICE_BYTES) with their
+  // sizes in bytes (`first` is the next to go: the arrays are cleared once drained, never shifted).
+  let slices: Array<string | Uint8Array> = []
+  let sizes: number[] = []
+  let first = 0
+  let pendingBytes = 0
+  // uWS holds bytes the socket has not taken: the last res.write returned false.
+  let blocked = false
+  // Bytes handed to uWS since a write last went out whole. uWS reports no buffered amount for chunked
+  // bodies (getWriteOffset stays 0), so this upper bound stands in for what it holds.
   let backlog = 0
-  let waiting: ((ok: boolean) => void) | undefined
-  // end() was called while a write was still waiting for the socket: res.end() waits for onWritable.
+  // Producers waiting for the slices to be handed over.
+  let waiters: Array<(ok: boolean) => void> = []
+  // end() was called while bytes were still ours or uWS's: res.end() waits for onWritable (see end()).
   let ending = false
   let settle!: () => void
   const finished = new Promise<void>((r) => (settle = r))
@@ -199,28 +219,86 @@ export function openStream(
     settle()
   }
 
+  const release = (ok: boolean) => {
+    const w = waiters
+    waiters = []
+    for (const resolve of w) resolve(ok)
+  }
+
+  const queue = (slice: string | Uint8Array, n: number) => {
+    slices.push(slice)
+    sizes.push(n)
+    pendingBytes += n
+    ex.bytesOut += n
+  }
+
+  const drop = () => {
+    slices = []
+    sizes = []
+    first = 0
+    pendingBytes = 0
+  }
+
   const close = () => {
     if (closed) return
     closed = true
-    const w = waiting
-    waiting = undefined
-    w?.(false)
+    release(false)
     for (const h of closeHandlers.splice(0)) h()
   }
 
+  /**
+   * Hands slices to uWS while it takes them whole; stops at the first it only buffered. Each slice is
+   * its own corked write, so its chunk header goes out with its bytes.
+   */
+  const pump = () => {
+    while (first < slices.length && ex.writable) {
+      const slice = slices[first]!
+      const n = sizes[first]!
+      slices[first++] = ""
+      pendingBytes -= n
+      let ok = true
+      res.cork(() => {
+        ok = res.write(slice)
+      })
+      backlog = ok ? 0 : backlog + n
+      blocked = !ok
+      if (!ok) break
+    }
+    if (first === slices.length) {
+      slices = []
+      sizes = []
+      first = 0
+    }
+  }
+
   ex.onAbort(() => {
+    drop()
     close()
     settle()
   })
   res.cork(() => writeHead(res, status, contentType, headers, common))
+  // uWS (v20.30) calls this when the socket can take more, but with a handler set it does not send
+  // what it buffered itself: only a write made inside the handler does. So the next slices are
+  // written here, and the producer is released once none is left.
   res.onWritable(() => {
-    if (ending) {
+    if (!ex.writable) return true
+    if (first < slices.length) {
+      pump()
+      if (first === slices.length) {
+        // Ending: res.end() once uWS took the last slice whole; otherwise at the next writable event.
+        if (ending && !blocked) finish()
+        else release(true)
+      }
+    } else if (ending) {
+      // res.end() pushes what uWS holds and the terminating chunk into the kernel (see end()).
       finish()
-      return true
+    } else {
+      // Nothing of ours waits, but uWS may hold the tail of the last slice: an empty corked write
+      // makes it send what it buffered (uncorking writes the socket's buffer first).
+      res.cork(() => {})
+      blocked = false
+      release(true)
     }
-    const w = waiting
-    waiting = undefined
-    w?.(true)
     return true
   })
 
@@ -230,21 +308,28 @@ export function openStream(
     },
     write(chunk) {
       if (closed || !ex.writable) return Promise.resolve(false)
-      const n = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
-      ex.bytesOut += n
-      let ok = true
-      res.cork(() => {
-        ok = res.write(chunk)
-      })
-      backlog = ok ? 0 : backlog + n
-      if (ok) return Promise.resolve(true)
-      // uWS kept the bytes in its own buffer; wait for the socket to drain before taking more.
-      return new Promise<boolean>((resolve) => {
-        waiting = resolve
-      })
+      if (typeof chunk === "string") {
+        // Cut by UTF-16 units, never inside a surrogate pair (uWS encodes each slice on its own): no
+        // copy of the whole string is made here.
+        for (let at = 0; at < chunk.length; ) {
+          let end = Math.min(at + STREAM_SLICE_UNITS, chunk.length)
+          if (end < chunk.length && isHighSurrogate(chunk.charCodeAt(end - 1))) end--
+          const slice = at === 0 && end === chunk.length ? chunk : chunk.slice(at, end)
+          queue(slice, Buffer.byteLength(slice))
+          at = end
+        }
+      } else
+        for (let at = 0; at < chunk.byteLength; at += STREAM_SLICE_BYTES) {
+          const slice = chunk.subarray(at, Math.min(at + STREAM_SLICE_BYTES, chunk.byteLength))
+          queue(slice, slice.byteLength)
+        }
+      // Behind the socket: the slices wait for onWritable, in order behind the ones already waiting.
+      if (!blocked) pump()
+      if (first === slices.length) return Promise.resolve(true)
+      return new Promise<boolean>((resolve) => waiters.push(resolve))
     },
     bufferedBytes() {
-      return closed ? 0 : backlog
+      return closed ? 0 : pendingBytes + backlog
     },
     onClose(cb) {
       if (closed) cb()
@@ -252,21 +337,23 @@ export function openStream(
     },
     end() {
       if (closed) return
-      // A write still waiting means uWS holds bytes the socket has not taken. res.end() now would
+      // Slices still here, or bytes uWS holds that the socket has not taken. res.end() now would
       // queue the terminating chunk behind them, and uWS would send both as the client reads, but
       // nothing would tell us when: after end() the response object is dead, onWritable and
       // onAborted no longer fire (not even with end(body, true), which on a chunked body also
       // writes a stray "Connection: close" line into it) and getWriteOffset stays 0 for chunked
       // bodies. app.close() at shutdown would then drop them. So the response stays ours until
-      // uWS reports the socket writable again: res.end() in onWritable pushes the held bytes and
-      // the terminating chunk into the kernel, which still delivers them after the socket is
-      // closed. (Should the kernel take only part, uWS sends the rest as the client reads.)
-      // `finished` tells the server when res.end() happened; the producer is released now.
-      if (waiting !== undefined && ex.writable) ending = true
+      // every slice is handed over and uWS reports the socket writable again: res.end() in
+      // onWritable pushes the held bytes and the terminating chunk into the kernel, which still
+      // delivers them after the socket is closed. (Should the kernel take only part, uWS sends the
+      // rest as the client reads.) `finished` tells the server when res.end() happened; the
+      // producer is released now.
+      if ((first < slices.length || blocked) && ex.writable) ending = true
       else finish()
       close()
     },
     abort() {
+      drop()
       if (ex.writable) {
         ex.finished = true
         res.close()

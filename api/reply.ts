@@ -3,14 +3,14 @@
 
 export interface StreamWriter {
   /**
-   * Queues a chunk. Resolves true once the socket can take more (immediately when it is not
-   * backed up), false when the client is gone; a writer that awaits each call never buffers
-   * more than one chunk beyond what the socket holds.
+   * Queues a chunk. Resolves true once all of it was handed to the socket (immediately when it is
+   * not backed up), false when the client is gone; a writer that awaits each call holds at most
+   * its one chunk beyond what the socket takes, and the server's own buffer at most one slice of it.
    */
   write(chunk: string | Uint8Array): Promise<boolean>
   /**
-   * Bytes written since the socket last accepted a write whole: an upper bound on what sits in
-   * the server's buffer for this client (0 when the client keeps up).
+   * Bytes queued and not yet handed to the socket, plus those handed over since it last took a
+   * write whole: an upper bound on what the server holds for this client (0 when it keeps up).
    */
   bufferedBytes(): number
   readonly closed: boolean
