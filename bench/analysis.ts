@@ -3,6 +3,7 @@
 // analysis charged and its call.analyzed event written). Baseline in the same run: the hangup rate
 // itself; the ratio is analyses stored per second over hangups per second (≥ 1: the queue keeps up).
 import { loadavg } from "node:os"
+import { enqueueCalls } from "../src/analysis/analysis.repo.js"
 import { machine, record, withBenchServer } from "./lib.js"
 
 const RATE = 200
@@ -50,23 +51,29 @@ export async function benchAnalysis(): Promise<void> {
       await sql`analyze`
       step(`seeded ${CALLS} targets; hanging up ${RATE} calls/s for ${SECONDS} s`)
 
-      // Hangups: PER_TICK ended, answered calls (with four turns each) every TICK_MS, on a fixed schedule.
+      // Hangups: PER_TICK ended, answered calls (with four turns each) every TICK_MS, on a fixed schedule,
+      // each group queued for analysis in the transaction that ends it, as src/calls/calls.repo.ts does.
       const t0 = Date.now()
       for (let i = 0; i < CALLS / PER_TICK; i++) {
         const from = first + i * PER_TICK
-        await sql`
-        with c as (
-          insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
-            owner_instance, status, outcome, connected_seconds, answered_at, ended_at)
-          select ${t}, ${run.id}, ${w.id}, id, target_id, 1, phone_e164, 'sim', 'bench', 'ended', 'agreed', 42,
-            now() - interval '42 seconds', clock_timestamp()
-          from run_targets where id >= ${from} and id < ${from + PER_TICK}
-          returning id, target_id)
-        insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
-        select ${t}, ${run.id}, c.target_id, c.id, c.id * 4 + k, k, case when k % 2 = 0 then 'agent' else 'callee' end,
-          case k when 0 then 'Hello, this is Priya. Do you have a minute?' when 1 then 'Sure, go ahead.'
-            when 2 then 'Shall I renew your plan today?' else 'Yes, that sounds good. Let''s go ahead.' end, now()
-        from c, generate_series(0, 3) k`
+        await sql.begin(async (tx) => {
+          const ended = await tx<{ id: number }[]>`
+            with c as (
+              insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164,
+                provider, owner_instance, status, outcome, connected_seconds, answered_at, ended_at)
+              select ${t}, ${run.id}, ${w.id}, id, target_id, 1, phone_e164, 'sim', 'bench', 'ended', 'agreed', 42,
+                now() - interval '42 seconds', clock_timestamp()
+              from run_targets where id >= ${from} and id < ${from + PER_TICK}
+              returning id, target_id)
+            insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at)
+            select ${t}, ${run.id}, c.target_id, c.id, c.id * 4 + k, k,
+              case when k % 2 = 0 then 'agent' else 'callee' end,
+              case k when 0 then 'Hello, this is Priya. Do you have a minute?' when 1 then 'Sure, go ahead.'
+                when 2 then 'Shall I renew your plan today?' else 'Yes, that sounds good. Let''s go ahead.' end, now()
+            from c, generate_series(0, 3) k
+            returning call_id as id`
+          await enqueueCalls(tx, [...new Set(ended.map((e) => Number(e.id)))])
+        })
         const wait = t0 + (i + 1) * TICK_MS - Date.now()
         if (wait > 0) await new Promise((r) => setTimeout(r, wait))
       }
@@ -118,10 +125,13 @@ export async function benchAnalysis(): Promise<void> {
           `${analysedPerSecond.toFixed(0)} |\n` +
           `| ratio (1.00: keeping pace; the span ends with the last call's lag) | ${ratio.toFixed(2)} |\n` +
           `| analysed / charged | ${done} / ${s.charged} |\n\n` +
-          `The hangups are written straight to Postgres, so no runtime nudge (rt.analysis.due) arrives: the ` +
-          `worker finds them by its poll (and sweeps again each time a group is stored, while busy), so the lag ` +
-          `includes up to one ANALYSIS_POLL_MS. Before analyses were read and stored in groups (one transaction ` +
-          `per call, 4 at a time) the same run managed 62 analyses/s (ratio 0.31) and the lag grew without bound.`,
+          `The hangups are written straight to Postgres (each group's queue rows in its own transaction, as the ` +
+          `runtime's hangup does), so no runtime nudge (rt.analysis.due) arrives: the worker finds them by its ` +
+          `poll (and claims again each time a group is stored, while busy), so the lag includes up to one ` +
+          `ANALYSIS_POLL_MS. Finding work is one read of the due rows' index: no sweep of ended calls (before, each ` +
+          `poll anti-joined the last 60 s of answered calls and every 10 minutes the last 24 h, before claiming). ` +
+          `Before analyses were read and stored in groups (one transaction per call, 4 at a time) the same run ` +
+          `managed 62 analyses/s (ratio 0.31) and the lag grew without bound.`,
       )
     },
   )

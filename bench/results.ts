@@ -146,9 +146,10 @@ export async function benchResults(): Promise<void> {
         `| ${(rate(e) / rate(c)).toFixed(2)} |\n` +
         `| bare \`COPY (the same rows) TO STDOUT\` (${(copyBytes / 2 ** 20).toFixed(1)} MiB) | ${c.toFixed(0)} ms ` +
         `| ${rate(c).toLocaleString("en")} | 1.00 |\n\n` +
-        `The export reads keyset pages of 1,000 rows (one short query each, the next read while the last is ` +
-        `written), writes each through csv-stringify once the socket took the one before, and defuses formula ` +
-        `cells; COPY formats inside Postgres and sends one stream.\n\n` +
+        `The export reads keyset pages sized by bytes (about 512 KiB of CSV: 100 rows first, then as many as ` +
+        `fit, at most 1,000; one short query each, the next read while the last is written), writes each ` +
+        `through csv-stringify once the socket took the one before (handed to uWS 64 KiB at a time as the ` +
+        `socket drains), and defuses formula cells; COPY formats inside Postgres and sends one stream.\n\n` +
         `ANALYSIS LAG: the analysis queue's lag behind hangups at 200 hangups/s is measured by the analysis ` +
         `worker's bench (not here).`,
     )

@@ -1,8 +1,7 @@
-// The post-call analysis worker of a runtime process: it enqueues ended, answered calls (a sweep of
-// the recent end of the calls index), claims due rows by lease and analyses a few at a time
-// (src/analysis/analysis.service.ts). Every runtime process runs one; call_analyses decides who does what.
+// The post-call analysis worker of a runtime process: claims due rows by lease and analyses a few at a
+// time (src/analysis/analysis.service.ts); calls are queued at hangup, a background sweep repairs misses.
 
-import { claimDue, enqueueEnded } from "../src/analysis/analysis.repo.js"
+import { claimDue, enqueueMissing, type SweepMark } from "../src/analysis/analysis.repo.js"
 import { type AnalysisDeps, analyseBatch } from "../src/analysis/analysis.service.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import { RT_ANALYSIS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
@@ -14,16 +13,21 @@ export interface AnalysisWorker {
   stop(): Promise<void>
 }
 
-/** A restarted process looks this far back for ended calls lacking a row (none is lost to a restart). */
-const LOOKBACK_MS = 24 * 3_600_000
 /**
- * The sweep starts again this far before its previous start: a call's ended_at is its process's
- * clock at hangup and commits a moment later, possibly on another host.
+ * A starting process's repair sweep covers calls ended this far back: as far as the version before
+ * the hangup-time enqueue looked, so an upgrade from it leaves no call behind.
  */
-const SWEEP_SLACK_MS = 60_000
-/** Now and then the whole look-back window is swept again, in case a sweep failed. */
-const FULL_SWEEP_MS = 10 * 60_000
-const SWEEP_BATCH = 500
+const LOOKBACK_MS = 24 * 3_600_000
+/** Then a sweep now and then over what ended since the last one (nothing should be missing). */
+const REPAIR_EVERY_MS = 3_600_000
+/**
+ * Each sweep starts this far before the previous one began (which reached every call ended before
+ * then): a call's ended_at is its process's clock at hangup and commits a moment later, possibly on
+ * another host.
+ */
+const SWEEP_SLACK_MS = 10 * 60_000
+/** Calls looked at per statement of a sweep; one statement per poll at most, never before a claim. */
+const SWEEP_PAGE = 1_000
 /** Hangups within this long make one nudge, sent after the calls' rows have most likely ended. */
 const NUDGE_COALESCE_MS = 250
 const STOP_WAIT_MS = 5_000
@@ -33,8 +37,12 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
   const { concurrency, pollMs, timeoutMs } = config.analysis
   // Past the attempt's own limit, so a live attempt keeps its row; a dead process's row comes back.
   const leaseMs = 2 * timeoutMs + 10_000
-  let sweepFrom = new Date(Date.now() - LOOKBACK_MS)
-  let fullSweepAt = Date.now() + FULL_SWEEP_MS
+  /** The repair sweep: where its next page starts, or undefined between sweeps (next at `repairAt`). */
+  let repairFrom: SweepMark | undefined
+  let repairAt = 0
+  /** When the current (or last) sweep began: it reaches every call that ended before then. */
+  let sweepStarted: number | undefined
+  let repairing: Promise<void> | undefined
   /** The groups being analysed, and how many calls they hold together. */
   const inFlight = new Set<Promise<unknown>>()
   let callsInFlight = 0
@@ -43,16 +51,31 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
   let stopped = false
   let nudge: NodeJS.Timeout | undefined
 
-  async function sweep(): Promise<void> {
-    if (Date.now() >= fullSweepAt) {
-      sweepFrom = new Date(Date.now() - LOOKBACK_MS)
-      fullSweepAt = Date.now() + FULL_SWEEP_MS
+  /** One page of the repair sweep, in the background: claims never wait for it. */
+  function repairStep(): void {
+    if (stopped || repairing !== undefined) return
+    if (repairFrom === undefined) {
+      if (Date.now() < repairAt) return
+      const start = sweepStarted === undefined ? Date.now() - LOOKBACK_MS : sweepStarted - SWEEP_SLACK_MS
+      sweepStarted = Date.now()
+      repairFrom = { endedAt: new Date(start).toISOString(), callId: 0 }
     }
-    const started = Date.now()
-    const added = await enqueueEnded(sql, sweepFrom, SWEEP_BATCH)
-    // A full batch may have left more behind: the next sweep starts from the same point.
-    if (added < SWEEP_BATCH) sweepFrom = new Date(Math.max(sweepFrom.getTime(), started - SWEEP_SLACK_MS))
-    else again = true
+    const from = repairFrom
+    repairing = enqueueMissing(sql, from, SWEEP_PAGE)
+      .then((step) => {
+        if (step.added > 0) {
+          log.warn({ calls: step.added }, "enqueued ended calls that had no analysis row")
+          void tick()
+        }
+        if (step.scanned < SWEEP_PAGE || step.next === undefined) {
+          repairFrom = undefined
+          repairAt = Date.now() + REPAIR_EVERY_MS
+        } else repairFrom = step.next
+      })
+      .catch((err: unknown) => log.error({ err }, "call analysis repair sweep failed"))
+      .finally(() => {
+        repairing = undefined
+      })
   }
 
   async function claimAndStart(): Promise<void> {
@@ -87,20 +110,21 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
     try {
       do {
         again = false
-        await sweep()
         await claimAndStart()
       } while (again && !stopped && callsInFlight < concurrency)
     } catch (err) {
-      log.error({ err }, "call analysis sweep failed")
+      log.error({ err }, "claiming call analyses failed")
     } finally {
       running = false
     }
   }
 
-  const poll = setInterval(() => void tick(), pollMs)
+  const poll = setInterval(() => {
+    void tick().then(repairStep)
+  }, pollMs)
   poll.unref()
   const subscription = deps.bus.subscribe(RT_ANALYSIS_DUE, () => void tick(), { queue: RUNTIME_QUEUE })
-  void tick()
+  void tick().then(repairStep)
 
   return {
     callEnded() {
@@ -122,7 +146,7 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
       await subscription.drain().catch(() => {})
       let timer: NodeJS.Timeout | undefined
       await Promise.race([
-        Promise.allSettled([...inFlight]),
+        Promise.allSettled([...inFlight, ...(repairing === undefined ? [] : [repairing])]),
         new Promise((r) => {
           timer = setTimeout(r, STOP_WAIT_MS)
         }),

@@ -14,11 +14,17 @@ const Analysis = z.object({
   summary: z.string().nullable(),
   goal_met: z.boolean().nullable(),
   sentiment: z.enum(["positive", "neutral", "negative"]).nullable(),
-  callback_at: z.string().nullable(),
-  agreed_value_minor: z.number().int().nullable(),
+  callback_at: z
+    .string()
+    .nullable()
+    .describe("when the callee is called back, as the runtime scheduled it after an approved callback; else null"),
+  agreed_value_minor: z.number().int().nullable().describe("the approved concession, from the approval"),
   fields: z.record(z.string(), z.unknown()).describe("the workflow's extracted fields by name"),
-  model: z.string().nullable(),
-  model_version: z.string().nullable(),
+  model: z.string().nullable().describe("the model asked (the workspace's own, the platform's, or sim-1)"),
+  model_version: z
+    .string()
+    .nullable()
+    .describe("the model version the provider reported answering with (e.g. a dated snapshot); null if none"),
   error: z.string().nullable().describe("why the last attempt failed (a failed analysis keeps it)"),
   charged_minor: z.number().int().nullable(),
   analyzed_at: z.string().nullable(),

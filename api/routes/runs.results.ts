@@ -68,10 +68,16 @@ export default route({
         "JSON: a page of results, in target order. CSV (attachment run-<id>-results.csv; limit and cursor do not " +
         "apply): a header row target_id,phone,name,status,outcome,attempts,talk_seconds,cost_minor,currency," +
         "analysis_status,summary,goal_met,sentiment,callback_at,agreed_value_minor, then one column per extracted " +
-        "field (field_<name> where a name repeats a fixed column); a cell starting with = + - @ (or tab, CR) " +
-        "that is not a plain number gets one leading '",
+        "field, named as the field unless that name is taken (a fixed column, or another field's own name): then " +
+        "field_<name>, prefixed again until unique; a cell whose first character other than whitespace is = + - @ " +
+        "(or that starts with a tab or CR) and that is not a plain number gets one leading '",
       schema: ResultsBody,
       alternatives: [{ contentType: "text/csv" }],
+    },
+    429: {
+      description:
+        "RATE_LIMITED with Retry-After: 5 (CSV only): the workspace already has 2 CSV exports streaming from " +
+        "this server; JSON pages are not limited",
     },
   },
   handler: ({ principal, params, query, headers }) =>

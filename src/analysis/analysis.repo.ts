@@ -1,6 +1,6 @@
-// SQL for post-call analysis, the only writer of call_analyses: enqueueing ended, answered calls,
-// claiming due rows by lease (SKIP LOCKED), storing a result at most once (a conditional update from
-// pending by the lease holder), scheduling a retry or recording the failure, and reading a call's row.
+// SQL for post-call analysis, the only writer of call_analyses: queueing answered calls (in their hangup
+// transaction, or by the repair sweep), claiming rows by lease (SKIP LOCKED), storing a result at most
+// once, scheduling a retry or recording the failure, and reading a call's row.
 import type { Sql, Tx } from "../platform/Db.js"
 import type { AnalysisAnswer } from "./analysis.schema.js"
 
@@ -26,29 +26,92 @@ export interface AnalysisRow {
   readonly created_at: Date
 }
 
+/** Which calls get a pending row: answered, ended, not erased, of a rule book that does not turn analysis off. */
+const enqueueable = (sql: Sql | Tx) => sql`
+  c.answered_at is not null and c.status = 'ended'
+    -- an erased contact's call (src/dsr/erase.repo.ts deleted its analysis) is not analysed again
+    and c.phone_e164 not like 'erased:%'
+    and coalesce(rb.body -> 'analysis' ->> 'enabled', 'true') <> 'false'`
+
 /**
- * A pending row for each call that ended at or after `since` having been answered, lacking one, of a
- * workflow whose rule book (the run's version, else the workflow's current one) does not turn
- * analysis off. Reads the recent end of calls_answered_ended_idx only. Returns how many were added.
+ * A pending row for each of `callIds` that was answered (the others never connected: no analysis),
+ * inside the transaction that ends the calls (src/calls/calls.repo.ts finishAttempt(s)), so an ended
+ * call and its place in the queue commit together and no sweep has to look for it. The rule book is
+ * the run's version, else the workflow's current one.
  */
-export const enqueueEnded = async (sql: Sql, since: Date, limit: number): Promise<number> => {
-  const rows = await sql`
+export const enqueueCalls = async (tx: Tx, callIds: readonly number[]): Promise<void> => {
+  if (callIds.length === 0) return
+  await tx`
     insert into call_analyses (call_id, tenant_id, run_id, rule_book_id, status, next_attempt_at)
     select c.id, c.tenant_id, c.run_id, rb.id, 'pending', now()
     from calls c
     join runs r on r.id = c.run_id
     join workflows w on w.id = c.workflow_id
     left join rule_books rb on rb.id = coalesce(r.rule_book_id, w.rule_book_id)
-    where c.answered_at is not null and c.ended_at >= ${since} and c.status = 'ended'
-      and not exists (select 1 from call_analyses a where a.call_id = c.id)
-      -- an erased contact's call (src/dsr/erase.repo.ts deleted its analysis) is not analysed again
-      and c.phone_e164 not like 'erased:%'
-      and coalesce(rb.body -> 'analysis' ->> 'enabled', 'true') <> 'false'
-    order by c.ended_at
-    limit ${limit}
-    on conflict (call_id) do nothing
-    returning call_id`
-  return rows.length
+    where c.id = any(${callIds as number[]}::bigint[]) and ${enqueueable(tx)}
+    on conflict (call_id) do nothing`
+}
+
+/**
+ * Where the repair sweep stands: the last call it looked at, in (ended_at, id) order. ended_at is
+ * Postgres's text, sent back as text (a timestamptz parameter goes through a JS Date, which would
+ * drop the microseconds and send the sweep round the same calls again).
+ */
+export interface SweepMark {
+  readonly endedAt: string
+  readonly callId: number
+}
+
+/**
+ * The repair sweep's step (runtime/analysis-worker.ts): the next `limit` answered calls after `from`
+ * by when they ended (one range of calls_answered_ended_idx), and a pending row for each lacking
+ * one — a call ended by a process that did not enqueue it in its hangup transaction (an older
+ * version during an upgrade). Returns how many were looked at and added, and where to go on from
+ * (undefined: nothing after `from`).
+ */
+export const enqueueMissing = async (
+  sql: Sql,
+  from: SweepMark,
+  limit: number,
+): Promise<{ scanned: number; added: number; next: SweepMark | undefined }> => {
+  const [row] = await sql<[{ scanned: number; added: number; ended_at: string | null; id: number | null }]>`
+    with page as (
+      select c.id, c.ended_at from calls c
+      where c.answered_at is not null and c.ended_at >= ${from.endedAt}::text::timestamptz
+        and (c.ended_at, c.id) > (${from.endedAt}::text::timestamptz, ${from.callId}::bigint)
+      order by c.ended_at, c.id
+      limit ${limit}
+    ), added as (
+      insert into call_analyses (call_id, tenant_id, run_id, rule_book_id, status, next_attempt_at)
+      select c.id, c.tenant_id, c.run_id, rb.id, 'pending', now()
+      from page p
+      join calls c on c.id = p.id
+      join runs r on r.id = c.run_id
+      join workflows w on w.id = c.workflow_id
+      left join rule_books rb on rb.id = coalesce(r.rule_book_id, w.rule_book_id)
+      where ${enqueueable(sql)} and not exists (select 1 from call_analyses a where a.call_id = c.id)
+      on conflict (call_id) do nothing
+      returning call_id
+    ), last as (select id, ended_at from page order by ended_at desc, id desc limit 1)
+    select (select count(*) from page)::int as scanned, (select count(*) from added)::int as added,
+      (select ended_at::text from last) as ended_at, (select id from last) as id`
+  return {
+    scanned: row.scanned,
+    added: row.added,
+    next: row.ended_at === null || row.id === null ? undefined : { endedAt: row.ended_at, callId: Number(row.id) },
+  }
+}
+
+/** enqueueMissing from `since` to the present, `limit` calls at a time; returns how many rows were added. */
+export const enqueueEnded = async (sql: Sql, since: Date, limit: number): Promise<number> => {
+  let from: SweepMark | undefined = { endedAt: since.toISOString(), callId: 0 }
+  let added = 0
+  while (from !== undefined) {
+    const step = await enqueueMissing(sql, from, limit)
+    added += step.added
+    from = step.scanned < limit ? undefined : step.next
+  }
+  return added
 }
 
 export interface Claimed {
@@ -87,12 +150,19 @@ export interface CallWork {
   readonly rule_book: Record<string, unknown> | null
   /** A rehearsal (simulation campaign) or the public demo: its calls cost nobody anything. */
   readonly free: boolean
+  /** A simulation campaign's call: a rehearsal, which sends no outbound event (as calls.repo.ts's call events). */
+  readonly simulation: boolean
   /** What was said (system lines left out), oldest first, at most `turns` lines of 2,000 characters. */
   readonly transcript: ReadonlyArray<{ speaker: string; text: string }>
   /** The latest approved concession's value: what a human agreed, not what a model read. */
   readonly concession_minor: number | null
-  /** When the latest approved callback was approved. */
-  readonly callback_decided_at: Date | null
+  /**
+   * When the callee is called back, as the runtime scheduled it: the retry the call's end wrote to
+   * the decision log (callback_scheduled), else — for a callback approved after the call ended —
+   * the target's next attempt as the approval set it, while no later attempt has been made. Null
+   * when no callback was scheduled (none approved, or the target was out of attempts).
+   */
+  readonly callback_at: Date | null
 }
 
 /**
@@ -100,10 +170,11 @@ export interface CallWork {
  * contact was erased, are absent).
  */
 export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: number): Promise<CallWork[]> => {
-  const rows = await sql<(Omit<CallWork, "callback_decided_at"> & { callback_decided_at: Date | string | null })[]>`
+  const rows = await sql<(Omit<CallWork, "callback_at"> & { callback_at: Date | string | null })[]>`
     select c.id as call_id, c.tenant_id, tn.currency, c.run_id, c.phone_e164, c.outcome, c.connected_seconds,
       c.ended_at, t.name as callee_name, rb.body as rule_book,
       (w.simulation_of is not null or exists (select 1 from demo_workspace d where d.tenant_id = c.tenant_id)) as free,
+      w.simulation_of is not null as simulation,
       coalesce((
         select json_agg(json_build_object('speaker', x.speaker, 'text', x.text) order by x.turn_index)
         from (select speaker, left(text, 2000) as text, turn_index from turns
@@ -112,9 +183,19 @@ export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: 
       (select proposed_value_minor from approvals
         where call_id = c.id and status = 'approved' and proposed_action = 'concession'
         order by decided_at desc, id desc limit 1) as concession_minor,
-      (select decided_at from approvals
-        where call_id = c.id and status = 'approved' and proposed_action = 'callback'
-        order by decided_at desc, id desc limit 1) as callback_decided_at
+      coalesce(
+        (select timestamptz 'epoch' + (d.detail ->> 'retry_at')::bigint * interval '1 millisecond'
+          from dial_decisions d
+          where d.run_id = c.run_id and d.target_id = c.target_id and d.call_id = c.id
+            and d.decision = 'retry' and d.reason = 'callback_scheduled'
+          order by d.id desc limit 1),
+        (select rt.next_attempt_at from run_targets rt
+          where rt.id = c.run_target_id and rt.status = 'waiting' and rt.outcome = 'callback_scheduled'
+            and exists (select 1 from approvals ap where ap.call_id = c.id and ap.status = 'approved'
+              and ap.proposed_action = 'callback')
+            and not exists (select 1 from calls later where later.run_id = c.run_id
+              and later.run_target_id = c.run_target_id and later.attempt > c.attempt))
+      ) as callback_at
     from calls c
     join tenants tn on tn.id = c.tenant_id
     join runs r on r.id = c.run_id
@@ -125,10 +206,7 @@ export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: 
       -- an erased contact's call is absent (its row then fails): a row enqueued while the erase ran is
       -- not analysed from what is left of it, nor charged
       and c.phone_e164 not like 'erased:%'`
-  return rows.map((r) => ({
-    ...r,
-    callback_decided_at: r.callback_decided_at === null ? null : new Date(r.callback_decided_at),
-  }))
+  return rows.map((r) => ({ ...r, callback_at: r.callback_at === null ? null : new Date(r.callback_at) }))
 }
 
 export interface DoneAnalysis {
@@ -137,7 +215,7 @@ export interface DoneAnalysis {
   readonly callbackAt: Date | null
   readonly agreedValueMinor: number | null
   readonly model: string
-  readonly modelVersion: string
+  readonly modelVersion: string | null
   readonly chargedMinor: number | null
 }
 

@@ -1,9 +1,7 @@
-// Post-call analysis of one claimed call: which model (the workspace's own, else the platform's or
-// its simulator), one attempt at the answer, the approvals' agreed terms, and the result stored once
-// with its charge and its call.analyzed event in one transaction; a failed attempt retried with
-// backoff until the attempts run out, then recorded as failed. runtime/analysis-worker.ts drives it.
+// Post-call analysis of claimed calls: which model, one attempt at the answer, the agreed terms and the
+// scheduled callback, the result stored once with its charge and call.analyzed event in one transaction;
+// a failed attempt retried with backoff (one that would fail alike recorded at once). The worker drives it.
 import type { Logger } from "pino"
-import { CALLBACK_DELAY_MS } from "../approvals/approvals.service.js"
 import { postEntry } from "../billing/ledger.repo.js"
 import { ANALYSIS_PER_CALL_MINOR } from "../billing/pricing.js"
 import type { Config } from "../platform/config.js"
@@ -11,9 +9,9 @@ import type { Sql } from "../platform/Db.js"
 import { iso } from "../platform/time.js"
 import type { LanguageModel } from "../providers/llm/llm.interface.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
-import { ANALYSIS_PROMPT_VERSION, AnalysisAttemptError, analyseCall } from "./analysis.llm.js"
+import { AnalysisAttemptError, type AnalysisResult, analyseCall } from "./analysis.llm.js"
 import * as repo from "./analysis.repo.js"
-import { type AnalysisAnswer, AnalysisSection, DEFAULT_ANALYSIS } from "./analysis.schema.js"
+import { AnalysisSection, DEFAULT_ANALYSIS } from "./analysis.schema.js"
 
 /** A call's transcript beyond this many turns is not read (the simulated callee stops far sooner). */
 const TRANSCRIPT_MAX_TURNS = 400
@@ -23,7 +21,7 @@ const MAX_BACKOFF_MS = 10 * 60_000
 export interface AnalysisDeps {
   readonly sql: Sql
   readonly log: Logger
-  readonly config: Pick<Config, "analysis" | "simTimeScale">
+  readonly config: Pick<Config, "analysis">
   /** This process's instance id: the lease holder's name. */
   readonly me: string
   /** The platform's model: LLM_BASE_URL's, else the simulator. */
@@ -67,6 +65,8 @@ export async function analyseClaimed(d: AnalysisDeps, claimed: repo.Claimed): Pr
 interface Answered {
   readonly done: repo.DoneAnalysis
   readonly tenantId: number
+  /** A simulation campaign's call: stored, but no call.analyzed event (a rehearsal sends none). */
+  readonly simulation: boolean
 }
 
 /**
@@ -128,9 +128,9 @@ export async function analyseBatch(d: AnalysisDeps, claims: readonly repo.Claime
       const parsedSection = AnalysisSection.safeParse(book["analysis"] ?? DEFAULT_ANALYSIS)
       // Rule books are validated when written; one that is not (edited by hand) gets the built-ins alone.
       const section = parsedSection.success ? parsedSection.data : DEFAULT_ANALYSIS
-      let answer: AnalysisAnswer
+      let result: AnalysisResult
       try {
-        answer = await analyseCall(llm, {
+        result = await analyseCall(llm, {
           call: {
             phone: work.phone_e164,
             calleeName: work.callee_name,
@@ -144,23 +144,22 @@ export async function analyseBatch(d: AnalysisDeps, claims: readonly repo.Claime
           timeoutMs: d.config.analysis.timeoutMs,
         })
       } catch (e) {
-        if (e instanceof AnalysisAttemptError) return fail(claimed, e.message, false)
+        // One that would fail the same way again (a bad key, a refused schema) is recorded at once.
+        if (e instanceof AnalysisAttemptError) return fail(claimed, e.message, !e.retryable)
         throw e
       }
-      // The callback is dialed CALLBACK_DELAY_MS after its approval (scaled as the runtime scales it).
-      const callbackAt =
-        work.callback_decided_at === null
-          ? null
-          : new Date(work.callback_decided_at.getTime() + CALLBACK_DELAY_MS * d.config.simTimeScale)
       answered.push({
         tenantId: work.tenant_id,
+        simulation: work.simulation,
         done: {
           callId: claimed.call_id,
-          answer,
-          callbackAt,
+          answer: result.answer,
+          // When the runtime will call back, as it scheduled it (null: no callback was scheduled).
+          callbackAt: work.callback_at,
           agreedValueMinor: work.concession_minor === null ? null : Number(work.concession_minor),
           model: llm.model,
-          modelVersion: `${llm.name}/${ANALYSIS_PROMPT_VERSION}`,
+          // The version the provider says answered (the model asked may be an alias of it).
+          modelVersion: result.modelVersion,
           // The platform's model (the simulator stands for it) is metered; the workspace's own is
           // not, and neither is a call nobody pays for (a rehearsal, the public demo).
           chargedMinor: own === undefined && !work.free ? ANALYSIS_PER_CALL_MINOR[work.currency] : null,
@@ -178,9 +177,13 @@ export async function analyseBatch(d: AnalysisDeps, claims: readonly repo.Claime
         group.map((a) => a.done),
       )
       if (rows.length === 0) return new Set<number>()
+      // A rehearsal's analysis is stored like any other, but announced to nobody (as its call events).
+      const rehearsals = new Set(group.filter((a) => a.simulation).map((a) => a.done.callId))
       await emitEvents(
         tx,
-        rows.map((row) => ({ tenantId: row.tenant_id, type: "call.analyzed" as const, data: analysisView(row) })),
+        rows
+          .filter((row) => !rehearsals.has(row.call_id))
+          .map((row) => ({ tenantId: row.tenant_id, type: "call.analyzed" as const, data: analysisView(row) })),
       )
       // The charges last: ledger_post locks a workspace's wallet row until the commit, and every
       // analysis of the workspace waits on that lock. In workspace order, so two groups never wait

@@ -6,7 +6,9 @@
 // the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
 // the calling process owning the run or call. The target's other moves are written by
 // src/runs/run-targets.repo.ts, the DNC entry of a callee who asked not to be called again by
-// src/compliance/dnc.repo.ts, inside these transactions.
+// src/compliance/dnc.repo.ts, and an answered call's place in the post-call analysis queue by
+// src/analysis/analysis.repo.ts, inside these transactions.
+import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { holdTargetUntil, markTargetSkipped, settleTarget, type TargetNext } from "../runs/run-targets.repo.js"
@@ -173,6 +175,8 @@ export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =
       returning ${endedCallColumns(tx)}`
     if (!call) return false // finalised by a process that took the run over
     await emitEvents(tx, callEndedEvents([call]))
+    // An answered call is queued for its analysis with its end: no sweep has to find it.
+    if (call.answered_at !== null) await enqueueCalls(tx, [Number(call.id)])
     await settleTarget(tx, f.runTargetId, f.next)
     if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
     await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
@@ -214,6 +218,11 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
     if (done.length === 0) return new Set<number>()
     // call.completed / call.failed of the whole group in one statement, committed with the ends.
     await emitEvents(tx, callEndedEvents(done))
+    // The answered ones queued for their analysis in one statement, with their ends.
+    await enqueueCalls(
+      tx,
+      done.filter((d) => d.answered_at !== null).map((d) => Number(d.id)),
+    )
     const mine = done.map((d) => first.get(Number(d.id))!)
     // The targets' next steps in one statement, as settleTarget (run-targets.repo.ts) writes each:
     // done; waiting until the retry; or back in the queue with its last outcome kept.

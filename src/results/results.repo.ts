@@ -127,14 +127,24 @@ export interface ResultRow {
  * One page of a run's results: targets after `afterTargetId`, in target id order, each with the
  * sums over its calls and the analysis of its latest analysed call (a later attempt that never
  * connected has none, and must not hide what the earlier conversation came to). Keyset pages on
- * the (run_id, target_id) unique index: every page is one index range, however deep.
+ * the (run_id, target_id) unique index: every page is one index range, however deep. The page's
+ * targets are chosen first (a subquery with its own limit), so their calls are read for those
+ * targets only, whatever the planner thinks of the run's size (on stale statistics it joined every
+ * remaining target's calls and then sorted: a 100,000-target export took five times as long). The
+ * caller checked the run is the workspace's; the workspace is named here too, so a page can never
+ * hold another's targets whatever a caller passes (their calls are found through the target).
  */
-export const resultsPage = (sql: Sql, runId: number, afterTargetId: number, limit: number) =>
+export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTargetId: number, limit: number) =>
   sql<ResultRow[]>`
     select rt.target_id, rt.phone_e164 as phone, au.name, rt.status, rt.outcome, rt.attempts,
       coalesce(s.talk_seconds, 0)::int as talk_seconds, coalesce(s.cost_minor, 0)::bigint as cost_minor,
       a.status as analysis_status, a.summary, a.goal_met, a.sentiment, a.callback_at, a.agreed_value_minor, a.fields
-    from run_targets rt
+    from (
+      select id, target_id, phone_e164, status, outcome, attempts from run_targets
+      where run_id = ${runId} and tenant_id = ${tenantId} and target_id > ${afterTargetId}
+      order by target_id
+      limit ${limit}
+    ) rt
     left join audience_targets au on au.id = rt.target_id
     left join lateral (
       select sum(c.connected_seconds) as talk_seconds,
@@ -149,6 +159,4 @@ export const resultsPage = (sql: Sql, runId: number, afterTargetId: number, limi
       order by c.attempt desc
       limit 1
     ) a on true
-    where rt.run_id = ${runId} and rt.target_id > ${afterTargetId}
-    order by rt.target_id
-    limit ${limit}`
+    order by rt.target_id`

@@ -1,16 +1,46 @@
-// What a run's calls came to, for the workspace that ran them: one call in full (GET
-// /api/calls/{id}) and a run's results per target as JSON pages or one streamed CSV file.
+// What a run's calls came to, for the workspace that ran them: one call in full (GET /api/calls/{id}) and
+// a run's results per target as JSON pages or one streamed CSV file (a few at once per workspace).
 import { Effect } from "effect"
 import { Db } from "../platform/Db.js"
-import { NotFound } from "../platform/errors.js"
+import { NotFound, RateLimited } from "../platform/errors.js"
 import { encodeListCursor } from "../platform/page.cursor.js"
 import { iso } from "../platform/time.js"
 import { CALL_TURNS_MAX, callView } from "./call-view.js"
-import { type ChunkWriter, writeResultsCsv } from "./results.csv.js"
+import { type ChunkWriter, type PagePlan, writeResultsCsv } from "./results.csv.js"
 import * as repo from "./results.repo.js"
 
-/** Rows per query of a CSV export: one page in the socket, one read ahead. */
-export const CSV_PAGE_ROWS = 1_000
+/**
+ * How a CSV export reads: pages of about 512 KiB of CSV (one in the socket, one read ahead), from 100
+ * rows at first up to 1,000, so a run with long summaries and twenty fields reads fewer rows at a time
+ * rather than pages of several MB.
+ */
+export const CSV_PAGES: PagePlan = { firstRows: 100, maxRows: 1_000, pageBytes: 512 * 1024 }
+
+/**
+ * CSV exports a workspace may have streaming at once from one api process (each holds a page or two
+ * and keeps the database busy for as long as its client reads); another is 429 RATE_LIMITED with
+ * Retry-After. Per process, like the memory it protects.
+ */
+export const CSV_EXPORTS_PER_WORKSPACE = 2
+const CSV_RETRY_AFTER_S = 5
+/** A slot whose file is never written (a HEAD request, a client gone before the first byte) comes back after this. */
+const UNUSED_SLOT_MS = 10_000
+const exportsRunning = new Map<number, number>()
+
+/** A slot for one of the workspace's CSV exports, and how to give it back (once); undefined: none free. */
+function takeExportSlot(tenantId: number): (() => void) | undefined {
+  const n = exportsRunning.get(tenantId) ?? 0
+  if (n >= CSV_EXPORTS_PER_WORKSPACE) return undefined
+  exportsRunning.set(tenantId, n + 1)
+  let held = true
+  return () => {
+    if (!held) return
+    held = false
+    const left = (exportsRunning.get(tenantId) ?? 1) - 1
+    if (left <= 0) exportsRunning.delete(tenantId)
+    else exportsRunning.set(tenantId, left)
+  }
+}
 
 /** An extracted field as a results column: its name and type, from the run's rule book. */
 export interface ResultField {
@@ -85,7 +115,7 @@ const resultView = (r: repo.ResultRow, fields: ReadonlyArray<ResultField>) => ({
 export const resultsPage = (tenantId: number, runId: number, page: { limit: number; after: number | undefined }) =>
   Effect.gen(function* () {
     const { sql, run, fields } = yield* runOf(tenantId, runId)
-    const rows = yield* Effect.promise(() => repo.resultsPage(sql, runId, page.after ?? 0, page.limit + 1))
+    const rows = yield* Effect.promise(() => repo.resultsPage(sql, tenantId, runId, page.after ?? 0, page.limit + 1))
     const shown = rows.slice(0, page.limit)
     const last = shown[shown.length - 1]
     return {
@@ -100,21 +130,38 @@ export const resultsPage = (tenantId: number, runId: number, page: { limit: numb
   })
 
 /**
- * Checks the run is the caller's (so a 404 comes before any header is sent) and hands back the
- * writer of its CSV file. Each page is its own short query, not a cursor (postgres.js `.cursor`):
- * a cursor is one statement for the whole file, so a client reading slower than
- * DB_STATEMENT_TIMEOUT_MS allows cuts it off (tried: statement_timeout 1 s, a reader taking 400 ms
- * a batch, cancelled after 30 rows). Keyset pages on (run_id, target_id) cost one index range each.
+ * Checks the run is the caller's (so a 404 comes before any header is sent) and that the workspace
+ * has an export slot free (else a 429, also before any header), and hands back the writer of its CSV
+ * file. Each page is its own short query, not a cursor (postgres.js `.cursor`): a cursor is one
+ * statement for the whole file, so a client reading slower than DB_STATEMENT_TIMEOUT_MS allows cuts
+ * it off (tried: statement_timeout 1 s, a reader taking 400 ms a batch, cancelled after 30 rows).
+ * Keyset pages on (run_id, target_id) cost one index range each.
  */
 export const resultsCsv = (tenantId: number, runId: number) =>
   Effect.gen(function* () {
     const { sql, run, fields } = yield* runOf(tenantId, runId)
     const names = fields.map((f) => f.name)
+    const release = takeExportSlot(tenantId)
+    if (release === undefined)
+      return yield* Effect.fail(
+        new RateLimited({
+          message: `at most ${CSV_EXPORTS_PER_WORKSPACE} CSV exports of a workspace at once; try again shortly`,
+          retryAfterSeconds: CSV_RETRY_AFTER_S,
+        }),
+      )
+    const unused = setTimeout(release, UNUSED_SLOT_MS)
+    unused.unref()
     return {
       filename: `run-${run.id}-results.csv`,
-      write: (out: ChunkWriter) =>
-        writeResultsCsv(out, { fields: names, currency: run.currency, pageSize: CSV_PAGE_ROWS }, (after) =>
-          repo.resultsPage(sql, runId, after, CSV_PAGE_ROWS),
-        ),
+      write: async (out: ChunkWriter) => {
+        clearTimeout(unused)
+        try {
+          await writeResultsCsv(out, { fields: names, currency: run.currency, pages: CSV_PAGES }, (after, limit) =>
+            repo.resultsPage(sql, tenantId, runId, after, limit),
+          )
+        } finally {
+          release()
+        }
+      },
     }
   })

@@ -1,8 +1,11 @@
 // Post-call analysis on an OpenAI-compatible model (a local fake API): the strict json_schema request
-// built from the workflow's fields, a valid answer stored with its model and charge, invalid and slow
-// answers retried with backoff up to the bound and then recorded as failed, a call never analysed
-// twice (two processes, one lease), and the workspace's own model not charged. The service is driven
-// directly on a seeded call whose row the server's own worker cannot claim (held by this test).
+// built from the workflow's fields, a valid answer stored with its model, the version the API reports
+// and its charge, invalid and slow answers retried with backoff up to the bound (a slow one's request
+// aborted at the limit), answers that would fail the same way again (a refused key, a non-JSON or
+// oversized answer) recorded as failed at once and visible on GET /api/calls/{id}, a call never
+// analysed twice (two processes, one lease), the workspace's own model not charged, a rehearsal's
+// analysis announced to nobody, and callback_at as the runtime scheduled the callback. The service is
+// driven directly on a seeded call whose row the server's own worker cannot claim (held by this test).
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import pino from "pino"
@@ -11,6 +14,7 @@ import type { Claimed } from "../../src/analysis/analysis.repo.js"
 import { type AnalysisDeps, analyseBatch, analyseClaimed } from "../../src/analysis/analysis.service.js"
 import { postEntry } from "../../src/billing/ledger.repo.js"
 import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
+import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
@@ -20,8 +24,10 @@ let srv: TestServer
 let a: ReturnType<typeof api>
 let fake: Server
 let fakeUrl: string
-let mode: "valid" | "invalid" | "slow" = "valid"
+let mode: "valid" | "invalid" | "slow" | "unauthorized" | "prose" | "huge" = "valid"
 const requests: Json[] = []
+/** Requests whose connection closed before the fake answered (the caller gave up on them). */
+let abandoned = 0
 
 const VALID = {
   summary: "The callee agreed to the fibre plan at the standard price.",
@@ -36,14 +42,29 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => (body += c.toString()))
     req.on("end", () => {
       requests.push(JSON.parse(body) as Json)
+      res.on("close", () => {
+        if (!res.writableEnded) abandoned++
+      })
+      if (mode === "unauthorized") {
+        res.writeHead(401, { "content-type": "application/json" })
+        res.end(JSON.stringify({ error: { message: "Incorrect API key provided", code: "invalid_api_key" } }))
+        return
+      }
       const answer = mode === "invalid" ? { ...VALID, sentiment: "ecstatic" } : VALID
+      const content =
+        mode === "prose"
+          ? "Sure! The callee agreed to the fibre plan; they seemed happy."
+          : mode === "huge"
+            ? // Past the 2 MiB cap on a provider's answer: valid JSON, but too much of it.
+              JSON.stringify({ ...answer, summary: "x".repeat(3 * 2 ** 20) })
+            : JSON.stringify(answer)
       const send = () => {
         if (res.destroyed) return
         res.writeHead(200, { "content-type": "application/json" })
         res.end(
           JSON.stringify({
             model: "fake-model-2026-01-01",
-            choices: [{ message: { role: "assistant", content: JSON.stringify(answer) }, finish_reason: "stop" }],
+            choices: [{ message: { role: "assistant", content }, finish_reason: "stop" }],
           }),
         )
       }
@@ -149,7 +170,6 @@ function deps(over: Partial<AnalysisDeps> = {}): AnalysisDeps {
     // Retries minutes away: the server's own worker never takes a row back from this test.
     config: {
       analysis: { pollMs: 1000, concurrency: 1, timeoutMs: 5_000, maxAttempts: 3, retryBackoffMs: 200_000 },
-      simTimeScale: 0.01,
     },
     me: "test-a",
     platformLlm: makeOpenAiLlm({ baseUrl: fakeUrl, model: "fake-model", timeoutMs: 4_000 }),
@@ -190,7 +210,8 @@ describe("analysis on an OpenAI-compatible model", () => {
       sentiment: "positive",
       fields: VALID.fields,
       model: "fake-model",
-      model_version: "openai/analysis-1",
+      // The version the API said answered, not the name asked for.
+      model_version: "fake-model-2026-01-01",
       charged_minor: 1,
       attempts: 1,
       error: null,
@@ -242,16 +263,21 @@ describe("analysis on an OpenAI-compatible model", () => {
     expect(await eventsOf(s.tenantId)).toEqual([])
   })
 
-  it("gives up on a slow answer at the time limit and retries it", async () => {
+  it("gives up on a slow answer at the time limit, aborting its request, and retries it", async () => {
     mode = "slow"
     const s = await a.signup({ country: "US" })
     const claimed = await seededCall(s)
+    requests.length = 0
+    const before = abandoned
     const started = Date.now()
     const quick = deps().config
     const slowDeps = deps({ config: { ...quick, analysis: { ...quick.analysis, timeoutMs: 500 } } })
     expect(await analyseClaimed(slowDeps, claimed)).toBe("retry")
     // Given up at the limit, not when the model finally answered (3 s).
     expect(Date.now() - started).toBeLessThan(2_900)
+    // The request was cut off then (the fake saw its connection close unanswered), and not sent again.
+    await expect.poll(() => abandoned - before, { timeout: 2_000 }).toBe(1)
+    expect(requests).toHaveLength(1)
     const row = await rowOf(claimed.call_id)
     expect(row).toMatchObject({ status: "pending", attempts: 1, summary: null })
     expect(row.error).toMatch(/took longer than 500 ms|timed out/)
@@ -259,6 +285,38 @@ describe("analysis on an OpenAI-compatible model", () => {
     mode = "valid"
     expect(await analyseClaimed(deps(), (await reclaim(claimed.call_id, "test-a"))!)).toBe("done")
     expect(await rowOf(claimed.call_id)).toMatchObject({ status: "done", attempts: 2, error: null })
+  })
+
+  it.each([
+    ["a refused key (401)", "unauthorized", /language model API answered 401: invalid_api_key/],
+    ["an answer that is not JSON", "prose", /answered without a JSON object/],
+    ["an answer past the size cap", "huge", /more than 2097152 bytes/],
+  ] as const)("records %s as failed at once: one request, no retry, the reason visible", async (_, m, reason) => {
+    mode = m
+    const s = await a.signup({ country: "US" })
+    const claimed = await seededCall(s)
+    requests.length = 0
+    expect(await analyseClaimed(deps(), claimed)).toBe("failed")
+    // Neither the adapter nor the worker asks again: it would fail the same way.
+    expect(requests).toHaveLength(1)
+    const row = await rowOf(claimed.call_id)
+    expect(row).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      summary: null,
+      charged_minor: null,
+      next_attempt_at: null,
+    })
+    expect(row.error).toMatch(reason)
+    expect(await reclaim(claimed.call_id, "test-a")).toBeUndefined()
+    expect(await chargesOf(s.tenantId)).toEqual([])
+    expect(await eventsOf(s.tenantId)).toEqual([])
+    // The workspace sees the failure and why on the call.
+    const shown = await call("GET", `/api/calls/${claimed.call_id}`, s)
+    expect(shown.status).toBe(200)
+    expect(shown.body.analysis).toMatchObject({ status: "failed", attempts: 1, summary: null })
+    expect(shown.body.analysis.error).toMatch(reason)
+    expect(shown.body.analysis.error.length).toBeLessThanOrEqual(1000)
   })
 
   it("stores a call analysed by two processes once: the lease holder wins, the other's answer is dropped", async () => {
@@ -355,5 +413,79 @@ describe("analysis on an OpenAI-compatible model", () => {
     expect(await rowOf(two.call_id)).toMatchObject({ status: "failed", charged_minor: null })
     expect(await chargesOf(s.tenantId)).toEqual([{ amount_minor: -1, idempotency_key: `analysis:${one.call_id}` }])
     expect((await eventsOf(s.tenantId)).map((e) => e.body.data.call_id)).toEqual([one.call_id])
+  })
+})
+
+describe("what the analysis takes from the call rather than the model", () => {
+  const simDeps = () => deps({ platformLlm: makeSimLlm() })
+
+  it("stores a rehearsal's analysis without announcing it (no call.analyzed event)", async () => {
+    const s = await a.signup({ country: "US" })
+    const claimed = await seededCall(s)
+    // The seeded call's workflow becomes a simulation campaign's hidden workflow.
+    const [rehearsed] = await srv.sql<[{ id: number }]>`
+      insert into workflows (tenant_id, name, persona, nl_prompt) values (${s.tenantId}, 'rehearsed', 'priya', 'x')
+      returning id`
+    await srv.sql`update workflows set simulation_of = ${rehearsed.id}
+      where id = (select workflow_id from calls where id = ${claimed.call_id})`
+    expect(await analyseClaimed(simDeps(), claimed)).toBe("done")
+    expect(await rowOf(claimed.call_id)).toMatchObject({ status: "done", model: "sim-1", model_version: "sim-1" })
+    expect(await eventsOf(s.tenantId)).toEqual([])
+    // A rehearsal costs nothing either.
+    expect(await chargesOf(s.tenantId)).toEqual([])
+  })
+
+  /** An approved callback approval of the seeded call, decided now. */
+  const approveCallback = async (callId: number) => {
+    await srv.sql`
+      insert into approvals (tenant_id, workflow_id, run_id, call_id, proposed_action, currency, status, expires_at,
+        decided_at)
+      select tenant_id, workflow_id, run_id, id, 'callback', 'USD', 'approved', now() + interval '1 hour', now()
+      from calls where id = ${callId}`
+  }
+
+  it("takes callback_at from the retry the call's end scheduled (the decision log), not from a formula", async () => {
+    const s = await a.signup({ country: "US" })
+    const claimed = await seededCall(s)
+    await approveCallback(claimed.call_id)
+    // The runtime scheduled the redial at hangup + the delay × the run's own time scale.
+    const retryAt = Date.parse("2031-05-04T03:02:01.234Z")
+    await srv.sql`
+      insert into dial_decisions (tenant_id, run_id, target_id, call_id, decision, reason, detail, at)
+      select tenant_id, run_id, target_id, id, 'retry', 'callback_scheduled',
+        ${srv.sql.json({ call_id: claimed.call_id, outcome: "callback_scheduled", retry_at: retryAt })}, now()
+      from calls where id = ${claimed.call_id}`
+    expect(await analyseClaimed(simDeps(), claimed)).toBe("done")
+    expect(new Date((await rowOf(claimed.call_id)).callback_at).getTime()).toBe(retryAt)
+  })
+
+  it("takes callback_at from the target's next attempt when the callback was approved after the call", async () => {
+    const s = await a.signup({ country: "US" })
+    const claimed = await seededCall(s)
+    await approveCallback(claimed.call_id)
+    // The seeding run's own attempts at the target are over, so nothing else moves it meanwhile.
+    for (let i = 0; i < 100; i++) {
+      const [r] = await srv.sql<[{ status: string }]>`select status from runs where id = ${claimed.run_id}`
+      if (r.status === "completed") break
+      await new Promise((res) => setTimeout(res, 100))
+    }
+    const at = new Date("2031-06-01T09:30:00.000Z")
+    await srv.sql`update run_targets set status = 'waiting', outcome = 'callback_scheduled', next_attempt_at = ${at}
+      where id = (select run_target_id from calls where id = ${claimed.call_id})`
+    expect(await analyseClaimed(simDeps(), claimed)).toBe("done")
+    expect(new Date((await rowOf(claimed.call_id)).callback_at).getTime()).toBe(at.getTime())
+  })
+
+  it("leaves callback_at null when the approved callback was never scheduled (no attempts left)", async () => {
+    const s = await a.signup({ country: "US" })
+    const claimed = await seededCall(s)
+    await approveCallback(claimed.call_id)
+    // The call's end wrote a final decision, not a retry: the target was out of attempts.
+    await srv.sql`
+      insert into dial_decisions (tenant_id, run_id, target_id, call_id, decision, reason, detail, at)
+      select tenant_id, run_id, target_id, id, 'stop', 'max_attempts_reached', '{}'::jsonb, now()
+      from calls where id = ${claimed.call_id}`
+    expect(await analyseClaimed(simDeps(), claimed)).toBe("done")
+    expect(await rowOf(claimed.call_id)).toMatchObject({ status: "done", callback_at: null })
   })
 })

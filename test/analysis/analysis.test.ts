@@ -113,7 +113,7 @@ describe("the analysis of a sim campaign", () => {
       goal_met: true,
       sentiment: "positive",
       model: "sim-1",
-      model_version: "sim/analysis-1",
+      model_version: "sim-1",
       charged_minor: 1,
       callback_at: null,
       agreed_value_minor: null,
@@ -197,8 +197,16 @@ describe("the analysis of a sim campaign", () => {
     expect(decided.get("concession")!.proposed_value_minor).toBeGreaterThan(0)
     const callback = rows.find((r) => r.call_id === decided.get("callback")!.call_id)!
     expect(callback).toMatchObject({ status: "done", agreed_value_minor: null, goal_met: false })
-    // Dialed again CALLBACK_DELAY_MS (2 h) × SIM_TIME_SCALE (0.01) = 72 s after the approval.
-    expect(new Date(callback.callback_at).getTime()).toBe(Date.parse(decided.get("callback")!.decided_at) + 72_000)
+    // When the runtime will dial again, as it scheduled it at hangup: the call's retry in the decision
+    // log, CALLBACK_DELAY_MS (2 h) × the run's time scale (0.01) after the call ended.
+    const [scheduled] = await srv.sql<[{ retry_at: string; ended_at: Date }]>`
+      select d.detail ->> 'retry_at' as retry_at, c.ended_at
+      from calls c
+      join dial_decisions d on d.call_id = c.id and d.decision = 'retry' and d.reason = 'callback_scheduled'
+      where c.id = ${callback.call_id}`
+    expect(scheduled).toBeDefined()
+    expect(new Date(callback.callback_at).getTime()).toBe(Number(scheduled.retry_at))
+    expect(Number(scheduled.retry_at) - scheduled.ended_at.getTime()).toBe(72_000)
     expect(callback.fields.callback_date).toMatch(/^\d{4}-\d{2}-\d{2}$/)
   })
 
@@ -208,7 +216,7 @@ describe("the analysis of a sim campaign", () => {
     const on = await workflow(s, { fields: [] })
     const offRun = await run(s, off, [{ phone: "+12025550104" }])
     await runDone(offRun)
-    // A call that ended after the one of the workflow turned off is analysed: the sweep went past it.
+    // A call that ended after the one of the workflow turned off is analysed: its queue entry came with its end.
     const onRun = await run(s, on, [{ phone: "+12025550105" }])
     await runDone(onRun)
     const [onRow] = await analysed(onRun)

@@ -307,7 +307,24 @@ describe("GET /api/runs/{run_id}/results (CSV)", () => {
 
   it("defuses every cell a spreadsheet would run, and gives each value back", async () => {
     const agreed = callsByDigit["3"]![0]!.id
-    const cells = [FORMULA, "+SUM(A1:A9)", "-2+3", "@cmd", "\tx", "\r=1", "'=already", "-42", "+12025550199"]
+    const cells = [
+      FORMULA,
+      "+SUM(A1:A9)",
+      "-2+3",
+      "@cmd",
+      "\tx",
+      "\r=1",
+      "'=already",
+      "-42",
+      "+12025550199",
+      // Spreadsheets that trim leading whitespace and line breaks run these too.
+      ` ${FORMULA}`,
+      "\n=1+1",
+      "\r\n@SUM(1)",
+      "  \t+cmd",
+      "'\n=quoted",
+    ]
+    const harmless = [" 5", "a=b", "hello - world", "'plain"]
     try {
       for (const [i, note] of cells.entries()) {
         await srv.sql`update call_analyses set fields = ${srv.sql.json({ note, price: -5, phone: "+1202" })},
@@ -323,10 +340,45 @@ describe("GET /api/runs/{run_id}/results (CSV)", () => {
         expect(records[2]![header.indexOf("summary")]).toBe(raw)
         expect(records[2]![header.indexOf("price")]).toBe("-5")
       }
+      // Cells a spreadsheet runs as text are left as written.
+      for (const note of harmless) {
+        await srv.sql`update call_analyses set fields = ${srv.sql.json({ note, price: 1, phone: "+1202" })}
+          where call_id = ${agreed}`
+        const res = await call("GET", `/api/runs/${runId}/results?format=csv`, owner.token)
+        const records = parseCsv(res.text)
+        const raw = records[2]![records[0]!.indexOf("note")]!
+        expect(raw, JSON.stringify(note)).toBe(note)
+        expect(unsafeCell(raw)).toBe(note)
+      }
     } finally {
       const fields = { price: 4000, note: TRICKY_NOTE, phone: "+12025550199" }
       await srv.sql`update call_analyses set fields = ${srv.sql.json(fields)},
         summary = 'Agreed to rejoin at the discounted price.' where call_id = ${agreed}`
+    }
+  })
+
+  it("names every column uniquely, however the fields are named", async () => {
+    const [run] = await srv.sql<[{ rule_book_id: number; body: Json }]>`
+      select rb.id as rule_book_id, rb.body from runs r join rule_books rb on rb.id = r.rule_book_id
+      where r.id = ${runId}`
+    // Beside "phone" (a fixed column: its column is field_phone), fields named field_phone and
+    // field_field_phone: each field keeps its own name when it is free, the others are prefixed on.
+    const fields = [
+      { name: "phone", type: "phone", description: "a better number" },
+      { name: "field_phone", type: "string", description: "d" },
+      { name: "field_field_phone", type: "string", description: "d" },
+      { name: "status", type: "string", description: "d" },
+    ]
+    try {
+      await srv.sql`update rule_books set body = jsonb_set(body, '{analysis}', ${srv.sql.json({ fields })})
+        where id = ${run.rule_book_id}`
+      const res = await call("GET", `/api/runs/${runId}/results?format=csv`, owner.token)
+      expect(res.status).toBe(200)
+      const header = parseCsv(res.text)[0]!
+      expect(header.slice(15)).toEqual(["field_field_field_phone", "field_phone", "field_field_phone", "field_status"])
+      expect(new Set(header).size).toBe(header.length)
+    } finally {
+      await srv.sql`update rule_books set body = ${srv.sql.json(run.body)} where id = ${run.rule_book_id}`
     }
   })
 

@@ -22,6 +22,21 @@ export interface JsonRequest {
    * deterministic stand-in. Without one the simulator rejects (a non-retryable LlmCallError).
    */
   readonly offline?: () => Record<string, unknown>
+  /**
+   * Aborts the request (and any retry) when it fires: the caller's own time limit. An aborted
+   * request rejects with a non-retryable LlmCallError.
+   */
+  readonly signal?: AbortSignal
+}
+
+/** A structured answer with what the provider said about who wrote it. */
+export interface JsonAnswer {
+  readonly value: Record<string, unknown>
+  /**
+   * The model version the provider reports having answered with (an OpenAI-compatible API's
+   * `model`, e.g. "gpt-4o-mini-2024-07-18"); the simulator reports its own name; null: none said.
+   */
+  readonly modelVersion: string | null
 }
 
 export interface LanguageModel {
@@ -34,6 +49,8 @@ export interface LanguageModel {
    * structured output guarantees, the caller checks it. Rejects with LlmCallError.
    */
   generateJson(req: JsonRequest): Promise<Record<string, unknown>>
+  /** generateJson, with the model version the provider reports (what a stored result records). */
+  generateJsonAnswer(req: JsonRequest): Promise<JsonAnswer>
   /**
    * The agent's next line in a call, from its brief and the transcript so far. Rejects with
    * LlmCallError (the conversation loop retries once, then ends the call politely).

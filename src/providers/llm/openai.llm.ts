@@ -12,6 +12,7 @@ import {
   type AgentReply,
   type ChatMessage,
   fillPlaceholders,
+  type JsonAnswer,
   type JsonRequest,
   type LanguageModel,
   LlmCallError,
@@ -41,7 +42,7 @@ export interface OpenAiLlmOptions {
 
 /** How much of an API error body goes into the error message. */
 const ERROR_DETAIL_CHARS = 200
-type LlmAttempt = Attempt<Record<string, unknown>, LlmCallError>
+type LlmAttempt = Attempt<JsonAnswer, LlmCallError>
 
 /** Each caller schema in strict form, converted once (callers keep their schema objects). */
 const strictSchemas = new WeakMap<Record<string, unknown>, Record<string, unknown>>()
@@ -62,7 +63,14 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   async function attempt<T = Record<string, unknown>>(
     body: string,
     read: (text: string, status: number) => Attempt<T, LlmCallError>,
+    signal?: AbortSignal,
   ): Promise<Attempt<T, LlmCallError>> {
+    // The caller gave up (its own time limit): no request, and no retry of this one.
+    const aborted = (): Attempt<T, LlmCallError> => ({
+      ok: false,
+      error: new LlmCallError("language model request aborted by its caller", false),
+    })
+    if (signal?.aborted) return aborted()
     let res: Response
     let text: string
     try {
@@ -77,13 +85,17 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
             ...(opts.organization && { "openai-organization": opts.organization }),
           },
           body,
-          signal: AbortSignal.timeout(timeoutMs),
+          signal:
+            signal === undefined
+              ? AbortSignal.timeout(timeoutMs)
+              : AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
         },
         outbound,
         opts.fetch,
       )
       text = await readBounded(res, outbound.responseLimitBytes)
     } catch (e) {
+      if (signal?.aborted) return aborted()
       const f = fetchFailure(e, timeoutMs)
       // The cause may carry the request (and so the key): keep it only when it cannot.
       const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
@@ -111,7 +123,8 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   function chat(
     messages: ReadonlyArray<ChatMessage>,
     format: { name: string; schema: Record<string, unknown> },
-  ): Promise<Record<string, unknown>> {
+    signal?: AbortSignal,
+  ): Promise<JsonAnswer> {
     const body = JSON.stringify({
       model: opts.model,
       temperature: 0,
@@ -119,7 +132,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
       response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
     })
     return withRetries(
-      () => attempt(body, readCompletion),
+      () => attempt(body, readCompletion, signal),
       (message, cause) =>
         new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
@@ -128,13 +141,17 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   return {
     name: "openai",
     model: opts.model,
-    generateJson(req: JsonRequest): Promise<Record<string, unknown>> {
-      return chat(req.messages, { name: req.format.name, schema: strictOf(req.format.schema) })
+    async generateJson(req: JsonRequest): Promise<Record<string, unknown>> {
+      return (await chat(req.messages, { name: req.format.name, schema: strictOf(req.format.schema) }, req.signal))
+        .value
+    },
+    generateJsonAnswer(req: JsonRequest): Promise<JsonAnswer> {
+      return chat(req.messages, { name: req.format.name, schema: strictOf(req.format.schema) }, req.signal)
     },
     async reply(req: ReplyRequest): Promise<AgentReply> {
       const actions = allowedActions(req.ruleBook)
       const answer = await chat(replyMessages(req), { name: "agent_reply", schema: replySchema(actions) })
-      return readReply(answer, actions)
+      return readReply(answer.value, actions)
     },
     chatWithTools(req: ToolChatRequest): Promise<ToolChatAnswer> {
       const body = toolChatBody(opts.model, req)
@@ -148,8 +165,9 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
 }
 
 /**
- * The JSON object out of a 2xx chat completion. Everything here fails the same way on a retry (a
- * refusal, a truncated or non-JSON answer), so none of it is retryable.
+ * The JSON object out of a 2xx chat completion, with the model version the API reports. Everything
+ * here fails the same way on a retry (a refusal, a truncated or non-JSON answer), so none of it is
+ * retryable.
  */
 function readCompletion(text: string, status: number): LlmAttempt {
   const fail = (message: string): LlmAttempt => ({ ok: false, error: new LlmCallError(message, false, { status }) })
@@ -164,7 +182,9 @@ function readCompletion(text: string, status: number): LlmAttempt {
   }
   const content = message.content
   const json = typeof content === "string" ? parseObject(content) : undefined
-  if (json !== undefined) return { ok: true, value: json }
+  // The version that answered (an alias such as gpt-4o-mini resolves to a dated one), kept short.
+  const version = typeof body?.model === "string" && body.model.trim() !== "" ? body.model.trim().slice(0, 200) : null
+  if (json !== undefined) return { ok: true, value: { value: json, modelVersion: version } }
   const truncated = first.finish_reason === "length" ? " (the answer was cut off at the token limit)" : ""
   return fail(`language model answered without a JSON object${truncated}`)
 }

@@ -19,6 +19,7 @@ import {
   type AgentOutcome,
   type AgentReply,
   fillPlaceholders,
+  type JsonAnswer,
   type JsonRequest,
   type LanguageModel,
   LlmCallError,
@@ -28,16 +29,23 @@ import {
 } from "./llm.interface.js"
 import { clip, wordsOf } from "./sim.text.js"
 
+/** The simulator's model name, which is also the version it reports: its rules change with the code. */
+const SIM_MODEL = "sim-1"
+
 /** The handler category a "don't call me again" is answered from. */
 const DO_NOT_CALL_CATEGORY = "do_not_call"
 
 export function makeSimLlm(): LanguageModel {
+  const generateJson = async (req: JsonRequest): Promise<Record<string, unknown>> => {
+    if (req.offline !== undefined) return req.offline()
+    throw new LlmCallError(`the simulator cannot write ${req.format.name} without an offline answer`, false)
+  }
   return {
     name: "sim",
-    model: "sim-1",
-    async generateJson(req: JsonRequest): Promise<Record<string, unknown>> {
-      if (req.offline !== undefined) return req.offline()
-      throw new LlmCallError(`the simulator cannot write ${req.format.name} without an offline answer`, false)
+    model: SIM_MODEL,
+    generateJson,
+    async generateJsonAnswer(req: JsonRequest): Promise<JsonAnswer> {
+      return { value: await generateJson(req), modelVersion: SIM_MODEL }
     },
     async reply(req: ReplyRequest): Promise<AgentReply> {
       return simulateReply(req)
