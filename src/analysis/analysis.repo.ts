@@ -257,6 +257,15 @@ export const markAttemptFailed = (sql: Sql, callId: number, me: string, error: s
       status = ${retryAt === null ? "failed" : "pending"}, next_attempt_at = ${retryAt}
     where call_id = ${callId} and status = 'pending' and locked_by = ${me}`
 
+/**
+ * A callback approved after its call's analysis was stored: the analysis learns when the callee will
+ * be called back (before it is stored, loadCallWork reads it from the target's next attempt).
+ */
+export const fillCallbackAt = (sql: Sql, callId: number, at: Date) =>
+  sql`
+    update call_analyses set callback_at = ${at}
+    where call_id = ${callId} and status = 'done' and callback_at is null`
+
 /** The workspace's analysis of a call; undefined for another workspace's call or one with no row. */
 export const findAnalysis = async (sql: Sql, tenantId: number, callId: number): Promise<AnalysisRow | undefined> => {
   const [row] = await sql<[AnalysisRow?]>`

@@ -4,6 +4,7 @@
 // ended is scheduled as a new attempt; a concession approved late is recorded for follow-up. Every
 // change is announced on approvals.<tenant> for the workspace's live queue (GET /api/approvals/stream).
 import { Effect } from "effect"
+import { fillCallbackAt } from "../analysis/analysis.repo.js"
 import type { Principal } from "../auth/principal.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
@@ -93,7 +94,9 @@ export const decideApproval = (
       outcome.runTargetId !== null
     ) {
       const at = new Date(Date.now() + CALLBACK_DELAY_MS * config.simTimeScale)
-      yield* Effect.promise(() => scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
+      const scheduled = yield* Effect.promise(() => scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
+      // The call's analysis may already be stored: its callback_at is this callback.
+      if (scheduled && row.call_id !== null) yield* Effect.promise(() => fillCallbackAt(sql, row.call_id!, at))
     }
     return { id: row.id, status, decided_at: iso(row.decided_at), decided_by: row.decided_by, note: row.note }
   })

@@ -220,6 +220,13 @@ describe("deciding", () => {
       expect(completed).toBe(true)
       const [t0] = await quick.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${run.run_id}`
       expect(t0.outcome).toBe("pending_approval")
+      // The call's analysis is stored before the decision: no callback was scheduled yet.
+      const analysis = () =>
+        quick.sql<{ status: string; callback_at: Date | null }[]>`
+          select a.status, a.callback_at from call_analyses a join calls c on c.id = a.call_id
+          where c.run_id = ${run.run_id}`
+      await expect.poll(async () => (await analysis())[0]?.status, { timeout: 20_000 }).toBe("done")
+      expect((await analysis())[0]!.callback_at).toBeNull()
       const { approvals } = await req("GET", `/api/approvals?workflow_id=${w.id}&status=pending`)
       expect(approvals).toHaveLength(1)
       const decided = await b.call("POST", `/api/approvals/${approvals[0].id}/decide`, {
@@ -231,6 +238,10 @@ describe("deciding", () => {
         [{ status: string; outcome: string }]
       >`select status, outcome from run_targets where run_id = ${run.run_id}`
       expect(t).toEqual({ status: "waiting", outcome: "callback_scheduled" })
+      // The stored analysis now says when the callee will be called back.
+      const [next] = await quick.sql<[{ next_attempt_at: Date }]>`
+        select next_attempt_at from run_targets where run_id = ${run.run_id}`
+      expect((await analysis())[0]!.callback_at).toEqual(next.next_attempt_at)
       const [r] = await quick.sql<
         [{ status: string; ended_at: Date | null }]
       >`select status, ended_at from runs where id = ${run.run_id}`
