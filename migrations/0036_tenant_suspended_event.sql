@@ -4,11 +4,13 @@
 -- src/webhooks/outbox.repo.ts (emitEvents) records every event: the same body {id, type,
 -- created_at, tenant_id, data}, and one pending delivery per enabled endpoint subscribed to it.
 -- The id is evt_ + 32 hex characters without pgcrypto (PGlite has none): an md5 of a random
--- value and the clock.
+-- value and the clock. A suspension that made a delivery wakes the workers at commit, as every
+-- other emit does (NOTIFY parley_webhooks_due).
 create function webhook_tenant_suspended() returns trigger language plpgsql as $$
 declare
   ev_id text := 'evt_' || md5(random()::text || clock_timestamp()::text || new.id::text);
   at_text text := to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+  made integer;
 begin
   insert into webhook_events (id, tenant_id, type, body, created_at)
   values (ev_id, new.id, 'tenant.suspended',
@@ -22,6 +24,10 @@ begin
   from webhook_endpoints ep
   where ep.tenant_id = new.id and ep.enabled and ep.deleted_at is null
     and (ep.events @> array['tenant.suspended'] or ep.events @> array['*']);
+  get diagnostics made = row_count;
+  if made > 0 then
+    perform pg_notify('parley_webhooks_due', '');
+  end if;
   return null;
 end
 $$;
