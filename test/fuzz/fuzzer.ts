@@ -533,7 +533,9 @@ export async function send(
     })
     const contentType = String(res.headers["content-type"] ?? "")
     if (contentType.startsWith("text/event-stream")) {
-      // A stream stays open by design: its head is the answer.
+      // A stream stays open by design: its head is the answer. Destroying the body makes undici
+      // emit an abort error on it, which is ours and expected, not an unhandled failure.
+      res.body.on("error", () => {})
       res.body.destroy()
       return { kind: "answer", status: res.statusCode, contentType, body: "", ms: ms() }
     }
