@@ -112,3 +112,17 @@ export function watchProblems(page: Page, origin: string): string[] {
   })
   return problems
 }
+
+/**
+ * Polls `read` (the database, the API) until `check` holds: the page has answered, but the write
+ * behind it may trail by a tick. Fails with the last value read after `ms`.
+ */
+export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const v = await read()
+    if (check(v)) return v
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms: ${JSON.stringify(v)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}

@@ -16,7 +16,7 @@ import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { TurnStreams } from "../../src/turns/TurnStreams.js"
 import { FAST_RUNTIME_ENV, uniqueEmail } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { assertBrowser, launchChromium, screenshot, skipBrowser, watchProblems } from "./browser.support.js"
+import { assertBrowser, eventually, launchChromium, screenshot, skipBrowser, watchProblems } from "./browser.support.js"
 
 const PASSWORD = "correct horse battery staple"
 /** 7 asks for a discount, 8 for a callback (the simulator's last-digit personas). */
@@ -54,17 +54,6 @@ const at = (hash: string) => `${srv.url}/console#/${hash}`
 async function open(p: Page, link: string, heading: string) {
   await p.getByRole("navigation", { name: "Console" }).getByRole("link", { name: link, exact: true }).click()
   await p.getByRole("heading", { level: 1, name: heading }).waitFor()
-}
-
-/** Polls the database until `check` holds (the page answered; the write may trail it by a tick). */
-async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = STEP_MS): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await read()
-    if (check(v)) return v
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
 }
 
 describe.skipIf(skipBrowser)("the console in Chromium", () => {

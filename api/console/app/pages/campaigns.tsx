@@ -42,6 +42,8 @@ interface Voice {
 interface ClonedVoice {
   readonly id: number
   readonly name: string
+  /** The workflows it speaks for. */
+  readonly workflow_ids?: ReadonlyArray<number>
 }
 
 interface AudienceCounts {
@@ -284,7 +286,9 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
       <PreviewOpening workflow={w} />
       {w.status !== "retired" && (
         <>
-          <EditWorkflow key={w.updated_at} workflow={w} onSaved={refresh} />
+          {/* Not keyed by updated_at: attesting or pausing bumps it, and a remount would throw away
+              the operator's unsaved edits, the "Saved." note and the focus. */}
+          <EditWorkflow workflow={w} onSaved={refresh} />
           <AudienceUpload id={id} onUploaded={refresh} />
           <Attest id={id} attested={w.compliance.attested} onAttested={refresh} />
         </>
@@ -405,19 +409,32 @@ function PreviewOpening({ workflow }: { readonly workflow: Workflow }) {
   )
 }
 
+/** The settings form's fields as the workflow holds them. */
+function settingsOf(w: Workflow) {
+  const s = w.schedule
+  return {
+    name: w.name,
+    persona: w.persona,
+    kind: w.schedule_kind,
+    start: s.calling_hours?.start ?? "09:00",
+    end: s.calling_hours?.end ?? "21:00",
+    timezone: s.timezone ?? "",
+    days: s.days ?? (DAYS as ReadonlyArray<string>),
+    startAt: s.start_at ? toLocalInput(s.start_at) : "",
+  }
+}
+
 function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; readonly onSaved: () => void }) {
   const voices = useLoad(() => request<{ voices: Voice[] }>("GET", "/voices"))
   const cloned = useLoad(() => request<{ voices: ClonedVoice[] }>("GET", "/api/voice-avatars"))
-  const s = workflow.schedule
-  const [name, setName] = useState(workflow.name)
-  const [persona, setPersona] = useState(workflow.persona)
-  const [kind, setKind] = useState(workflow.schedule_kind)
-  const [start, setStart] = useState(s.calling_hours?.start ?? "09:00")
-  const [end, setEnd] = useState(s.calling_hours?.end ?? "21:00")
-  const [timezone, setTimezone] = useState(s.timezone ?? "")
-  const [days, setDays] = useState<ReadonlyArray<string>>(s.days ?? DAYS)
-  const [startAt, setStartAt] = useState(s.start_at ? toLocalInput(s.start_at) : "")
+  const [form, setForm] = useState(() => settingsOf(workflow))
+  const set = (patch: Partial<ReturnType<typeof settingsOf>>) => setForm((f) => ({ ...f, ...patch }))
+  const { name, persona, kind, start, end, timezone, days, startAt } = form
+  // The voice the workflow speaks with now (the API lists each clone's workflows); "" until changed here.
+  const assigned = cloned.data?.voices.find((v) => v.workflow_ids?.includes(workflow.id))
+  const currentVoice = assigned ? String(assigned.id) : "persona"
   const [voice, setVoice] = useState("")
+  const shownVoice = voice === "" ? currentVoice : voice
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
   const [saved, setSaved] = useState(false)
@@ -433,12 +450,20 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
       if (timezone.trim() !== "") schedule["timezone"] = timezone.trim()
       if (days.length > 0) schedule["days"] = DAYS.filter((d) => days.includes(d))
       if (kind === "once" && startAt !== "") schedule["start_at"] = new Date(startAt).toISOString()
-      await request("PUT", `/api/workflows/${workflow.id}`, { name, persona, schedule_kind: kind, schedule })
-      if (voice !== "")
+      // The persona lives in the rule book: sending it unchanged would store a new rule-book version
+      // (and reset the book's language) on every save of the schedule.
+      const body: Record<string, unknown> = { name, schedule_kind: kind, schedule }
+      if (persona !== workflow.persona) body["persona"] = persona
+      const updated = await request<Workflow>("PUT", `/api/workflows/${workflow.id}`, body)
+      // The form now shows what the API stored (a name trimmed, a schedule normalised).
+      setForm(settingsOf(updated))
+      if (voice !== "" && voice !== currentVoice) {
         await request("PUT", "/api/voice-avatars/assign", {
           workflow_id: workflow.id,
           voice_id: voice === "persona" ? null : Number(voice),
         })
+        cloned.reload()
+      }
       setSaved(true)
       onSaved()
     } catch (e2) {
@@ -447,7 +472,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
       setBusy(false)
     }
   }
-  const toggleDay = (d: string) => setDays(days.includes(d) ? days.filter((x) => x !== d) : [...days, d])
+  const toggleDay = (d: string) => set({ days: days.includes(d) ? days.filter((x) => x !== d) : [...days, d] })
 
   return (
     <form onSubmit={save} noValidate aria-labelledby="edit-h">
@@ -460,13 +485,18 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
             aria-describedby={d}
             maxLength={200}
             value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
+            onInput={(e) => set({ name: e.currentTarget.value })}
           />
         )}
       </Field>
       <Field label="Persona" error={err("persona")}>
         {(id, d) => (
-          <select id={id} aria-describedby={d} value={persona} onChange={(e) => setPersona(e.currentTarget.value)}>
+          <select
+            id={id}
+            aria-describedby={d}
+            value={persona}
+            onChange={(e) => set({ persona: e.currentTarget.value })}
+          >
             {(voices.data?.voices ?? [{ id: persona, name: persona, accent: "" }]).map((v) => (
               <option key={v.id} value={v.id}>
                 {v.name}
@@ -479,8 +509,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
       {(cloned.data?.voices.length ?? 0) > 0 && (
         <Field label="Voice" hint="A cloned voice speaks instead of the persona's own.">
           {(id, d) => (
-            <select id={id} aria-describedby={d} value={voice} onChange={(e) => setVoice(e.currentTarget.value)}>
-              <option value="">Unchanged</option>
+            <select id={id} aria-describedby={d} value={shownVoice} onChange={(e) => setVoice(e.currentTarget.value)}>
               <option value="persona">The persona's own voice</option>
               {cloned.data!.voices.map((v) => (
                 <option key={v.id} value={String(v.id)}>
@@ -493,7 +522,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
       )}
       <Field label="Schedule" error={err("schedule_kind")}>
         {(id, d) => (
-          <select id={id} aria-describedby={d} value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
+          <select id={id} aria-describedby={d} value={kind} onChange={(e) => set({ kind: e.currentTarget.value })}>
             <option value="immediate">Immediately, inside the calling hours</option>
             <option value="window">Only on the chosen days, inside the calling hours</option>
             <option value="once">Not before a start time</option>
@@ -509,7 +538,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
               aria-describedby={d}
               type="time"
               value={start}
-              onInput={(e) => setStart(e.currentTarget.value)}
+              onInput={(e) => set({ start: e.currentTarget.value })}
             />
           )}
         </Field>
@@ -520,7 +549,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
               aria-describedby={d}
               type="time"
               value={end}
-              onInput={(e) => setEnd(e.currentTarget.value)}
+              onInput={(e) => set({ end: e.currentTarget.value })}
             />
           )}
         </Field>
@@ -531,7 +560,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
               aria-describedby={d}
               maxLength={64}
               value={timezone}
-              onInput={(e) => setTimezone(e.currentTarget.value)}
+              onInput={(e) => set({ timezone: e.currentTarget.value })}
             />
           )}
         </Field>
@@ -554,7 +583,7 @@ function EditWorkflow({ workflow, onSaved }: { readonly workflow: Workflow; read
               aria-describedby={d}
               type="datetime-local"
               value={startAt}
-              onInput={(e) => setStartAt(e.currentTarget.value)}
+              onInput={(e) => set({ startAt: e.currentTarget.value })}
             />
           )}
         </Field>
