@@ -135,7 +135,10 @@ interface RunRoom {
   batch: Array<{ seq: number; frame: string }>
   /** The highest seq let into the room (undefined before its first turn). */
   lastSeq: number | undefined
-  /** Turns that arrived while a hole in the seqs was being filled from Postgres. */
+  /**
+   * Turns that arrived while a hole in the seqs was being filled from Postgres, or while the room's
+   * starting seq was being read.
+   */
   held: TurnMessage[] | undefined
 }
 
@@ -145,6 +148,13 @@ interface RunRoom {
  * received is already readable.
  */
 export type HoleFill = (runId: number, afterSeq: number, limit: number) => Promise<readonly TurnMessage[]>
+
+/**
+ * A run's last stored seq (0 before its first turn). A room reads it once its subscription is
+ * confirmed: every later seq reaches it on the bus, so a first turn past it is a hole like any
+ * other (two writers' first turns may reach the bus out of seq order), not where the room starts.
+ */
+export type LastStoredSeq = (runId: number) => Promise<number>
 
 const FILL_MAX = 1000
 
@@ -164,6 +174,7 @@ export class TurnHub {
     private readonly settings: HubSettings = DEFAULT_HUB_SETTINGS,
     private readonly now: () => number = Date.now,
     private readonly fill?: HoleFill,
+    private readonly lastStored?: LastStoredSeq,
   ) {
     this.ticker = setInterval(() => this.tick(), Math.max(10, Math.min(settings.keepaliveMs, settings.idleMs) / 3))
     this.ticker.unref()
@@ -197,6 +208,7 @@ export class TurnHub {
   ): Promise<TurnClient> {
     const key = `${tenantId}.${runId}`
     let room = this.rooms.get(key)
+    const fresh = room === undefined
     if (room === undefined) {
       let self: RunRoom
       const sub = this.bus.subscribe(runTurnsSubject(tenantId, runId), (msg) => {
@@ -216,14 +228,38 @@ export class TurnHub {
         fast: new Set(),
         batch: [],
         lastSeq: undefined,
-        held: undefined,
+        // Until the starting seq is known, what arrives waits (start()).
+        held: this.lastStored === undefined ? undefined : [],
       }
       this.rooms.set(key, room)
     }
     const client = new TurnClient(key, targetId, sinceSeq, sink, this.now())
     room.clients.add(client)
     await this.bus.flush()
+    if (fresh) await this.start(room)
     return client
+  }
+
+  /**
+   * A new room's starting seq: the run's last stored one, read after the subscription is confirmed
+   * (everything after it comes on the bus; everything up to it is in each client's history). Then
+   * what arrived meanwhile goes in, in seq order, holes filled. Unread (the database away), the room
+   * starts at its first turn, as it would without a store.
+   */
+  private async start(room: RunRoom): Promise<void> {
+    if (this.lastStored === undefined) return
+    let base: number | undefined
+    try {
+      base = await this.lastStored(room.runId)
+    } catch (err) {
+      this.log.warn({ err, run_id: room.runId }, "could not read where a turn stream starts")
+    }
+    const held = room.held ?? []
+    room.held = undefined
+    if (this.rooms.get(`${room.tenantId}.${room.runId}`) !== room) return
+    if (base !== undefined && (room.lastSeq === undefined || base > room.lastSeq)) room.lastSeq = base
+    held.sort((a, b) => a.seq - b.seq)
+    for (const t of held) this.arrive(room, t)
   }
 
   /**

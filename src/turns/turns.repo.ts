@@ -25,6 +25,12 @@ export const turnsAfter = (sql: Sql, runId: number, sinceSeq: number, targetId: 
     order by seq
     limit ${limit}`
 
+/** The run's last committed seq (0 before its first turn): what its seq row has handed out. */
+export const lastTurnSeq = async (sql: Sql, runId: number): Promise<number> => {
+  const [row] = await sql<[{ last_seq: number }?]>`select last_seq from run_turn_seqs where run_id = ${runId}`
+  return Number(row?.last_seq ?? 0)
+}
+
 export interface LiveCallRow {
   readonly call_id: number
   readonly run_id: number

@@ -5,6 +5,7 @@ import { pino } from "pino"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Bus } from "../../src/platform/Bus.js"
 import { turnSubject } from "../../src/platform/subjects.js"
+import { TurnStreams } from "../../src/turns/TurnStreams.js"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
 import { TurnWriter } from "../../src/turns/turn-writer.js"
 import { api, type Session } from "../support/clients.js"
@@ -232,6 +233,46 @@ describe("the turn writer", () => {
     await new Promise((r) => setTimeout(r, 200))
     expect(c.json<TurnMessage>().map((t) => t.seq)).toEqual([1, 2, 3, 4])
     expect(c.json<TurnMessage>()[1]).toMatchObject({ text: "turn 1", target_id: 3 })
+    c.close()
+  })
+
+  it("fills the seqs before a stream's first live turn when a later one reaches the bus first", async () => {
+    // Two writers' first turns: seq 1's publish is still on the way when seq 2's arrives. The stream
+    // starts at the run's last stored seq (0 here), so 2 is past a hole, not where it starts.
+    const runId = await newRun()
+    const c = sse(streamUrl(runId), { authorization: auth.authorization })
+    await c.status
+    const hub = await srv.running.runtime.runPromise(TurnStreams)
+    await expect.poll(() => hub.watching(owner.tenantId, runId)).toBe(1)
+    await new Promise((r) => setTimeout(r, 100))
+    const bus = await srv.running.runtime.runPromise(Bus)
+    const published: TurnMessage[] = []
+    const quiet = new TurnWriter(
+      srv.sql,
+      { ...bus, publish: (_s: string, m: unknown) => published.push(m as TurnMessage) },
+      pino({ level: "silent" }),
+    )
+    const mk = (i: number) => ({
+      tenantId: owner.tenantId,
+      runId,
+      targetId: 4,
+      callId: null,
+      turnIndex: i,
+      speaker: "agent" as const,
+      text: `first ${i}`,
+      outcomeId: null,
+      at: new Date(),
+    })
+    await quiet.write([mk(0)])
+    await quiet.write([mk(1), mk(2)])
+    const subject = turnSubject(owner.tenantId, runId, 4)
+    bus.publish(subject, published[1]!)
+    bus.publish(subject, published[2]!)
+    await c.waitFor(3)
+    bus.publish(subject, published[0]!)
+    await new Promise((r) => setTimeout(r, 200))
+    expect(c.json<TurnMessage>().map((t) => t.seq)).toEqual([1, 2, 3])
+    expect(c.json<TurnMessage>()[0]).toMatchObject({ text: "first 0" })
     c.close()
   })
 })
