@@ -1,8 +1,10 @@
 // The Campaigns page in Chromium, beyond the walk-through in browser.test.ts: a prompt whose rule
 // book fails validation (its errors in words beside the prompt, nothing created), a draft's
-// schedule, persona and voice edited and kept, the opening line previewed in the audio player, and
-// a ready workflow run, paused, resumed and retired from its buttons. Each step checks what the
-// page shows and what the API (or the database) then holds.
+// schedule, persona and voice edited and kept, the opening line previewed in the audio player, a
+// ready workflow run, paused, resumed and retired from its buttons, and a finished run's results
+// read on the page and downloaded as CSV. Each step checks what the page shows and what the API
+// (or the database) then holds.
+import { readFileSync } from "node:fs"
 import type { Browser, Locator, Page, Request } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
@@ -351,6 +353,111 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
       .waitFor()
     const rerun = await call("POST", `/api/workflows/${id}/run`)
     expect(rerun).toMatchObject({ status: 409, body: { code: "WORKFLOW_RETIRED" } })
+    expect(problems).toEqual([])
+  }, 60_000)
+
+  it("shows a finished run's results per target with its analysis, and downloads them as the API's CSV", async () => {
+    // A workflow with two extracted fields, run on the simulator: +1…43 agrees, +1…46 declines.
+    const created = await call("POST", "/api/workflows", { nl_prompt: "Ask lapsed members to rejoin the gym." })
+    expect(created.status).toBe(201)
+    const { id, name } = created.body as { id: number; name: string }
+    const fields = [
+      { name: "rejoined", type: "boolean", description: "did they agree to rejoin" },
+      { name: "plan", type: "enum", description: "the plan they chose", enum: ["monthly", "yearly"] },
+    ]
+    expect((await call("PUT", `/api/workflows/${id}`, { rule_book: { analysis: { fields } } })).status).toBe(200)
+    const rows = [
+      { phone: "+12025550143", name: "Ann <b>Lee</b>" },
+      { phone: "+12025550146", name: "=Bo" },
+    ]
+    expect((await call("POST", `/api/workflows/${id}/audience`, { rows })).status).toBe(200)
+    expect(
+      (await call("PUT", `/api/workflows/${id}/compliance`, { consent_attestation_text: "Opted in." })).status,
+    ).toBe(200)
+    const started = await call("POST", `/api/workflows/${id}/run`)
+    expect(started.status).toBe(201)
+    const runId = started.body.run_id as number
+    const results = await eventually(
+      async () => (await call("GET", `/api/runs/${runId}/results`)).body,
+      (b) => b.run_status === "completed" && b.results.every((r: Json) => r.analysis_status === "done"),
+      30_000,
+    )
+    const [ann, bo] = results.results as Json[]
+    expect(ann).toMatchObject({ outcome: "agreed", goal_met: true, sentiment: "positive" })
+    expect(bo).toMatchObject({ outcome: "declined", goal_met: false, sentiment: "negative" })
+
+    await page.reload()
+    await page.getByRole("heading", { level: 1, name: "Campaigns" }).waitFor()
+    await choose(name)
+    const runs = detail().getByRole("region", { name: "Runs and results" })
+    const runRow = runs.getByRole("row").filter({ has: page.getByRole("cell", { name: String(runId), exact: true }) })
+    await runRow.waitFor()
+    expect(await runRow.getByRole("cell").allTextContents()).toEqual([
+      String(runId),
+      expect.any(String),
+      "completed",
+      "2 of 2",
+      "2",
+      "Show resultsDownload CSV",
+    ])
+    await runRow.getByRole("button", { name: "Show results" }).click()
+
+    // One row per target, as the API's JSON page has it, the names as text (not markup).
+    const table = runs.getByRole("region", { name: `Results of run ${runId}` }).getByRole("table")
+    await table.waitFor()
+    const headers = await table.getByRole("columnheader").allTextContents()
+    expect(headers).toEqual([
+      "Name",
+      "Phone",
+      "Outcome",
+      "Attempts",
+      "Talk time",
+      "Cost",
+      "Goal met",
+      "Sentiment",
+      "Summary",
+      "Agreed value",
+      "Call back",
+      "rejoined",
+      "plan",
+    ])
+    const body = table.locator("tbody tr")
+    await expect.poll(() => body.count()).toBe(2)
+    const cells = async (i: number) => body.nth(i).getByRole("cell").allTextContents()
+    const money = (minor: number) => `$${(minor / 100).toFixed(2)}`
+    const talk = (s: number) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`
+    for (const [i, r] of [ann!, bo!].entries())
+      expect(await cells(i)).toEqual([
+        r.name,
+        r.phone,
+        r.outcome,
+        String(r.attempts),
+        talk(r.talk_seconds),
+        money(r.cost_minor),
+        r.goal_met ? "yes" : "no",
+        r.sentiment,
+        r.summary,
+        "—",
+        "—",
+        r.fields.rejoined ? "yes" : "no",
+        "—",
+      ])
+    expect(await table.locator("b").count()).toBe(0)
+    await screenshot(page, "campaigns-results")
+
+    // The download is the API's CSV of the run, byte for byte (the session cookie carries it).
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      runRow.getByRole("link", { name: "Download CSV" }).click(),
+    ])
+    expect(download.suggestedFilename()).toBe(`run-${runId}-results.csv`)
+    const saved = await download.path()
+    const csv = await api(srv).call("GET", `/api/runs/${runId}/results?format=csv`, { token: s.token })
+    expect(csv.status).toBe(200)
+    const expected = await csv.text()
+    expect(readFileSync(saved!, "utf8")).toBe(expected)
+    // The formula-looking name is defused in the file, as the CSV section of the README says.
+    expect(expected).toContain(",'=Bo,")
     expect(problems).toEqual([])
   }, 60_000)
 })

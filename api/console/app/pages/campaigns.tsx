@@ -1,10 +1,12 @@
 // Campaigns: the workspace's workflows by status; create one from a prompt (the generated rule
 // book shown readably, validation errors beside the prompt); and for the chosen one, edit its name,
 // persona, voice and schedule, upload an audience CSV, attest consent, hear the opening line, and
-// run, pause or retire it.
+// run, pause or retire it; its runs, each run's results (outcome and analysis per target) and
+// their CSV.
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, blobUrl, request, upload } from "../api.js"
 import { Button, ErrorText, Field, useLoad } from "../ui.js"
+import { RunResults } from "./run-results.js"
 
 type Status = "draft" | "live" | "paused" | "retired"
 
@@ -279,6 +281,9 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
         </p>
       )}
       <ActionError error={actionError} />
+
+      {/* Keyed by status and run count: starting, pausing or ending a run lists it afresh. */}
+      <RunResults key={`${w.status}-${w.runs_count}`} workflowId={id} />
 
       <h3>Rule book{w.rule_book_version ? ` (version ${w.rule_book_version})` : ""}</h3>
       <RuleBook book={w.rule_book} />
