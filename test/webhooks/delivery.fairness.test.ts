@@ -11,11 +11,11 @@ import {
 import { emitEvents } from "../../src/webhooks/outbox.repo.js"
 import { api } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { createEndpoint, deliveryOf, type Receiver, startReceiver, waitFor } from "./delivery.support.js"
+import { createEndpoint, deliveryOf, receiverPool, waitFor } from "./delivery.support.js"
 
 describe("webhook delivery under hanging receivers", () => {
   let srv: TestServer
-  const receivers: Receiver[] = []
+  const receivers = receiverPool()
 
   beforeAll(async () => {
     // The attempt timeout stays at its default (10 s): a hanging receiver holds its slot that long.
@@ -23,7 +23,7 @@ describe("webhook delivery under hanging receivers", () => {
   })
   afterAll(async () => {
     // Closing the receivers ends the hanging posts, so the server stops without waiting out their timeouts.
-    await Promise.all(receivers.map((r) => r.close()))
+    await receivers.closeAll()
     await srv?.stop()
   })
 
@@ -35,13 +35,11 @@ describe("webhook delivery under hanging receivers", () => {
     // process's 32 slots for 10 s.
     const hanging = await Promise.all(
       Array.from({ length: 5 }, async () => {
-        const r = await startReceiver("hang")
-        receivers.push(r)
+        const r = await receivers.start("hang")
         return { r, ep: await createEndpoint(srv.sql, srv.config, noisy.tenantId, r.url) }
       }),
     )
-    const ok = await startReceiver(200)
-    receivers.push(ok)
+    const ok = await receivers.start(200)
     const quietEp = await createEndpoint(srv.sql, srv.config, quiet.tenantId, ok.url)
 
     // The noisy events first and the quiet one last, in one commit (so one claim sees them all): due at
@@ -87,8 +85,7 @@ describe("webhook delivery under hanging receivers", () => {
 
   it("gives an endpoint already failing two posts in flight, however long its queue", async () => {
     const down = await api(srv).signup()
-    const r = await startReceiver("hang")
-    receivers.push(r)
+    const r = await receivers.start("hang")
     const ep = await createEndpoint(srv.sql, srv.config, down.tenantId, r.url)
     await srv.sql`update webhook_endpoints set failing_since = now() - interval '1 hour' where id = ${ep.id}`
     await srv.sql.begin((tx) =>

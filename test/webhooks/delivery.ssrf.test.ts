@@ -27,6 +27,33 @@ async function refusedTwice(srv: TestServer, eventId: string, endpointId: number
     for (const text of [d.last_error!, ...attempts.map((x) => x.error!)]) expect(text).not.toContain(address)
 }
 
+/** Answers each name from the table (an IPv6 answer where it has a colon); other names resolve to nothing. */
+function resolveFrom(answers: Readonly<Record<string, string>>) {
+  setHostResolver(async (host) => {
+    const a = answers[host]
+    return a === undefined ? [] : [{ address: a, family: a.includes(":") ? 6 : 4 }]
+  })
+}
+
+/** An endpoint per name, at the receiver's port. */
+const endpointsAt = (srv: TestServer, tenantId: number, port: number, hosts: ReadonlyArray<string>) =>
+  Promise.all(
+    hosts.map(async (host) => ({
+      host,
+      ep: await createEndpoint(srv.sql, srv.config, tenantId, `http://${host}:${port}/hook`),
+    })),
+  )
+
+/** refusedTwice for a name that resolved to `address`: the name is said, the address is not. */
+const nameRefusedTwice = (srv: TestServer, eventId: string, endpointId: number, host: string, address: string) =>
+  refusedTwice(
+    srv,
+    eventId,
+    endpointId,
+    new RegExp(`^refused to connect to ${host.replaceAll(".", "\\.")}: it resolves to a non-public address$`),
+    address,
+  )
+
 describe("webhook delivery address guard", () => {
   let srv: TestServer
   let session: Session
@@ -53,16 +80,10 @@ describe("webhook delivery address guard", () => {
       `http://hooks.example.test:${receiver.port}/hook`,
     )
     const metadata = await createEndpoint(srv.sql, srv.config, session.tenantId, "http://169.254.169.254/latest")
-    setHostResolver(async (host) => (host === "hooks.example.test" ? [{ address: "127.0.0.1", family: 4 }] : []))
+    resolveFrom({ "hooks.example.test": "127.0.0.1" })
 
     const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
-    await refusedTwice(
-      srv,
-      eventId,
-      rebound.id,
-      /^refused to connect to hooks\.example\.test: it resolves to a non-public address$/,
-      "127.0.0.1",
-    )
+    await nameRefusedTwice(srv, eventId, rebound.id, "hooks.example.test", "127.0.0.1")
     // A literal is the workspace's own text: named as it was given.
     await refusedTwice(srv, eventId, metadata.id, /^refused to connect to 169\.254\.169\.254: not a public address$/)
     expect(receiver.received).toHaveLength(0)
@@ -76,25 +97,10 @@ describe("webhook delivery address guard", () => {
       "teredo.example.test": "2001:0:4136:e378:8000:63bf:3fff:fdd2",
       "docs.example.test": "2001:db8::1",
     }
-    setHostResolver(async (host) => {
-      const a = answers[host]
-      return a === undefined ? [] : [{ address: a, family: 6 }]
-    })
-    const eps = await Promise.all(
-      Object.keys(answers).map(async (host) => ({
-        host,
-        ep: await createEndpoint(srv.sql, srv.config, session.tenantId, `http://${host}:${receiver.port}/hook`),
-      })),
-    )
+    resolveFrom(answers)
+    const eps = await endpointsAt(srv, session.tenantId, receiver.port, Object.keys(answers))
     const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
-    for (const { host, ep } of eps)
-      await refusedTwice(
-        srv,
-        eventId,
-        ep.id,
-        new RegExp(`^refused to connect to ${host.replaceAll(".", "\\.")}: it resolves to a non-public address$`),
-        answers[host]!,
-      )
+    for (const { host, ep } of eps) await nameRefusedTwice(srv, eventId, ep.id, host, answers[host]!)
     expect(receiver.received).toHaveLength(0)
   })
 })
@@ -124,34 +130,17 @@ describe("webhook delivery address guard with ALLOW_PRIVATE_PROVIDER_URLS", () =
       "metadata.example.test": "169.254.169.254",
       "ula.example.test": "fd00::1",
     }
-    setHostResolver(async (host) => {
-      const a = answers[host]
-      return a === undefined ? [] : [{ address: a, family: a.includes(":") ? 6 : 4 }]
-    })
-    const at = (host: string) => `http://${host}:${receiver.port}/hook`
-    const loop = await createEndpoint(srv.sql, srv.config, session.tenantId, at("loop.example.test"))
-    const refused = await Promise.all(
-      ["inside.example.test", "metadata.example.test", "ula.example.test"].map(async (host) => ({
-        host,
-        ep: await createEndpoint(srv.sql, srv.config, session.tenantId, at(host)),
-      })),
-    )
+    resolveFrom(answers)
+    const [loop, ...refused] = await endpointsAt(srv, session.tenantId, receiver.port, Object.keys(answers))
     const literal = await createEndpoint(srv.sql, srv.config, session.tenantId, "http://10.0.0.1/hook")
     const eventId = await emitEvent(srv.sql, { tenantId: session.tenantId, type: "wallet.low", data: {} })
 
     const delivered = await waitFor("the loopback delivery", async () => {
-      const s = await deliveryOf(srv.sql, eventId, loop.id)
+      const s = await deliveryOf(srv.sql, eventId, loop!.ep.id)
       return s?.status === "delivered" ? s : undefined
     })
     expect(delivered).toMatchObject({ attempts: 1, last_status_code: 200 })
-    for (const { host, ep } of refused)
-      await refusedTwice(
-        srv,
-        eventId,
-        ep.id,
-        new RegExp(`^refused to connect to ${host.replaceAll(".", "\\.")}: it resolves to a non-public address$`),
-        answers[host]!,
-      )
+    for (const { host, ep } of refused) await nameRefusedTwice(srv, eventId, ep.id, host, answers[host]!)
     await refusedTwice(srv, eventId, literal.id, /^refused to connect to 10\.0\.0\.1: not a public address$/)
     // Only the loopback delivery reached the receiver.
     expect(receiver.received.map((r) => r.headers["x-svc-event-id"])).toEqual([eventId])

@@ -85,6 +85,22 @@ export async function startReceiver(initial: Answer | ((n: number) => Answer) = 
   }
 }
 
+/**
+ * Receivers a suite starts as it goes, closed together in its afterAll (closing them also ends posts
+ * left hanging, so the server stops without waiting out their timeouts).
+ */
+export function receiverPool() {
+  const started: Receiver[] = []
+  return {
+    start: async (initial?: Answer | ((n: number) => Answer)): Promise<Receiver> => {
+      const r = await startReceiver(initial)
+      started.push(r)
+      return r
+    },
+    closeAll: () => Promise.all(started.map((r) => r.close())),
+  }
+}
+
 export interface TestEndpoint {
   readonly id: number
   readonly secret: string

@@ -14,12 +14,12 @@ import { emitEvent, emitEvents, emitPing, pruneOldEvents, recordAttempt } from "
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import {
+  type Answer,
   attemptsOf,
   createEndpoint,
   deliveryOf,
-  type Receiver,
+  receiverPool,
   signatureValid,
-  startReceiver,
   waitFor,
 } from "./delivery.support.js"
 
@@ -32,12 +32,8 @@ describe("webhook delivery worker", () => {
   let srv: TestServer
   let a: Session
   let b: Session
-  const receivers: Receiver[] = []
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args)
-    receivers.push(r)
-    return r
-  }
+  const receivers = receiverPool()
+  const receiver = receivers.start
 
   beforeAll(async () => {
     srv = await startTestServer({
@@ -52,7 +48,7 @@ describe("webhook delivery worker", () => {
     b = await client.signup()
   })
   afterAll(async () => {
-    await Promise.all(receivers.map((r) => r.close()))
+    await receivers.closeAll()
     await srv?.stop()
   })
 
@@ -545,19 +541,15 @@ describe("webhook metrics", () => {
   // A server of its own, started once the suite above stopped its own: no delivery but this test's
   // runs in this process while the counters are compared, so every change is an exact count.
   let srv: TestServer
-  const receivers: Receiver[] = []
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args)
-    receivers.push(r)
-    return r
-  }
+  const receivers = receiverPool()
+  const receiver = receivers.start
   beforeAll(async () => {
     srv = await startTestServer({
       env: { ALLOW_PRIVATE_PROVIDER_URLS: "true", WEBHOOK_RETRY_SCALE: String(SCALE), WEBHOOK_TIMEOUT_MS: "2000" },
     })
   })
   afterAll(async () => {
-    await Promise.all(receivers.map((r) => r.close()))
+    await receivers.closeAll()
     await srv?.stop()
   })
 
@@ -581,7 +573,7 @@ describe("webhook metrics", () => {
     const only = { events: ["call.completed"] }
     const eps = await Promise.all(
       [200, 410, (n: number) => (n === 1 ? 503 : 200), (n: number) => (n === 1 ? "hang" : 200)].map(async (a) => {
-        const r = await receiver(a as Parameters<typeof startReceiver>[0])
+        const r = await receiver(a as Answer | ((n: number) => Answer))
         return { r, ep: await createEndpoint(srv.sql, srv.config, c.tenantId, r.url, only) }
       }),
     )

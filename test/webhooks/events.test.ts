@@ -141,6 +141,25 @@ describe("a simulated run", () => {
   let workflowId = 0
   let runId = 0
 
+  /** A question on the run's first call, written as the runtime writes one (with its event). */
+  async function askOnFirstCall(action: "callback" | "escalate", rationale: string, ttlMs: number) {
+    const [c] = await srv.sql<[{ id: number; phone_e164: string }]>`select id, phone_e164 from calls
+      where run_id = ${runId} order by id limit 1`
+    return insertApproval(srv.sql, {
+      tenantId: owner.tenantId,
+      workflowId,
+      runId,
+      callId: c.id,
+      phone: c.phone_e164,
+      action,
+      valueMinor: null,
+      currency: "USD",
+      rationale,
+      context: {},
+      ttlMs,
+    })
+  }
+
   beforeAll(async () => {
     await fund(owner)
     // agrees, no answer, declines, asks for a discount (an approval)
@@ -260,21 +279,7 @@ describe("a simulated run", () => {
   })
 
   it("sends approval.resolved with status expired once, whichever of the sweeps writes the expiry", async () => {
-    const [c] = await srv.sql<[{ id: number; phone_e164: string }]>`select id, phone_e164 from calls
-      where run_id = ${runId} order by id limit 1`
-    const row = await insertApproval(srv.sql, {
-      tenantId: owner.tenantId,
-      workflowId,
-      runId,
-      callId: c.id,
-      phone: c.phone_e164,
-      action: "callback",
-      valueMinor: null,
-      currency: "USD",
-      rationale: "asked to be called tomorrow",
-      context: {},
-      ttlMs: 1,
-    })
+    const row = await askOnFirstCall("callback", "asked to be called tomorrow", 1)
     const requested = (await events(owner.tenantId, "approval.requested")).filter((e) => e.body.data.id === row.id)
     expect(requested).toHaveLength(1)
     await new Promise((r) => setTimeout(r, 20))
@@ -286,19 +291,7 @@ describe("a simulated run", () => {
     expect(resolved).toHaveLength(1)
     expect(resolved[0]!.body.data).toMatchObject({ id: row.id, status: "expired", decided_at: null })
     // Its actor's own timer expires one approval (expireApproval): the same, once.
-    const timed = await insertApproval(srv.sql, {
-      tenantId: owner.tenantId,
-      workflowId,
-      runId,
-      callId: c.id,
-      phone: c.phone_e164,
-      action: "escalate",
-      valueMinor: null,
-      currency: "USD",
-      rationale: "asked for a human",
-      context: {},
-      ttlMs: 1,
-    })
+    const timed = await askOnFirstCall("escalate", "asked for a human", 1)
     await new Promise((r) => setTimeout(r, 20))
     // (The runtime's own sweep may come first: then neither call expires it, and the count is still one.)
     const n = (await expireApproval(srv.sql, timed.id)) + (await expireApproval(srv.sql, timed.id))
@@ -312,26 +305,10 @@ describe("a simulated run", () => {
   })
 
   it("writes nothing when the approval's transaction does not commit", async () => {
-    const [c] = await srv.sql<[{ id: number; phone_e164: string }]>`select id, phone_e164 from calls
-      where run_id = ${runId} order by id limit 1`
     const before = await events(owner.tenantId)
     const undo = await failCommitsOf(owner.tenantId)
     try {
-      await expect(
-        insertApproval(srv.sql, {
-          tenantId: owner.tenantId,
-          workflowId,
-          runId,
-          callId: c.id,
-          phone: c.phone_e164,
-          action: "escalate",
-          valueMinor: null,
-          currency: "USD",
-          rationale: "rolled back",
-          context: {},
-          ttlMs: 60_000,
-        }),
-      ).rejects.toThrow(/commit refused/)
+      await expect(askOnFirstCall("escalate", "rolled back", 60_000)).rejects.toThrow(/commit refused/)
     } finally {
       await undo()
     }
@@ -343,21 +320,7 @@ describe("a simulated run", () => {
   })
 
   it("writes no approval.resolved when the decision's transaction does not commit; one when it does", async () => {
-    const [c] = await srv.sql<[{ id: number; phone_e164: string }]>`select id, phone_e164 from calls
-      where run_id = ${runId} order by id limit 1`
-    const row = await insertApproval(srv.sql, {
-      tenantId: owner.tenantId,
-      workflowId,
-      runId,
-      callId: c.id,
-      phone: c.phone_e164,
-      action: "escalate",
-      valueMinor: null,
-      currency: "USD",
-      rationale: "decided twice, committed once",
-      context: {},
-      ttlMs: 60_000,
-    })
+    const row = await askOnFirstCall("escalate", "decided twice, committed once", 60_000)
     const resolved = async () =>
       (await events(owner.tenantId, "approval.resolved")).filter((e) => e.body.data.id === row.id)
     const undo = await failCommitsOf(owner.tenantId)
