@@ -6,7 +6,7 @@ import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
 import { sseDropped } from "../platform/metrics.js"
 import { type ApprovalChanged, approvalsSubject } from "../platform/subjects.js"
-import { type HubSettings, reconnectFrame, type StreamSink } from "../turns/turn-hub.js"
+import { type HubSettings, reconnectDelayMs, reconnectFrame, type StreamSink, sinkVerdict } from "../turns/turn-hub.js"
 
 /** An approval change as the stream sends it: unnamed, no id (a reconnect refetches the queue). */
 export const approvalFrame = (c: ApprovalChanged): string =>
@@ -113,19 +113,16 @@ export class ApprovalHub {
       const frames = w.out
       w.out = []
       if (frames.length === 0 || w.closed) continue
-      if (w.sink.closed) {
-        this.leave(w)
-        continue
-      }
       const chunk = frames.join("")
-      // A watcher already behind is dropped past the cap; one that keeps up always gets its frames.
-      const behind = w.sink.bufferedBytes()
-      if (behind > 0 && behind + Buffer.byteLength(chunk) > this.settings.maxBufferedBytes) {
+      const verdict = sinkVerdict(w.sink, chunk, this.settings.maxBufferedBytes)
+      if (verdict === "behind") {
         this.log.warn(
-          { tenant_id: w.tenantId, buffered: behind },
+          { tenant_id: w.tenantId, buffered: w.sink.bufferedBytes() },
           "dropping an approval-stream client that stopped reading",
         )
         sseDropped.inc()
+      }
+      if (verdict !== "ok") {
         this.leave(w)
         continue
       }
@@ -147,7 +144,7 @@ export class ApprovalHub {
     for (const room of [...this.rooms.values()])
       for (const w of [...room.watchers]) {
         if (back) {
-          const chunk = w.out.join("") + reconnectFrame(250 + Math.floor(Math.random() * 1000), "bus_reconnected")
+          const chunk = w.out.join("") + reconnectFrame(reconnectDelayMs(), "bus_reconnected")
           w.out = []
           if (!w.sink.closed) void w.sink.write(chunk)
           this.leave(w)
@@ -165,7 +162,7 @@ export class ApprovalHub {
   goodbye(): void {
     for (const room of [...this.rooms.values()])
       for (const w of [...room.watchers]) {
-        const chunk = w.out.join("") + reconnectFrame(250 + Math.floor(Math.random() * 1000))
+        const chunk = w.out.join("") + reconnectFrame(reconnectDelayMs())
         w.out = []
         if (!w.sink.closed) void w.sink.write(chunk)
         this.leave(w)

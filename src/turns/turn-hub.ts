@@ -48,7 +48,19 @@ export const reconnectFrame = (
 }
 
 /** How soon clients of a stopping process reconnect: spread over a second so they do not arrive at once. */
-const reconnectDelayMs = (): number => 250 + Math.floor(Math.random() * 1000)
+export const reconnectDelayMs = (): number => 250 + Math.floor(Math.random() * 1000)
+
+/**
+ * Whether a chunk may be written to a stream's sink: `closed` (the client left), `behind` (it has
+ * not taken what it was sent, and this chunk would pass the cap: drop the client), else `ok`. A
+ * client that keeps up (nothing waiting) always gets its chunk whole, however large.
+ */
+export const sinkVerdict = (sink: StreamSink, chunk: string | Buffer, cap: number): "ok" | "closed" | "behind" => {
+  if (sink.closed) return "closed"
+  const behind = sink.bufferedBytes()
+  const size = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
+  return behind > 0 && behind + size > cap ? "behind" : "ok"
+}
 
 export class TurnClient {
   /** Highest seq written (history or live): anything at or below it is a duplicate. */
@@ -422,20 +434,15 @@ export class TurnHub {
   }
 
   private send(c: TurnClient, chunk: string | Buffer, now: number): void {
-    if (c.sink.closed) {
-      this.leave(c)
-      return
-    }
-    // A client already behind is dropped once what it has not taken, with what is queued for it
-    // now, passes the cap; one that keeps up (nothing waiting) always gets a turn's events whole.
-    const behind = c.sink.bufferedBytes()
-    if (
-      behind > 0 &&
-      behind + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength) >
-        this.settings.maxBufferedBytes
-    ) {
-      this.log.warn({ stream: c.key, buffered: behind }, "dropping a turn-stream client that stopped reading")
+    const verdict = sinkVerdict(c.sink, chunk, this.settings.maxBufferedBytes)
+    if (verdict === "behind") {
+      this.log.warn(
+        { stream: c.key, buffered: c.sink.bufferedBytes() },
+        "dropping a turn-stream client that stopped reading",
+      )
       sseDropped.inc()
+    }
+    if (verdict !== "ok") {
       this.leave(c)
       return
     }
