@@ -66,7 +66,7 @@ describe("the approval hub and a client that stopped reading", () => {
     await turnOver()
   }
 
-  it("writes a burst to a client that keeps up in one chunk however large, and drops one behind past the cap", async () => {
+  it("sends a burst to a client keeping up in one chunk, however large; drops one behind past the cap", async () => {
     const before = await dropped()
     const fast = fakeSink(0)
     const slow = fakeSink(CAP - 100)
