@@ -34,7 +34,7 @@ export function emailClient(srv: TestServer) {
     })
     return { status: res.status, headers: res.headers, text: await res.text() }
   }
-  const mailB = (body: unknown, secret = MAIL_B_SECRET, header = "x-mail-b-signature") => {
+  const mailB = (body: unknown, secret = MAIL_B_SECRET, header = "x-mail_b-signature") => {
     const raw = JSON.stringify(body)
     const sig = createHmac("sha256", secret).update(raw).digest("hex")
     return fetch(`${srv.url}/email/webhooks/mail_b`, {

@@ -72,7 +72,7 @@ const directive = (body: string, name: string): string | undefined =>
   new RegExp(`(?:^|[;{\\s])${name}\\s+([^;]+);`).exec(body)?.[1]?.trim()
 
 describe("deploy/nginx.conf", () => {
-  it("speaks HTTP/1.1 with keep-alive to the api processes (the engine does not answer HTTP/1.0)", () => {
+  it("speaks HTTP/1.1 with keep-alive to the api processes (the engine refuses HTTP/1.0 with 505)", () => {
     expect(directive(serverLevel, "proxy_http_version")).toBe("1.1")
     expect(text).not.toMatch(/proxy_http_version\s+1\.0/)
     expect(serverLevel).toMatch(/proxy_set_header\s+Connection\s+"";/)

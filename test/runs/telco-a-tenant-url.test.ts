@@ -46,12 +46,12 @@ const post = (path: string, params: Record<string, string>, signature: string | 
     method: "POST",
     headers: {
       "content-type": "application/x-www-form-urlencoded",
-      ...(signature !== null && { "X-telco-a-Signature": signature }),
+      ...(signature !== null && { "X-telco_a-Signature": signature }),
     },
     body: new URLSearchParams(params).toString(),
   })
 const get = (pathAndQuery: string, signature: string | null) =>
-  fetch(base + pathAndQuery, { headers: signature === null ? {} : { "X-telco-a-Signature": signature } })
+  fetch(base + pathAndQuery, { headers: signature === null ? {} : { "X-telco_a-Signature": signature } })
 
 const unmatched = (sid: string) =>
   srv.sql<Json[]>`

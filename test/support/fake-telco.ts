@@ -412,7 +412,7 @@ export async function startFakeTelco(
           ...(method === "POST" && { "content-type": "application/x-www-form-urlencoded" }),
           // The spec names X-telco_a-Signature; the HTTP engine drops underscore header names, so the
           // hyphenated form is what reaches us (README: the proxy maps one to the other).
-          ...(signature !== null && { "X-telco-a-Signature": signature }),
+          ...(signature !== null && { "X-telco_a-Signature": signature }),
         },
         ...(method === "POST" && { body: new URLSearchParams(params).toString() }),
       })
