@@ -1,5 +1,5 @@
-// POST /kb/feedback: a verdict (reward, punish, ban) on one of the agent's turns, which the learning
-// policy may turn into a rule; GET /kb/feedback: the workspace's verdicts, newest first.
+// POST /kb/feedback: a verdict (reward, punish, ban) on one of the agent's turns, kept as a row of its
+// own, which the learning policy may turn into a rule; GET /kb/feedback: every verdict, newest first.
 import { Effect } from "effect"
 import { z } from "zod"
 import {
@@ -19,7 +19,8 @@ const Verdict = z.enum(VERDICTS, { error: `must be one of ${VERDICTS.join(", ")}
 
 const FEEDBACK_SHAPE =
   "{id, turn_id, run_id, workflow_id, verdict, note, line (the agent's line with {name}, {agent_name} and " +
-  '{company} put back), reviewer: {kind: "user"|"api_key", id}, rule_ids, created_at, updated_at}'
+  '{company} put back), reviewer: {kind: "user"|"api_key", id}, rule_ids, current (still the reviewer\'s ' +
+  "latest verdict on the line: the one learning counts), created_at, updated_at (= created_at)}"
 
 export const feedbackCreate = route({
   method: "POST",
@@ -27,8 +28,9 @@ export const feedbackCreate = route({
   auth: "jwt",
   summary:
     "Give a verdict on one of the agent's turns (another workspace's turn: 404; a callee or system turn: 422 " +
-    "on turn_id). The same reviewer's next verdict on the turn replaces theirs (same id, 200). Verdicts may " +
-    "become rules: a ban at once forbids the line; two punishes propose a paused alternative; two rewards " +
+    "on turn_id). Every verdict is a new one (201), kept: a reviewer's next verdict on the line replaces " +
+    "their earlier one in the learning policy's counts, not on record. Verdicts may become rules: a ban at " +
+    "once forbids the line; two reviewers' punishes propose a paused alternative; two reviewers' rewards " +
     "(more than punishes) make the line the answer to its objection",
   tags: ["knowledge base"],
   body: {
@@ -42,20 +44,12 @@ export const feedbackCreate = route({
       note: z.string().trim().max(NOTE_MAX, `must be at most ${NOTE_MAX} characters`).nullish(),
     }),
   },
-  responses: {
-    201: { description: `the verdict, new: ${FEEDBACK_SHAPE}` },
-    200: { description: "the verdict, replacing this reviewer's earlier one on the turn (same id)" },
-  },
+  responses: { 201: { description: `the verdict: ${FEEDBACK_SHAPE}` } },
   handler: ({ principal, body }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
       const note = body!.note === undefined || body!.note === null || body!.note === "" ? null : body!.note
-      const { feedback, created } = yield* giveFeedback(caller, {
-        turn_id: body!.turn_id,
-        verdict: body!.verdict,
-        note,
-      })
-      return json(feedback, created ? 201 : 200)
+      return json(yield* giveFeedback(caller, { turn_id: body!.turn_id, verdict: body!.verdict, note }), 201)
     }),
 })
 
@@ -64,7 +58,7 @@ export const feedbackList = route({
   path: "/kb/feedback",
   auth: "jwt",
   summary:
-    "List verdicts, newest first " +
+    "List every verdict given (a reviewer's earlier ones too, current: false), newest first " +
     `(turn_id?, verdict?, limit 1–${FEEDBACK_LIST_MAX}, default ${FEEDBACK_LIST_DEFAULT})`,
   tags: ["knowledge base"],
   query: z.object({

@@ -19,6 +19,8 @@ export interface FeedbackRow {
   readonly line_key: string
   readonly created_at: Date
   readonly updated_at: Date
+  /** Whether this is still its reviewer's latest verdict on the line: the one learning counts. */
+  readonly current: boolean
 }
 
 const FEEDBACK_COLUMNS = (sql: Q) =>
@@ -73,15 +75,18 @@ export async function lockLine(tx: Tx, tenantId: number, workflowId: number, key
   await tx`select pg_advisory_xact_lock(hashtextextended(${`kb:${tenantId}:${workflowId}:${key}`}, 0))`
 }
 
-export async function findReviewersFeedback(
+/** The reviewer's latest verdict on one line of a workflow (the one that stands until their next). */
+export async function findStanding(
   sql: Q,
   tenantId: number,
-  turnId: number,
+  workflowId: number,
+  key: string,
   reviewer: string,
-): Promise<FeedbackRow | undefined> {
-  const [row] = await sql<FeedbackRow[]>`
-    select ${FEEDBACK_COLUMNS(sql)} from kb_feedback
-    where tenant_id = ${tenantId} and turn_id = ${turnId} and reviewer = ${reviewer}`
+): Promise<Pick<FeedbackRow, "id" | "verdict"> | undefined> {
+  const [row] = await sql<Array<Pick<FeedbackRow, "id" | "verdict">>>`
+    select id, verdict from kb_feedback
+    where tenant_id = ${tenantId} and workflow_id = ${workflowId} and line_key = ${key} and reviewer = ${reviewer}
+    order by id desc limit 1`
   return row
 }
 
@@ -96,45 +101,30 @@ export interface NewFeedback {
   readonly line_key: string
 }
 
+/** A new verdict: every verdict is a row of its own, never changed afterwards. */
 export async function insertFeedback(tx: Tx, tenantId: number, f: NewFeedback, now: Date): Promise<FeedbackRow> {
   const [row] = await tx<FeedbackRow[]>`
     insert into kb_feedback (tenant_id, turn_id, run_id, workflow_id, reviewer, verdict, note, line, line_key,
       created_at, updated_at)
     values (${tenantId}, ${f.turn_id}, ${f.run_id}, ${f.workflow_id}, ${f.reviewer}, ${f.verdict}, ${f.note},
       ${f.line}, ${f.line_key}, ${now}, ${now})
-    returning ${FEEDBACK_COLUMNS(tx)}`
+    returning ${FEEDBACK_COLUMNS(tx)}, true as current`
   return row!
 }
 
-/** A reviewer's new verdict on a turn they judged before: the same row, its verdict and note replaced. */
-export async function replaceFeedback(
-  tx: Tx,
-  tenantId: number,
-  id: number,
-  f: Pick<NewFeedback, "verdict" | "note" | "line" | "line_key">,
-  now: Date,
-): Promise<FeedbackRow> {
-  const [row] = await tx<FeedbackRow[]>`
-    update kb_feedback set verdict = ${f.verdict}, note = ${f.note}, line = ${f.line}, line_key = ${f.line_key},
-      updated_at = ${now}
-    where tenant_id = ${tenantId} and id = ${id}
-    returning ${FEEDBACK_COLUMNS(tx)}`
-  return row!
-}
-
-/** Every verdict on one line of a workflow as it stands, newest first. */
-export async function verdictsOnLine(sql: Q, tenantId: number, workflowId: number, key: string): Promise<Peer[]> {
+/**
+ * Each reviewer's latest verdict on one line of a workflow (ids grow in the order verdicts on a line
+ * are given: they are written under the line's lock), newest first.
+ */
+export async function standingOnLine(sql: Q, tenantId: number, workflowId: number, key: string): Promise<Peer[]> {
   const rows = await sql<Peer[]>`
-    select id, verdict, note from kb_feedback
-    where tenant_id = ${tenantId} and workflow_id = ${workflowId} and line_key = ${key}
-    order by updated_at desc, id desc`
+    select id, verdict, note from (
+      select distinct on (reviewer) id, verdict, note from kb_feedback
+      where tenant_id = ${tenantId} and workflow_id = ${workflowId} and line_key = ${key}
+      order by reviewer, id desc
+    ) s
+    order by id desc`
   return [...rows]
-}
-
-export async function isLinked(sql: Q, ruleId: number, feedbackId: number): Promise<boolean> {
-  const [row] = await sql<[{ linked: boolean }]>`
-    select exists (select 1 from kb_rule_feedback where rule_id = ${ruleId} and feedback_id = ${feedbackId}) as linked`
-  return row!.linked
 }
 
 export async function linkFeedback(tx: Tx, ruleId: number, feedbackIds: ReadonlyArray<number>): Promise<void> {
@@ -145,13 +135,22 @@ export async function linkFeedback(tx: Tx, ruleId: number, feedbackIds: Readonly
     on conflict do nothing`
 }
 
-/** Takes a verdict off the rules learnt from verdicts of another kind (the rules stay); their ids. */
-export async function unlinkFromOtherKinds(tx: Tx, feedbackId: number, kind: Verdict): Promise<number[]> {
-  const rows = await tx<Array<{ rule_id: number }>>`
-    delete from kb_rule_feedback l using kb_rules r
-    where l.feedback_id = ${feedbackId} and r.id = l.rule_id and r.learnt_kind is distinct from ${kind}
-    returning l.rule_id`
-  return rows.map((r) => r.rule_id)
+/**
+ * Takes the reviewer's verdicts on the line before `latestId` off every rule (the rules stay): a
+ * rule links the verdicts that stand, and the latest now stands in for them.
+ */
+export async function unlinkSuperseded(
+  tx: Tx,
+  tenantId: number,
+  workflowId: number,
+  key: string,
+  reviewer: string,
+  latestId: number,
+): Promise<void> {
+  await tx`
+    delete from kb_rule_feedback l using kb_feedback f
+    where l.feedback_id = f.id and f.tenant_id = ${tenantId} and f.workflow_id = ${workflowId}
+      and f.line_key = ${key} and f.reviewer = ${reviewer} and f.id < ${latestId}`
 }
 
 /** The rules each of these verdicts is linked to, by feedback id. */
@@ -176,10 +175,16 @@ export interface FeedbackFilter {
   readonly limit: number
 }
 
-/** The tenant's verdicts, newest first. */
+/** The tenant's verdicts, every one given, newest first. */
 export async function listFeedback(sql: Q, tenantId: number, f: FeedbackFilter): Promise<FeedbackRow[]> {
   const rows = await sql<FeedbackRow[]>`
-    select ${FEEDBACK_COLUMNS(sql)} from kb_feedback
+    select ${FEEDBACK_COLUMNS(sql)},
+      not exists (
+        select 1 from kb_feedback n
+        where n.tenant_id = f.tenant_id and n.workflow_id = f.workflow_id and n.line_key = f.line_key
+          and n.reviewer = f.reviewer and n.id > f.id
+      ) as current
+    from kb_feedback f
     where tenant_id = ${tenantId}
       ${f.turnId === undefined ? sql`` : sql`and turn_id = ${f.turnId}`}
       ${f.verdict === undefined ? sql`` : sql`and verdict = ${f.verdict}`}

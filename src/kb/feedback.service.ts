@@ -1,5 +1,6 @@
 // Supervisors' verdicts on the agent's turns (POST and GET /kb/feedback) and what they teach: each
-// verdict is stored and run through the learning policy (learning.ts) in one transaction.
+// verdict is stored as a row of its own and run through the learning policy (learning.ts) in one
+// transaction.
 import { Effect } from "effect"
 import { actorOf, type Principal } from "../auth/principal.js"
 import { Clock } from "../platform/Clock.js"
@@ -39,6 +40,7 @@ export const feedbackJson = (f: repo.FeedbackRow, ruleIds: ReadonlyArray<number>
   line: f.line,
   reviewer: reviewerJson(f.reviewer),
   rule_ids: [...ruleIds],
+  current: f.current,
   created_at: iso(f.created_at),
   updated_at: iso(f.updated_at),
 })
@@ -54,14 +56,14 @@ const varsOf = (t: repo.TurnContext): CallVars => ({
 
 interface Given {
   readonly row: repo.FeedbackRow
-  readonly created: boolean
   /** The rule learnt or changed by this verdict, if any. */
   readonly rule: RuleRow | undefined
 }
 
 /**
- * Stores `verdict` on one of the workspace's agent turns (the reviewer's earlier verdict on it is
- * replaced) and applies the learning policy; `created` is false for a replacement.
+ * Stores `verdict` on one of the workspace's agent turns as a new row (the reviewer's earlier
+ * verdicts stay on record) and applies the learning policy, for which it now stands in for the
+ * reviewer's earlier verdicts on the line.
  */
 export const giveFeedback = (principal: Principal, input: { turn_id: number; verdict: Verdict; note: string | null }) =>
   Effect.gen(function* () {
@@ -92,19 +94,23 @@ export const giveFeedback = (principal: Principal, input: { turn_id: number; ver
     const given = yield* Effect.promise(() =>
       sql.begin(async (tx): Promise<Given> => {
         await repo.lockLine(tx, tenantId, turn.workflow_id, key)
-        const before = await repo.findReviewersFeedback(tx, tenantId, turn.id, reviewer)
-        const fields = { verdict: input.verdict, note: input.note, line, line_key: key }
-        const row =
-          before === undefined
-            ? await repo.insertFeedback(
-                tx,
-                tenantId,
-                { turn_id: turn.id, run_id: turn.run_id, workflow_id: turn.workflow_id, reviewer, ...fields },
-                now,
-              )
-            : await repo.replaceFeedback(tx, tenantId, before.id, fields, now)
-        if (before !== undefined && before.verdict !== input.verdict)
-          await repo.unlinkFromOtherKinds(tx, row.id, input.verdict)
+        const before = await repo.findStanding(tx, tenantId, turn.workflow_id, key, reviewer)
+        const row = await repo.insertFeedback(
+          tx,
+          tenantId,
+          {
+            turn_id: turn.id,
+            run_id: turn.run_id,
+            workflow_id: turn.workflow_id,
+            reviewer,
+            verdict: input.verdict,
+            note: input.note,
+            line,
+            line_key: key,
+          },
+          now,
+        )
+        if (before !== undefined) await repo.unlinkSuperseded(tx, tenantId, turn.workflow_id, key, reviewer, row.id)
 
         const events: KbEvent[] = [
           {
@@ -114,7 +120,9 @@ export const giveFeedback = (principal: Principal, input: { turn_id: number; ver
             detail: {
               actor: reviewer,
               verdict: row.verdict,
+              // The reviewer's verdict on the line that this one replaces in the policy's counts.
               previous_verdict: before?.verdict ?? null,
+              supersedes: before?.id ?? null,
               turn_id: turn.id,
               run_id: turn.run_id,
               line: clipText(line, 160),
@@ -132,19 +140,18 @@ export const giveFeedback = (principal: Principal, input: { turn_id: number; ver
             line,
             key,
             handler,
-            peers: await repo.verdictsOnLine(tx, tenantId, turn.workflow_id, key),
+            peers: await repo.standingOnLine(tx, tenantId, turn.workflow_id, key),
             existing,
-            linked: existing !== undefined && (await repo.isLinked(tx, existing.id, row.id)),
           })
           rule = await apply(tx, tenantId, lesson, row, reviewer, events, now)
         }
         await recordEvents(tx, tenantId, events, now)
-        return { row, created: before === undefined, rule }
+        return { row, rule }
       }),
     )
     if (given.rule !== undefined) yield* announceRulesChanged(tenantId, given.rule.workflow_id)
     const ruleIds = yield* Effect.promise(() => repo.ruleIdsOf(sql, [given.row.id]))
-    return { feedback: feedbackJson(given.row, ruleIds.get(given.row.id) ?? []), created: given.created }
+    return feedbackJson(given.row, ruleIds.get(given.row.id) ?? [])
   })
 
 /** Writes what the policy decided; the rule made or changed, if one was. */
@@ -192,7 +199,7 @@ async function apply(
   }
 }
 
-/** The workspace's verdicts, newest first. */
+/** The workspace's verdicts, every one given, newest first. */
 export const listFeedback = (tenantId: number, filter: repo.FeedbackFilter) =>
   Effect.gen(function* () {
     const { sql } = yield* Db

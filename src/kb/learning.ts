@@ -3,8 +3,10 @@
 //
 // The policy. Verdicts are grouped by (workflow, line), the line being the agent turn's text with
 // the call's placeholders put back ({name}, {agent_name}, {company}) and normalised (normaliseLine),
-// so "Hi Asha, this is Alex from Acme." said to two callees is one line. Only a verdict's current
-// value counts: a reviewer's second verdict on a turn replaces the first.
+// so "Hi Asha, this is Alex from Acme." said to two callees is one line. Every verdict is kept, but
+// only each reviewer's latest verdict on the line counts (it "stands"): repeating a verdict, on the
+// same turn or on the line said to another callee, adds nothing, and a changed mind replaces the
+// reviewer's earlier vote. The counts below are of standing verdicts.
 // - ban: at once an ACTIVE rule in `banned_phrases` for the turn's workflow whose body is the line
 //   (title `Never say “…”`, priority 100): the agent never says it again. Further bans of the same
 //   line, by anyone, are linked to that rule instead of making another.
@@ -18,11 +20,14 @@
 // - reward: when two or more verdicts on the line are reward, rewards outnumber punishes and the
 //   line's category is known, an ACTIVE rule in `objection.<category>` with trigger {category}
 //   whose body is the line, priority = the reward count (at most 100): the agent answers that
-//   objection with the rewarded line. Each further reward is linked and raises the priority by 1
-//   (at most 100). A line of no known category gets no rule: there is no objection to weigh it in.
-// - A rule made from verdicts links every verdict of its kind on the line at that moment.
-// - A replaced verdict is unlinked from rules learnt from another kind (those rules stay as they
-//   are), then the new verdict is applied as above.
+//   objection with the rewarded line. Each further reward is linked and raises the priority to the
+//   reward count when that is higher (at most 100; never lowered by a verdict): left as made, each
+//   new reviewer's reward raises it by 1, and one reviewer's again, or back after a change of mind,
+//   raises nothing.
+//   A line of no known category gets no rule: there is no objection to weigh it in.
+// - A rule made from verdicts links every standing verdict of its kind on the line at that moment.
+// - A rule links standing verdicts only: a reviewer's new verdict on the line takes their earlier
+//   ones off every rule (the rules stay as they are), then is applied as above.
 // - The line's category: the rule book the run used, the objection handler whose response (filled
 //   and de-filled as on the call) is the line; else the handler whose trigger shares the most
 //   content words with the callee's turn just before the agent's; else unknown.
@@ -125,7 +130,7 @@ export function handlerOf(
   return best?.h
 }
 
-/** A verdict on the line, as it stands now (the one being given included). */
+/** A reviewer's standing verdict on the line (the one being given included). */
 export interface Peer {
   readonly id: number
   readonly verdict: Verdict
@@ -141,12 +146,10 @@ export interface LearnInput {
   readonly key: string
   /** The line's objection handler (undefined: unknown category), its response de-filled. */
   readonly handler: { readonly category: string; readonly response: string } | undefined
-  /** Every verdict on (workflow, key), newest first. */
+  /** Each reviewer's latest verdict on (workflow, key), newest first. */
   readonly peers: ReadonlyArray<Peer>
   /** The live rule already learnt from `verdict`s on this line, if any. */
   readonly existing: RuleRow | undefined
-  /** Whether this feedback is already linked to `existing`. */
-  readonly linked: boolean
 }
 
 /** What the policy does with one verdict. */
@@ -169,7 +172,7 @@ export function learn(i: LearnInput): Lesson {
 
   switch (i.verdict) {
     case "ban": {
-      if (i.existing !== undefined) return i.linked ? { kind: "nothing" } : { kind: "link", ruleId: i.existing.id }
+      if (i.existing !== undefined) return { kind: "link", ruleId: i.existing.id }
       return {
         kind: "create",
         rule: {
@@ -186,7 +189,7 @@ export function learn(i: LearnInput): Lesson {
       }
     }
     case "punish": {
-      if (i.existing !== undefined) return i.linked ? { kind: "nothing" } : { kind: "link", ruleId: i.existing.id }
+      if (i.existing !== undefined) return { kind: "link", ruleId: i.existing.id }
       const punishes = of("punish")
       if (punishes.length < PUNISH_THRESHOLD) return { kind: "nothing" }
       const note = punishes.map((p) => p.note?.trim() ?? "").find((n) => n !== "")
@@ -212,14 +215,13 @@ export function learn(i: LearnInput): Lesson {
       }
     }
     case "reward": {
+      const rewards = of("reward")
       if (i.existing !== undefined) {
-        if (i.linked) return { kind: "nothing" }
-        const raised = Math.min(REWARD_PRIORITY_MAX, i.existing.priority + 1)
+        const raised = Math.min(REWARD_PRIORITY_MAX, rewards.length)
         return raised > i.existing.priority
           ? { kind: "link", ruleId: i.existing.id, priority: raised }
           : { kind: "link", ruleId: i.existing.id }
       }
-      const rewards = of("reward")
       if (rewards.length < REWARD_THRESHOLD || rewards.length <= of("punish").length || trigger === null)
         return { kind: "nothing" }
       return {

@@ -23,7 +23,7 @@ export interface Counts {
   readonly reward: number
   readonly punish: number
   readonly ban: number
-  /** Verdicts linked to a rule. */
+  /** Verdicts linked to a rule (a rule links its reviewers' standing verdicts, not the ones they replaced). */
   readonly promoted: number
 }
 

@@ -16,8 +16,9 @@ export const RULES_MAX = 100
 export const SNIPPET_MAX = 160
 
 /**
- * Verdicts given in the last `windowDays` (by their first giving), the workspace's or one
- * workflow's: counts, the top turns, and the rules learnt from feedback in the window.
+ * Verdicts given in the last `windowDays`, the workspace's or one workflow's: counts of every verdict
+ * given (a reviewer's repeated or changed verdicts too: each is a flag), the top turns, and the rules
+ * learnt from feedback in the window.
  */
 export const rollup = (tenantId: number, q: { workflowId: number | undefined; windowDays: number }) =>
   Effect.gen(function* () {

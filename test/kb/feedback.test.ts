@@ -1,6 +1,7 @@
 // Verdicts on the agent's turns through the real server: validation (422 per field, 404 for another
-// workspace's turn, 422 for a callee's turn), the reviewer's second verdict replacing the first,
-// two reviewers making two rows, the list's filters and limits, scopes, and the timeline entries.
+// workspace's turn, 422 for a callee's turn), every verdict kept as a row of its own (a reviewer's
+// next one too: 201), a retry under one Idempotency-Key replayed, the list's filters, limits and
+// `current` flags, scopes, and the timeline entries.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
@@ -41,8 +42,9 @@ describe("POST /kb/feedback", () => {
       line: "Hi {name}, I'm {agent_name} from {company}.",
       reviewer: { kind: "user", id: owner.userId },
       rule_ids: [],
+      current: true,
       created_at: expect.any(String),
-      updated_at: expect.any(String),
+      updated_at: res.body.created_at,
     })
     const [row] = await srv.sql<[{ line_key: string; reviewer: string }]>`
       select line_key, reviewer from kb_feedback where id = ${res.body.id}`
@@ -87,26 +89,61 @@ describe("POST /kb/feedback", () => {
     expect(await rowsOf(t)).toHaveLength(0)
   })
 
-  it("replaces the same reviewer's verdict (200, same id), and keeps one row per reviewer", async () => {
+  it("keeps every verdict: the same reviewer's next one on the turn is a new row (201), listed", async () => {
     const t = await k.turn(c, "Ben", "agent", "It only takes a minute.")
     const first = await k.give(owner.token, t, "reward", "good")
     expect(first.status).toBe(201)
-    const second = await k.give(owner.token, t, "punish")
-    expect(second.status).toBe(200)
-    expect(second.body).toMatchObject({ id: first.body.id, verdict: "punish", note: null })
-    expect(second.body.created_at).toBe(first.body.created_at)
-    expect(Date.parse(second.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.body.created_at))
+    const again = await k.give(owner.token, t, "reward", "good")
+    expect(again.status).toBe(201)
+    const changed = await k.give(owner.token, t, "punish")
+    expect(changed.status).toBe(201)
+    expect(changed.body).toMatchObject({ verdict: "punish", note: null, current: true })
+    const ids = [first.body.id, again.body.id, changed.body.id]
+    expect(new Set(ids).size).toBe(3)
+    const me = `user:${owner.userId}`
     expect(await rowsOf(t)).toEqual([
-      { id: first.body.id, verdict: "punish", reviewer: `user:${owner.userId}`, note: null },
+      { id: ids[0], verdict: "reward", reviewer: me, note: "good" },
+      { id: ids[1], verdict: "reward", reviewer: me, note: "good" },
+      { id: ids[2], verdict: "punish", reviewer: me, note: null },
     ])
 
     const [key] = await k.reviewers(owner, 1)
     const byKey = await k.give(key!, t, "reward")
     expect(byKey.status).toBe(201)
     expect(byKey.body.reviewer).toEqual({ kind: "api_key", id: expect.any(Number) })
-    const rows = await rowsOf(t)
-    expect(rows.map((r) => r.verdict)).toEqual(["punish", "reward"])
-    expect(new Set(rows.map((r) => r.reviewer)).size).toBe(2)
+    expect(await rowsOf(t)).toHaveLength(4)
+    // The list has them all, newest first; only each reviewer's latest is current.
+    const listed = await k.call("GET", `/kb/feedback?turn_id=${t}`, owner.token)
+    expect(listed.status).toBe(200)
+    expect(listed.body.feedback.map((f: Json) => [f.id, f.verdict, f.current])).toEqual([
+      [byKey.body.id, "reward", true],
+      [ids[2], "punish", true],
+      [ids[1], "reward", false],
+      [ids[0], "reward", false],
+    ])
+    const rewards = await k.call("GET", `/kb/feedback?turn_id=${t}&verdict=reward`, owner.token)
+    expect(rewards.body.feedback.map((f: Json) => f.id)).toEqual([byKey.body.id, ids[1], ids[0]])
+  })
+
+  it("replays a retry under the same Idempotency-Key (one row); another key is another verdict", async () => {
+    const t = await k.turn(c, "Ben", "agent", "May I send you the details?")
+    const post = async (key: string) => {
+      const res = await k.a.call("POST", "/kb/feedback", {
+        token: owner.token,
+        body: { turn_id: t, verdict: "punish" },
+        headers: { "idempotency-key": key },
+      })
+      return { status: res.status, body: (await res.json()) as Json, replayed: res.headers.get("idempotent-replayed") }
+    }
+    const first = await post(`fb-${t}-1`)
+    expect(first).toMatchObject({ status: 201, replayed: null })
+    const retry = await post(`fb-${t}-1`)
+    expect(retry).toMatchObject({ status: 201, replayed: "true", body: { id: first.body.id } })
+    expect(await rowsOf(t)).toHaveLength(1)
+    const next = await post(`fb-${t}-2`)
+    expect(next).toMatchObject({ status: 201, replayed: null })
+    expect(next.body.id).not.toBe(first.body.id)
+    expect((await rowsOf(t)).map((r) => r.id)).toEqual([first.body.id, next.body.id])
   })
 
   it("needs write scope: a read key is refused, and reads the list", async () => {

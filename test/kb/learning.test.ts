@@ -1,7 +1,8 @@
 // The learning policy: its pure parts (de-filling a line, finding its objection handler, the
 // decision per verdict), then each branch through the server — a ban's active rule, punishes'
 // paused proposal, rewards' weighted answer, repeats linked instead of duplicated, a replaced
-// verdict unlinked — and once on a real simulated run, whose rule book and names the policy reads.
+// verdict unlinked, each reviewer's latest verdict on a line the only one counted — and once on a
+// real simulated run, whose rule book and names the policy reads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuleRow } from "../../src/kb/kb.repo.js"
 import { categoryToken, defill, handlerOf, type LearnInput, learn, lineKey } from "../../src/kb/learning.js"
@@ -49,7 +50,6 @@ describe("the policy's pure parts", () => {
     handler: { category: "price", response: "We have a plan for every budget." },
     peers: [],
     existing: undefined,
-    linked: false,
   }
   const rule = { id: 40, priority: 100 } as RuleRow
 
@@ -81,7 +81,20 @@ describe("the policy's pure parts", () => {
     })
     // At the cap a reward links without raising.
     expect(learn({ ...base, verdict: "reward", existing: rule })).toEqual({ kind: "link", ruleId: 40 })
-    expect(learn({ ...base, verdict: "ban", existing: rule, linked: true })).toEqual({ kind: "nothing" })
+    expect(learn({ ...base, verdict: "ban", existing: rule })).toEqual({ kind: "link", ruleId: 40 })
+    // A reward rule rises to the count of standing rewards: a repeat (the count unchanged) raises nothing.
+    const two = { ...rule, priority: 2 }
+    const standing = (n: number) =>
+      Array.from({ length: n }, (_, j) => ({ id: 9 - j, verdict: "reward" as const, note: null }))
+    expect(learn({ ...base, verdict: "reward", existing: two, peers: standing(2) })).toEqual({
+      kind: "link",
+      ruleId: 40,
+    })
+    expect(learn({ ...base, verdict: "reward", existing: two, peers: standing(3) })).toEqual({
+      kind: "link",
+      ruleId: 40,
+      priority: 3,
+    })
     const rewards = [
       { id: 9, verdict: "reward", note: null },
       { id: 8, verdict: "reward", note: null },
@@ -154,9 +167,11 @@ describe("learning through the server", () => {
     const t2 = await k.turn(c, "Ben", "agent", c.fill("We're the cheapest, {name}, promise!", "Ben"))
     const second = await k.give(keys[0]!, t2, "ban")
     expect(second.body.rule_ids).toEqual([ruleId])
-    expect((await k.give(owner.token, t1, "ban")).status).toBe(200)
+    const third = await k.give(owner.token, t1, "ban")
+    expect(third.status).toBe(201)
     expect(await rulesOf(c.workflowId)).toHaveLength(1)
-    expect(await linksOf(ruleId)).toEqual([first.body.id, second.body.id])
+    // The rule links each reviewer's standing ban: the owner's repeat took the place of the first.
+    expect(await linksOf(ruleId)).toEqual([second.body.id, third.body.id])
     const events = await srv.sql<Array<{ action: string }>>`
       select action from kb_events where workflow_id = ${c.workflowId} order by id`
     expect(events.map((e) => e.action)).toEqual(["feedback_given", "rule_learnt", "feedback_given", "feedback_given"])
@@ -236,7 +251,7 @@ describe("learning through the server", () => {
     expect(await rulesOf(d.workflowId)).toEqual([])
     // The punisher changes their mind: 2 rewards, 0 punishes.
     const r2 = await k.give(keys[0]!, t[1], "reward")
-    expect(r2.status).toBe(200)
+    expect(r2.status).toBe(201)
     const [rule] = await rulesOf(d.workflowId)
     expect(rule).toMatchObject({
       bucket: `objection.${category}`,
@@ -251,7 +266,7 @@ describe("learning through the server", () => {
     expect(r3.body.rule_ids).toEqual([rule!.id])
     expect((await getRule(rule!.id)).priority).toBe(3)
     // A reviewer repeating their reward raises nothing.
-    expect((await k.give(keys[1]!, t[0], "reward")).status).toBe(200)
+    expect((await k.give(keys[1]!, t[0], "reward")).status).toBe(201)
     expect((await getRule(rule!.id)).priority).toBe(3)
     expect(await linksOf(rule!.id)).toHaveLength(3)
   })
@@ -263,9 +278,77 @@ describe("learning through the server", () => {
     const [rule] = await rulesOf(d.workflowId)
     expect(await linksOf(rule!.id)).toEqual([ban.body.id])
     const now = await k.give(owner.token, t, "punish")
-    expect(now.body).toMatchObject({ id: ban.body.id, verdict: "punish", rule_ids: [] })
+    expect(now.status).toBe(201)
+    expect(now.body).toMatchObject({ verdict: "punish", rule_ids: [] })
+    expect(now.body.id).toBeGreaterThan(ban.body.id)
     expect(await linksOf(rule!.id)).toEqual([])
     expect(await rulesOf(d.workflowId)).toEqual([expect.objectContaining({ id: rule!.id, status: "active" })])
+  })
+
+  it("counts each reviewer's latest verdict on the line: repeats add nothing, changed minds move it", async () => {
+    const d = await k.campaign(owner)
+    const handler = d.handlers[0]!
+    const said = "Honestly, {name}, it pays for itself within a month."
+    const answer = async (name: string) => {
+      await k.turn(d, name, "callee", handler.trigger)
+      return k.turn(d, name, "agent", d.fill(said, name))
+    }
+    const tA = await answer("Asha Rao")
+    const tB = await answer("Ben")
+    const [b, c, e] = [keys[0]!, keys[1]!, keys[2]!]
+    const rules = async () => (await rulesOf(d.workflowId)).map((r) => [r.learnt_kind, r.status, r.priority])
+    const give = async (token: string, turn: number, verdict: string) => {
+      const res = await k.give(token, turn, verdict)
+      expect(res.status).toBe(201)
+      return res.body.id as number
+    }
+
+    // One reviewer punishing the line said to two callees, then one of them again: one vote.
+    const a1 = await give(owner.token, tA, "punish")
+    await give(owner.token, tB, "punish")
+    expect(await rules()).toEqual([])
+    await give(owner.token, tA, "punish")
+    expect(await rules()).toEqual([])
+    // They change their mind; a second reviewer's punish is then the only one.
+    const a4 = await give(owner.token, tA, "reward")
+    const b1 = await give(b, tA, "punish")
+    expect(await rules()).toEqual([])
+    // A third reviewer's punish makes two: the proposal links theirs, none of the owner's.
+    const c1 = await give(c, tB, "punish")
+    expect(await rules()).toEqual([["punish", "paused", 0]])
+    const [punishRule] = await rulesOf(d.workflowId)
+    expect(await linksOf(punishRule!.id)).toEqual([b1, c1])
+    // Two rewards against two punishes do not outnumber them; the second punisher turning makes three to one.
+    const e1 = await give(e, tB, "reward")
+    expect(await rules()).toHaveLength(1)
+    const b2 = await give(b, tA, "reward")
+    expect(await rules()).toEqual([
+      ["punish", "paused", 0],
+      ["reward", "active", 3],
+    ])
+    const rewardRule = (await rulesOf(d.workflowId))[1]!
+    expect(await linksOf(rewardRule.id)).toEqual([a4, e1, b2])
+    expect(await linksOf(punishRule!.id)).toEqual([c1])
+    // The same reviewer rewarding again, or punishing and rewarding back, never raises the priority.
+    const b3 = await give(b, tB, "reward")
+    await give(b, tA, "punish")
+    const b5 = await give(b, tA, "reward")
+    expect(await rules()).toEqual([
+      ["punish", "paused", 0],
+      ["reward", "active", 3],
+    ])
+    expect(b3).toBeLessThan(b5)
+    expect(await linksOf(rewardRule.id)).toEqual([a4, e1, b5])
+    expect(await linksOf(punishRule!.id)).toEqual([c1])
+
+    // Every verdict is on record; the list marks each reviewer's latest on the line as current.
+    const rows = await srv.sql<Array<{ id: number }>>`
+      select id from kb_feedback where workflow_id = ${d.workflowId} order by id`
+    expect(rows).toHaveLength(11)
+    expect(rows[0]!.id).toBe(a1)
+    const listed = (await k.call("GET", `/kb/feedback?turn_id=${tA}`, owner.token)).body.feedback as Json[]
+    expect(listed.filter((f) => f.current).map((f) => f.id)).toEqual([b5, a4])
+    expect(listed).toHaveLength(7)
   })
 })
 

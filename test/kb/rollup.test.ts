@@ -1,6 +1,7 @@
 // GET /kb/rollup through the real server: counts (promoted = verdicts linked to a rule), the top
-// turns by total then recency, the rules learnt from feedback newest first, the window (1–365,
-// verdicts outside it left out), a workflow filter (another workspace's: 404) and isolation.
+// turns by total then recency, a reviewer's repeated and changed verdicts each a flag, the rules
+// learnt from feedback newest first, the window (1–365, verdicts outside it left out), a workflow
+// filter (another workspace's: 404) and isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
@@ -70,6 +71,37 @@ describe("GET /kb/rollup", () => {
     expect(rules[0]).toMatchObject({ source_kind: "feedback", body: "Keep it short.", workflow_id: c.workflowId })
     expect(rules[0]!.feedback_ids).toHaveLength(3)
     expect(rules[1]!.title).toBe("Never say “Buy it now or regret it.”")
+  })
+
+  it("counts every verdict given as a flag, a reviewer's repeated and changed ones too", async () => {
+    const s = await k.a.signup({ country: "US" })
+    const [key] = await k.reviewers(s, 1)
+    const e = await k.campaign(s)
+    const x = await k.turn(e, "Ben", "agent", "You would be silly to say no.")
+    const y = await k.turn(e, "Ben", "agent", "Have a lovely day.")
+    for (const [token, turn, verdict] of [
+      [s.token, x, "punish"],
+      [s.token, x, "punish"],
+      [key!, x, "punish"],
+      [s.token, y, "reward"],
+    ] as const)
+      expect((await k.give(token, turn, verdict)).status).toBe(201)
+    // Two reviewers' punishes made the proposal, which links the owner's latest and the key's.
+    const first = await rollup("", s)
+    expect(first.body.counts).toEqual({ reward: 1, punish: 3, ban: 0, promoted: 2 })
+    expect(first.body.top_turns.map((r: Json) => [r.turn_id, r.verdicts, r.total])).toEqual([
+      [x, { reward: 0, punish: 3, ban: 0 }, 3],
+      [y, { reward: 1, punish: 0, ban: 0 }, 1],
+    ])
+    expect(first.body.rules_from_feedback.map((r: Json) => r.feedback_count)).toEqual([2])
+    // The owner changes their mind: one more flag on the turn, and their punish leaves the rule.
+    expect((await k.give(s.token, x, "reward")).status).toBe(201)
+    const after = await rollup("", s)
+    expect(after.body.counts).toEqual({ reward: 2, punish: 3, ban: 0, promoted: 1 })
+    expect(after.body.top_turns[0]).toMatchObject({ turn_id: x, verdicts: { reward: 1, punish: 3, ban: 0 }, total: 4 })
+    expect(after.body.rules_from_feedback.map((r: Json) => r.feedback_count)).toEqual([1])
+    // The list of the turn's verdicts agrees with the rollup's total.
+    expect((await k.call("GET", `/kb/feedback?turn_id=${x}`, s.token)).body.feedback).toHaveLength(4)
   })
 
   it("filters by workflow; another workspace's workflow is 404 and another workspace sees nothing", async () => {
