@@ -277,7 +277,7 @@ export function openStream(
     settle()
   })
   res.cork(() => writeHead(res, status, contentType, headers, common))
-  // uWS (v20.30) calls this when the socket can take more, but with a handler set it does not send
+  // uWS calls this when the socket can take more, but with a handler set it does not send
   // what it buffered itself: only a write made inside the handler does. So the next slices are
   // written here, and the producer is released once none is left.
   res.onWritable(() => {

@@ -223,9 +223,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           if (timedOut) log.warn({ in_flight: inFlight }, "shutdown timeout: closing requests still in flight")
         }
         // Closes every socket at once, idle keep-alive ones included, dropping any bytes uWS still
-        // buffers for them. close() exists on the native App (v20.30) but is missing from the
-        // bundled typings.
-        ;(app as typeof app & { close(): void }).close()
+        // buffers for them.
+        app.close()
         log.info("http closed")
       })()),
   }

@@ -40,8 +40,8 @@ export default route({
   auth: "public",
   summary:
     "Service health: database, bus, runtime processes, provider configuration and payment mode. " +
-    "HTTP/1.1 only: the server does not answer HTTP/1.0 requests at all (a proxy or load balancer must " +
-    "speak HTTP/1.1, e.g. nginx's proxy_http_version 1.1)",
+    "HTTP/1.1 only: the engine answers an HTTP/1.0 request 505 HTTP Version Not Supported (a proxy or load " +
+    "balancer must speak HTTP/1.1, e.g. nginx's proxy_http_version 1.1)",
   tags: ["health"],
   handler: ({ requestId }) =>
     Effect.gen(function* () {
