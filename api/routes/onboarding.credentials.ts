@@ -1,6 +1,6 @@
 // PUT /onboarding/credentials/{provider}: save (replace) a byok credential, validated live and
-// stored encrypted; the secret is never answered back, only a masked hint. DELETE (admin) removes
-// it and returns onboarding to incomplete.
+// stored encrypted; the secret is never answered back, only a masked hint, and extra keys the
+// provider does not use only by name. DELETE (admin) removes it and returns onboarding to incomplete.
 import { Effect } from "effect"
 import { z } from "zod"
 import { removeCredential, saveCredential } from "../../src/onboarding/onboarding.service.js"
@@ -32,7 +32,14 @@ export const credentialsPut = route({
   responses: {
     200: {
       description:
-        "{saved: true, validated, error?, credential: {provider, status, hint, primary_id, extra, validated_at, …}}",
+        "{saved: true, validated, error?, ignored_extra: [names of the extra keys the provider does not use: " +
+        "stored encrypted, never returned], credential: {provider, status, hint, primary_id, extra (the provider's " +
+        "fields only), validated_at, …}}",
+    },
+    422: {
+      description:
+        "VALIDATION_FAILED: a provider field missing or malformed, or more than 16 other extra keys, " +
+        "other keys not named by 1 to 64 letters, digits, _, . or -, or over 4096 bytes of them as JSON",
     },
     409: { description: "MODE_IS_BUNDLED: switch to byok first" },
     503: { description: "ENCRYPTION_UNAVAILABLE: the server has no CREDENTIALS_MASTER_KEY" },

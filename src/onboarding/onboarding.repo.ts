@@ -1,5 +1,6 @@
 // SQL of onboarding: the tenant's mode and completion, its provider credentials (the encrypted
-// secret is read only by `credentialSecretRow`), and the facts the completion checklist reads.
+// secret is read only by `activeCredentialRow`, the encrypted ignored extra keys by nothing), and
+// the facts the completion checklist reads.
 import type { Currency } from "../billing/pricing.js"
 import type { Sql, Tx } from "../platform/Db.js"
 
@@ -71,6 +72,8 @@ export interface CredentialWrite {
   readonly primaryId: string | null
   readonly secretEnc: string
   readonly extra: Record<string, unknown>
+  /** The extra keys the provider does not use, encrypted as JSON; null when there were none. */
+  readonly ignoredExtraEnc: string | null
   readonly hint: string
   readonly status: CredentialStatus
   readonly validationMethod: "live" | "format" | null
@@ -83,14 +86,15 @@ export const upsertCredential = async (tx: Tx, w: CredentialWrite): Promise<Cred
   const validatedAt = w.status === "validated" ? w.now : null
   const [row] = await tx<[CredentialRow]>`
     insert into provider_credentials
-      (tenant_id, provider, primary_id, secret_enc, extra, hint, status, validation_method, validation_error,
-        validated_at, created_at, updated_at)
+      (tenant_id, provider, primary_id, secret_enc, extra, ignored_extra_enc, hint, status, validation_method,
+        validation_error, validated_at, created_at, updated_at)
     values
-      (${w.tenantId}, ${w.provider}, ${w.primaryId}, ${w.secretEnc}, ${tx.json(w.extra as never)}, ${w.hint},
-        ${w.status},
+      (${w.tenantId}, ${w.provider}, ${w.primaryId}, ${w.secretEnc}, ${tx.json(w.extra as never)},
+        ${w.ignoredExtraEnc}, ${w.hint}, ${w.status},
        ${w.validationMethod}, ${w.validationError}, ${validatedAt}, ${w.now}, ${w.now})
     on conflict (tenant_id, provider) do update set
-      primary_id = excluded.primary_id, secret_enc = excluded.secret_enc, extra = excluded.extra, hint = excluded.hint,
+      primary_id = excluded.primary_id, secret_enc = excluded.secret_enc, extra = excluded.extra,
+      ignored_extra_enc = excluded.ignored_extra_enc, hint = excluded.hint,
       status = excluded.status, validation_method = excluded.validation_method,
         validation_error = excluded.validation_error,
       validated_at = excluded.validated_at, updated_at = excluded.updated_at

@@ -246,6 +246,8 @@ export interface SaveResult {
   readonly saved: true
   readonly validated: boolean
   readonly error?: string
+  /** The names of the extra keys the provider does not use: stored encrypted, never used or returned. */
+  readonly ignored_extra: ReadonlyArray<string>
   readonly credential: CredentialView
 }
 
@@ -254,7 +256,8 @@ export interface SaveResult {
  * (replacing any earlier one, with a fresh nonce) whatever the validation said: a rejected
  * credential is stored as failed, one the provider could not judge as unvalidated. A save that
  * does not validate resets completion, as the credential it replaced may have been the one
- * completion certified.
+ * completion certified. Extra keys the provider does not use are stored encrypted beside the
+ * secret (they may be secrets too) and answered by name only.
  */
 export const saveCredential = (tenantId: number, providerParam: string, input: CredentialInput) =>
   Effect.gen(function* () {
@@ -301,6 +304,12 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
     )
     const stored = storedOutcome(outcome)
     const secretEnc = crypto.encrypt(cred.secret, { tenantId, provider })
+    const ignoredExtra = Object.keys(cred.ignoredExtra)
+    // Its own associated data: this envelope and the secret's cannot stand in for each other.
+    const ignoredExtraEnc =
+      ignoredExtra.length === 0
+        ? null
+        : crypto.encrypt(JSON.stringify(cred.ignoredExtra), { tenantId, provider: `${provider}/ignored_extra` })
     const now = clock.now()
     const row = yield* Effect.promise(
       () =>
@@ -314,6 +323,7 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
             primaryId: cred.primaryId,
             secretEnc,
             extra: { ...cred.extra },
+            ignoredExtraEnc,
             hint: maskSecret(cred.secret),
             status: stored.status,
             validationMethod: stored.method,
@@ -326,13 +336,20 @@ export const saveCredential = (tenantId: number, providerParam: string, input: C
     )
     if (row === undefined) return yield* Effect.fail(bundledConflict())
     log.info(
-      { tenant_id: tenantId, provider, status: stored.status, validation: stored.method },
+      {
+        tenant_id: tenantId,
+        provider,
+        status: stored.status,
+        validation: stored.method,
+        ignored_extra_keys: ignoredExtra.length,
+      },
       "provider credential saved",
     )
     const result: SaveResult = {
       saved: true,
       validated: stored.status === "validated",
       ...(stored.error !== null && { error: stored.error }),
+      ignored_extra: ignoredExtra,
       credential: credentialView(row),
     }
     return result

@@ -222,20 +222,27 @@ export interface CredentialInput {
   readonly extra?: Readonly<Record<string, unknown>> | undefined
 }
 
-/** A credential input with its extra reduced to the catalogue's fields. */
+/** A credential input with its extra split into the catalogue's fields and the keys the provider does not use. */
 export interface CheckedCredential {
   readonly primaryId: string | null
   readonly secret: string
   readonly extra: Readonly<Record<string, unknown>>
+  /** extra's other keys, as given: kept (encrypted, as their values may be secrets), never used or returned. */
+  readonly ignoredExtra: Readonly<Record<string, unknown>>
 }
 
 const MAX_MAP_ENTRIES = 50
+/** Bounds on the extra keys a provider does not use: how many, their names, and their size as JSON. */
+export const MAX_IGNORED_EXTRA_KEYS = 16
+export const MAX_IGNORED_EXTRA_BYTES = 4096
+const IGNORED_KEY = /^[A-Za-z0-9_.-]{1,64}$/
 
 /**
- * Checks `input` against the provider's fields: required fields present, patterns matched, no
- * extra keys the catalogue does not name. Every provider takes the spec's optional primary_id (it
- * is stored; only telco_a, telco_b and the language model use it). Messages never repeat the value
- * (it may be a secret).
+ * Checks `input` against the provider's fields: required fields present, patterns matched. extra
+ * is the spec's free object: keys the catalogue does not name for this provider are set aside as
+ * ignored (bounded in number, name and size), not refused. Every provider takes the spec's
+ * optional primary_id (it is stored; only telco_a, telco_b and the language model use it).
+ * Messages never repeat a value (it may be a secret).
  */
 export function checkCredentialInput(
   id: ProviderId,
@@ -246,8 +253,14 @@ export function checkCredentialInput(
   const extraIn = input.extra ?? {}
   const extra: Record<string, unknown> = {}
   const named = new Set(entry.fields.map((f) => f.name))
-  for (const key of Object.keys(extraIn))
-    if (!named.has(`extra.${key}`)) errors.push({ field: `extra.${key}`, message: `is not a field of ${id}` })
+  const unknown = Object.entries(extraIn).filter(([key]) => !named.has(`extra.${key}`))
+  const ignoredExtra = Object.fromEntries(unknown)
+  const ignoredProblem = checkIgnoredExtra(
+    id,
+    unknown.map(([key]) => key),
+    ignoredExtra,
+  )
+  if (ignoredProblem !== undefined) errors.push({ field: "extra", message: ignoredProblem })
 
   for (const f of entry.fields) {
     const raw =
@@ -268,7 +281,17 @@ export function checkCredentialInput(
   }
   if (errors.length > 0) return { ok: false, errors }
   const primaryId = input.primary_id === undefined || input.primary_id === "" ? null : input.primary_id
-  return { ok: true, value: { primaryId, secret: input.secret, extra } }
+  return { ok: true, value: { primaryId, secret: input.secret, extra, ignoredExtra } }
+}
+
+// Names only in messages, never a value; a refused name is not repeated either (it may be anything).
+function checkIgnoredExtra(id: ProviderId, keys: ReadonlyArray<string>, ignored: object): string | undefined {
+  if (keys.length > MAX_IGNORED_EXTRA_KEYS)
+    return `must have at most ${MAX_IGNORED_EXTRA_KEYS} keys that are not fields of ${id}`
+  if (!keys.every((k) => IGNORED_KEY.test(k))) return "keys must be 1 to 64 letters, digits, _, . or -"
+  if (Buffer.byteLength(JSON.stringify(ignored), "utf8") > MAX_IGNORED_EXTRA_BYTES)
+    return `keys that are not fields of ${id} must take at most ${MAX_IGNORED_EXTRA_BYTES} bytes as JSON`
+  return undefined
 }
 
 function checkValue(f: CredentialField, v: unknown): string | undefined {

@@ -520,7 +520,6 @@ describe("state table: PUT credentials", () => {
         { primary_id: SID, secret: TOKEN, extra: { api_base_url: `http://user:${TOKEN}@example.com` } },
         "extra.api_base_url",
       ],
-      ["telco_a", { primary_id: SID, secret: TOKEN, extra: { webhook_secret: TOKEN } }, "extra.webhook_secret"],
       // The organisation id goes into a header: no spaces or control characters.
       ["llm", { primary_id: "org with spaces", secret: LLM_KEY }, "primary_id"],
       ["llm", { secret: "short" }, "secret"],
