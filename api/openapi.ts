@@ -3,6 +3,7 @@
 import { z } from "zod"
 import { openApiWebhooks } from "../src/webhooks/catalogue.js"
 import { ERROR_CODES } from "./error-map.js"
+import type { FormSpec } from "./form.js"
 import type { AnyRoute } from "./route.js"
 import { ErrorBody, ValidationErrorBody } from "./schemas.js"
 
@@ -54,6 +55,51 @@ const IDEMPOTENCY_KEY = {
   schema: { type: "string", minLength: 1, maxLength: 255 },
 }
 
+/** What the document says about the deployment it describes. */
+export interface DocumentOptions {
+  /** UPLOAD_LIMIT_BYTES: the largest multipart body. */
+  readonly uploadLimitBytes?: number
+}
+
+/**
+ * A declared multipart form (api/form.ts) as its schema and encoding: each part by name, the file
+ * as binary with its media types, the required parts, and the limits.
+ */
+function formContent(form: FormSpec, opts: DocumentOptions): JsonSchema {
+  const limit = opts.uploadLimitBytes
+  const properties: Record<string, JsonSchema> = {}
+  const encoding: Record<string, JsonSchema> = {}
+  for (const [name, part] of Object.entries(form)) {
+    if (part.kind === "file") {
+      const [only, ...more] = part.mediaTypes
+      properties[name] = {
+        type: "string",
+        format: "binary",
+        contentMediaType: only !== undefined && more.length === 0 ? only : "application/octet-stream",
+        description: part.description,
+        ...(limit !== undefined && { maxLength: limit }),
+      }
+      encoding[name] = { contentType: part.mediaTypes.join(", ") }
+    } else
+      properties[name] = {
+        type: "string",
+        description: part.description,
+        ...(part.required && { minLength: 1 }),
+        ...(part.maxLength !== undefined && { maxLength: part.maxLength }),
+      }
+  }
+  const bytes = limit === undefined ? "" : ` (${limit} bytes on this server)`
+  return {
+    schema: {
+      type: "object",
+      description: `The whole form may be at most UPLOAD_LIMIT_BYTES${bytes}; past that 413 PAYLOAD_TOO_LARGE.`,
+      properties,
+      required: Object.keys(form).filter((n) => form[n]!.required),
+    },
+    encoding,
+  }
+}
+
 const SECURITY: Record<AnyRoute["auth"], unknown[]> = {
   public: [],
   jwt: [{ bearerJwt: [] }, { sessionCookie: [] }, { apiKey: [] }],
@@ -61,7 +107,7 @@ const SECURITY: Record<AnyRoute["auth"], unknown[]> = {
   system: [{ systemKey: [] }],
 }
 
-function operation(r: AnyRoute): JsonSchema {
+function operation(r: AnyRoute, opts: DocumentOptions): JsonSchema {
   const responses: Record<string, unknown> = {}
   for (const [status, doc] of Object.entries(r.responses ?? { 200: { description: "OK" } })) {
     const contentType = doc.contentType ?? "application/json"
@@ -101,7 +147,9 @@ function operation(r: AnyRoute): JsonSchema {
     if ("raw" in r.body) content["*/*"] = { schema: { type: "string", format: "binary" } }
     else {
       if (r.body.json) content["application/json"] = { schema: toSchema(r.body.json) }
-      if (r.body.multipart) content["multipart/form-data"] = { schema: { type: "object" } }
+      if (r.body.multipart)
+        content["multipart/form-data"] =
+          "form" in r.body && r.body.form ? formContent(r.body.form, opts) : { schema: { type: "object" } }
     }
     requestBody = { required: true, content }
   }
@@ -125,9 +173,9 @@ function operation(r: AnyRoute): JsonSchema {
   }
 }
 
-export function openApiDocument(routes: ReadonlyArray<AnyRoute>): JsonSchema {
+export function openApiDocument(routes: ReadonlyArray<AnyRoute>, opts: DocumentOptions = {}): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {}
-  for (const r of routes) (paths[r.path] ??= {})[r.method.toLowerCase()] = operation(r)
+  for (const r of routes) (paths[r.path] ??= {})[r.method.toLowerCase()] = operation(r, opts)
   return {
     openapi: "3.1.0",
     info: {

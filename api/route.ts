@@ -6,6 +6,7 @@ import type { z } from "zod"
 import type { Principal, Scope } from "../src/auth/principal.js"
 import type { AppServices } from "../src/main/app.layer.js"
 import type { DomainError } from "../src/platform/errors.js"
+import type { FormSpec } from "./form.js"
 import type { Reply } from "./reply.js"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
@@ -29,11 +30,13 @@ export type BodySpec<B> =
   /**
    * application/json validated by the schema, or multipart/form-data streamed to the handler as
    * `upload` (large files: the caller is authenticated before the first byte is read, and the
-   * body is read only as fast as the handler consumes it).
+   * body is read only as fast as the handler consumes it). `form` declares the parts: the reader
+   * refuses a form that is not as declared (422) and /openapi.json describes it. Every route of
+   * the table declares one (test/http/openapi-multipart.test.ts).
    */
-  | { readonly json: z.ZodType<B>; readonly multipart: "stream" }
+  | { readonly json: z.ZodType<B>; readonly multipart: "stream"; readonly form?: FormSpec }
   /** multipart/form-data only, streamed to the handler as `upload`. */
-  | { readonly json?: undefined; readonly multipart: "stream" }
+  | { readonly json?: undefined; readonly multipart: "stream"; readonly form?: FormSpec }
   /**
    * Any content type, as exact bytes (webhooks verify signatures over them). `limit: "upload"`
    * takes up to the upload limit instead of the JSON one (file imports sent as the body itself).
@@ -64,7 +67,8 @@ export interface UploadedFile {
 export interface Upload {
   /**
    * The form's first file part; undefined once the form has ended without one. Other parts are
-   * read and discarded. Call it once.
+   * read and discarded. Call it once. On a route that declares its `form`, it (and `fields`)
+   * rejects with ValidationFailed when the file came in another field or a required part did not.
    */
   file(): Promise<UploadedFile | undefined>
   /**

@@ -1,22 +1,23 @@
 // Streamed multipart uploads: busboy parses the form as uWS hands over the body, pausing the
 // socket while the handler is behind, and a route sees the first file part as a Readable (and the
-// text fields once the form has ended).
+// text fields once the form has ended), the form held to the parts the route declares.
 import { PassThrough } from "node:stream"
 import busboy from "busboy"
 import { Effect } from "effect"
-import { BadRequestBody, type DomainError, PayloadTooLarge } from "../src/platform/errors.js"
+import { BadRequestBody, type DomainError, PayloadTooLarge, type ValidationFailed } from "../src/platform/errors.js"
+import { type FormSpec, fileRefused, formRefused } from "./form.js"
 import { ClientGone, type Exchange } from "./http.js"
 import type { Upload, UploadedFile } from "./route.js"
 
 /** The tags of the errors a streamed body can fail with; they answer like any handler failure. */
-const STREAM_ERROR_TAGS = new Set(["PayloadTooLarge", "BadRequestBody"])
+const STREAM_ERROR_TAGS = new Set(["PayloadTooLarge", "BadRequestBody", "ValidationFailed"])
 
-const isStreamError = (e: unknown): e is PayloadTooLarge | BadRequestBody =>
+const isStreamError = (e: unknown): e is PayloadTooLarge | BadRequestBody | ValidationFailed =>
   typeof e === "object" && e !== null && STREAM_ERROR_TAGS.has((e as { _tag?: string })._tag ?? "")
 
 /**
- * Runs work that reads an upload: a body failure (too large, malformed) becomes its domain
- * error, a client that went away interrupts, and anything else is a defect.
+ * Runs work that reads an upload: a body failure (too large, malformed, not the declared form)
+ * becomes its domain error, a client that went away interrupts, and anything else is a defect.
  */
 export const readingUpload = <A>(work: () => Promise<A>): Effect.Effect<A, DomainError> =>
   Effect.tryPromise({ try: work, catch: (e) => e }).pipe(
@@ -34,8 +35,11 @@ export interface StreamedBody extends Upload {
 /**
  * Starts reading a multipart body from the exchange (call it synchronously in the uWS handler).
  * At most `limit` bytes are accepted; past that every file stream fails with PayloadTooLarge.
+ * With `form`, a first file in an undeclared field ends the read with ValidationFailed, and a
+ * form that ends without a required part, or with a text field too long, has `file()` (when no
+ * file came) and `fields()` reject with it.
  */
-export function streamMultipart(ex: Exchange, contentType: string, limit: number): StreamedBody {
+export function streamMultipart(ex: Exchange, contentType: string, limit: number, form?: FormSpec): StreamedBody {
   let complete = false
   let size = 0
   let failure: unknown
@@ -64,6 +68,8 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
   let firstFile: ((f: UploadedFile | undefined) => void) | undefined
   let firstFailed: ((e: unknown) => void) | undefined
   let handedOver = false
+  /** The field the handed-over file came in. */
+  let fileField: string | undefined
   let paused = false
   const pending = new Promise<UploadedFile | undefined>((resolve, reject) => {
     firstFile = resolve
@@ -102,7 +108,13 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
       stream.on("error", () => {}).resume() // only the first file is wanted: drain the rest
       return
     }
+    const refusal = form === undefined ? undefined : fileRefused(form, field)
+    if (refusal !== undefined) {
+      stream.on("error", () => {}).resume()
+      return fail(refusal)
+    }
     handedOver = true
+    fileField = field
     // The handler reads this copy, so every failure reaches it as one of our errors.
     const out = new PassThrough()
     // Its failure reaches the handler through its reads; one that comes first must not be unhandled.
@@ -119,6 +131,14 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
   parser.on("error", (e: Error) => fail(malformed(e)))
   parser.on("close", () => {
     complete = failure === undefined
+    const refusal = failure === undefined && form !== undefined ? formRefused(form, fileField, fields) : undefined
+    if (refusal !== undefined) {
+      // The whole body was read: a file already handed over is left to finish.
+      failure = refusal
+      firstFailed?.(refusal)
+      fieldsFailed?.(refusal)
+      return
+    }
     if (!handedOver) firstFile?.(undefined)
     if (failure === undefined) fieldsRead?.(fields)
   })

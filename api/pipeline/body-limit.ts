@@ -2,6 +2,7 @@
 // multipart route and for a raw upload route, the JSON limit otherwise), refusing at once a
 // length declared over it.
 import { PayloadTooLarge } from "../../src/platform/errors.js"
+import type { FormSpec } from "../form.js"
 import type { AnyRoute } from "../route.js"
 
 export interface Limits {
@@ -22,6 +23,8 @@ export interface BodyPlan {
   readonly hasBody: boolean
   /** The body goes to the handler as it arrives (a multipart body to a `multipart: "stream"` route). */
   readonly streamed: boolean
+  /** The parts a streamed form must have, as the route declares them. */
+  readonly form: FormSpec | undefined
 }
 
 /**
@@ -43,5 +46,6 @@ export function bodyLimit(
   if (declared !== undefined && declared > limit) return new PayloadTooLarge({ limitBytes: limit })
   const hasBody = headers["transfer-encoding"] !== undefined || Number(length ?? "0") > 0
   const streamed = multipart === "stream" && hasBody && isMultipart
-  return { contentType, isMultipart, limit, declared, hasBody, streamed }
+  const form = streamed && route?.body && "form" in route.body ? route.body.form : undefined
+  return { contentType, isMultipart, limit, declared, hasBody, streamed, form }
 }

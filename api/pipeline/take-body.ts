@@ -16,7 +16,8 @@ const NO_BODY: TakenBody = { raw: Promise.resolve(EMPTY), upload: undefined }
 
 /** Starts reading the body as the plan says (call it synchronously in the uWS handler). */
 export function takeBody(ex: Exchange, plan: BodyPlan): TakenBody {
-  if (plan.streamed) return { raw: Promise.resolve(EMPTY), upload: streamMultipart(ex, plan.contentType, plan.limit) }
+  if (plan.streamed)
+    return { raw: Promise.resolve(EMPTY), upload: streamMultipart(ex, plan.contentType, plan.limit, plan.form) }
   if (!plan.hasBody) return NO_BODY
   const raw = readBody(ex, plan.limit, plan.declared)
   // Observed later; a failure that arrives while the caller is being checked is not unhandled.

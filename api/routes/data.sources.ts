@@ -13,6 +13,7 @@ import {
   sourceRows,
 } from "../../src/data/sources.service.js"
 import { URL_MAX } from "../../src/data/url.fetch.js"
+import { csvFile } from "../form.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id, QueryInt } from "../schemas.js"
@@ -59,6 +60,15 @@ export const dataSourcesCreate = route({
       url: z.string({ error: "is required" }).trim().max(URL_MAX, `must be at most ${URL_MAX} characters`),
     }),
     multipart: "stream",
+    form: {
+      name: {
+        kind: "text",
+        required: false,
+        maxLength: NAME_MAX,
+        description: "The source's name (default: the file's name)",
+      },
+      file: csvFile("The CSV: a header row, then one row per record"),
+    },
   },
   responses: {
     201: { description: `${SOURCE_DOC}: csv ready with its rows; url pending, its fetch published` },

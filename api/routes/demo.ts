@@ -8,10 +8,12 @@ import { DEMO_PERSONAS } from "../../src/demo/demo.rulebook.js"
 import { placeDemoCall } from "../../src/demo/demo.service.js"
 import { cloneDemoVoice, demoVoicePreview } from "../../src/demo/demo.voices.js"
 import { MAX_PREVIEW_TEXT_CHARS } from "../../src/previews/previews.service.js"
+import { NAME_MAX } from "../../src/voices/avatars.service.js"
 import { bytes, json } from "../reply.js"
 import { route } from "../route.js"
 import { QueryInt } from "../schemas.js"
 import { readingUpload } from "../upload.js"
+import { SAMPLE_PART } from "./voice-avatars.js"
 
 /** What the agent calls the visitor: a first name, not a message (it is said to whoever answers). */
 const FirstName = z
@@ -108,7 +110,13 @@ export const demoCloneVoice = route({
     "Clone a voice without an account: multipart form with sample (WAV, MP3, OGG or WebM, 5 s to 5 min) and an " +
     "optional name; the voice is removed DEMO_CLONE_TTL_MINUTES later. {voice_id, script, expires_at}",
   tags: ["demo"],
-  body: { multipart: "stream" },
+  body: {
+    multipart: "stream",
+    form: {
+      name: { kind: "text", required: false, maxLength: NAME_MAX, description: "The voice's name" },
+      sample: SAMPLE_PART,
+    },
+  },
   responses: {
     200: {
       description: "The demo voice's id (for /demo/voice-preview only) and a line to hear it say",

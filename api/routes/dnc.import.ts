@@ -3,6 +3,7 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { importDnc, REASON_MAX } from "../../src/compliance/dnc.service.js"
+import { csvFile } from "../form.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"
@@ -31,6 +32,7 @@ export default route({
         .max(MAX_JSON_ROWS, `at most ${MAX_JSON_ROWS} rows per request; upload a CSV file for more`),
     }),
     multipart: "stream",
+    form: { file: csvFile("The numbers: a header row with a phone column (reason optional)") },
   },
   handler: ({ principal, body, upload }) =>
     Effect.gen(function* () {

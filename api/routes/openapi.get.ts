@@ -1,5 +1,6 @@
 // GET /openapi.json: the OpenAPI 3.1 description generated from the route table it is part of.
 import { Effect } from "effect"
+import { AppConfig } from "../../src/platform/AppConfig.js"
 import { openApiDocument } from "../openapi.js"
 import { json } from "../reply.js"
 import { type AnyRoute, route } from "../route.js"
@@ -13,6 +14,9 @@ export function openApiRoute(table: () => ReadonlyArray<AnyRoute>): AnyRoute {
     auth: "public",
     summary: "This description (OpenAPI 3.1)",
     tags: ["meta"],
-    handler: () => Effect.sync(() => json((doc ??= openApiDocument(table())))),
+    handler: () =>
+      Effect.map(AppConfig, (config) =>
+        json((doc ??= openApiDocument(table(), { uploadLimitBytes: config.uploadLimitBytes }))),
+      ),
   })
 }

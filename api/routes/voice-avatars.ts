@@ -11,6 +11,7 @@ import {
   SAMPLE_MAX_MS,
   SAMPLE_MIN_MS,
 } from "../../src/voices/avatars.service.js"
+import type { FilePart } from "../form.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
@@ -20,6 +21,16 @@ import { readingUpload } from "../upload.js"
 const BodyId = z.number({ error: "must be a positive integer" }).int("must be a positive integer").positive()
 
 const Params = z.object({ voice_id: Id })
+
+/** The recording a voice is cloned from (here and POST /demo/clone-voice). */
+export const SAMPLE_PART: FilePart = {
+  kind: "file",
+  mediaTypes: ["audio/wav", "audio/mpeg", "audio/ogg", "audio/webm"],
+  required: true,
+  description:
+    `The recording: WAV, MP3, OGG or WebM, detected from its bytes (not its name or type), ` +
+    `${SAMPLE_MIN_MS / 1000} s to ${SAMPLE_MAX_MS / 60_000} min long`,
+}
 
 const Voice = z.object({
   id: z.number().int(),
@@ -52,7 +63,13 @@ export const voiceAvatarsClone = route({
     `Clone a voice from a recording: multipart form with name (1–${NAME_MAX} characters) and sample (a WAV, MP3, ` +
     `OGG or WebM file, detected from its bytes, ${SAMPLE_MIN_MS / 1000} s to ${SAMPLE_MAX_MS / 60_000} min long)`,
   tags: ["voices"],
-  body: { multipart: "stream" },
+  body: {
+    multipart: "stream",
+    form: {
+      name: { kind: "text", required: true, maxLength: NAME_MAX, description: "The voice's name" },
+      sample: SAMPLE_PART,
+    },
+  },
   responses: {
     201: { description: "The new voice", schema: Voice },
     413: { description: "PAYLOAD_TOO_LARGE: the form passed UPLOAD_LIMIT_BYTES (refused as soon as it does)" },

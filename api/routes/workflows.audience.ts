@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { NAME_MAX } from "../../src/audience/audience.parse.js"
 import { attachAudience } from "../../src/audience/audience.service.js"
+import { csvFile } from "../form.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
@@ -43,10 +44,14 @@ export default route({
   method: "POST",
   path: "/api/workflows/{id}/audience",
   auth: "jwt",
-  summary: "Attach an audience: a CSV file (multipart, first file part) or JSON {rows:[{phone, name?, ...}]}",
+  summary: "Attach an audience: a CSV file (multipart, field file) or JSON {rows:[{phone, name?, ...}]}",
   tags: ["workflows"],
   params: z.object({ id: Id }),
-  body: { json: AudienceRows, multipart: "stream" },
+  body: {
+    json: AudienceRows,
+    multipart: "stream",
+    form: { file: csvFile("The audience: a header row with a phone column (name and any others optional)") },
+  },
   responses: { 200: { description: "What the attach accepted and filtered out", schema: Counts } },
   handler: ({ principal, params, body, upload }) =>
     Effect.gen(function* () {

@@ -48,9 +48,12 @@ export type VoiceOwner =
   | { readonly kind: "workspace"; readonly tenantId: number }
   | { readonly kind: "demo"; readonly expiresAt: Date }
 
-/** A streamed multipart form with a `sample` file and a `name` field (api/upload.ts's Upload). */
+/**
+ * A streamed multipart form with a `sample` file and a `name` field (api/upload.ts's Upload: the
+ * route's declared form refuses a file in any other field before it gets here).
+ */
 export interface SampleUpload {
-  file(): Promise<{ readonly field: string; readonly stream: Readable } | undefined>
+  file(): Promise<{ readonly stream: Readable } | undefined>
   /** Call once the file has been read to its end. */
   fields(): Promise<Readonly<Record<string, string>>>
 }
@@ -110,7 +113,6 @@ export function distinctFromCatalogue(params: ClonedVoiceParams): ClonedVoicePar
 }
 
 interface Received {
-  readonly field: string
   readonly tmp: string
   readonly sha256: Buffer
   readonly bytes: number
@@ -135,7 +137,7 @@ async function receive(
   try {
     await pipeline(part.stream, tap, createWriteStream(tmp, { flags: "wx" }))
     const fields = await upload.fields()
-    return { file: { field: part.field, tmp, sha256: hash.digest(), bytes }, fields }
+    return { file: { tmp, sha256: hash.digest(), bytes }, fields }
   } catch (e) {
     await rm(tmp, { force: true })
     throw e
@@ -280,7 +282,6 @@ async function checkReceived(
   defaultName: string | undefined,
 ): Promise<Checked> {
   if (file === undefined) return "is required: a WAV, MP3, OGG or WebM file in form field sample"
-  if (file.field !== "sample") return `is required: the file came in form field "${file.field}", not "sample"`
   const name = (fields["name"] ?? "").trim() || defaultName
   if (name === undefined || name === "") return { field: "name", message: "is required" }
   if (name.length > NAME_MAX) return { field: "name", message: `must be at most ${NAME_MAX} characters` }
