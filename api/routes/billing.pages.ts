@@ -1,25 +1,59 @@
 // GET /billing/gw_upi/checkout and GET /billing/return: the pages around a payment. The checkout
-// page opens the UPI gateway's payment modal for a stored intent and returns to /billing/return
-// either way; the return page says the wallet is credited once the gateway's webhook confirms.
+// page (the spec's ?order_id&key_id, or our older ?intent&order_id links) opens the UPI gateway's
+// payment modal for a stored intent and returns to /billing/return either way; the return page
+// says the wallet is credited once the gateway's webhook confirms.
 import { Effect } from "effect"
 import { z } from "zod"
 import { upiCheckoutIntent } from "../../src/billing/payments.service.js"
 import { formatMinor } from "../../src/billing/pricing.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
-import { NotFound } from "../../src/platform/errors.js"
+import { NotFound, ValidationFailed } from "../../src/platform/errors.js"
 import { esc, page, scriptJson } from "../html.js"
 import { route } from "../route.js"
 import { QueryInt } from "../schemas.js"
 
 const Token = z.string().regex(/^[A-Za-z0-9_:-]{1,100}$/, "must be a gateway identifier")
 
+const CheckoutQuery = z
+  .object({
+    order_id: Token.describe("the gateway order id of a top-up (POST /billing/topup's external_id)"),
+    key_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("the gateway key id this deployment is configured with (required, except on legacy links with intent)"),
+    amount: QueryInt(1, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .describe("informational: the page shows and charges the order's stored amount"),
+    currency: z
+      .string()
+      .regex(/^[A-Za-z]{3}$/, "must be a currency code")
+      .default("INR"),
+    intent: QueryInt(1, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .describe("legacy links: the intent id, which must then be the order's"),
+  })
+  .refine((q) => q.key_id !== undefined || q.intent !== undefined, {
+    path: ["key_id"],
+    message: "is required",
+  })
+
+const wrongKey = () =>
+  new ValidationFailed({
+    message: "invalid query: key_id: is not this deployment's gw_upi key id",
+    errors: [{ field: "key_id", message: "is not this deployment's gw_upi key id" }],
+  })
+
 export const gwUpiCheckout = route({
   method: "GET",
   path: "/billing/gw_upi/checkout",
   auth: "public",
-  summary: "Hosted page that opens the UPI gateway's payment modal for a pending top-up (intent id and its order id)",
+  summary:
+    "Hosted page that opens the UPI gateway's payment modal for a pending top-up, found by its gateway order id. " +
+    "An unknown order id is 404; a key_id other than the configured one is 422.",
   tags: ["billing"],
-  query: z.object({ intent: QueryInt(1, Number.MAX_SAFE_INTEGER), order_id: Token }),
+  query: CheckoutQuery,
   responses: { 200: { description: "HTML", contentType: "text/html" }, 404: { description: "No such checkout" } },
   handler: ({ query }) =>
     Effect.gen(function* () {
@@ -27,7 +61,8 @@ export const gwUpiCheckout = route({
       // Key, amount and currency come from configuration and the stored intent, never the query:
       // a forged link cannot show or ask for another amount. The order id is the link's secret.
       if (config.gwUpi === undefined) return yield* Effect.fail(new NotFound({ message: "no such checkout" }))
-      const intent = yield* upiCheckoutIntent(query.intent, query.order_id)
+      if (query.key_id !== undefined && query.key_id !== config.gwUpi.keyId) return yield* Effect.fail(wrongKey())
+      const intent = yield* upiCheckoutIntent(query.order_id, query.intent)
       const back = (status: string) =>
         `/billing/return?status=${status}&order_id=${encodeURIComponent(intent.external_id)}`
       if (intent.status !== "pending")

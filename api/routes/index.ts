@@ -92,6 +92,7 @@ import {
   telcoAStatusCallback,
   telcoAStatusCallbackGet,
   telcoBIncoming,
+  telcoBIncomingGet,
 } from "./telco.webhooks.js"
 import timelineGet from "./timeline.get.js"
 import { voiceAvatarsAssign, voiceAvatarsClone, voiceAvatarsDelete, voiceAvatarsList } from "./voice-avatars.js"
@@ -169,6 +170,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     telcoAStatusCallback,
     telcoAStatusCallbackGet,
     telcoBIncoming,
+    telcoBIncomingGet,
     reportsWeekly,
     reportsCallsPerDay,
     approvalsList,

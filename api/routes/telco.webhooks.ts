@@ -1,13 +1,16 @@
 // Inbound telephony webhooks: telco_a's voice and status callbacks, by POST or GET (spec section
 // 4), at the spec's ?tenant_id=<id> or Parley's own ?call_id=<id> (signed per DESIGN.md with that
 // tenant's telco_a token; 401 otherwise, saying whether the tenant or the signature failed), and
-// telco_b's voice webhook. Voice webhooks answer with what the provider should do next (TwiML for
-// telco_a, a JSON action list for telco_b).
+// telco_b's voice webhook, also by POST or GET (signed with the workspace's telco_b secret). Voice
+// webhooks answer with what the provider should do next (TwiML for telco_a, a JSON action list for
+// telco_b).
 import { Effect } from "effect"
 import {
   type TelcoAWebhook,
   telcoAStatus,
   telcoAVoice,
+  telcoBGetFields,
+  telcoBPostFields,
   telcoBVoice,
 } from "../../src/calls/telephony-webhooks.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
@@ -81,17 +84,52 @@ export const telcoAIncomingGet = incoming("GET")
 export const telcoAStatusCallback = status("POST")
 export const telcoAStatusCallbackGet = status("GET")
 
+const TELCO_B_INCOMING = "/voice/telco_b/incoming"
+
+/** The spec's header is X-telco_b-Signature; proxies (and our HTTP engine) pass it hyphenated. */
+const telcoBSignature = (headers: Readonly<Record<string, string>>) =>
+  headers["x-telco_b-signature"] ?? headers["x-telco-b-signature"]
+
+const TELCO_B_SIGNED = "Signed with the number's workspace's telco_b secret: X-telco_b-Signature, hex HMAC-SHA256 of"
+
 export const telcoBIncoming = route({
   method: "POST",
-  path: "/voice/telco_b/incoming",
+  path: TELCO_B_INCOMING,
   auth: "public",
-  summary:
-    "telco_b voice webhook (signed with the tenant's telco_b secret: X-telco_b-Signature, hex HMAC-SHA256 of the body)",
+  summary: `telco_b voice webhook, JSON {uuid, from, to, …}. ${TELCO_B_SIGNED} the raw body. ?tenant_id= is optional.`,
   tags: ["telephony"],
   body: { raw: true },
-  handler: ({ rawBody, headers }) =>
+  responses: { 200: { description: "JSON list of actions", contentType: "application/json" } },
+  handler: ({ rawBody, rawQuery, headers }) =>
     Effect.gen(function* () {
-      const actions = yield* telcoBVoice(rawBody, headers["x-telco_b-signature"] ?? headers["x-telco-b-signature"])
+      const actions = yield* telcoBVoice({
+        signed: rawBody,
+        fields: telcoBPostFields(rawBody),
+        tenantId: new URLSearchParams(rawQuery).get("tenant_id"),
+        signature: telcoBSignature(headers),
+      })
+      return bytes("application/json", actions)
+    }),
+})
+
+export const telcoBIncomingGet = route({
+  method: "GET",
+  path: TELCO_B_INCOMING,
+  auth: "public",
+  summary:
+    `telco_b voice webhook by GET, the fields (uuid, from, to, …) in the query. ${TELCO_B_SIGNED} the raw ` +
+    "query string as sent (tenant_id included when the URL names it; it must be the number's workspace).",
+  tags: ["telephony"],
+  responses: { 200: { description: "JSON list of actions", contentType: "application/json" } },
+  handler: ({ rawQuery, headers }) =>
+    Effect.gen(function* () {
+      const query = new URLSearchParams(rawQuery)
+      const actions = yield* telcoBVoice({
+        signed: Buffer.from(rawQuery, "utf8"),
+        fields: telcoBGetFields(query),
+        tenantId: query.get("tenant_id"),
+        signature: telcoBSignature(headers),
+      })
       return bytes("application/json", actions)
     }),
 })

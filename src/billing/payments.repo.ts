@@ -111,14 +111,15 @@ export const assignExternalId = async (sql: Sql, intentId: number, externalId: s
     and external_id like 'unassigned:%'`
 }
 
+/** The gw_upi intent of a gateway order id (unique per gateway), and of that intent id when one is given. */
 export const findCheckoutIntent = async (
   sql: Sql,
-  intentId: number,
   orderId: string,
+  intentId: number | undefined,
 ): Promise<CheckoutIntent | undefined> => {
   const [row] = await sql<[CheckoutIntent?]>`
     select id, amount_minor, currency, status, external_id, save_method from payment_intents
-    where id = ${intentId} and gateway = 'gw_upi' and external_id = ${orderId}`
+    where gateway = 'gw_upi' and external_id = ${orderId} ${intentId === undefined ? sql`` : sql`and id = ${intentId}`}`
   return row
 }
 

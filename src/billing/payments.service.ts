@@ -92,11 +92,11 @@ export const topup = (
     return intentView(row)
   })
 
-/** The pending gw_upi intent our hosted checkout page renders; the order id must match the stored one. */
-export const upiCheckoutIntent = (intentId: number, orderId: string) =>
+/** The gw_upi intent our hosted checkout page renders, by its gateway order id (and intent id, on a legacy link). */
+export const upiCheckoutIntent = (orderId: string, intentId: number | undefined) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const row = yield* Effect.promise(() => repo.findCheckoutIntent(sql, intentId, orderId))
+    const row = yield* Effect.promise(() => repo.findCheckoutIntent(sql, orderId, intentId))
     if (!row) return yield* Effect.fail(new NotFound({ message: "no such checkout" }))
     return row
   })

@@ -234,29 +234,62 @@ const answerInbound = (
   })
 
 /**
- * telco_b's voice webhook: a JSON body `{uuid, from, to, …}` signed with header
- * X-telco_b-Signature = hex HMAC-SHA256(the tenant's telco_b secret, raw body). The answer is a
- * list of actions (talk).
+ * A telco_b voice webhook as received. The provider calls by POST (a JSON body `{uuid, from, to, …}`)
+ * or GET (the same fields in the query); the URL may name the workspace (`?tenant_id=`, the spec's form).
  */
-export const telcoBVoice = (raw: Buffer, signature: string | undefined) =>
+export interface TelcoBWebhook {
+  /** What the signature covers: a POST's raw body, a GET's query string exactly as sent. */
+  readonly signed: Buffer
+  /** The call's fields: the POST's JSON object (undefined when it is not one), a GET's query values. */
+  readonly fields: Readonly<Record<string, unknown>> | undefined
+  /** The `tenant_id` the URL names, if any. */
+  readonly tenantId: string | null
+  readonly signature: string | undefined
+}
+
+/** A POST's body as a telco_b webhook: JSON that is not an object (null, a number, an array) names no number. */
+export const telcoBPostFields = (raw: Buffer): Record<string, unknown> | undefined => {
+  let body: unknown
+  try {
+    body = JSON.parse(raw.toString("utf8"))
+  } catch {
+    return undefined
+  }
+  return typeof body === "object" && body !== null && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : undefined
+}
+
+/** A GET's query as a telco_b webhook's fields (the first value of each; our `tenant_id` is routing, not a field). */
+export const telcoBGetFields = (query: URLSearchParams): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [k, v] of query) if (k !== "tenant_id" && !(k in out)) out[k] = v
+  return out
+}
+
+/** `to` as E.164: the provider sends it without the "+" (and an unencoded "+" in a query reads as a space). */
+const e164 = (to: unknown): string => (typeof to === "string" ? `+${to.trim().replace(/^\+/, "")}` : "")
+
+/**
+ * telco_b's voice webhook, by POST or GET, signed with header X-telco_b-Signature = hex
+ * HMAC-SHA256(the tenant's telco_b secret, what the request carries: a POST's raw body, a GET's
+ * raw query string). The tenant is the owner of the number called (and must be the one a
+ * `?tenant_id=` names). The answer is a list of actions (talk). Every refusal is the same 401.
+ */
+export const telcoBVoice = (w: TelcoBWebhook) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const credentials = yield* Credentials
-    let body: Record<string, string>
-    try {
-      body = JSON.parse(raw.toString("utf8")) as Record<string, string>
-    } catch {
-      return yield* Effect.fail(badSignature())
-    }
-    // JSON that is not an object (null, a number, an array) names no number either.
-    if (typeof body !== "object" || body === null || Array.isArray(body)) return yield* Effect.fail(badSignature())
-    const to = typeof body["to"] === "string" ? (body["to"].startsWith("+") ? body["to"] : `+${body["to"]}`) : ""
-    const number = yield* Effect.promise(() => findActiveByPhone(sql, to))
+    if (w.fields === undefined) return yield* Effect.fail(badSignature())
+    const number = yield* Effect.promise(() => findActiveByPhone(sql, e164(w.fields!["to"])))
     if (number === undefined) return yield* Effect.fail(badSignature())
+    if (w.tenantId !== null && w.tenantId !== String(number.tenant_id)) return yield* Effect.fail(badSignature())
     const own = yield* Effect.promise(() => credentials.active(number.tenant_id, "telco_b"))
-    if (own === undefined || signature === undefined || !/^[0-9a-fA-F]{64}$/.test(signature.trim()))
+    const signature = w.signature?.trim()
+    if (own === undefined || signature === undefined || !/^[0-9a-fA-F]{64}$/.test(signature))
       return yield* Effect.fail(badSignature())
-    const expected = createHmac("sha256", own.secret).update(raw).digest()
-    if (!timingSafeEqual(expected, Buffer.from(signature.trim(), "hex"))) return yield* Effect.fail(badSignature())
-    return yield* answerInbound(number.tenant_id, number, { ...body, From: body["from"] ?? "" }, "telco_b")
+    const expected = createHmac("sha256", own.secret).update(w.signed).digest()
+    if (!timingSafeEqual(expected, Buffer.from(signature, "hex"))) return yield* Effect.fail(badSignature())
+    const params = w.fields as Record<string, string>
+    return yield* answerInbound(number.tenant_id, number, { ...params, From: params["from"] ?? "" }, "telco_b")
   })

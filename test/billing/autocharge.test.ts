@@ -334,7 +334,7 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     },
   )
 
-  it("renders the gw_upi checkout page from the stored intent, ignoring a forged amount and key", async () => {
+  it("renders the gw_upi checkout page from the stored intent: forged amount ignored, forged key refused", async () => {
     const s = await a.signup({ country: "IN" })
     const intent = (await (
       await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 50_000 } })
@@ -346,27 +346,65 @@ describe("autocharge on the real gateway adapters, against local fake gateways",
     expect(url.searchParams.has("amount")).toBe(false)
     expect(url.searchParams.has("key_id")).toBe(false)
 
-    const forged = await fetch(`${intent.checkout_url}&amount=100&key_id=rzp_evil&currency=INR`)
+    const forged = await fetch(`${intent.checkout_url}&amount=100&currency=INR`)
     expect(forged.status).toBe(200)
     const html = await forged.text()
     expect(html).toContain('"key":"key_upi"')
     expect(html).toContain('"amount":50000')
     expect(html).toContain("500.00")
-    expect(html).not.toContain("rzp_evil")
     expect(html).not.toContain('"amount":100,')
+    expect(await errorOf(await fetch(`${intent.checkout_url}&key_id=rzp_evil`))).toMatchObject({
+      status: 422,
+      code: "VALIDATION_FAILED",
+      field: "key_id",
+    })
 
-    // Another order id, an unknown intent, or the old query shape: no page.
+    // Another order id or an unknown intent: no page.
     expect(
       (await fetch(`${srv.url}/billing/gw_upi/checkout?intent=${intent.intent_id}&order_id=order_forged`)).status,
     ).toBe(404)
     expect(
       (await fetch(`${srv.url}/billing/gw_upi/checkout?intent=999999&order_id=${intent.external_id}`)).status,
     ).toBe(404)
-    const old = await fetch(
-      `${srv.url}/billing/gw_upi/checkout?order_id=${intent.external_id}&key_id=rzp_evil&amount=100`,
-    )
-    expect(old.status).toBeGreaterThanOrEqual(400)
-    expect(old.status).toBeLessThan(500)
+  })
+
+  it("takes the spec's query: order_id and key_id, amount?, currency (issue 32); refusals are 4xx", async () => {
+    const s = await a.signup({ country: "IN" })
+    const intent = (await (
+      await a.call("POST", "/billing/topup", { token: s.token, body: { amount_minor: 50_000 } })
+    ).json()) as any
+    const checkout = (query: string) => fetch(`${srv.url}/billing/gw_upi/checkout?${query}`)
+    const order = `order_id=${intent.external_id}`
+
+    for (const query of [`${order}&key_id=key_upi`, `${order}&key_id=key_upi&amount=50000&currency=INR`]) {
+      const res = await checkout(query)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+      const html = await res.text()
+      expect(html).toContain('"key":"key_upi"')
+      expect(html).toContain(`"order_id":"${intent.external_id}"`)
+      expect(html).toContain('"amount":50000')
+    }
+    // The amount is the order's, whatever the link says.
+    expect(await (await checkout(`${order}&key_id=key_upi&amount=100`)).text()).toContain('"amount":50000')
+
+    const fails = async (query: string) => errorOf(await checkout(query))
+    const invalid = (field: string) => ({ status: 422, code: "VALIDATION_FAILED", field })
+    expect(await fails(`${order}&key_id=rzp_evil`)).toMatchObject(invalid("key_id"))
+    expect(await fails(order)).toMatchObject(invalid("key_id"))
+    expect(await fails("key_id=key_upi")).toMatchObject(invalid("order_id"))
+    expect(await fails(`${order}&key_id=key_upi&amount=ten`)).toMatchObject(invalid("amount"))
+    const unknown = await fails("order_id=order_unknown&key_id=key_upi")
+    expect(unknown).toMatchObject({ status: 404, code: "NOT_FOUND" })
+    expect(typeof (unknown as { error?: unknown }).error).toBe("string")
+
+    // Only the UPI gateway's orders: a card checkout session's id is no order here.
+    const us = await a.signup({ country: "US" })
+    const card = (await (
+      await a.call("POST", "/billing/topup", { token: us.token, body: { amount_minor: 1000 } })
+    ).json()) as any
+    expect(card.external_id).toBeTruthy()
+    expect(await fails(`order_id=${card.external_id}&key_id=key_upi`)).toMatchObject({ status: 404, code: "NOT_FOUND" })
   })
 })
 

@@ -283,3 +283,66 @@ describe("telco_b's voice webhook", () => {
     },
   )
 })
+
+describe("telco_b's voice webhook by GET (issue 32)", () => {
+  it(
+    "answers a GET with the fields in its query, signed over the raw query string, at the spec's ?tenant_id=; " +
+      "any other key, query, tenant or no signature is 401",
+    async () => {
+      const owner = await byokTenant(fake.addAccount())
+      const other = await a.signup({ country: "US" })
+      const key = `tb_${randomBytes(16).toString("hex")}`
+      const saved = await call("PUT", "/onboarding/credentials/telco_b", owner, { primary_id: "acct-32", secret: key })
+      expect(saved.body).toMatchObject({ saved: true, validated: true })
+      const w = (
+        await call("POST", "/api/workflows", owner, { nl_prompt: "Answer questions.", persona_override: "leo" })
+      ).body
+      const number = (
+        await call("POST", "/numbers/provision", owner, { country: "US", area_code: "212", workflow_id: w.id })
+      ).body.number as Json
+      const uuid = `tb-get-${randomBytes(6).toString("hex")}`
+      const fields = `uuid=${uuid}&from=13125550100&to=${number.phone_e164.slice(1)}`
+      const query = `tenant_id=${owner.tenantId}&${fields}`
+      const sign = (k: string, raw: string) => createHmac("sha256", k).update(raw).digest("hex")
+      const get = (qs: string, signature: string | null) =>
+        fetch(`${srv.url}/voice/telco_b/incoming?${qs}`, {
+          headers: signature === null ? {} : { "X-telco-b-Signature": signature },
+        })
+      const refused = async (res: Response) => ({ status: res.status, code: ((await res.json()) as Json).code })
+
+      const ok = await get(query, sign(key, query))
+      expect(ok.status).toBe(200)
+      expect(ok.headers.get("content-type")).toMatch(/^application\/json/)
+      const actions = (await ok.json()) as Json[]
+      expect(actions).toHaveLength(1)
+      expect(actions[0]).toMatchObject({ action: "talk" })
+      expect(actions[0]!.text).toMatch(/Leo/)
+      const [row] = await srv.sql<[{ provider: string; workflow_id: number }]>`
+        select provider, workflow_id from inbound_calls where provider_call_id = ${uuid}`
+      expect(row).toEqual({ provider: "telco_b", workflow_id: w.id })
+      // Without tenant_id the number's workspace is the tenant, as for POST.
+      const bare = fields.replace(uuid, `${uuid}-2`)
+      expect((await get(bare, sign(key, bare))).status).toBe(200)
+
+      const invalid = { status: 401, code: "INVALID_SIGNATURE" }
+      expect(await refused(await get(query, sign("someone-elses-key", query)))).toEqual(invalid)
+      expect(await refused(await get(query.replace("13125550100", "13125550199"), sign(key, query)))).toEqual(invalid)
+      expect(await refused(await get(query, null))).toEqual(invalid)
+      const elsewhere = `tenant_id=${other.tenantId}&${fields}`
+      expect(await refused(await get(elsewhere, sign(key, elsewhere)))).toEqual(invalid)
+      // The POST takes the spec's ?tenant_id= the same way.
+      const body = JSON.stringify({ uuid: `${uuid}-post`, from: "13125550100", to: number.phone_e164.slice(1) })
+      const post = (tenantId: number) =>
+        fetch(`${srv.url}/voice/telco_b/incoming?tenant_id=${tenantId}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "X-telco-b-Signature": sign(key, body) },
+          body,
+        })
+      expect(await refused(await post(other.tenantId))).toEqual(invalid)
+      expect((await post(owner.tenantId)).status).toBe(200)
+
+      const doc = (await (await fetch(`${srv.url}/openapi.json`)).json()) as Json
+      expect(Object.keys(doc.paths["/voice/telco_b/incoming"]).sort()).toEqual(["get", "post"])
+    },
+  )
+})
