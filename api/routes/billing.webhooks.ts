@@ -93,9 +93,11 @@ export const gwCardWebhook = webhook(
       const ev = yield* parse(rawBody, GwCardEvent)
       const obj = ev.data.object
       let externalId: string | undefined
+      let paymentId: string | undefined
       let outcome: GatewayEvent["outcome"] = "ignore"
       let amount: number | undefined
       let intentId: number | undefined
+      let checkoutIntentId: number | undefined
       let savedMethod: SavedMethodInfo | undefined
       if (ev.type.startsWith("checkout.session.")) {
         externalId = str(obj["id"])
@@ -105,13 +107,24 @@ export const gwCardWebhook = webhook(
         else if (ev.type === "checkout.session.async_payment_failed" || ev.type === "checkout.session.expired")
           outcome = "failed"
       } else if (ev.type.startsWith("payment_intent.")) {
-        // A PaymentIntent object names itself by id; older payloads name it in payment_intent.
-        externalId = obj["object"] === "payment_intent" ? str(obj["id"]) : str(obj["payment_intent"])
+        // A PaymentIntent object names itself by id (an autocharge's stored external_id); the
+        // spec's rule finds the intent by data.object.payment_intent (a checkout session's id).
+        const ownId = obj["object"] === "payment_intent" ? str(obj["id"]) : undefined
+        const named = str(obj["payment_intent"])
         amount = num(obj["amount_received"]) ?? num(obj["amount"])
         intentId = ourIntentId(record(obj["metadata"])["intent_id"])
-        if (ev.type === "payment_intent.succeeded") outcome = "succeeded"
-        else if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled")
-          outcome = "failed"
+        if (ev.type === "payment_intent.succeeded") {
+          outcome = "succeeded"
+          externalId = named ?? ownId
+          paymentId = ownId
+          // The checkout's PaymentIntent carries our intent id in metadata only our secret key sets.
+          checkoutIntentId = intentId
+        } else {
+          // A failed attempt inside a checkout is not final (the payer may try another card), so
+          // failures keep to the PaymentIntent they name, as before.
+          externalId = obj["object"] === "payment_intent" ? ownId : named
+          if (ev.type === "payment_intent.payment_failed" || ev.type === "payment_intent.canceled") outcome = "failed"
+        }
         const customerId = str(obj["customer"])
         const methodId = str(obj["payment_method"])
         if (outcome === "succeeded" && customerId !== undefined && methodId !== undefined) {
@@ -129,12 +142,13 @@ export const gwCardWebhook = webhook(
         source: "gw_card",
         eventId: ev.id,
         type: ev.type,
-        intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId },
+        intent: externalId === undefined ? undefined : { gateway: "gw_card", externalId, paymentId },
         outcome,
         amountMinor: amount,
         currency: str(obj["currency"]),
         requireAmount: true,
         intentId,
+        checkoutIntentId,
         savedMethod,
         payload: ev,
       })

@@ -151,6 +151,20 @@ export const lockUnassignedIntent = async (
   return row
 }
 
+/** A top-up of ours whose hosted checkout was created (its external id names the session), locked. */
+export const lockCheckoutTopup = async (
+  tx: Tx,
+  intentId: number,
+  gateway: GatewayName,
+): Promise<IntentRow | undefined> => {
+  const [row] = await tx<[IntentRow?]>`
+    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
+      from payment_intents
+    where id = ${intentId} and gateway = ${gateway} and purpose = 'topup' and external_id not like 'unassigned:%'
+    for update`
+  return row
+}
+
 export const setExternalId = async (tx: Tx, intentId: number, externalId: string): Promise<void> => {
   await tx`update payment_intents set external_id = ${externalId} where id = ${intentId}`
 }

@@ -123,8 +123,14 @@ export interface GatewayEvent {
   readonly source: "gw_card" | "gw_upi" | "stub" | "payment"
   readonly eventId: string
   readonly type: string
-  /** The intent's gateway and external id; undefined when the event is about no intent of ours. */
-  readonly intent: { readonly gateway: GatewayName | "any"; readonly externalId: string } | undefined
+  /**
+   * The intent's gateway and external id; undefined when the event is about no intent of ours.
+   * `paymentId`: the payment's own id when the event also names one (gw_card: the PaymentIntent's
+   * data.object.id beside the data.object.payment_intent the spec finds the intent by), tried second.
+   */
+  readonly intent:
+    | { readonly gateway: GatewayName | "any"; readonly externalId: string; readonly paymentId?: string | undefined }
+    | undefined
   readonly outcome: "succeeded" | "failed" | "ignore"
   /** Amount the gateway says it captured, checked against the intent when present. */
   readonly amountMinor: number | undefined
@@ -137,6 +143,12 @@ export interface GatewayEvent {
    * charge id we have not stored yet (the webhook can overtake the charge's own answer).
    */
   readonly intentId?: number | undefined
+  /**
+   * Our intent id from the metadata of a checkout's PaymentIntent (gw_card, successes only): finds
+   * the top-up whose checkout session that payment belongs to when the event names neither the
+   * session nor a stored charge, so the payment credits whichever of its events arrives first.
+   */
+  readonly checkoutIntentId?: number | undefined
   /** A method the gateway saved with this payment, kept when the top-up asked for it. */
   readonly savedMethod?: SavedMethodInfo | undefined
   readonly payload: unknown
@@ -174,20 +186,32 @@ export const applyGatewayEvent = (ev: GatewayEvent) =>
     return result
   })
 
+/**
+ * The intent an event is about, locked: by the external id it names, then by the payment's own id,
+ * then by our own id (an autocharge still waiting for its charge id, or a checkout top-up named by
+ * its PaymentIntent's metadata). Each event locks one intent at most, so events cannot deadlock.
+ */
 async function findIntent(
   tx: Tx,
   ev: GatewayEvent & { intent: NonNullable<GatewayEvent["intent"]> },
 ): Promise<IntentRow | undefined> {
-  const { gateway, externalId } = ev.intent
-  if (externalId !== "") {
-    const byExternal = await repo.lockIntentByExternal(tx, externalId, gateway)
+  const { gateway, externalId, paymentId } = ev.intent
+  for (const id of new Set([externalId, paymentId ?? ""])) {
+    if (id === "") continue
+    const byExternal = await repo.lockIntentByExternal(tx, id, gateway)
     if (byExternal) return byExternal
   }
-  // Only an intent still waiting for its charge id can be found by our own id.
-  if (ev.intentId === undefined || gateway === "any") return undefined
-  const byId = await repo.lockUnassignedIntent(tx, ev.intentId, gateway)
-  if (byId && externalId !== "") await repo.setExternalId(tx, byId.id, externalId)
-  return byId
+  if (gateway === "any") return undefined
+  // Only an intent still waiting for its charge id is named after the charge found by our own id.
+  if (ev.intentId !== undefined) {
+    const byId = await repo.lockUnassignedIntent(tx, ev.intentId, gateway)
+    const chargeId = paymentId ?? externalId
+    if (byId && chargeId !== "") await repo.setExternalId(tx, byId.id, chargeId)
+    if (byId) return byId
+  }
+  // A checkout top-up keeps its session id as external id: its payment finds it without renaming it.
+  if (ev.checkoutIntentId !== undefined) return repo.lockCheckoutTopup(tx, ev.checkoutIntentId, gateway)
+  return undefined
 }
 
 async function settle(tx: Tx, ev: GatewayEvent): Promise<SettleResult> {

@@ -240,6 +240,9 @@ describe("gw_card adapter", () => {
       client_reference_id: "41",
       "metadata[intent_id]": "41",
       "metadata[tenant_id]": "7",
+      // On the PaymentIntent too: its payment_intent.succeeded finds the top-up by it.
+      "payment_intent_data[metadata][intent_id]": "41",
+      "payment_intent_data[metadata][tenant_id]": "7",
     })
 
     const stored = fake.sessions.get(session.externalId)

@@ -52,13 +52,15 @@ export function makeGwCardGateway(opts: GwCardOptions): PaymentGateway {
       form.set("client_reference_id", String(req.intentId))
       form.set("metadata[intent_id]", String(req.intentId))
       form.set("metadata[tenant_id]", String(req.tenantId))
+      // Our intent id on the payment itself: its payment_intent.succeeded, which names only the
+      // PaymentIntent, credits this top-up even when it overtakes checkout.session.completed.
+      form.set("payment_intent_data[metadata][intent_id]", String(req.intentId))
+      form.set("payment_intent_data[metadata][tenant_id]", String(req.tenantId))
       if (req.savePaymentMethod === true) {
-        // A customer to keep the card on, the card kept for charges without the payer, and our
-        // intent id on the payment itself: its payment_intent.succeeded names the saved card.
+        // A customer to keep the card on and the card kept for charges without the payer; the
+        // payment's payment_intent.succeeded names the saved card.
         form.set("customer_creation", "always")
         form.set("payment_intent_data[setup_future_usage]", "off_session")
-        form.set("payment_intent_data[metadata][intent_id]", String(req.intentId))
-        form.set("payment_intent_data[metadata][tenant_id]", String(req.tenantId))
       }
 
       const body = await postToGateway({
