@@ -48,7 +48,7 @@ async function send(type: string, object: Json, opts: { eventId?: string; secret
     data: { object },
   })
   const headers: Record<string, string> = { "content-type": "application/json" }
-  if (opts.secret !== null) headers["gw-card-Signature"] = signGwCard(payload, opts.secret ?? secret, now)
+  if (opts.secret !== null) headers["gw_card-Signature"] = signGwCard(payload, opts.secret ?? secret, now)
   const res = await fetch(hook, { method: "POST", headers, body: payload })
   const text = await res.text()
   return { status: res.status, body: (text === "" ? {} : JSON.parse(text)) as Json, eventId }

@@ -511,7 +511,7 @@ describe("fake gateways' webhooks", () => {
       expect(received).toHaveLength(1)
       const got = received[0]!
       expect(got.raw.toString()).toBe(d.payload)
-      const header = got.headers["gw-card-signature"]
+      const header = got.headers["gw_card-signature"]
       expect(typeof header).toBe("string")
       const now = Math.floor(Date.now() / 1000)
       expect(verifyGwCardSignature(got.raw, header as string, "whsec_card", now)).toBe(true)
@@ -541,10 +541,10 @@ describe("fake gateways' webhooks", () => {
       const verdicts = received
         .slice(1)
         .map((r) =>
-          verifyGwCardSignature(r.raw, r.headers["gw-card-signature"] as string | undefined, "whsec_card", now),
+          verifyGwCardSignature(r.raw, r.headers["gw_card-signature"] as string | undefined, "whsec_card", now),
         )
       expect(verdicts).toEqual([false, false, false])
-      expect(received[3]!.headers["gw-card-signature"]).toBeUndefined()
+      expect(received[3]!.headers["gw_card-signature"]).toBeUndefined()
     } finally {
       await fake.close()
     }
@@ -559,9 +559,9 @@ describe("fake gateways' webhooks", () => {
       const d = await fake.deliver(`${receiverUrl}/gw_upi`, session.externalId)
       expect(d.status).toBe(204)
       const got = received[0]!
-      expect(verifyGwUpiSignature(got.raw, got.headers["x-gw-upi-signature"] as string, "upi_wh")).toBe(true)
-      expect(verifyGwUpiSignature(got.raw, got.headers["x-gw-upi-signature"] as string, "other")).toBe(false)
-      expect(got.headers["x-gw-upi-event-id"]).toBe(d.eventId)
+      expect(verifyGwUpiSignature(got.raw, got.headers["x-gw_upi-signature"] as string, "upi_wh")).toBe(true)
+      expect(verifyGwUpiSignature(got.raw, got.headers["x-gw_upi-signature"] as string, "other")).toBe(false)
+      expect(got.headers["x-gw_upi-event-id"]).toBe(d.eventId)
       const event = JSON.parse(got.raw.toString()) as {
         event: string
         payload: { payment: { entity: Record<string, unknown> } }
@@ -578,7 +578,7 @@ describe("fake gateways' webhooks", () => {
 
       // Without the event id header the payment id is the event id.
       const bare = await fake.deliver(`${receiverUrl}/gw_upi`, session.externalId, { eventId: null })
-      expect(received[1]!.headers["x-gw-upi-event-id"]).toBeUndefined()
+      expect(received[1]!.headers["x-gw_upi-event-id"]).toBeUndefined()
       const second = JSON.parse(received[1]!.raw.toString()) as { payload: { payment: { entity: { id: string } } } }
       expect(bare.eventId).toBe(second.payload.payment.entity.id)
     } finally {

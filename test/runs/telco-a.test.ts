@@ -167,7 +167,7 @@ describe("webhook signatures", () => {
           method: "POST",
           headers: {
             "content-type": "application/x-www-form-urlencoded",
-            ...(signature !== null && { "X-telco-a-Signature": signature }),
+            ...(signature !== null && { "X-telco_a-Signature": signature }),
           },
           body: new URLSearchParams(body).toString(),
         })
@@ -260,7 +260,7 @@ describe("telco_b's voice webhook", () => {
           method: "POST",
           headers: {
             "content-type": "application/json",
-            ...(signature !== null && { "X-telco-b-Signature": signature }),
+            ...(signature !== null && { "X-telco_b-Signature": signature }),
           },
           body: raw,
         })

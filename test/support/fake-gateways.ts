@@ -326,7 +326,7 @@ export async function startFakeGwCard(config: { secretKey: string; webhookSecret
         : opts.signature
     // The gateway sends gw_card-Signature; our HTTP engine drops underscore header names, so the
     // deployment's proxy forwards it hyphenated (README), and so does this fake.
-    return post(toUrl, payload, signature === null ? {} : { "gw-card-Signature": signature }, eventId)
+    return post(toUrl, payload, signature === null ? {} : { "gw_card-Signature": signature }, eventId)
   }
   const intentObject = (pi: FakeCardIntent) => {
     const method = pi.payment_method === null ? undefined : methods.get(pi.payment_method)
@@ -669,8 +669,8 @@ export async function startFakeGwUpi(config: {
       opts.signature === undefined ? signGwUpi(payload, opts.secret ?? config.webhookSecret) : opts.signature
     const headers: Record<string, string> = {}
     // Hyphenated as the deployment's proxy forwards them (see gw_card above).
-    if (signature !== null) headers["X-gw-upi-Signature"] = signature
-    if (eventId !== null) headers["X-gw-upi-Event-Id"] = eventId
+    if (signature !== null) headers["X-gw_upi-Signature"] = signature
+    if (eventId !== null) headers["X-gw_upi-Event-Id"] = eventId
     return post(toUrl, payload, headers, eventId ?? String(full.id))
   }
   const paymentEntity = (order: FakeUpiOrder, status: string, extra: Record<string, unknown> = {}) => ({
