@@ -5,6 +5,7 @@ import type { Logger } from "pino"
 import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
 import type { AppServices } from "../src/main/app.layer.js"
+import { Clock } from "../src/platform/Clock.js"
 import type { Config } from "../src/platform/config.js"
 import { Db } from "../src/platform/Db.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, ShuttingDown } from "../src/platform/errors.js"
@@ -47,7 +48,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const uws = loadUws()
   const router = new Router(opts.routes)
   const app = uws.App()
-  const streams = new OpenStreams()
+  // Ended at their credential's expiry by the clock the authenticator refuses expired ones by.
+  const streams = new OpenStreams({ clock: runtime.runSync(Clock), log })
   let inFlight = 0
   let draining = false
   let idle: (() => void) | undefined

@@ -90,9 +90,12 @@ export function respond({ log, draining, streams }: RespondOptions): Respond {
           const common = commonHeaders(inc.requestId, draining())
           const writer = openStream(ex, reply.status, reply.contentType, reply.headers, common)
           if (inc.method === "HEAD") return writer.end()
-          // A stream lives as long as the credential it was opened with: logout or revocation ends it.
-          streams.add(writer, principal)
-          if (reply.contentType.startsWith("text/event-stream")) trackSse(writer)
+          // A stream lives as long as the credential it was opened with: logout or revocation ends it,
+          // and an event stream (no end of its own) also ends when the credential expires. A download
+          // started in time runs to its end: cut there, it would look whole.
+          const events = reply.contentType.startsWith("text/event-stream")
+          streams.add(writer, principal, { endAtExpiry: events })
+          if (events) trackSse(writer)
           try {
             await reply.run(writer)
             writer.end()
