@@ -139,6 +139,12 @@ function operation(r: AnyRoute, opts: DocumentOptions): JsonSchema {
     responses["409"] ??= errorResponse("Conflict (IDEMPOTENCY_IN_PROGRESS: a request with the same key is running)")
     responses["422"] ??= errorResponse("IDEMPOTENCY_KEY_REUSED: the key was used for another request")
   }
+  const events = Object.values(r.responses ?? {}).some((d) => d.contentType?.startsWith("text/event-stream"))
+  if (events && r.auth !== "public" && r.auth !== "system")
+    responses["429"] = errorResponse(
+      "RATE_LIMITED: the API key or session (SSE_MAX_STREAMS_PER_KEY), or the workspace " +
+        "(SSE_MAX_STREAMS_PER_WORKSPACE), already holds its most open event streams; Retry-After says when to retry",
+    )
   responses["default"] = errorResponse("Error")
 
   let requestBody: JsonSchema | undefined

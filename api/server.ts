@@ -20,6 +20,7 @@ import { recordRequest } from "./pipeline/observe.js"
 import { OpenStreams } from "./pipeline/open-streams.js"
 import { rateLimitGate, throughGate } from "./pipeline/rate-limit.js"
 import { respond } from "./pipeline/respond.js"
+import { StreamCaps } from "./pipeline/stream-caps.js"
 import { systemKey } from "./pipeline/system-key.js"
 import { takeBody } from "./pipeline/take-body.js"
 import type { AnyRoute } from "./route.js"
@@ -50,6 +51,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const app = uws.App()
   // Ended at their credential's expiry by the clock the authenticator refuses expired ones by.
   const streams = new OpenStreams({ clock: runtime.runSync(Clock), log })
+  // SSE_MAX_STREAMS_PER_KEY / _PER_WORKSPACE: event streams open at once, counted in this process.
+  const streamCaps = new StreamCaps(config.sseCaps)
   let inFlight = 0
   let draining = false
   let idle: (() => void) | undefined
@@ -71,8 +74,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
 
   // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, systemKey, takeBody,
   // authenticate, then inside dispatch systemKey (X-Tenant-Id), validate (params, query), negotiate, validate
-  // (body), idempotency (an authenticated POST's Idempotency-Key) and the handler; respond; logRequest once the
-  // request is over.
+  // (body), idempotency (an authenticated POST's Idempotency-Key) and the handler; streamCaps (an event stream's
+  // slot); respond; logRequest once the request is over.
   app.any("/*", (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now()
     // requestId, clientAddress: req is only valid until this function returns, so copy it out now.
@@ -176,8 +179,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     // A streamed body the handler left unread goes with the connection.
     const unread = upload !== undefined && !upload.complete
     switch (result.kind) {
-      case "reply":
-        return out.reply(ex, inc, result.reply, unread, principal)
+      case "reply": {
+        // An event stream takes a slot of its caller's key or session and workspace (429 past a cap),
+        // given back when it closes, or here if it never opened.
+        const admitted = streamCaps.admit(result.reply, principal)
+        if (!admitted.ok) return out.error(ex, inc, admitted.error, unread)
+        return out.reply(ex, inc, admitted.reply, unread, principal).finally(admitted.release)
+      }
       case "failed":
         return out.error(ex, inc, toHttpError(result.error), unread)
       case "aborted":

@@ -204,6 +204,12 @@ const Env = z.object({
   /** A turn-stream client with more than this unsent is dropped (it stopped reading). */
   SSE_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   /**
+   * Event streams one API key or session, and one workspace, may hold open at once in each api
+   * process (429 RATE_LIMITED past either; api/pipeline/stream-caps.ts).
+   */
+  SSE_MAX_STREAMS_PER_KEY: positiveInt.max(1_000_000).default(100),
+  SSE_MAX_STREAMS_PER_WORKSPACE: positiveInt.max(1_000_000).default(500),
+  /**
    * "stub" enables the stub payment gateway (unsigned settlement: for trying Parley, never for
    * production); "gateways" allows only the real ones. Unset → "stub" on the embedded database
    * (no DATABASE_URL), "gateways" otherwise. The stub is off whenever a real gateway is configured.
@@ -347,6 +353,8 @@ export type Config = Readonly<{
   analysis: { pollMs: number; concurrency: number; timeoutMs: number; maxAttempts: number; retryBackoffMs: number }
   simApprovalHoldMs: number
   sse: { keepaliveMs: number; idleMs: number; maxBufferedBytes: number }
+  /** Event streams open at once per API key or session, and per workspace, in each api process. */
+  sseCaps: { perCredential: number; perWorkspace: number }
   /** Whether the unsigned stub gateway may settle top-ups (see PAYMENTS). */
   paymentsMode: "stub" | "gateways"
   allowedHosts: readonly string[]
@@ -483,6 +491,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     simApprovalHoldMs: e.SIM_APPROVAL_HOLD_MS,
     sse: { keepaliveMs: e.SSE_KEEPALIVE_MS, idleMs: e.SSE_IDLE_TIMEOUT_MS, maxBufferedBytes: e.SSE_MAX_BUFFER_BYTES },
+    sseCaps: { perCredential: e.SSE_MAX_STREAMS_PER_KEY, perWorkspace: e.SSE_MAX_STREAMS_PER_WORKSPACE },
     paymentsMode: e.PAYMENTS ?? (e.DATABASE_URL === undefined ? "stub" : "gateways"),
     allowedHosts: e.ALLOWED_HOSTS,
     otpGuessesPerAddressHour: e.OTP_GUESSES_PER_ADDRESS_HOUR,

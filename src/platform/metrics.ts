@@ -220,6 +220,19 @@ export const sseOpen = new Gauge({
   registers,
 })
 
+/** Why an event stream was refused: its API key's or session's cap, or its workspace's. */
+export type SseRefusal = "key" | "session" | "workspace"
+
+export const sseRefused = new Counter({
+  name: "parley_sse_streams_refused_total",
+  help:
+    "Event streams refused 429 because the caller's API key or session (SSE_MAX_STREAMS_PER_KEY) or its " +
+    "workspace (SSE_MAX_STREAMS_PER_WORKSPACE) already held its most open streams in this process",
+  labelNames: ["reason"] as const,
+  registers,
+})
+for (const reason of ["key", "session", "workspace"] satisfies SseRefusal[]) sseRefused.inc({ reason }, 0)
+
 export const sseDropped = new Counter({
   name: "parley_sse_clients_dropped_total",
   help: "Turn-stream clients dropped because they stopped reading (past SSE_MAX_BUFFER_BYTES)",
