@@ -1,6 +1,8 @@
-// negotiate: the body's content type against what the route takes: JSON parsed (BAD_JSON
-// when it is not), multipart parts split (BAD_MULTIPART), anything else 415. Validation comes next.
-import { BadRequestBody, UnsupportedMediaType } from "../../src/platform/errors.js"
+// negotiate: the body's content type against what the route takes: JSON parsed (BAD_JSON when it
+// is not, 422 when nested too deep), multipart parts split (BAD_MULTIPART), anything else 415.
+// Validation comes next.
+import { BadRequestBody, UnsupportedMediaType, type ValidationFailed } from "../../src/platform/errors.js"
+import { jsonBody } from "../../src/platform/json.js"
 import type { BodySpec, Part } from "../route.js"
 import { loadUws } from "../uws.js"
 
@@ -25,7 +27,7 @@ export function negotiate(
   contentType: string | undefined,
   raw: Buffer,
   streaming: boolean,
-): Negotiated | BadRequestBody | UnsupportedMediaType {
+): Negotiated | BadRequestBody | UnsupportedMediaType | ValidationFailed {
   if (spec === undefined || "raw" in spec) return NOTHING
   const type = (contentType ?? "").toLowerCase()
   const isJson = JSON_TYPE.test(type)
@@ -48,12 +50,10 @@ export function negotiate(
   }
   if (spec.json !== undefined && (isJson || (raw.length === 0 && type === ""))) {
     if (raw.length === 0) return EMPTY_JSON
-    try {
-      return { kind: "json", value: JSON.parse(raw.toString("utf8")) }
-    } catch (e) {
-      const message = `request body is not valid JSON: ${(e as Error).message}`
-      return new BadRequestBody({ code: "BAD_JSON", message })
-    }
+    // Nested too deep is refused here, before zod, a handler or the database driver (all of them
+    // recursive) walks the value.
+    const parsed = jsonBody(raw.toString("utf8"), "request body")
+    return parsed instanceof Error ? parsed : { kind: "json", value: parsed.value }
   }
   const accepted = [spec.json !== undefined && "application/json", spec.multipart && "multipart/form-data"]
   const sent = type === "" ? "(none)" : JSON.stringify(type)

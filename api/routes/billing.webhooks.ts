@@ -7,7 +7,8 @@ import { z } from "zod"
 import { applyGatewayEvent, type GatewayEvent, type SavedMethodInfo } from "../../src/billing/payments.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { Clock } from "../../src/platform/Clock.js"
-import { BadRequestBody, NotFound, Unauthenticated } from "../../src/platform/errors.js"
+import { BadRequestBody, NotFound, Unauthenticated, type ValidationFailed } from "../../src/platform/errors.js"
+import { jsonBody } from "../../src/platform/json.js"
 import { Payments } from "../../src/providers/Payments.js"
 import {
   verifyGenericSignature,
@@ -28,14 +29,11 @@ const specHeader = (headers: Readonly<Record<string, string>>, name: string): st
 const badSignature = () =>
   Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))
 
-function parse<T>(raw: Buffer, schema: z.ZodType<T>): Effect.Effect<T, BadRequestBody> {
-  let value: unknown
-  try {
-    value = JSON.parse(raw.toString("utf8"))
-  } catch {
-    return Effect.fail(new BadRequestBody({ code: "BAD_JSON", message: "webhook body is not valid JSON" }))
-  }
-  const r = schema.safeParse(value)
+function parse<T>(raw: Buffer, schema: z.ZodType<T>): Effect.Effect<T, BadRequestBody | ValidationFailed> {
+  // Bounded in depth: an event is stored whole (jsonb), and serialising a deep one overflows the stack.
+  const parsed = jsonBody(raw.toString("utf8"), "webhook body")
+  if (parsed instanceof Error) return Effect.fail(parsed)
+  const r = schema.safeParse(parsed.value)
   return r.success
     ? Effect.succeed(r.data)
     : Effect.fail(

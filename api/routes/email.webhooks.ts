@@ -8,7 +8,8 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { applyMailEvents, MAX_EVENTS } from "../../src/email/email.webhooks.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
-import { BadRequestBody, Unauthenticated } from "../../src/platform/errors.js"
+import { BadRequestBody, Unauthenticated, type ValidationFailed } from "../../src/platform/errors.js"
+import { jsonBody } from "../../src/platform/json.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 
@@ -36,14 +37,11 @@ const badSignature = (what: string) =>
 const MailEvent = z.looseObject({ event: z.string().min(1).max(100) })
 const Batch = z.union([MailEvent, z.array(MailEvent).min(1).max(MAX_EVENTS)])
 
-function parseEvents(raw: Buffer): Effect.Effect<Array<Record<string, unknown>>, BadRequestBody> {
-  let value: unknown
-  try {
-    value = JSON.parse(raw.toString("utf8"))
-  } catch {
-    return Effect.fail(new BadRequestBody({ code: "BAD_JSON", message: "webhook body is not valid JSON" }))
-  }
-  const r = Batch.safeParse(value)
+function parseEvents(raw: Buffer): Effect.Effect<Array<Record<string, unknown>>, BadRequestBody | ValidationFailed> {
+  // Bounded in depth: an event is stored whole (jsonb), and serialising a deep one overflows the stack.
+  const parsed = jsonBody(raw.toString("utf8"), "webhook body")
+  if (parsed instanceof Error) return Effect.fail(parsed)
+  const r = Batch.safeParse(parsed.value)
   if (!r.success)
     return Effect.fail(
       new BadRequestBody({

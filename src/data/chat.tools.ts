@@ -5,6 +5,7 @@ import type { JsonAudienceRow } from "../audience/audience.parse.js"
 import { type AttachResult, attachAudience } from "../audience/audience.service.js"
 import { type TenantCountry, toE164 } from "../phones/phone.js"
 import type { DomainError } from "../platform/errors.js"
+import { parseJson, tooDeepMessage } from "../platform/json.js"
 import type { ToolCall, ToolSpec } from "../providers/llm/llm.interface.js"
 
 export type Row = Readonly<Record<string, unknown>>
@@ -185,12 +186,11 @@ function boundedRows(rows: ReadonlyArray<Row>): Row[] {
  */
 export const runTool = (call: ToolCall, ctx: ToolContext) =>
   Effect.gen(function* () {
-    let args: unknown
-    try {
-      args = call.arguments.trim() === "" ? {} : JSON.parse(call.arguments)
-    } catch {
-      return { error: "the arguments are not JSON" }
-    }
+    // Bounded in depth: the arguments are echoed back with JSON.stringify, which recursion overflows.
+    const parsed = call.arguments.trim() === "" ? { ok: true as const, value: {} } : parseJson(call.arguments)
+    if (!parsed.ok)
+      return { error: parsed.reason === "syntax" ? "the arguments are not JSON" : `the arguments ${tooDeepMessage()}` }
+    const args = parsed.value
     if (!isObject(args)) return { error: "the arguments must be a JSON object" }
     const column = (v: unknown): string | undefined =>
       typeof v === "string" ? resolveColumn(ctx.columns, v) : undefined

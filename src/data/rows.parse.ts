@@ -3,6 +3,7 @@
 import { pipeline, Readable } from "node:stream"
 import { CsvError, parse } from "csv-parse"
 import { CSV_OPTIONS, withoutNul } from "../phones/csv.js"
+import { MAX_JSON_DEPTH, parseJson } from "../platform/json.js"
 
 export const MAX_ROWS = 100_000
 export const MAX_COLUMNS = 200
@@ -95,16 +96,16 @@ function clean(v: unknown): unknown {
   return v
 }
 
-/** The rows of a JSON array of objects (other JSON is refused). */
+/** The rows of a JSON array of objects (other JSON is refused, and so is JSON nested too deep for `clean`). */
 export function parseJsonRows(text: string): ParsedRows {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (e) {
-    throw new RowsFormatError(`not readable JSON: ${(e as Error).message}`)
+  const parsed = parseJson(text)
+  if (!parsed.ok && parsed.reason === "syntax") throw new RowsFormatError(`not readable JSON: ${parsed.message}`)
+  if (!parsed.ok) {
+    const row = typeof parsed.path[0] === "number" ? `row ${parsed.path[0] + 1}` : "the JSON"
+    throw new RowsFormatError(`${row} nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`)
   }
-  if (!Array.isArray(value)) throw new RowsFormatError("the JSON is not an array of objects")
-  return objectRows(value)
+  if (!Array.isArray(parsed.value)) throw new RowsFormatError("the JSON is not an array of objects")
+  return objectRows(parsed.value)
 }
 
 /** Rows given as values (JSON, a shop's customers): each must be an object. */

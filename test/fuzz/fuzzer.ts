@@ -1,7 +1,8 @@
 // The bad-input fuzzer: reads /openapi.json from a running server and sends every operation
 // requests made by fast-check (bodies from the operation's own schema, then broken: wrong types,
-// huge and negative numbers, long strings, unknown fields, broken JSON, wrong content types, bad
-// path ids, junk queries, oversized headers), anonymous and as a user (JWT, cookie), an API key and
+// huge and negative numbers, long strings, unknown fields, broken JSON, values nested 5,000 deep at
+// each field (every route, every field, once, then at random), wrong content types, bad path ids,
+// junk queries, oversized headers), anonymous and as a user (JWT, cookie), an API key and
 // the system key. Each answer must come in time, never be a 5xx, and a JSON 4xx must be the
 // contract's {error, code, field?}. The server's RSS is sampled from /proc as it goes.
 import fc from "fast-check"
@@ -229,6 +230,84 @@ export function fromSchema(s: Schema | undefined, depth = 0): fc.Arbitrary<unkno
   }
 }
 
+/** A step into a body: a field, or 0 for an array's first element. */
+type Step = string | 0
+
+/** Field names a deep value goes under where the schema names none (raw webhooks), and beside those it names. */
+const DEEP_FIELD_NAMES = ["data", "metadata"]
+/** How deep the deep-field bodies nest their value: mostly far past the limit, sometimes just inside it. */
+const DEEP_LEVELS = [5_000, 5_000, 60]
+/** Stands for the deep value in a body until it is written out as text. */
+const DEEP_MARK = "\u2063fuzz-deep\u2063"
+
+/** JSON text `levels` arrays and objects deep, alternating: {"a":[{"a":[…0…]}]}. */
+function nestedText(levels: number): string {
+  const open: string[] = []
+  const close: string[] = []
+  for (let i = 0; i < levels; i++) {
+    open.push(i % 2 === 0 ? '{"a":' : "[")
+    close.push(i % 2 === 0 ? "}" : "]")
+  }
+  return `${open.join("")}0${close.reverse().join("")}`
+}
+
+/** The object schema a body or an array's items use (the first such branch of a union), if any. */
+function objectSchema(s: Schema | undefined): Schema | undefined {
+  if (s === undefined) return undefined
+  if (s.type === "object" || s.properties !== undefined) return s
+  for (const alt of (s.anyOf ?? s.oneOf ?? []) as Schema[])
+    if (objectSchema(alt) !== undefined) return objectSchema(alt)
+  return undefined
+}
+
+/** The schema of an array body's items (an array body, or a union with one), if any. */
+function itemsSchema(s: Schema | undefined): Schema | undefined {
+  if (s === undefined) return undefined
+  if (s.type === "array") return (s.items as Schema | undefined) ?? {}
+  for (const alt of (s.anyOf ?? s.oneOf ?? []) as Schema[]) if (itemsSchema(alt) !== undefined) return itemsSchema(alt)
+  return undefined
+}
+
+/**
+ * Where a body can carry a value nested deep: each field the schema names and one it does not (loose
+ * objects keep those), a field of the first element of each array of objects among them, and for an
+ * array body a field of its first element. A body with no schema (a raw webhook) gets plausible names,
+ * at the top and in a first element (webhooks take one event or an array of them).
+ */
+export function deepSpots(schema: Schema | undefined): Step[][] {
+  const fieldsOf = (o: Schema | undefined): Step[][] => {
+    const props = Object.entries((o?.properties ?? {}) as Record<string, Schema>)
+    const spots: Step[][] = [...props.map(([k]) => [k]), ...DEEP_FIELD_NAMES.map((k) => [k])]
+    for (const [k, v] of props) {
+      const inner = objectSchema(itemsSchema(v))
+      if (inner !== undefined) spots.push(...fieldsOf(inner).map((spot) => [k, 0 as const, ...spot]))
+    }
+    return spots
+  }
+  const top = objectSchema(schema)
+  const items = schema === undefined ? {} : itemsSchema(schema)
+  const spots = top !== undefined || items === undefined || schema === undefined ? fieldsOf(top) : []
+  if (items !== undefined) spots.push(...fieldsOf(objectSchema(items)).map((spot) => [0 as const, ...spot]))
+  const seen = new Set<string>()
+  return spots.filter((spot) => !seen.has(JSON.stringify(spot)) && seen.add(JSON.stringify(spot)))
+}
+
+/** `v` with a value `levels` deep at `spot` (made where missing), as JSON text. */
+export function withDeep(v: unknown, spot: ReadonlyArray<Step>, levels: number): string {
+  const put = (at: unknown, rest: ReadonlyArray<Step>): unknown => {
+    if (rest.length === 0) return DEEP_MARK
+    const [step, ...more] = rest as [Step, ...Step[]]
+    if (step === 0) {
+      const list = Array.isArray(at) ? at : []
+      return [put(list[0], more), ...list.slice(1)]
+    }
+    const own = typeof at === "object" && at !== null && !Array.isArray(at) ? (at as Json) : {}
+    return { ...own, [step]: put(own[step], more) }
+  }
+  // Built as text: JSON.stringify itself overflows the stack on a value this deep.
+  return JSON.stringify(put(v, spot)).replace(JSON.stringify(DEEP_MARK), nestedText(levels))
+}
+
 /** A valid-looking body, then one of the ways of breaking it. */
 function jsonBody(schema: Schema | undefined): fc.Arbitrary<{ kind: string; text: string }> {
   const valid = fromSchema(schema)
@@ -244,6 +323,12 @@ function jsonBody(schema: Schema | undefined): fc.Arbitrary<{ kind: string; text
   const deep = fc
     .constantFrom(64, 1_000, 100_000)
     .chain((n) => fc.constantFrom(`${"[".repeat(n)}${"]".repeat(n)}`, `${'{"a":'.repeat(n)}1${"}".repeat(n)}`))
+  // A valid body with a value nested ~5,000 deep at one of its spots (deepSpots): refused where the
+  // body is parsed (422), never a 500 from what walks it (zod, a handler, JSON.stringify to Postgres).
+  const spots = deepSpots(schema)
+  const deepField = fc
+    .tuple(valid, fc.constantFrom(...spots), fc.constantFrom(...DEEP_LEVELS))
+    .map(([v, spot, levels]) => ({ kind: "deep-field", text: withDeep(v, spot, levels) }))
   // One string of a valid body given a NUL: Postgres text cannot hold it, so it must be refused.
   const nulString = fc.tuple(valid, fc.nat()).map(([generated, i]) => {
     const v: unknown = JSON.parse(JSON.stringify(generated) ?? "null")
@@ -273,6 +358,7 @@ function jsonBody(schema: Schema | undefined): fc.Arbitrary<{ kind: string; text
     },
     { weight: 2, arbitrary: junkValue.map(asText("junk-json")) },
     { weight: 1, arbitrary: deep.map((text) => ({ kind: "deep-json", text })) },
+    { weight: 2, arbitrary: deepField },
     {
       weight: 2,
       arbitrary: fc
@@ -457,6 +543,34 @@ export const HEAD_LIMIT = 4_096
 /** Request line and headers, with room for what the client and the auth add (host, JWT, cookie). */
 const headSize = (path: string, headers: Readonly<Record<string, string>>): number =>
   path.length + 700 + Object.entries(headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0)
+
+/**
+ * Every operation that takes JSON (or raw bytes), once per spot a value can go (deepSpots), with its
+ * own kind of credentials: a value nested 5,000 deep in an otherwise generated body. The random
+ * cases reach these spots too, by chance; this makes sure each route has been sent each one.
+ */
+export function deepCases(ops: ReadonlyArray<Operation>, creds: Credentials, seed: number): Case[] {
+  const cases: Case[] = []
+  for (const op of ops) {
+    if (op.body === undefined || !("application/json" in op.body || "*/*" in op.body)) continue
+    const schema = op.body["application/json"]
+    const [base] = fc.sample(fromSchema(schema), { numRuns: 1, seed })
+    const path = op.template.replace(/\{[^}]+\}/g, () => creds.ids[2] ?? "1")
+    const auth: AuthKind = op.system ? "system" : op.authenticated ? "jwt" : "none"
+    for (const spot of deepSpots(schema))
+      cases.push({
+        op: `${op.method} ${op.template}`,
+        kind: `deep-field:${spot.join(".")}`,
+        method: op.method,
+        path,
+        auth,
+        headers: { "content-type": "application/json" },
+        body: withDeep(base, spot, 5_000),
+        oversized: false,
+      })
+  }
+  return cases
+}
 
 /** Every operation, every way. */
 export function caseArb(ops: ReadonlyArray<Operation>, creds: Credentials): fc.Arbitrary<Case> {
@@ -648,26 +762,34 @@ export async function fuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const slowest: Array<readonly [string, number]> = []
 
   const batch = fc.array(caseArb(ops, creds), { minLength: concurrency, maxLength: concurrency })
+  const look = (cases: ReadonlyArray<Case>, outcomes: ReadonlyArray<Outcome>) =>
+    cases.forEach((c, i) => {
+      const o = outcomes[i]!
+      const label = o.kind === "answer" ? String(o.status) : o.kind
+      if (slowest.length < 10 || o.ms > slowest.at(-1)![1]) {
+        slowest.push([`${c.op} (${c.kind}) ${label}`, o.ms])
+        slowest.sort((x, y) => y[1] - x[1]).splice(10)
+      }
+      byStatus[label] = (byStatus[label] ?? 0) + 1
+      const problem = judge(c, o, codes)
+      if (problem === undefined) return
+      // One report per operation and problem: the first case that shows it.
+      const id = `${c.op} ${problem.slice(0, 40)}`
+      if (seen.has(id)) return
+      seen.add(id)
+      violations.push({ problem, case: compact(c) })
+    })
   try {
+    // Each route with a body, a deep value at each of its spots, before the random cases.
+    const deep = deepCases(ops, creds, opts.seed)
+    for (let i = 0; i < deep.length; i += concurrency) {
+      const cases = deep.slice(i, i + concurrency)
+      look(cases, await Promise.all(cases.map((c) => send(agent, opts.base, c, creds, timeoutMs))))
+    }
+    sent += deep.length
     await fc.assert(
       fc.asyncProperty(batch, async (cases) => {
-        const outcomes = await Promise.all(cases.map((c) => send(agent, opts.base, c, creds, timeoutMs)))
-        cases.forEach((c, i) => {
-          const o = outcomes[i]!
-          const label = o.kind === "answer" ? String(o.status) : o.kind
-          if (slowest.length < 10 || o.ms > slowest.at(-1)![1]) {
-            slowest.push([`${c.op} (${c.kind}) ${label}`, o.ms])
-            slowest.sort((x, y) => y[1] - x[1]).splice(10)
-          }
-          byStatus[label] = (byStatus[label] ?? 0) + 1
-          const problem = judge(c, o, codes)
-          if (problem === undefined) return
-          // One report per operation and problem: the first case that shows it.
-          const id = `${c.op} ${problem.slice(0, 40)}`
-          if (seen.has(id)) return
-          seen.add(id)
-          violations.push({ problem, case: compact(c) })
-        })
+        look(cases, await Promise.all(cases.map((c) => send(agent, opts.base, c, creds, timeoutMs))))
         sent += cases.length
         if (sent >= nextSample) {
           nextSample += 250
