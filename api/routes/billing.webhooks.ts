@@ -17,14 +17,7 @@ import {
 } from "../../src/providers/payments/signatures.js"
 import { json } from "../reply.js"
 import { type Route, route } from "../route.js"
-
-/**
- * A header the spec names with an underscore, or its hyphenated form. The HTTP engine we can run
- * here (uWS v20.30) drops any request whose header names contain "_" before we see it (fixed
- * upstream in builds that need a newer glibc), so a proxy in front renames them; see the README.
- */
-const specHeader = (headers: Readonly<Record<string, string>>, name: string): string | undefined =>
-  headers[name] ?? headers[name.replace(/_/g, "-")]
+import { specHeader } from "../spec-header.js"
 
 const badSignature = () =>
   Effect.fail(new Unauthenticated({ code: "INVALID_SIGNATURE", message: "missing or invalid webhook signature" }))

@@ -12,14 +12,11 @@ import { BadRequestBody, Unauthenticated, type ValidationFailed } from "../../sr
 import { jsonBody } from "../../src/platform/json.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
+import { specHeader } from "../spec-header.js"
 
 const sha256 = (s: string | Buffer) => createHash("sha256").update(s).digest()
 /** Equal strings, in time that does not depend on where they differ (digests have one length). */
 const sameSecret = (a: string, b: string) => timingSafeEqual(sha256(a), sha256(b))
-
-/** A header the spec names with an underscore, or its hyphenated form (the HTTP engine drops "_"). */
-const specHeader = (headers: Readonly<Record<string, string>>, name: string): string | undefined =>
-  headers[name] ?? headers[name.replace(/_/g, "-")]
 
 export function verifyMailBSignature(raw: Buffer, header: string | undefined, secret: string): boolean {
   if (header === undefined) return false

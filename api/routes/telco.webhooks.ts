@@ -16,13 +16,13 @@ import {
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { bytes, json } from "../reply.js"
 import { type RequestContext, route } from "../route.js"
+import { specHeader } from "../spec-header.js"
 import { calledUrl } from "../webhook-url.js"
 
 const XML = "text/xml; charset=utf-8"
 
-/** The spec's header is X-telco_a-Signature; proxies (and our HTTP engine) pass it hyphenated. */
-const telcoASignature = (headers: Readonly<Record<string, string>>) =>
-  headers["x-telco_a-signature"] ?? headers["x-telco-a-signature"]
+/** The spec's X-telco_a-Signature (or hyphenated). */
+const telcoASignature = (headers: Readonly<Record<string, string>>) => specHeader(headers, "x-telco_a-signature")
 
 const webhookOf = (ctx: RequestContext<unknown, unknown, unknown>) =>
   Effect.map(AppConfig, (config): TelcoAWebhook => {
@@ -86,9 +86,8 @@ export const telcoAStatusCallbackGet = status("GET")
 
 const TELCO_B_INCOMING = "/voice/telco_b/incoming"
 
-/** The spec's header is X-telco_b-Signature; proxies (and our HTTP engine) pass it hyphenated. */
-const telcoBSignature = (headers: Readonly<Record<string, string>>) =>
-  headers["x-telco_b-signature"] ?? headers["x-telco-b-signature"]
+/** The spec's X-telco_b-Signature (or hyphenated). */
+const telcoBSignature = (headers: Readonly<Record<string, string>>) => specHeader(headers, "x-telco_b-signature")
 
 const TELCO_B_SIGNED = "Signed with the number's workspace's telco_b secret: X-telco_b-Signature, hex HMAC-SHA256 of"
 
