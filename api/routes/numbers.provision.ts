@@ -1,6 +1,6 @@
 // POST /numbers/provision: buys a number (the one given, or the first free offer for the country
 // and area code) on the workspace's account, wires its inbound-voice and status webhooks to us,
-// and charges the first month when it is on the platform's account.
+// and charges the first month when it is on the platform's account (only for a verified owner).
 import { Effect } from "effect"
 import { z } from "zod"
 import { provisionNumber } from "../../src/numbers/numbers.service.js"
@@ -38,6 +38,14 @@ export default route({
         workflow_id: WorkflowId.optional(),
       })
       .optional(),
+  },
+  responses: {
+    201: { description: "{number, charged_minor}: the number, and the first month charged to the wallet" },
+    409: {
+      description:
+        "WORKFLOW_NOT_READY with missing [email_verified] (a number on Parley's account needs the owner's verified " +
+        "email), NO_NUMBERS_AVAILABLE, NUMBER_UNAVAILABLE or CREDENTIAL_MISSING",
+    },
   },
   handler: ({ principal, body, headers }) =>
     Effect.gen(function* () {

@@ -78,6 +78,11 @@ export const voiceAvatarsClone = route({
         "VALIDATION_FAILED on sample (missing, not WAV/MP3/OGG/WebM by its bytes, unreadable, shorter than 5 s or " +
         "longer than 5 min, refused by the provider) or on name",
     },
+    409: {
+      description:
+        "WORKFLOW_NOT_READY with missing [email_verified]: cloning runs on Parley's speech account and needs the " +
+        "owner's verified email",
+    },
   },
   handler: ({ principal, upload }) =>
     Effect.gen(function* () {

@@ -54,7 +54,9 @@ const previewCaller = (req: {
     const auth = yield* Auth
     const checked = auth.authenticate(req, { level: "jwt", scope: "read" })
     const principal = checked instanceof Promise ? yield* Effect.promise(() => checked) : checked
-    return principal instanceof Error ? anonymous : { kind: "workspace", tenantId: principal.tenantId }
+    return principal instanceof Error
+      ? anonymous
+      : { kind: "workspace", tenantId: principal.tenantId, ip: req.clientIp }
   })
 
 export const previewOpeningCreate = route({
@@ -83,6 +85,11 @@ export const previewOpeningCreate = route({
       description:
         "RATE_LIMITED with Retry-After: the hourly budget is spent (anonymous callers: PREVIEWS_ANON_PER_IP_HOUR " +
         "per address; signed-in: 600 per workspace), or synthesis is busy",
+    },
+    409: {
+      description:
+        "WORKFLOW_NOT_READY with missing [email_verified]: a signed-in workspace whose owner has not verified their " +
+        "email shares its address's anonymous budget, and has spent it",
     },
   },
   handler: ({ body, headers, method, clientIp }) =>

@@ -3,6 +3,7 @@
 // (unwired at the provider, rental stopped), and the monthly rental renewal.
 
 import { Effect } from "effect"
+import { requireVerifiedOwner } from "../auth/verified-owner.js"
 import { postEntry } from "../billing/ledger.repo.js"
 import { addMonth } from "../billing/subscription.service.js"
 import { balanceOf } from "../billing/wallet.repo.js"
@@ -101,8 +102,9 @@ export interface ProvisionRequest {
 
 /**
  * Buys a number on the workspace's account with its webhooks wired, and charges the first
- * month from the wallet when it is the platform's account. The number is claimed first (one
- * holder across workspaces); a claim the provider does not honour is dropped again.
+ * month from the wallet when it is the platform's account (which needs the owner's verified email).
+ * The number is claimed first (one holder across workspaces); a claim the provider does not honour
+ * is dropped again.
  */
 export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl: string) =>
   Effect.gen(function* () {
@@ -112,6 +114,8 @@ export const provisionNumber = (tenantId: number, req: ProvisionRequest, baseUrl
     const tenant = yield* loadTenant(sql, tenantId)
     yield* checkWorkflow(sql, tenantId, req.workflowId)
     const account = yield* accountFor(tenant)
+    // Parley's carrier account, charged to the wallet: only for a verified owner (the simulator too).
+    if (account.owner === "platform") yield* requireVerifiedOwner(tenantId, "renting a number")
     const provider = account.inventory.provider
     const price = monthlyPrice(account, tenant)
     if (price > 0) {
@@ -264,6 +268,8 @@ export const importNumber = (
     yield* checkWorkflow(sql, tenantId, req.workflowId)
     const phone = yield* phoneOf(req.phoneNumber, tenant.country)
     const account = yield* accountFor(tenant)
+    // Without a byok credential store the number is wired on Parley's carrier account: as provisioning.
+    if (account.owner === "platform") yield* requireVerifiedOwner(tenantId, "wiring a number on Parley's account")
     const provider = account.inventory.provider
     const webhooks = webhooksFor(baseUrl, tenantId)
     const id = yield* Effect.promise(() =>

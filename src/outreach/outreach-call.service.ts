@@ -5,6 +5,7 @@
 // pacing) and bills the call to its wallet. A rule that fails here is answered at once.
 import { Effect } from "effect"
 import { insertTarget } from "../audience/audience.repo.js"
+import { ownerEmailVerified } from "../auth/auth.repo.js"
 import { DEFAULT_PRECHECK_SECONDS, precheck } from "../billing/wallet.service.js"
 import { checkDnc } from "../compliance/dnc.service.js"
 import { type TenantCountry, toE164 } from "../phones/phone.js"
@@ -56,7 +57,12 @@ export const placeOutreachCall = (tenantId: number, input: OutreachCallRequest) 
       )
     if (source.status === "retired")
       return yield* Effect.fail(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${source.id} is retired` }))
-    const missing = [...(source.rule_book_id === null ? ["rule_book"] : []), ...(source.attested ? [] : ["consent"])]
+    // As a run's start (runs.service): the call is billed to the wallet, so the owner's email must be verified.
+    const missing = [
+      ...(source.rule_book_id === null ? ["rule_book"] : []),
+      ...(source.attested ? [] : ["consent"]),
+      ...((yield* Effect.promise(() => ownerEmailVerified(sql, tenantId))) ? [] : ["email_verified"]),
+    ]
     if (missing.length > 0)
       return yield* Effect.fail(
         new Conflict({

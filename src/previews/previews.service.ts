@@ -4,10 +4,12 @@
 import { createHash } from "node:crypto"
 import { isIP } from "node:net"
 import { Effect } from "effect"
+import { ownerEmailVerified } from "../auth/auth.repo.js"
+import { ownerNotVerified } from "../auth/verified-owner.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, query } from "../platform/Db.js"
-import { GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
+import { type Conflict, GatewayUnavailable, NotFound, RateLimited, ValidationFailed } from "../platform/errors.js"
 import { HOUR_MS, hit } from "../platform/rate-counters.repo.js"
 import { Speech } from "../providers/Speech.js"
 import {
@@ -34,10 +36,11 @@ export const WORKSPACE_PREVIEWS_PER_HOUR = 600
 /**
  * Who asks for a preview. The endpoint is public; a caller presenting a valid session or API key
  * is its workspace (own budget, normal synthesis priority), anyone else is their client address.
+ * A workspace whose owner has not verified their email shares its address's anonymous budget.
  */
 export type PreviewCaller =
   | { readonly kind: "anonymous"; readonly ip: string }
-  | { readonly kind: "workspace"; readonly tenantId: number }
+  | { readonly kind: "workspace"; readonly tenantId: number; readonly ip: string }
 
 /** A clip id: the first 128 bits of the content hash, in hex. */
 export const CLIP_ID = /^[0-9a-f]{32}$/
@@ -141,22 +144,30 @@ export function addressBucket(ip: string): string {
     .join(":")}::/64`
 }
 
-/** Counts this request against the caller's hourly budget; RateLimited once it is spent. */
-const spendBudget = (caller: PreviewCaller): Effect.Effect<void, RateLimited, Db | AppConfig | Clock> =>
+/**
+ * Counts this request against the caller's hourly budget; RateLimited once it is spent. Synthesis
+ * runs on Parley's speech account, so previews beyond an address's anonymous budget need a
+ * verified owner: an unverified workspace spends that budget and is then refused as for any spend
+ * (requireVerifiedOwner's 409), since verifying is what lifts it.
+ */
+const spendBudget = (caller: PreviewCaller): Effect.Effect<void, RateLimited | Conflict, Db | AppConfig | Clock> =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const clock = yield* Clock
-    const [key, limit] =
-      caller.kind === "anonymous"
-        ? [`preview:ip:${addressBucket(caller.ip)}`, config.previewsAnonPerIpHour]
-        : [`preview:tenant:${caller.tenantId}`, WORKSPACE_PREVIEWS_PER_HOUR]
+    const verified = caller.kind === "workspace" && (yield* query((sql) => ownerEmailVerified(sql, caller.tenantId)))
+    const [key, limit] = verified
+      ? [`preview:tenant:${caller.tenantId}`, WORKSPACE_PREVIEWS_PER_HOUR]
+      : [`preview:ip:${addressBucket(caller.ip)}`, config.previewsAnonPerIpHour]
     const verdict = yield* query((sql) => hit(sql, key, { limit, windowMs: HOUR_MS }, clock.now()))
     if (verdict.allowed) return
+    if (caller.kind === "workspace" && !verified)
+      return yield* Effect.fail(ownerNotVerified(`making more than ${limit} previews an hour from one address`))
     return yield* Effect.fail(
       new RateLimited({
         message:
           caller.kind === "anonymous"
-            ? `at most ${limit} previews an hour from one address without signing in; sign in for more, or retry later`
+            ? `at most ${limit} previews an hour from one address without signing in; sign in (a verified account) ` +
+              "for more, or retry later"
             : `this workspace has made ${limit} previews this hour; retry later`,
         retryAfterSeconds: verdict.retryAfterSeconds,
       }),
@@ -219,7 +230,7 @@ export const previewOpening = (input: {
   workflowId?: number | undefined
   avatar?: AvatarRow | undefined
   caller: PreviewCaller
-}): Effect.Effect<PreviewResult, SynthesisFailure | NotFound, Db | Speech | AppConfig | Clock> =>
+}): Effect.Effect<PreviewResult, SynthesisFailure | NotFound | Conflict, Db | Speech | AppConfig | Clock> =>
   Effect.gen(function* () {
     const speaker = yield* speakerOf(input)
     const voice: Voice = speaker.persona

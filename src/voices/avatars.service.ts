@@ -10,6 +10,7 @@ import { pipeline } from "node:stream/promises"
 import { Effect } from "effect"
 import { fileTypeFromFile } from "file-type"
 import { parseFile } from "music-metadata"
+import { requireVerifiedOwner } from "../auth/verified-owner.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Db } from "../platform/Db.js"
 import {
@@ -194,7 +195,8 @@ const cloneFailure = (err: unknown): Effect.Effect<never, ValidationFailed | Rat
 /**
  * Clones a voice from an uploaded form (`name`, `sample`) for `owner`: 422 on `sample` for a file
  * that is not WAV/MP3/OGG/WebM by its bytes or not 5 s to 5 min long, 413 (from `run`) past the
- * upload limit. `defaultName` stands in for a missing name (the demo asks for none).
+ * upload limit, 409 WORKFLOW_NOT_READY (missing email_verified) for a workspace whose owner has not
+ * verified their email. `defaultName` stands in for a missing name (the demo asks for none).
  */
 export const cloneVoice = (
   owner: VoiceOwner,
@@ -203,6 +205,9 @@ export const cloneVoice = (
   opts: { readonly defaultName?: string } = {},
 ): Effect.Effect<AvatarView, DomainError, Db | Speech | AppConfig> =>
   Effect.gen(function* () {
+    // Cloning runs on Parley's speech account: a workspace's needs its owner's verified email (the
+    // anonymous demo's are capped per address and expire). Refused before the upload is read.
+    if (owner.kind === "workspace") yield* requireVerifiedOwner(owner.tenantId, "cloning a voice")
     const config = yield* AppConfig
     const dir = resolve(config.dataDir, SAMPLE_DIR)
     yield* Effect.promise(() => mkdir(dir, { recursive: true }))

@@ -355,7 +355,7 @@ describe("synthesis failures as HTTP errors", () => {
         ),
       )
     await ask({ kind: "anonymous", ip: "203.0.113.8" })
-    await ask({ kind: "workspace", tenantId: 1 })
+    await ask({ kind: "workspace", tenantId: 1, ip: "203.0.113.9" })
     expect(seen).toEqual(["low", "normal"])
   })
 
