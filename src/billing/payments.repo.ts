@@ -1,5 +1,6 @@
 // SQL for payments: intents (a top-up or autocharge waiting for its gateway), the gateway events
 // recorded once each, and the payment methods saved for autocharge.
+import type { PendingQuery, Row } from "postgres"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { GatewayName } from "../providers/payments/payments.interface.js"
 import type { Currency } from "./pricing.js"
@@ -123,47 +124,34 @@ export const findCheckoutIntent = async (
   return row
 }
 
+/** The one intent matching `where`, locked for the transaction. */
+const lockIntent = async (tx: Tx, where: PendingQuery<Row[]>): Promise<IntentRow | undefined> => {
+  const [row] = await tx<[IntentRow?]>`
+    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
+      from payment_intents
+    where ${where}
+    for update`
+  return row
+}
+
 /** The intent a gateway's external id names (of that gateway, or any), locked. */
-export const lockIntentByExternal = async (
+export const lockIntentByExternal = (
   tx: Tx,
   externalId: string,
   gateway: GatewayName | "any",
-): Promise<IntentRow | undefined> => {
-  const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
-      from payment_intents
-    where external_id = ${externalId} ${gateway === "any" ? tx`` : tx`and gateway = ${gateway}`}
-    for update`
-  return row
-}
+): Promise<IntentRow | undefined> =>
+  lockIntent(tx, tx`external_id = ${externalId} ${gateway === "any" ? tx`` : tx`and gateway = ${gateway}`}`)
 
 /** Our intent still waiting for its charge id, locked. */
-export const lockUnassignedIntent = async (
-  tx: Tx,
-  intentId: number,
-  gateway: GatewayName,
-): Promise<IntentRow | undefined> => {
-  const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
-      from payment_intents
-    where id = ${intentId} and gateway = ${gateway} and external_id like 'unassigned:%'
-    for update`
-  return row
-}
+export const lockUnassignedIntent = (tx: Tx, intentId: number, gateway: GatewayName): Promise<IntentRow | undefined> =>
+  lockIntent(tx, tx`id = ${intentId} and gateway = ${gateway} and external_id like 'unassigned:%'`)
 
 /** A top-up of ours whose hosted checkout was created (its external id names the session), locked. */
-export const lockCheckoutTopup = async (
-  tx: Tx,
-  intentId: number,
-  gateway: GatewayName,
-): Promise<IntentRow | undefined> => {
-  const [row] = await tx<[IntentRow?]>`
-    select id, tenant_id, gateway, amount_minor, currency, status, purpose, external_id, save_method
-      from payment_intents
-    where id = ${intentId} and gateway = ${gateway} and purpose = 'topup' and external_id not like 'unassigned:%'
-    for update`
-  return row
-}
+export const lockCheckoutTopup = (tx: Tx, intentId: number, gateway: GatewayName): Promise<IntentRow | undefined> =>
+  lockIntent(
+    tx,
+    tx`id = ${intentId} and gateway = ${gateway} and purpose = 'topup' and external_id not like 'unassigned:%'`,
+  )
 
 export const setExternalId = async (tx: Tx, intentId: number, externalId: string): Promise<void> => {
   await tx`update payment_intents set external_id = ${externalId} where id = ${intentId}`

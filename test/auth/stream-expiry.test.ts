@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Auth } from "../../src/auth/Auth.js"
 import { SESSION_COOKIE } from "../../src/auth/authenticator.js"
 import { SESSION_SECONDS } from "../../src/auth/jwt.js"
-import { api, type Session } from "../support/clients.js"
+import { api } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
@@ -22,19 +22,6 @@ afterAll(async () => srv?.stop())
 const GRACE_MS = 1_000
 /** A timer may fire a millisecond before the instant it was set for (whole-millisecond rounding). */
 const EARLY_MS = 20
-
-async function newRun(s: Session): Promise<number> {
-  const res = await a.call("POST", "/api/workflows", {
-    token: s.token,
-    body: { nl_prompt: "Check in with our customers." },
-  })
-  expect(res.status).toBe(201)
-  const w = (await res.json()) as { id: number }
-  const [run] = await srv.sql<
-    [{ id: number }]
-  >`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
-  return run.id
-}
 
 interface Watched {
   readonly client: SseClient
@@ -70,7 +57,7 @@ async function expectEndedAt(streams: Watched[], expiresAt: number): Promise<voi
 describe("open event streams", () => {
   it("end when their API key expires; a key without expiry keeps its streams", async () => {
     const owner = await a.signup({ country: "US" })
-    const runId = await newRun(owner)
+    const runId = await a.runningRun(owner)
     const expiresAt = Date.now() + 3_000
     const expiring = await a.createKey(owner, {
       name: "expiring",
@@ -91,7 +78,7 @@ describe("open event streams", () => {
 
   it("end when their session's token expires (bearer and cookie); a longer session keeps its streams", async () => {
     const owner = await a.signup({ country: "US" })
-    const runId = await newRun(owner)
+    const runId = await a.runningRun(owner)
     // The server's own signer, issuing as if the session began almost SESSION_SECONDS ago: it expires in 3–4 s.
     const jwt = srv.running.runtime.runSync(Auth).jwt
     const issuedAt = Math.floor(Date.now() / 1000) + 4 - SESSION_SECONDS

@@ -2,7 +2,7 @@
 // key or signing out the session ends it within a second, and leaves other credentials' streams
 // (the same user's other session, another key) open.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, type Session } from "../support/clients.js"
+import { api } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
@@ -14,19 +14,6 @@ beforeAll(async () => {
   a = api(srv)
 })
 afterAll(async () => srv?.stop())
-
-async function newRun(s: Session): Promise<number> {
-  const res = await a.call("POST", "/api/workflows", {
-    token: s.token,
-    body: { nl_prompt: "Check in with our customers." },
-  })
-  expect(res.status).toBe(201)
-  const w = (await res.json()) as { id: number }
-  const [run] = await srv.sql<
-    [{ id: number }]
-  >`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
-  return run.id
-}
 
 const open = async (runId: number, headers: Record<string, string>): Promise<SseClient> => {
   const c = sse(`${srv.url}/api/runs/${runId}/turns/stream`, headers)
@@ -41,7 +28,7 @@ const endsWithin = (c: SseClient, ms: number) =>
 describe("open turn streams", () => {
   it("end within a second of their API key being revoked; another key's stream stays open", async () => {
     const owner = await a.signup({ country: "US" })
-    const runId = await newRun(owner)
+    const runId = await a.runningRun(owner)
     const doomed = await a.createKey(owner, { name: "doomed", scope: "read" })
     const kept = await a.createKey(owner, { name: "kept", scope: "read" })
     const revoked = await open(runId, { authorization: `Bearer ${doomed.secret}` })
@@ -60,7 +47,7 @@ describe("open turn streams", () => {
 
   it("end within a second of their session signing out; the user's other session's stream stays open", async () => {
     const owner = await a.signup({ country: "US" })
-    const runId = await newRun(owner)
+    const runId = await a.runningRun(owner)
     const second = await a.login(owner.email, owner.password)
     const byCookie = await open(runId, { cookie: owner.cookie })
     const byBearer = await open(runId, { authorization: `Bearer ${owner.token}` })

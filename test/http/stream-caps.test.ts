@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { STREAM_RETRY_AFTER_SECONDS, StreamCaps } from "../../api/pipeline/stream-caps.js"
 import { json, type StreamWriter, stream } from "../../api/reply.js"
 import type { Principal } from "../../src/auth/principal.js"
-import { api, type Session } from "../support/clients.js"
+import { api } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
@@ -33,25 +33,12 @@ afterAll(async () => {
   await srv?.stop()
 })
 
-async function newRun(s: Session): Promise<number> {
-  const res = await a.call("POST", "/api/workflows", {
-    token: s.token,
-    body: { nl_prompt: "Check in with our customers." },
-  })
-  expect(res.status).toBe(201)
-  const w = (await res.json()) as { id: number }
-  const [run] = await srv.sql<
-    [{ id: number }]
-  >`insert into runs (tenant_id, workflow_id, status) values (${s.tenantId}, ${w.id}, 'running') returning id`
-  return run.id
-}
-
 const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` })
 
 /** A workspace with a run to watch and API keys with read scope. */
 async function workspace(keys: number) {
   const owner = await a.signup({ country: "US" })
-  const runId = await newRun(owner)
+  const runId = await a.runningRun(owner)
   const secrets: string[] = []
   for (let i = 0; i < keys; i++) secrets.push((await a.createKey(owner, { name: `reader ${i}`, scope: "read" })).secret)
   return { owner, runId, keys: secrets }

@@ -97,5 +97,18 @@ export function api(srv: TestServer) {
     return (await res.json()) as { id: number; secret: string }
   }
 
-  return { call, signup, verifyEmail, login, createKey }
+  /** A workflow of the session's workspace with a run marked running in the database (nothing dials): its id. */
+  async function runningRun(session: Session): Promise<number> {
+    const res = await call("POST", "/api/workflows", {
+      token: session.token,
+      body: { nl_prompt: "Check in with our customers." },
+    })
+    if (res.status !== 201) throw new Error(`create workflow ${res.status}: ${await res.text()}`)
+    const w = (await res.json()) as { id: number }
+    const [run] = await srv.sql<[{ id: number }]>`
+      insert into runs (tenant_id, workflow_id, status) values (${session.tenantId}, ${w.id}, 'running') returning id`
+    return run.id
+  }
+
+  return { call, signup, verifyEmail, login, createKey, runningRun }
 }
