@@ -1,6 +1,7 @@
 // OpenAPI 3.1 generated from the route table, so the description can never drift from what the
 // router enforces: the same zod schemas become the parameters, bodies and responses.
 import { z } from "zod"
+import { PERMISSION_TABLE, routePermission } from "../src/auth/permissions.js"
 import { openApiWebhooks } from "../src/webhooks/catalogue.js"
 import { ERROR_CODES } from "./error-map.js"
 import type { FormSpec } from "./form.js"
@@ -168,7 +169,7 @@ function operation(r: AnyRoute, opts: DocumentOptions): JsonSchema {
     summary: r.summary,
     tags: r.tags,
     security: SECURITY[r.auth],
-    ...(r.auth === "jwt" && { "x-required-scope": r.scope ?? (r.method === "GET" ? "read" : "write") }),
+    ...permissionDoc(r),
     parameters: [
       ...parameters(r.params, "path"),
       ...parameters(r.query, "query"),
@@ -176,6 +177,21 @@ function operation(r: AnyRoute, opts: DocumentOptions): JsonSchema {
     ],
     ...(requestBody && { requestBody }),
     responses,
+  }
+}
+
+/**
+ * A signed-in route's permission from the one table (src/auth/permissions.ts): its name, the roles
+ * that hold it, and the API-key scope that does (`jwt` routes only).
+ */
+function permissionDoc(r: AnyRoute): Record<string, unknown> {
+  if (r.auth !== "jwt" && r.auth !== "jwt-only") return {}
+  const permission = routePermission(r.permission, r.method)
+  const grant = PERMISSION_TABLE[permission]
+  return {
+    "x-permission": permission,
+    "x-roles": grant.roles,
+    ...(r.auth === "jwt" && grant.keyScope !== null && { "x-required-scope": grant.keyScope }),
   }
 }
 

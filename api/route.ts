@@ -3,7 +3,8 @@
 import type { Readable } from "node:stream"
 import type { Effect } from "effect"
 import type { z } from "zod"
-import type { Principal, Scope } from "../src/auth/principal.js"
+import type { Permission } from "../src/auth/permissions.js"
+import type { Principal } from "../src/auth/principal.js"
 import type { AppServices } from "../src/main/app.layer.js"
 import type { DomainError } from "../src/platform/errors.js"
 import type { FormSpec } from "./form.js"
@@ -123,10 +124,17 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
   readonly path: string
   readonly auth: AuthLevel
   /**
-   * The API-key scope a `jwt` route needs: by default read for GET, write otherwise; admin for
-   * the destructive actions of spec section 5 (which also keeps members out).
+   * What a `jwt` or `jwt-only` route needs, from the one permission table
+   * (src/auth/permissions.ts: which roles and which API-key scope hold it): by default read for
+   * GET, write otherwise; supervise for a supervisor's work (approvals, feedback); admin for the
+   * destructive actions of spec section 5, members and money settings; owner for a transfer.
    */
-  readonly scope?: Scope
+  readonly permission?: Permission
+  /**
+   * `service`: the route's service writes its own audit entries (with the state before and
+   * after). Otherwise a change needing admin or owner is logged by the pipeline once it succeeded.
+   */
+  readonly audit?: "service"
   /**
    * The answer carries a secret shown once (an API key, a signing secret): an Idempotency-Key
    * replay of it is kept sealed under the client's key (src/idempotency/), never readable at rest.

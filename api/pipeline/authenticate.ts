@@ -1,6 +1,7 @@
 // authenticate: who is calling a `jwt` or `jwt-only` route, learnt while the body is held
 // (the server pauses it before attaching the reader), so an anonymous client cannot make it read.
 import type { AuthRequirement } from "../../src/auth/authenticator.js"
+import { routePermission } from "../../src/auth/permissions.js"
 import type { Principal } from "../../src/auth/principal.js"
 import type { DomainError } from "../../src/platform/errors.js"
 import type { AnyRoute } from "../route.js"
@@ -14,12 +15,12 @@ export class LookupFailed {
 export type Caller = Principal | DomainError | LookupFailed
 
 /**
- * What a route asks of its caller: undefined for `public` and `system` routes; the API-key scope
- * is the route's, or read for GET and HEAD and write otherwise.
+ * What a route asks of its caller: undefined for `public` and `system` routes; otherwise the
+ * route's permission, or its method's default (src/auth/permissions.ts).
  */
 export function authRequirement(route: AnyRoute, method: string): AuthRequirement | undefined {
   if (route.auth !== "jwt" && route.auth !== "jwt-only") return undefined
-  return { level: route.auth, scope: route.scope ?? (method === "GET" || method === "HEAD" ? "read" : "write") }
+  return { level: route.auth, permission: routePermission(route.permission, method) }
 }
 
 /**

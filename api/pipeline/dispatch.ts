@@ -7,6 +7,7 @@ import { type DomainError, ValidationFailed } from "../../src/platform/errors.js
 import type { Reply } from "../reply.js"
 import type { AnyRoute, Method, RequestContext } from "../route.js"
 import type { StreamedBody } from "../upload.js"
+import { withAudit } from "./audit.js"
 import { idempotent } from "./idempotency.js"
 import type { Incoming } from "./incoming.js"
 import { negotiate } from "./negotiate.js"
@@ -79,7 +80,7 @@ export async function dispatch(
   const program = Effect.suspend(() => {
     const ctx = prepare()
     if (!("requestId" in ctx)) return Effect.fail(ctx)
-    return idempotent(route, ctx, route.handler)
+    return idempotent(route, ctx, withAudit(route))
   })
   return outcome(await runtime.runPromiseExit(program), aborted())
 }

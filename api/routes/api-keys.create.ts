@@ -1,7 +1,7 @@
 // POST /api-keys: a new key; its secret is in this response and nowhere else, ever.
 import { Effect } from "effect"
 import { z } from "zod"
-import { createKey, DEFAULT_KEY_SCOPE } from "../../src/keys/keys.service.js"
+import { createKey, DEFAULT_KEY_SCOPE, keyActor } from "../../src/keys/keys.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { userOf } from "../session.js"
@@ -10,6 +10,9 @@ export default route({
   method: "POST",
   path: "/api-keys",
   auth: "jwt-only",
+  // Any member manages keys within their role (src/keys/keys.service.ts: mayMint, mayManage).
+  permission: "read",
+  audit: "service",
   secretInAnswer: true,
   summary:
     "Create an API key (the secret is returned once); scope defaults to read, and only owners and admins may create " +
@@ -47,16 +50,11 @@ export default route({
           : b.expires_in_days !== undefined
             ? new Date(Date.now() + b.expires_in_days * 86_400_000)
             : null
-      const key = yield* createKey(
-        {
-          tenantId: user.tenantId,
-          userId: user.userId,
-          role: user.role,
-          ip: clientIp,
-          userAgent: headers["user-agent"],
-        },
-        { name: b.name, scope: b.scope, expiresAt },
-      )
+      const key = yield* createKey(keyActor(user, clientIp, headers["user-agent"]), {
+        name: b.name,
+        scope: b.scope,
+        expiresAt,
+      })
       return json(key, 201)
     }),
 })

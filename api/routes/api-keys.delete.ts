@@ -1,7 +1,7 @@
 // DELETE /api-keys/{key_id}: removes a revoked key's row (its audit trail stays); 409 otherwise.
 import { Effect } from "effect"
 import { z } from "zod"
-import { deleteKey } from "../../src/keys/keys.service.js"
+import { deleteKey, keyActor } from "../../src/keys/keys.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
@@ -11,17 +11,15 @@ export default route({
   method: "DELETE",
   path: "/api-keys/{key_id}",
   auth: "jwt-only",
+  // Any member manages keys within their role (src/keys/keys.service.ts: mayMint, mayManage).
+  permission: "read",
+  audit: "service",
   summary: "Delete a revoked API key",
   tags: ["api-keys"],
   params: z.object({ key_id: Id }),
   handler: ({ principal, params, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      return json(
-        yield* deleteKey(
-          { tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] },
-          params.key_id,
-        ),
-      )
+      return json(yield* deleteKey(keyActor(user, clientIp, headers["user-agent"]), params.key_id))
     }),
 })

@@ -1,7 +1,7 @@
 // POST /api-keys/{key_id}/revoke: the key stops working in every process at once; idempotent.
 import { Effect } from "effect"
 import { z } from "zod"
-import { revokeKey } from "../../src/keys/keys.service.js"
+import { keyActor, revokeKey } from "../../src/keys/keys.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
@@ -11,6 +11,9 @@ export default route({
   method: "POST",
   path: "/api-keys/{key_id}/revoke",
   auth: "jwt-only",
+  // Any member manages keys within their role (src/keys/keys.service.ts: mayMint, mayManage).
+  permission: "read",
+  audit: "service",
   summary: "Revoke an API key",
   tags: ["api-keys"],
   params: z.object({ key_id: Id }),
@@ -20,7 +23,8 @@ export default route({
   handler: ({ principal, params, body, clientIp, headers }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      const actor = { tenantId: user.tenantId, userId: user.userId, ip: clientIp, userAgent: headers["user-agent"] }
-      return json(yield* revokeKey(actor, params.key_id, body?.reason || null))
+      return json(
+        yield* revokeKey(keyActor(user, clientIp, headers["user-agent"]), params.key_id, body?.reason || null),
+      )
     }),
 })

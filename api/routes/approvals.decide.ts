@@ -12,6 +12,7 @@ export default route({
   method: "POST",
   path: "/api/approvals/{id}/decide",
   auth: "jwt",
+  permission: "supervise",
   summary: "Approve or deny (409 when already decided or expired; 404 outside the workspace)",
   tags: ["approvals"],
   params: z.object({ id: Id }),

@@ -2,6 +2,7 @@
 import { Effect } from "effect"
 import { findTenant, tenantView } from "../../src/auth/auth.repo.js"
 import { me } from "../../src/auth/auth.service.js"
+import { keyMay, PERMISSIONS, permissionsOf } from "../../src/auth/permissions.js"
 import { Db } from "../../src/platform/Db.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
@@ -11,12 +12,14 @@ export default route({
   method: "GET",
   path: "/auth/me",
   auth: "jwt",
-  summary: "The signed-in user, their workspace and when the session expires",
+  summary:
+    "The signed-in user, their workspace, when the session expires, and `permissions`: what the caller's role " +
+    "(or key's scope) holds of read, supervise, write, admin, owner (the console hides what a role may not do)",
   tags: ["auth"],
   handler: ({ principal }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
-      if (caller.kind === "user") return json(yield* me(caller))
+      if (caller.kind === "user") return json({ ...(yield* me(caller)), permissions: permissionsOf(caller.role) })
       const { sql } = yield* Db
       const tenant = yield* Effect.promise(() => findTenant(sql, caller.tenantId))
       return json({
@@ -24,6 +27,7 @@ export default route({
         tenant: tenant && tenantView(tenant),
         api_key: { id: caller.keyId, scope: caller.scope },
         expires_at: caller.expiresAt?.toISOString() ?? null,
+        permissions: PERMISSIONS.filter((x) => keyMay(caller.scope, x)),
       })
     }),
 })

@@ -22,7 +22,7 @@ export const paymentMethodsDelete = route({
   method: "DELETE",
   path: "/billing/payment-methods/{id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Forget a saved payment method (autocharge turns off when none is left for its gateway)",
   tags: ["billing"],
   params: z.object({ id: Id }),

@@ -1,7 +1,9 @@
 // POST /billing/topup and PUT|POST /billing/autocharge: adding money, now or automatically (on a
 // method saved by a top-up with save_payment_method; bounds in src/billing/pricing.ts).
+
 import { Effect } from "effect"
 import { z } from "zod"
+import { auditActorOf } from "../../src/audit/audit.service.js"
 import { setAutocharge } from "../../src/billing/autocharge.service.js"
 import { topup } from "../../src/billing/payments.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
@@ -65,16 +67,19 @@ const autocharge = (method: "PUT" | "POST") =>
     method,
     path: "/billing/autocharge",
     auth: "jwt",
+    // A money setting: it spends from the owner's saved card, so owners and admins (admin keys) set it.
+    permission: "admin",
+    audit: "service",
     summary:
       "Top up automatically from a saved payment method when a debit takes the balance under a threshold (409 " +
       "PAYMENT_METHOD_REQUIRED without one)",
     tags: ["billing"],
     body: { json: AutochargeBody },
-    handler: ({ principal, body }) =>
+    handler: ({ principal, body, clientIp }) =>
       Effect.gen(function* () {
         const c = yield* callerOf(principal)
         const b = body!
-        const settings = yield* setAutocharge(c.tenantId, {
+        const settings = yield* setAutocharge(auditActorOf(c, clientIp), {
           enabled: b.enabled,
           thresholdMinor: b.threshold_minor ?? null,
           amountMinor: b.amount_minor ?? null,

@@ -109,7 +109,7 @@ export const dataSourceDelete = route({
   method: "DELETE",
   path: "/data/sources/{source_id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Delete a data source with its rows and chat",
   tags: ["data"],
   params,

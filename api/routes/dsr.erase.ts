@@ -12,7 +12,8 @@ export default route({
   method: "POST",
   path: "/dsr/erase",
   auth: "jwt-only",
-  scope: "admin",
+  permission: "admin",
+  audit: "service",
   summary: "Erase a contact (phone or email): delete their data, hash the audit rows, suppress them (idempotent)",
   tags: ["dsr"],
   body: {
@@ -29,11 +30,11 @@ export default route({
         receipt_id: z.string(),
       }),
     },
-    403: { description: "an API key, or a member (owners and admins only)" },
+    403: { description: "an API key, or a supervisor or analyst (owners and admins only)" },
   },
-  handler: ({ principal, body }) =>
+  handler: ({ principal, body, clientIp }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      return json(yield* eraseSubject(user, body!.contact_identifier))
+      return json(yield* eraseSubject(user, body!.contact_identifier, clientIp))
     }),
 })

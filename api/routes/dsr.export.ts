@@ -11,6 +11,8 @@ export default route({
   method: "POST",
   path: "/dsr/export",
   auth: "jwt-only",
+  // Any member, analysts included, may answer a contact's access request: it only reads.
+  permission: "read",
   summary: "Export everything held about a contact (data-subject access request)",
   tags: ["dsr"],
   body: {

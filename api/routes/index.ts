@@ -9,6 +9,7 @@ import apiKeysRevoke from "./api-keys.revoke.js"
 import approvalsDecide from "./approvals.decide.js"
 import approvalsList from "./approvals.list.js"
 import approvalsStream from "./approvals.stream.js"
+import auditList from "./audit.list.js"
 import authAltchaChallenge from "./auth.altcha-challenge.js"
 import authLogin from "./auth.login.js"
 import authLogout from "./auth.logout.js"
@@ -54,6 +55,7 @@ import { feedbackCreate, feedbackList } from "./kb.feedback.js"
 import kbRollup from "./kb.rollup.js"
 import { kbRuleDelete, kbRuleGet, kbRulesCreate, kbRulesList, kbRuleUpdate } from "./kb.rules.js"
 import { kbExport, kbImport } from "./kb.transfer.js"
+import { memberRoutes } from "./members.js"
 import metricsGet from "./metrics.get.js"
 import numbersImport from "./numbers.import.js"
 import numbersList from "./numbers.list.js"
@@ -225,6 +227,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     apiKeysCreate,
     apiKeysRevoke,
     apiKeysDelete,
+    ...memberRoutes,
+    auditList,
     billingBalance,
     billingPrecheck,
     billingHistory,

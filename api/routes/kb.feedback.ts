@@ -26,6 +26,7 @@ export const feedbackCreate = route({
   method: "POST",
   path: "/kb/feedback",
   auth: "jwt",
+  permission: "supervise",
   summary:
     "Give a verdict on one of the agent's turns (another workspace's turn: 404; a callee or system turn: 422 " +
     "on turn_id). Every verdict is a new one (201), kept: a reviewer's next verdict on the line replaces " +

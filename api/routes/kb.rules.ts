@@ -1,7 +1,9 @@
 // /kb/rules and /kb/rules/{rule_id}: the workspace's knowledge-base rules by hand. DELETE archives
 // (a rule that shaped past calls stays on record); another workspace's rule is 404.
+
 import { Effect } from "effect"
 import { z } from "zod"
+import { requirePermission } from "../../src/auth/authorize.js"
 import { actorOf } from "../../src/auth/principal.js"
 import { CreateRule, RULE_STATUSES, UpdateRule } from "../../src/kb/rule.schema.js"
 import { archiveRule, createRule, getRule, listRules, updateRule } from "../../src/kb/rules.service.js"
@@ -86,7 +88,9 @@ export const kbRuleUpdate = route({
   method: "PUT",
   path: "/kb/rules/{rule_id}",
   auth: "jwt",
-  summary: "Change a rule's fields or status (archived archives it; active or paused restores it)",
+  summary:
+    "Change a rule's fields or status (archived archives it, which needs admin as DELETE does; active or paused " +
+    "restores it)",
   tags: ["kb"],
   params,
   body: { json: UpdateRule },
@@ -97,6 +101,7 @@ export const kbRuleUpdate = route({
   handler: ({ principal, params, body }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
+      if (body!.status === "archived") yield* requirePermission(caller, "admin", "archiving a rule")
       return json(yield* updateRule(caller.tenantId, params.rule_id, body!, actorOf(principal!)))
     }),
 })
@@ -105,7 +110,7 @@ export const kbRuleDelete = route({
   method: "DELETE",
   path: "/kb/rules/{rule_id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Archive a rule (it stays on record; a second DELETE is 404)",
   tags: ["kb"],
   params,

@@ -2,6 +2,7 @@
 // import is strict and all-or-nothing; the file is the request body itself (up to the upload limit).
 import { Effect } from "effect"
 import { z } from "zod"
+import { requirePermission } from "../../src/auth/authorize.js"
 import { actorOf } from "../../src/auth/principal.js"
 import { IMPORT_FORMATS } from "../../src/kb/rules.import.js"
 import { exportRules, IMPORT_MODES, importRules } from "../../src/kb/rules.service.js"
@@ -65,6 +66,9 @@ export const kbImport = route({
   handler: ({ principal, query, rawBody }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
+      // Replacing archives every rule the file leaves out: an admin's, as DELETE is (a dry run only reads).
+      if (query.mode === "replace" && query.dry_run !== true)
+        yield* requirePermission(caller, "admin", "an import with mode=replace (it archives the rules it leaves out)")
       return json(
         yield* importRules(
           caller.tenantId,

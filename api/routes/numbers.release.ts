@@ -13,7 +13,7 @@ const release = (method: Method, path: string) =>
     method,
     path,
     auth: "jwt",
-    scope: "admin",
+    permission: "admin",
     summary: "Release a number: webhooks unwired at the provider, monthly rental stopped (idempotent)",
     tags: ["numbers"],
     params: z.object({ number_id: Id }),

@@ -55,7 +55,7 @@ export const credentialsDelete = route({
   method: "DELETE",
   path: "/onboarding/credentials/{provider}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Delete a provider credential (onboarding returns to incomplete)",
   tags: ["onboarding"],
   params,

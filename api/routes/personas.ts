@@ -124,7 +124,7 @@ export const personasDelete = route({
   method: "DELETE",
   path: "/api/personas/{persona_id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary:
     "Delete a persona; the workflows it was assigned to fall back to their geography default (reassigned). " +
     "409 for a built-in, or WORKFLOW_LIVE while a live workflow speaks as it",

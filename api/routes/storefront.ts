@@ -20,7 +20,7 @@ export const storefrontInstall = route({
   method: "GET",
   path: "/storefront/install",
   auth: "jwt",
-  scope: "write",
+  permission: "write",
   summary:
     "Start connecting a shop: 302 to the platform's authorize URL, or {authorize_url} for Accept: application/json",
   tags: ["storefront"],
@@ -89,7 +89,7 @@ export const storefrontDisconnect = route({
   method: "DELETE",
   path: "/storefront",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Disconnect the shop (forgets its token; the storefront data source keeps its rows)",
   tags: ["storefront"],
   handler: ({ principal }) =>

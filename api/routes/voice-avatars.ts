@@ -112,7 +112,7 @@ export const voiceAvatarsDelete = route({
   method: "DELETE",
   path: "/api/voice-avatars/{voice_id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary:
     "Delete a cloned voice and its sample; the workflows it was assigned to return to their persona's voice " +
     "(409 WORKFLOW_LIVE while a live workflow speaks with it)",

@@ -49,7 +49,7 @@ export const webhookEndpointsCreate = route({
   path: "/api/webhooks/endpoints",
   auth: "jwt",
   secretInAnswer: true,
-  scope: "admin",
+  permission: "admin",
   summary:
     'Create a webhook endpoint: {url (https; host must resolve to public addresses), events: [type…] or ["*"], ' +
     `description?, enabled? (default true)}; at most ${MAX_LIVE_ENDPOINTS} per workspace`,
@@ -86,7 +86,7 @@ export const webhookEndpointUpdate = route({
   method: "PATCH",
   path: "/api/webhooks/endpoints/{id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary:
     "Change an endpoint's url, events, description or enabled; enabling clears disabled_reason and the failing " +
     "streak. Every change bumps version",
@@ -105,7 +105,7 @@ export const webhookEndpointDelete = route({
   method: "DELETE",
   path: "/api/webhooks/endpoints/{id}",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Delete an endpoint: nothing more is delivered to it (a second DELETE is 404)",
   tags,
   params,
@@ -122,7 +122,7 @@ export const webhookEndpointRotate = route({
   path: "/api/webhooks/endpoints/{id}/rotate-secret",
   auth: "jwt",
   secretInAnswer: true,
-  scope: "admin",
+  permission: "admin",
   summary:
     `A new signing secret; the old one keeps signing beside it for ${ROTATION_GRACE_HOURS} hours ` +
     "(two v1= entries in X-SVC-Signature)",
@@ -140,7 +140,7 @@ export const webhookEndpointTest = route({
   method: "POST",
   path: "/api/webhooks/endpoints/{id}/test",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Queue a ping event to this endpoint alone",
   tags,
   params,
@@ -182,7 +182,7 @@ export const webhookDeliveryRetry = route({
   method: "POST",
   path: "/api/webhooks/deliveries/{id}/retry",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary: "Make a pending or failed delivery due now (one more attempt)",
   tags,
   params,

@@ -31,7 +31,7 @@ export const webhookWalletThresholdPut = route({
   method: "PUT",
   path: "/api/webhooks/wallet-threshold",
   auth: "jwt",
-  scope: "admin",
+  permission: "admin",
   summary:
     "Set the balance below which wallet.low is sent: {low_threshold_minor: a whole number of minor units " +
     "(0 turns wallet.low off) or null for the default}; wallet.low is armed again",

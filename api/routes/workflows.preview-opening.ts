@@ -52,7 +52,7 @@ const previewCaller = (req: {
   Effect.gen(function* () {
     const anonymous: PreviewCaller = { kind: "anonymous", ip: req.clientIp }
     const auth = yield* Auth
-    const checked = auth.authenticate(req, { level: "jwt", scope: "read" })
+    const checked = auth.authenticate(req, { level: "jwt", permission: "read" })
     const principal = checked instanceof Promise ? yield* Effect.promise(() => checked) : checked
     return principal instanceof Error
       ? anonymous

@@ -31,6 +31,8 @@ export const workflowPause = route({
   method: "POST",
   path: "/api/workflows/{id}/pause",
   auth: "jwt",
+  // A supervisor watching live calls may stop a campaign that is going wrong (not start one).
+  permission: "supervise",
   summary: "Pause the workflow: queued targets stop, calls in flight finish",
   tags: ["workflows", "runs"],
   params: z.object({ id: Id }),

@@ -3,6 +3,7 @@
 import type { Currency } from "../billing/pricing.js"
 import type { Mode } from "../onboarding/onboarding.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Role } from "./permissions.js"
 
 export interface TenantRow {
   readonly id: number
@@ -21,7 +22,7 @@ export interface UserRow {
   readonly tenant_id: number
   readonly email: string
   readonly full_name: string | null
-  readonly role: "owner" | "admin" | "member"
+  readonly role: Role
   readonly password_hash: string | null
   readonly auth_provider: "password" | "oauth"
   readonly status: "active" | "inactive"
@@ -52,7 +53,7 @@ export const insertUser = async (
   return row
 }
 
-export const findUserByEmail = async (sql: Sql, email: string): Promise<UserRow | undefined> => {
+export const findUserByEmail = async (sql: Sql | Tx, email: string): Promise<UserRow | undefined> => {
   const [row] = await sql<[UserRow?]>`select * from users where email = ${email}`
   return row
 }
@@ -67,7 +68,7 @@ export const findUserAndTenant = async (
   return tenant && { user, tenant }
 }
 
-export const findTenant = async (sql: Sql, tenantId: number): Promise<TenantRow | undefined> => {
+export const findTenant = async (sql: Sql | Tx, tenantId: number): Promise<TenantRow | undefined> => {
   const [row] = await sql<[TenantRow?]>`select * from tenants where id = ${tenantId}`
   return row
 }
@@ -188,3 +189,46 @@ export const resetCompletion = (tx: Tx, tenantId: number) =>
 /** Marks onboarding done; completing again keeps the first time. */
 export const markCompleted = (tx: Tx, tenantId: number, now: Date) =>
   tx`update tenants set onboarding_completed_at = coalesce(onboarding_completed_at, ${now}) where id = ${tenantId}`
+
+// The team (src/members decides who may change what; users are written only here).
+
+/** The workspace's active members, owner first, then by role and age. */
+export const listMembers = (sql: Sql, tenantId: number): Promise<UserRow[]> =>
+  sql<UserRow[]>`
+    select * from users where tenant_id = ${tenantId} and status = 'active'
+    order by array_position(array['owner', 'admin', 'supervisor', 'analyst'], role), id`
+
+/** A user of the workspace, locked for a change (active or not). */
+export const lockMember = async (tx: Tx, tenantId: number, userId: number): Promise<UserRow | undefined> => {
+  const [row] = await tx<[UserRow?]>`select * from users where id = ${userId} and tenant_id = ${tenantId} for update`
+  return row
+}
+
+export const setRole = async (tx: Tx, userId: number, role: Role): Promise<UserRow> => {
+  const [row] = await tx<[UserRow]>`update users set role = ${role} where id = ${userId} returning *`
+  return row
+}
+
+/** A removed member: the account stays (their changes name it) but cannot sign in. */
+export const deactivateUser = async (tx: Tx, userId: number): Promise<void> => {
+  await tx`update users set status = 'inactive' where id = ${userId}`
+}
+
+/**
+ * An invited person joins: a new account with the invitation's role (their address is proven by
+ * the link), or a former member of the same workspace back with a new password.
+ */
+export const joinAsMember = async (
+  tx: Tx,
+  m: { tenantId: number; email: string; fullName: string | null; passwordHash: string; role: Role; now: Date },
+): Promise<UserRow> => {
+  const [row] = await tx<[UserRow]>`
+    insert into users (tenant_id, email, full_name, role, password_hash, email_verified, email_verified_at)
+    values (${m.tenantId}, ${m.email}, ${m.fullName}, ${m.role}, ${m.passwordHash}, true, ${m.now})
+    on conflict (email) do update set role = excluded.role, password_hash = excluded.password_hash,
+      full_name = coalesce(excluded.full_name, users.full_name), status = 'active', email_verified = true,
+      email_verified_at = coalesce(users.email_verified_at, excluded.email_verified_at)
+      where users.tenant_id = excluded.tenant_id and users.status = 'inactive'
+    returning *`
+  return row
+}

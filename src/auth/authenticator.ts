@@ -10,16 +10,11 @@ import type { Config } from "../platform/config.js"
 import type { Sql } from "../platform/Db.js"
 import { type DomainError, Forbidden, Unauthenticated } from "../platform/errors.js"
 import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
+import { refusal } from "./authorize.js"
 import { findKeyBySecret, findSession, type KeyRow, type SessionRow } from "./credentials.repo.js"
 import type { JwtKeys } from "./jwt.js"
-import {
-  type Invalidation,
-  type KeyPrincipal,
-  type Principal,
-  SCOPE_RANK,
-  type Scope,
-  type UserPrincipal,
-} from "./principal.js"
+import type { Permission } from "./permissions.js"
+import type { Invalidation, KeyPrincipal, Principal, UserPrincipal } from "./principal.js"
 
 export const SESSION_COOKIE = "svc_session"
 export const API_KEY_PREFIX = "svc_live_"
@@ -41,9 +36,10 @@ export interface AuthRequest {
 }
 
 export interface AuthRequirement {
-  /** `jwt`: a user or an API key of `scope`; `jwt-only`: a user (API keys get 403). */
+  /** `jwt`: a user or an API key; `jwt-only`: a user (API keys get 403). */
   readonly level: "jwt" | "jwt-only"
-  readonly scope: Scope
+  /** What the caller must hold, by role or by key scope (src/auth/permissions.ts). */
+  readonly permission: Permission
 }
 
 interface Cached<T> {
@@ -135,16 +131,8 @@ export class Authenticator {
           code: "API_KEY_NOT_ALLOWED",
           message: "this endpoint needs a signed-in user; API keys are not accepted",
         })
-      if (SCOPE_RANK[p.scope] < SCOPE_RANK[need.scope])
-        return new Forbidden({
-          code: "INSUFFICIENT_SCOPE",
-          message: `this API key has scope ${p.scope}; the endpoint needs ${need.scope}`,
-        })
-      return p
     }
-    if (need.scope === "admin" && p.role === "member")
-      return new Forbidden({ message: "only workspace owners and admins may do this" })
-    return p
+    return refusal(p, need.permission) ?? p
   }
 
   /** Cookie-authenticated state changes must come from an allowed origin (CSRF). */

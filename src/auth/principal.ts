@@ -1,15 +1,15 @@
 // Who is calling: a logged-in user (JWT by bearer or session cookie) or an API key, always
 // inside one tenant. Handlers scope every query by principal.tenantId.
 
-export type Scope = "read" | "write" | "admin"
+import type { Role, Scope } from "./permissions.js"
 
-export const SCOPE_RANK: Readonly<Record<Scope, number>> = { read: 0, write: 1, admin: 2 }
+export { SCOPE_RANK, type Scope } from "./permissions.js"
 
 export interface UserPrincipal {
   readonly kind: "user"
   readonly userId: number
   readonly tenantId: number
-  readonly role: "owner" | "admin" | "member"
+  readonly role: Role
   readonly email: string
   readonly jti: string
   /** Unix seconds. */

@@ -1,7 +1,10 @@
 // Autocharge: the settings that let a wallet top itself up from a saved payment method, and the
 // charge itself, decided under the wallet's lock after a debit and settled like any gateway event.
+
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Option } from "effect"
+import type { AuditActor } from "../audit/audit.repo.js"
+import { recordAudit } from "../audit/audit.repo.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, type FieldError, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
@@ -23,12 +26,13 @@ import { loadWallet } from "./wallet.service.js"
  * clears the count of failed charges.
  */
 export const setAutocharge = (
-  tenantId: number,
+  who: AuditActor,
   s: { enabled: boolean; thresholdMinor: number | null; amountMinor: number | null },
 ) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const payments = yield* Payments
+    const tenantId = who.tenantId
     const wallet = yield* loadWallet(sql, tenantId)
     const c = wallet.currency
     const max = AUTOCHARGE_MAX_MINOR[c]
@@ -61,7 +65,19 @@ export const setAutocharge = (
           }),
         )
     }
-    yield* Effect.promise(() => wallets.updateAutocharge(sql, tenantId, s))
+    // The change and its audit entry (money settings are logged with the state before) commit together.
+    yield* Effect.promise(() =>
+      sql.begin(async (tx) => {
+        const before = await wallets.lockAutochargeSettings(tx, tenantId)
+        await wallets.updateAutocharge(tx, tenantId, s)
+        await recordAudit(tx, who, {
+          action: "autocharge.updated",
+          target: "wallet",
+          before,
+          after: { enabled: s.enabled, threshold_minor: s.thresholdMinor, amount_minor: s.amountMinor },
+        })
+      }),
+    )
     const w = yield* loadWallet(sql, tenantId)
     return {
       enabled: w.autocharge_enabled,

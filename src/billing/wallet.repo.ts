@@ -37,9 +37,21 @@ export const balanceOf = async (sql: Sql, tenantId: number): Promise<number> => 
   return w.balance_minor
 }
 
+/** The autocharge settings as the API shows them, locked for the rest of the transaction. */
+export const lockAutochargeSettings = async (
+  tx: Tx,
+  tenantId: number,
+): Promise<{ enabled: boolean; threshold_minor: number | null; amount_minor: number | null }> => {
+  const [w] = await tx<[{ enabled: boolean; threshold_minor: number | null; amount_minor: number | null }]>`
+    select autocharge_enabled as enabled, autocharge_threshold_minor as threshold_minor,
+      autocharge_amount_minor as amount_minor
+    from wallets where tenant_id = ${tenantId} for update`
+  return w
+}
+
 /** Stores the autocharge settings; enabling clears the count of failed charges. */
 export const updateAutocharge = async (
-  sql: Sql,
+  sql: Sql | Tx,
   tenantId: number,
   s: { enabled: boolean; thresholdMinor: number | null; amountMinor: number | null },
 ): Promise<void> => {

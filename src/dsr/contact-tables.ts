@@ -384,6 +384,18 @@ export const EXCLUDED: readonly {
     why: "The workspace's own provisioned/imported numbers, not contacts.",
   },
   { table: "inbound_calls", columns: ["to_e164"], why: "The workspace's own number that was called." },
+  {
+    table: "invitations",
+    columns: ["email"],
+    why: "Addresses invited to join the workspace's team (operators), not contacts.",
+  },
+  {
+    table: "audit_events",
+    columns: ["actor_email"],
+    why:
+      "Who changed the workspace's team, keys and settings (operators). An erase still scrubs any contact it " +
+      "quotes (src/dsr/erase.repo.ts), so a request body that named a contact keeps no copy.",
+  },
 ]
 
 /** Column names the registry test treats as holding a phone or an email. */

@@ -234,5 +234,17 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Erased> {
     "kb_events",
     await tx`update kb_events set detail = ${scrub("detail")}::jsonb where tenant_id = ${T} and ${mentions("detail")}`,
   )
+  // The audit log is append-only; an erase is the one change it takes (its trigger lets this
+  // transaction through): the contact's phone or email becomes the marker wherever it appears.
+  await tx`select set_config('parley.audit_pseudonymise', 'on', true)`
+  count(
+    "audit_events",
+    await tx`
+    update audit_events set actor_email = ${scrub("actor_email")}, target = ${scrub("target")},
+      before = ${scrub("before")}::jsonb, after = ${scrub("after")}::jsonb
+    where tenant_id = ${T} and (${mentions("actor_email")} or ${mentions("target")} or ${mentions("before")}
+      or ${mentions("after")})`,
+  )
+  await tx`select set_config('parley.audit_pseudonymise', 'off', true)`
   return { counts: n, cancelledApprovals: cancelled }
 }

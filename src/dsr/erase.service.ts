@@ -7,6 +7,8 @@
 // queues at once (approvals.<tenant>, announced after the commit).
 import { Effect } from "effect"
 import { announceApprovalChange } from "../approvals/approval-changes.js"
+import { recordAudit } from "../audit/audit.repo.js"
+import { auditActorOf } from "../audit/audit.service.js"
 import type { Principal } from "../auth/principal.js"
 import { actorOf } from "../auth/principal.js"
 import { tenantCountry } from "../compliance/dnc.repo.js"
@@ -29,7 +31,7 @@ export interface EraseResult {
   readonly receipt_id: string
 }
 
-export const eraseSubject = (principal: Principal, raw: string) =>
+export const eraseSubject = (principal: Principal, raw: string, ip: string | null = null) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const bus = yield* Bus
@@ -73,6 +75,12 @@ export const eraseSubject = (principal: Principal, raw: string) =>
           hash,
           actor: actorOf(principal),
           detail: erased,
+        })
+        // The log names the erase by its marker, never the identifier it erased.
+        await recordAudit(tx, auditActorOf(principal, ip), {
+          action: "dsr.erased",
+          target: target.marker,
+          after: { kind: id.kind, receipt_id: receipt.receipt_id, erased },
         })
         return { erased, erasedAt, receipt, cancelled }
       }),

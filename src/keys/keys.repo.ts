@@ -38,16 +38,12 @@ const columns = (sql: Sql | Tx, now: Date) => sql`
 export const listKeys = (sql: Sql, tenantId: number, now: Date): Promise<KeyRow[]> =>
   sql<KeyRow[]>`select ${columns(sql, now)} from api_keys where tenant_id = ${tenantId} order by id desc`
 
-export const findKey = async (sql: Sql, tenantId: number, keyId: number, now: Date): Promise<KeyRow | undefined> => {
-  const [row] = await sql<
+/** A key of the workspace, locked for a change. */
+export const lockKey = async (tx: Tx, tenantId: number, keyId: number, now: Date): Promise<KeyRow | undefined> => {
+  const [row] = await tx<
     [KeyRow?]
-  >`select ${columns(sql, now)} from api_keys where id = ${keyId} and tenant_id = ${tenantId}`
+  >`select ${columns(tx, now)} from api_keys where id = ${keyId} and tenant_id = ${tenantId} for update`
   return row
-}
-
-export const keyExists = async (sql: Sql, tenantId: number, keyId: number): Promise<boolean> => {
-  const [row] = await sql<[{ id: number }?]>`select id from api_keys where id = ${keyId} and tenant_id = ${tenantId}`
-  return row !== undefined
 }
 
 /** Locks the workspace's row: serialises concurrent creates, so the cap on active keys holds. */

@@ -3,11 +3,13 @@
 // workspace, revoked at once everywhere, deleted only once revoked; every change is audited.
 import { randomInt } from "node:crypto"
 import { Effect } from "effect"
+import { recordAudit } from "../audit/audit.repo.js"
 import { Auth } from "../auth/Auth.js"
 import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
-import type { Scope, UserPrincipal } from "../auth/principal.js"
+import { KEY_CEILING, type Role, SCOPE_RANK, type Scope } from "../auth/permissions.js"
+import type { UserPrincipal } from "../auth/principal.js"
 import { Clock } from "../platform/Clock.js"
-import { Db } from "../platform/Db.js"
+import { Db, type Tx } from "../platform/Db.js"
 import { BadRequest, Conflict, Forbidden, NotFound } from "../platform/errors.js"
 import { iso } from "../platform/time.js"
 import type { KeyRow } from "./keys.repo.js"
@@ -58,19 +60,42 @@ const view = (r: KeyRow): KeyView => ({
 export interface Actor {
   readonly tenantId: number
   readonly userId: number
+  readonly role: Role
+  readonly email: string
   readonly ip: string
   readonly userAgent: string | undefined
 }
 
-const event = (actor: Actor, keyId: number, action: repo.KeyEvent["action"], at: Date): repo.KeyEvent => ({
-  tenantId: actor.tenantId,
-  keyId,
-  action,
-  actorUserId: actor.userId,
-  ip: actor.ip,
-  userAgent: actor.userAgent ?? null,
-  at,
-})
+/** A key's change, in its own trail (api_key_events) and in the workspace's audit log. */
+async function record(
+  tx: Tx,
+  actor: Actor,
+  key: KeyRow,
+  action: repo.KeyEvent["action"],
+  at: Date,
+  after: unknown,
+): Promise<void> {
+  await repo.recordEvent(tx, {
+    tenantId: actor.tenantId,
+    keyId: key.id,
+    action,
+    actorUserId: actor.userId,
+    ip: actor.ip,
+    userAgent: actor.userAgent ?? null,
+    at,
+  })
+  await recordAudit(
+    tx,
+    { tenantId: actor.tenantId, actor: `user:${actor.userId}`, email: actor.email, role: actor.role, ip: actor.ip },
+    {
+      action: `api_key.${action}`,
+      target: `api_key:${key.id}`,
+      before:
+        action === "created" ? undefined : { name: key.name, prefix: key.prefix, scope: key.scope, status: key.status },
+      after,
+    },
+  )
+}
 
 export const listKeys = (tenantId: number) =>
   Effect.gen(function* () {
@@ -83,20 +108,46 @@ export const listKeys = (tenantId: number) =>
 /** A key asked for without a scope reads only: more power is asked for by name. */
 export const DEFAULT_KEY_SCOPE: Scope = "read"
 
-/** An admin key does what only owners and admins may, so only they may mint one. */
-export const mayMint = (role: UserPrincipal["role"], scope: Scope): boolean => scope !== "admin" || role !== "member"
+/** The signed-in user changing keys, as the trail and the audit log name them. */
+export const keyActor = (user: UserPrincipal, ip: string, userAgent: string | undefined): Actor => ({
+  tenantId: user.tenantId,
+  userId: user.userId,
+  role: user.role,
+  email: user.email,
+  ip,
+  userAgent,
+})
 
-export const createKey = (
-  actor: Actor & { readonly role: UserPrincipal["role"] },
-  input: { name: string; scope: Scope; expiresAt: Date | null },
-) =>
+/** A key must not hold more than its maker: each role mints keys up to its ceiling. */
+export const mayMint = (role: Role, scope: Scope): boolean => SCOPE_RANK[scope] <= SCOPE_RANK[KEY_CEILING[role]]
+
+/**
+ * A user manages (revokes, deletes) only keys at or below their own role: owners and admins any
+ * key of the workspace; supervisors and analysts the keys they made themselves, if still within
+ * their ceiling (a demoted admin no longer manages the admin key they made).
+ */
+export const mayManage = (user: { readonly userId: number; readonly role: Role }, key: KeyRow): boolean =>
+  user.role === "owner" ||
+  user.role === "admin" ||
+  (key.created_by_user_id === user.userId && mayMint(user.role, key.scope))
+
+const notYours = (verb: string) =>
+  new Forbidden({
+    code: "INSUFFICIENT_ROLE",
+    message: `you may ${verb} only the API keys you made within your role; ask an owner or admin`,
+  })
+
+export const createKey = (actor: Actor, input: { name: string; scope: Scope; expiresAt: Date | null }) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
     if (!mayMint(actor.role, input.scope))
       return yield* Effect.fail(
-        new Forbidden({ message: "only workspace owners and admins may create admin-scope API keys" }),
+        new Forbidden({
+          code: "INSUFFICIENT_ROLE",
+          message: `your role (${actor.role}) may create API keys of scope ${KEY_CEILING[actor.role]} or lower`,
+        }),
       )
     if (input.expiresAt !== null && input.expiresAt <= now)
       return yield* Effect.fail(
@@ -119,7 +170,7 @@ export const createKey = (
             userId: actor.userId,
             expiresAt: input.expiresAt,
           })
-          await repo.recordEvent(tx, event(actor, row.id, "created", now))
+          await record(tx, actor, row, "created", now, view(row))
           return row
         }) as Promise<KeyRow | undefined>,
     )
@@ -139,39 +190,44 @@ export const revokeKey = (actor: Actor, keyId: number, reason: string | null) =>
     const auth = yield* Auth
     const clock = yield* Clock
     const now = clock.now()
-    const revoked = yield* Effect.promise(
+    const outcome = yield* Effect.promise(
       () =>
         sql.begin(async (tx) => {
+          const key = await repo.lockKey(tx, actor.tenantId, keyId, now)
+          if (!key) return "missing" as const
+          if (!mayManage(actor, key)) return "not yours" as const
           const row = await repo.revokeKey(tx, { tenantId: actor.tenantId, keyId, reason, userId: actor.userId, now })
-          if (row) await repo.recordEvent(tx, event(actor, keyId, "revoked", now))
-          return row
-        }) as Promise<KeyRow | undefined>,
+          if (row) await record(tx, actor, key, "revoked", now, { status: row.status, revoked_reason: reason })
+          return { row: row ?? key, changed: row !== undefined }
+        }) as Promise<"missing" | "not yours" | { row: KeyRow; changed: boolean }>,
     )
-    if (revoked) {
-      yield* Effect.promise(() => auth.invalidate({ kind: "api_key", keyId }))
-      return view(revoked)
-    }
-    // Revoking a revoked key changes nothing; a key outside the workspace does not exist.
-    const existing = yield* Effect.promise(() => repo.findKey(sql, actor.tenantId, keyId, now))
-    if (!existing) return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
-    return view(existing)
+    if (outcome === "missing") return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
+    if (outcome === "not yours") return yield* Effect.fail(notYours("revoke"))
+    // Revoking a revoked key changes nothing.
+    if (outcome.changed) yield* Effect.promise(() => auth.invalidate({ kind: "api_key", keyId }))
+    return view(outcome.row)
   })
 
+/** Deletes a revoked key's row; its trail (api_key_events, the audit log) stays. */
 export const deleteKey = (actor: Actor, keyId: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
-    const deleted = yield* Effect.promise(
+    const outcome = yield* Effect.promise(
       () =>
         sql.begin(async (tx) => {
-          const deleted = await repo.deleteRevokedKey(tx, actor.tenantId, keyId)
-          if (deleted) await repo.recordEvent(tx, event(actor, keyId, "deleted", now))
-          return deleted
-        }) as Promise<boolean>,
+          const key = await repo.lockKey(tx, actor.tenantId, keyId, now)
+          if (!key) return "missing" as const
+          if (!mayManage(actor, key)) return "not yours" as const
+          if (!(await repo.deleteRevokedKey(tx, actor.tenantId, keyId))) return "not revoked" as const
+          await record(tx, actor, key, "deleted", now, null)
+          return "deleted" as const
+        }) as Promise<"missing" | "not yours" | "not revoked" | "deleted">,
     )
-    if (deleted) return { deleted: true, id: keyId }
-    const existing = yield* Effect.promise(() => repo.keyExists(sql, actor.tenantId, keyId))
-    if (!existing) return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
-    return yield* Effect.fail(new Conflict({ code: "KEY_NOT_REVOKED", message: "revoke the key before deleting it" }))
+    if (outcome === "missing") return yield* Effect.fail(new NotFound({ message: `API key ${keyId} not found` }))
+    if (outcome === "not yours") return yield* Effect.fail(notYours("delete"))
+    if (outcome === "not revoked")
+      return yield* Effect.fail(new Conflict({ code: "KEY_NOT_REVOKED", message: "revoke the key before deleting it" }))
+    return { deleted: true, id: keyId }
   })

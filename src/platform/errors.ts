@@ -37,6 +37,7 @@ export const FORBIDDEN_CODES = [
   "API_KEY_NOT_ALLOWED",
   "CSRF_REJECTED",
   "INSUFFICIENT_SCOPE",
+  "INSUFFICIENT_ROLE",
   "ACCOUNT_INACTIVE",
 ] as const
 export type ForbiddenCode = (typeof FORBIDDEN_CODES)[number]
@@ -68,6 +69,10 @@ export const CONFLICT_CODES = [
   "CALL_HANDED_OFF",
   "IDEMPOTENCY_IN_PROGRESS",
   "WEBHOOK_ENDPOINT_LIMIT",
+  "ALREADY_MEMBER",
+  "MEMBER_OF_ANOTHER_WORKSPACE",
+  "OWNER_REQUIRED",
+  "INVITATION_LIMIT",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 

@@ -24,7 +24,7 @@ const probe = (method: "GET" | "POST", path: string, auth: AnyRoute["auth"], sco
     method,
     path,
     auth,
-    ...(scope && { scope }),
+    ...(scope && { permission: scope }),
     summary: path,
     tags: ["test"],
     handler: ({ principal }) =>
@@ -412,14 +412,19 @@ describe("scopes", () => {
     }
     expect(body).toEqual({ kind: "api_key", tenant: owner.tenantId })
 
-    await srv.sql`update users set role = 'member' where id = ${owner.userId}`
+    await srv.sql`update users set role = 'supervisor' where id = ${owner.userId}`
     await srv.running.runtime.runPromise(
       Effect.flatMap((await import("../../src/auth/Auth.js")).Auth, (auth) =>
         Effect.promise(() => auth.invalidate({ kind: "user", userId: owner.userId })),
       ),
     )
-    expect((await a.call("POST", "/test/admin", { token: owner.token })).status).toBe(403)
-    expect((await a.call("POST", "/test/write", { token: owner.token })).status).toBe(200)
+    // A supervisor reads and supervises; setting things up and destroying them are an admin's.
+    expect(await errorOf(await a.call("POST", "/test/admin", { token: owner.token }))).toMatchObject({
+      status: 403,
+      code: "INSUFFICIENT_ROLE",
+    })
+    expect((await errorOf(await a.call("POST", "/test/write", { token: owner.token }))).code).toBe("INSUFFICIENT_ROLE")
+    expect((await a.call("GET", "/test/read", { token: owner.token })).status).toBe(200)
   })
 
   it("keeps workspaces apart: another tenant's key is 404", async () => {

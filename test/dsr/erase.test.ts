@@ -328,11 +328,11 @@ describe("POST /dsr/erase", () => {
       const r = await erase(key.secret, PHONE)
       expect(r.status).toBe(403)
     }
-    await srv.sql`update users set role = 'member' where id = ${s.userId}`
+    await srv.sql`update users set role = 'supervisor' where id = ${s.userId}`
     await invalidate(s)
     const r = await erase(s, PHONE)
     expect(r.status).toBe(403)
-    expect(r.body.code).toBe("FORBIDDEN")
+    expect(r.body.code).toBe("INSUFFICIENT_ROLE")
     await srv.sql`update users set role = 'admin' where id = ${s.userId}`
     await invalidate(s)
     expect((await erase(s, PHONE)).status).toBe(200)

@@ -290,7 +290,7 @@ describe("POST /dsr/export", () => {
     const anon = await a.call("POST", "/dsr/export", { body: { contact_identifier: PHONE } })
     expect(anon.status).toBe(401)
     const member = await a.signup({ country: "IN" })
-    await srv.sql`update users set role = 'member' where id = ${member.userId}`
+    await srv.sql`update users set role = 'analyst' where id = ${member.userId}`
     const again = await a.login(member.email, member.password)
     expect((await exportOf(again, PHONE)).status).toBe(200)
   })

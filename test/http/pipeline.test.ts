@@ -122,10 +122,13 @@ describe("bodyLimit", () => {
 describe("authenticate", () => {
   it("asks a user or a key of the route's scope, by method unless the route names one", () => {
     expect(authRequirement(jsonRoute, "POST")).toBeUndefined()
-    expect(authRequirement(uploadRoute, "POST")).toEqual({ level: "jwt", scope: "write" })
-    expect(authRequirement({ ...uploadRoute, method: "GET" }, "HEAD")).toEqual({ level: "jwt", scope: "read" })
-    expect(authRequirement({ ...uploadRoute, scope: "admin" }, "GET")).toEqual({ level: "jwt", scope: "admin" })
-    expect(authRequirement(partsRoute, "POST")).toEqual({ level: "jwt-only", scope: "write" })
+    expect(authRequirement(uploadRoute, "POST")).toEqual({ level: "jwt", permission: "write" })
+    expect(authRequirement({ ...uploadRoute, method: "GET" }, "HEAD")).toEqual({ level: "jwt", permission: "read" })
+    expect(authRequirement({ ...uploadRoute, permission: "admin" }, "GET")).toEqual({
+      level: "jwt",
+      permission: "admin",
+    })
+    expect(authRequirement(partsRoute, "POST")).toEqual({ level: "jwt-only", permission: "write" })
   })
   it("releases the held body before a synchronous answer is handed on", () => {
     const events: string[] = []
