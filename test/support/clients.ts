@@ -110,5 +110,38 @@ export function api(srv: TestServer) {
     return run.id
   }
 
-  return { call, signup, verifyEmail, login, createKey, runningRun }
+  /** The token of the newest invitation link mailed to `email`. */
+  function invitationToken(email: string): string {
+    const link = readOutbox(srv.config.outboxFile)
+      .filter((m) => m.kind === "invitation" && m.to === email.toLowerCase())
+      .at(-1)?.links[0]
+    if (link === undefined) throw new Error(`no invitation mail to ${email} in ${srv.config.outboxFile}`)
+    const token = new URLSearchParams(new URL(link, srv.url).hash.split("?")[1] ?? "").get("token")
+    if (token === null) throw new Error(`no token in invitation link ${link}`)
+    return token
+  }
+
+  /**
+   * A second member of `by`'s workspace, the real way: `by` invites an address with `role`, the
+   * invitation's link is read from the outbox and accepted with a password, which signs them in.
+   */
+  async function addMember(
+    by: Session,
+    role: "admin" | "supervisor" | "analyst",
+    opts: { email?: string; password?: string } = {},
+  ): Promise<Session> {
+    const email = opts.email ?? uniqueEmail(role)
+    const password = opts.password ?? "another horse battery staple"
+    const invited = await call("POST", "/members/invite", { token: by.token, body: { email, role } })
+    if (invited.status !== 201) throw new Error(`invite ${invited.status}: ${await invited.text()}`)
+    const res = await call("POST", "/auth/invitations/accept", {
+      body: { token: invitationToken(email), password },
+    })
+    if (res.status !== 201) throw new Error(`accept invitation ${res.status}: ${await res.text()}`)
+    const body = (await res.json()) as { token: string; user: { id: number }; tenant: { id: number } }
+    const cookie = res.headers.get("set-cookie")!.split(";")[0]!
+    return { email, password, token: body.token, userId: body.user.id, tenantId: body.tenant.id, cookie }
+  }
+
+  return { call, signup, verifyEmail, login, createKey, runningRun, invitationToken, addMember }
 }
