@@ -169,6 +169,65 @@ describe("scope: read unless asked, admin only from admins", () => {
   )
 })
 
+describe("a user manages only keys at or below their role (issue 33, hole 1)", () => {
+  it("a supervisor or analyst cannot revoke or delete the owner's keys; the owner's integration keeps working", async () => {
+    const owner = await a.signup()
+    const adminKey = await a.createKey(owner, { name: "integration", scope: "admin" })
+    const readKey = await a.createKey(owner, { name: "dashboard", scope: "read" })
+    const retired = await a.createKey(owner, { name: "retired", scope: "admin" })
+    expect((await a.call("POST", `/api-keys/${retired.id}/revoke`, { token: owner.token, body: {} })).status).toBe(200)
+    for (const role of ["supervisor", "analyst"] as const) {
+      const member = await a.addMember(owner, role)
+      for (const key of [adminKey, readKey])
+        expect(
+          await errorOf(await a.call("POST", `/api-keys/${key.id}/revoke`, { token: member.token, body: {} })),
+          `${role} revokes ${key.id}`,
+        ).toMatchObject({ status: 403, code: "INSUFFICIENT_ROLE" })
+      expect(await errorOf(await a.call("DELETE", `/api-keys/${retired.id}`, { token: member.token }))).toMatchObject({
+        status: 403,
+        code: "INSUFFICIENT_ROLE",
+      })
+      // Their own key is theirs to revoke and delete.
+      const own = await a.createKey(member, { name: `${role}'s` })
+      expect((await a.call("POST", `/api-keys/${own.id}/revoke`, { token: member.token, body: {} })).status).toBe(200)
+      expect((await a.call("DELETE", `/api-keys/${own.id}`, { token: member.token })).status).toBe(200)
+    }
+    expect((await a.call("GET", "/auth/me", { token: adminKey.secret })).status).toBe(200)
+    expect((await a.call("GET", "/auth/me", { token: readKey.secret })).status).toBe(200)
+    const rows =
+      await srv.sql`select id, revoked_at from api_keys where id in ${srv.sql([adminKey.id, readKey.id, retired.id])}`
+    expect(rows).toHaveLength(3)
+    expect(rows.filter((r) => r.revoked_at === null)).toHaveLength(2)
+    expect(
+      await srv.sql`select action from api_key_events where key_id in ${srv.sql([adminKey.id, readKey.id])} order by id`,
+    ).toEqual([{ action: "created" }, { action: "created" }])
+
+    // An admin manages every key; deleting one keeps its trail.
+    const admin = await a.addMember(owner, "admin")
+    expect((await a.call("POST", `/api-keys/${adminKey.id}/revoke`, { token: admin.token, body: {} })).status).toBe(200)
+    expect((await a.call("DELETE", `/api-keys/${adminKey.id}`, { token: admin.token })).status).toBe(200)
+    expect(
+      await srv.sql`select action, actor_user_id from api_key_events where key_id = ${adminKey.id} order by id`,
+    ).toEqual([
+      { action: "created", actor_user_id: owner.userId },
+      { action: "revoked", actor_user_id: admin.userId },
+      { action: "deleted", actor_user_id: admin.userId },
+    ])
+  })
+
+  it("a demoted admin no longer manages the admin key they made", async () => {
+    const owner = await a.signup()
+    const admin = await a.addMember(owner, "admin")
+    const theirs = await a.createKey(admin, { name: "made as admin", scope: "admin" })
+    expect(
+      (await a.call("PATCH", `/members/${admin.userId}`, { token: owner.token, body: { role: "supervisor" } })).status,
+    ).toBe(200)
+    expect(
+      (await errorOf(await a.call("POST", `/api-keys/${theirs.id}/revoke`, { token: admin.token, body: {} }))).code,
+    ).toBe("INSUFFICIENT_ROLE")
+  })
+})
+
 describe("the 10-active-key cap", () => {
   it("refuses the 11th with 400 and counts only active keys", async () => {
     const s = await a.signup()

@@ -385,6 +385,28 @@ describe("scopes and tenants", () => {
     expect(await count(s.tenantId)).toBe(1)
   })
 
+  it("archiving is an admin's, as DELETE is: a write key may not replace (a dry run reads) nor archive by PUT", async () => {
+    const s = await a.signup()
+    const kept = await create(s, { bucket: "opening", title: "kept", body: "x" })
+    const write = await a.createKey(s, { name: "w", scope: "write" })
+    const admin = await a.createKey(s, { name: "a", scope: "admin" })
+    const file = "bucket,title,body\nopening,new,y\n"
+    expect(await importFile(write.secret, file, "?mode=replace")).toMatchObject({
+      status: 403,
+      body: { code: "INSUFFICIENT_SCOPE" },
+    })
+    expect((await importFile(write.secret, file, "?mode=replace&dry_run=true")).body).toMatchObject({
+      would_archive: 1,
+    })
+    const put = await call("PUT", `/kb/rules/${kept.id}`, write.secret, { status: "archived" })
+    expect(put).toMatchObject({ status: 403, body: { code: "INSUFFICIENT_SCOPE" } })
+    expect(await rulesOf(s.tenantId)).toMatchObject([{ title: "kept", status: "active" }])
+    // Other changes by PUT stay a write key's; an admin key archives either way.
+    expect((await call("PUT", `/kb/rules/${kept.id}`, write.secret, { status: "paused" })).status).toBe(200)
+    expect((await call("PUT", `/kb/rules/${kept.id}`, admin.secret, { status: "archived" })).status).toBe(200)
+    expect((await importFile(admin.secret, file, "?mode=replace")).status).toBe(200)
+  })
+
   it("an import writes only into the caller's workspace; replace leaves other workspaces alone", async () => {
     const s = await a.signup()
     const other = await a.signup()
