@@ -22,6 +22,8 @@ export const subscriptionCreate = route({
   method: "POST",
   path: "/billing/subscription",
   auth: "jwt",
+  // A money setting (a recurring plan): owners and admins, logged in the audit log.
+  permission: "admin",
   summary: "Subscribe to the byok plan: 201 with short_url to authorise the monthly mandate",
   tags: ["billing"],
   responses: { 201: { description: "{id, status: pending_authorisation, short_url, amount_minor, currency, …}" } },
@@ -38,6 +40,7 @@ export const subscriptionCancel = route({
   method: "POST",
   path: "/billing/subscription/cancel",
   auth: "jwt",
+  permission: "admin",
   summary: "Cancel the subscription: no further monthly charges",
   tags: ["billing"],
   handler: ({ principal }) =>
