@@ -2,6 +2,7 @@
 // string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
 import { z } from "zod"
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/platform/page.cursor.js"
+import { cleanWorkspaceName, WORKSPACE_NAME_MAX } from "../src/workspace/workspace-name.js"
 
 /** A positive integer id in a path segment: "12" → 12; "abc", "1.5", "-3", "007x" are refused. */
 export const Id = z
@@ -54,3 +55,15 @@ export const ValidationErrorBody = ErrorBody.extend({
   code: z.literal("VALIDATION_FAILED"),
   errors: z.array(z.object({ field: z.string(), message: z.string() })),
 })
+
+/** A workspace name: trimmed, white space collapsed, 1–80 characters. */
+export const WorkspaceName = z
+  .string({ error: "must be a string" })
+  .max(1000, `must be at most ${WORKSPACE_NAME_MAX} characters`)
+  .transform((raw, ctx) => {
+    const name = cleanWorkspaceName(raw)
+    if (name === undefined) ctx.addIssue({ code: "custom", message: "must not be empty" })
+    else if (name.length < raw.trim().replace(/\s+/g, " ").length)
+      ctx.addIssue({ code: "custom", message: `must be at most ${WORKSPACE_NAME_MAX} characters` })
+    return name ?? z.NEVER
+  })

@@ -10,7 +10,7 @@ import { AttributionFields, FIRST_TOUCH_COOKIE, parseFirstTouch } from "../../sr
 import { trustedBaseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
-import { Email } from "../schemas.js"
+import { Email, WorkspaceName } from "../schemas.js"
 
 export default route({
   method: "POST",
@@ -23,6 +23,8 @@ export default route({
       email: Email,
       password: z.string().min(10, "must be at least 10 characters").max(256, "must be at most 256 characters"),
       full_name: z.string().trim().min(1).max(200).optional(),
+      // What callees will hear ("… calling from <workspace_name>"); derived when absent.
+      workspace_name: WorkspaceName.optional(),
       country: z.enum(COUNTRIES, { error: `must be one of ${COUNTRIES.join(", ")}` }).default("US"),
       altcha: z.string().max(4096).optional(),
       // Attribution (optional): utm_source/medium/campaign, referrer, landing_path; see attribution.ts.
@@ -50,6 +52,7 @@ export default route({
         email: b.email,
         password: b.password,
         fullName: b.full_name,
+        workspaceName: b.workspace_name,
         country: b.country,
         baseUrl: trustedBaseUrl(config, headers),
         ip: clientIp,

@@ -123,6 +123,7 @@ import { workflowDelete, workflowRetire } from "./workflows.retire.js"
 import { workflowPause, workflowRun } from "./workflows.run.js"
 import workflowsRuns from "./workflows.runs.js"
 import workflowsUpdate from "./workflows.update.js"
+import { workspaceGet, workspaceUpdate } from "./workspace.js"
 
 /** The product's routes; `extra` lets tests mount probes beside them in the same table. */
 export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
@@ -228,6 +229,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     apiKeysRevoke,
     apiKeysDelete,
     ...memberRoutes,
+    workspaceGet,
+    workspaceUpdate,
     auditList,
     billingBalance,
     billingPrecheck,

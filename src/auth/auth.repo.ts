@@ -84,6 +84,17 @@ export const findTenantPlan = async (
   return row
 }
 
+/** Renames the workspace; its name before (callees hear the new one from the next run on). */
+export const renameTenant = async (
+  tx: Tx,
+  tenantId: number,
+  name: string,
+): Promise<{ before: string; after: TenantRow }> => {
+  const [old] = await tx<[{ name: string }]>`select name from tenants where id = ${tenantId} for update`
+  const [row] = await tx<[TenantRow]>`update tenants set name = ${name} where id = ${tenantId} returning *`
+  return { before: old.name, after: row }
+}
+
 /** Moves the workspace onto `to` (only from `from` when given: cancelling leaves other tiers alone). */
 export const setPlanTier = async (sql: Sql | Tx, tenantId: number, to: string, from?: string): Promise<void> => {
   if (from === undefined) await sql`update tenants set plan_tier = ${to} where id = ${tenantId}`

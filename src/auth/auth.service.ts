@@ -14,6 +14,7 @@ import * as counters from "../platform/rate-counters.repo.js"
 import { sendBestEffort } from "../providers/Mail.js"
 import { channelOf, type SignupAttribution } from "../usage-events/attribution.js"
 import { insertSignupAttribution } from "../usage-events/attribution.repo.js"
+import { defaultWorkspaceName } from "../workspace/workspace-name.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
@@ -58,6 +59,8 @@ export const signup = (input: {
   email: string
   password: string
   fullName: string | undefined
+  /** The workspace's name; derived from the email's business or the person when absent. */
+  workspaceName?: string | undefined
   country: Country
   baseUrl: string | undefined
   ip: string
@@ -87,7 +90,11 @@ export const signup = (input: {
       try: () =>
         sql.begin(async (tx) => {
           const tenant = await repo.insertTenant(tx, {
-            name: `${input.fullName ?? input.email.split("@")[0]}'s workspace`.slice(0, 200),
+            name: defaultWorkspaceName({
+              email: input.email,
+              ...(input.fullName !== undefined && { fullName: input.fullName }),
+              ...(input.workspaceName !== undefined && { workspaceName: input.workspaceName }),
+            }),
             country: input.country,
             currency,
             trialExpiresAt: new Date(now.getTime() + TRIAL_DAYS * 86_400_000),
