@@ -22,9 +22,9 @@ export default route({
       dpdp_consent_method: z.string().trim().min(1).max(200).optional(),
     }),
   },
-  handler: ({ principal, params, body }) =>
+  handler: ({ principal, params, body, clientIp }) =>
     Effect.gen(function* () {
       const user = yield* userOf(principal)
-      return json(yield* attestCompliance(user, params.id, body!))
+      return json(yield* attestCompliance(user, clientIp, params.id, body!))
     }),
 })

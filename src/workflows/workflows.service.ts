@@ -2,7 +2,9 @@
 // rule book's validated versions, settings, consent attestation, and retiring. Status changes are
 // decided under the workflow's row lock, so they hold against a run starting at the same moment.
 import { Cause, Effect } from "effect"
-import type { Principal } from "../auth/principal.js"
+import { recordAudit } from "../audit/audit.repo.js"
+import { auditActorOf } from "../audit/audit.service.js"
+import type { Principal, UserPrincipal } from "../auth/principal.js"
 import { listObjections } from "../objections/objections.repo.js"
 import { Db, type Tx } from "../platform/Db.js"
 import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
@@ -325,19 +327,30 @@ export interface ComplianceInput {
   readonly dpdp_consent_method?: string | undefined
 }
 
-export const attestCompliance = (user: { tenantId: number; userId: number }, id: number, input: ComplianceInput) =>
+/**
+ * A signed-in user attests the audience's consent in their own words: the workflow keeps who, when
+ * and the text, and the audit log keeps every attestation with the one it replaced.
+ */
+export const attestCompliance = (user: UserPrincipal, ip: string, id: number, input: ComplianceInput) =>
   underLock(user.tenantId, id, (tx, w) =>
     Effect.gen(function* () {
       yield* refuseIf(w, ["retired"], "attest consent")
-      yield* Effect.promise(() =>
-        repo.setCompliance(tx, id, {
-          consent_attestation_text: input.consent_attestation_text,
-          tcpa_sender_id: input.tcpa_sender_id ?? null,
-          dpdp_consent_method: input.dpdp_consent_method ?? null,
-          consent_attested_by_user_id: user.userId,
-          consent_attested_at: new Date().toISOString(),
-        }),
-      )
+      const attestation = {
+        consent_attestation_text: input.consent_attestation_text,
+        tcpa_sender_id: input.tcpa_sender_id ?? null,
+        dpdp_consent_method: input.dpdp_consent_method ?? null,
+        consent_attested_by_user_id: user.userId,
+        consent_attested_at: new Date().toISOString(),
+      }
+      yield* Effect.promise(async () => {
+        await repo.setCompliance(tx, id, attestation)
+        await recordAudit(tx, auditActorOf(user, ip), {
+          action: "compliance.attested",
+          target: `workflow:${id}`,
+          before: Object.keys(w.compliance).length === 0 ? undefined : w.compliance,
+          after: attestation,
+        })
+      })
       return yield* reload(tx, user.tenantId, id)
     }),
   )

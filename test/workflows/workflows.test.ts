@@ -347,6 +347,24 @@ describe("consent attestation", () => {
     expect(Date.parse(res.body.compliance.consent_attested_at)).not.toBeNaN()
     const [row] = await srv.sql`select compliance from workflows where id = ${w.id}`
     expect(row!.compliance.consent_attested_by_user_id).toBe(owner.userId)
+
+    // Every attestation is kept, with the one it replaced: who, when, the text.
+    const again = await call("PUT", `/api/workflows/${w.id}/compliance`, owner, {
+      consent_attestation_text: "Numbers came from our opt-in list, exported on 1 November.",
+    })
+    expect(again.status).toBe(200)
+    const log = await call("GET", "/audit?action=compliance.attested", owner)
+    expect(log.body.events).toHaveLength(2)
+    expect(log.body.events[0]).toMatchObject({
+      actor: `user:${owner.userId}`,
+      target: `workflow:${w.id}`,
+      before: { consent_attestation_text: "Every number was collected with opt-in consent on our sign-up form." },
+      after: {
+        consent_attestation_text: "Numbers came from our opt-in list, exported on 1 November.",
+        consent_attested_by_user_id: owner.userId,
+      },
+    })
+    expect(log.body.events[1].before).toBeNull()
   })
 
   it("needs the attestation text", async () => {
