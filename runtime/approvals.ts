@@ -6,7 +6,7 @@ import { type Actor, createActor } from "xstate"
 import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../machines/index.js"
 import { announceApprovalChange, expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import * as approvals from "../src/approvals/approvals.repo.js"
-import type { LiveCall, RunScope } from "./run-scope.js"
+import { type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
 
 type ApprovalActor = Actor<typeof approvalMachine>
@@ -58,9 +58,7 @@ export class RunApprovals {
           transcript: [...live.recent],
           // When the held callee stops waiting (the call machine's approvalHold, scaled as it is):
           // a supervisor's screen counts down to it; expires_at, much later, ends decidability.
-          hold_until: new Date(
-            Date.now() + settings.approvalHoldMs * Math.max(settings.timeScale, 0.001),
-          ).toISOString(),
+          hold_until: new Date(Date.now() + realHoldMs(settings)).toISOString(),
         },
         ttlMs: settings.approvalTtlMs,
       })

@@ -26,7 +26,7 @@ import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
-import { billedSeconds, type CallActor, type LiveCall, type RunScope } from "./run-scope.js"
+import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { finishAttemptGrouped } from "./settlements.js"
 
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
@@ -190,7 +190,7 @@ export class CallEffects {
       delays: {
         ringTimeout: settings.ringTimeoutMs * scale,
         maxCall: s.ruleBook.max_call_seconds * 1000 * scale,
-        approvalHold: settings.approvalHoldMs * scale,
+        approvalHold: realHoldMs(settings),
       },
     })
     return this.provided
@@ -227,7 +227,7 @@ export class CallEffects {
         expectedSeconds: s.ruleBook.max_call_seconds,
         maxCallMs: s.ruleBook.max_call_seconds * 1000 * scale,
         ringTimeoutMs: settings.ringTimeoutMs * scale,
-        approvalHoldMs: settings.approvalHoldMs * scale,
+        approvalHoldMs: realHoldMs(settings),
         voicemail: s.ruleBook.voicemail,
       },
     })

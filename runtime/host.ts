@@ -95,6 +95,7 @@ export const startRuntimeHost: Effect.Effect<
     retryBackoffMs: config.dialer.retryBackoffMs,
     ringTimeoutMs: 45_000,
     approvalHoldMs: config.approvalHoldMs,
+    approvalHoldFloorMs: config.approvalHoldFloorMs,
     approvalTtlMs: config.approvalTtlMs,
   }
   const pacer = new Pacer({

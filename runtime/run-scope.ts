@@ -56,8 +56,18 @@ export interface DialerSettings {
   readonly retryBackoffMs: number
   readonly ringTimeoutMs: number
   readonly approvalHoldMs: number
+  /** APPROVAL_HOLD_FLOOR_MS: the least real time a held callee waits, whatever the time scale. */
+  readonly approvalHoldFloorMs: number
   readonly approvalTtlMs: number
 }
+
+/**
+ * How long, in real time, a held callee waits for a human: the hold scaled like the rest of the
+ * call, but never under the floor (nor under the hold itself when that is shorter), so a person can
+ * act at any simulator speed: at SIM_TIME_SCALE 0.1 the default 30 s hold is 20 s, not 3 s.
+ */
+export const realHoldMs = (s: DialerSettings): number =>
+  Math.max(s.approvalHoldMs * Math.max(s.timeScale, 0.001), Math.min(s.approvalHoldMs, s.approvalHoldFloorMs))
 
 export type CallActor = Actor<ReturnType<typeof callMachine.provide>>
 

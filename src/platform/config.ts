@@ -16,6 +16,7 @@ export function isBase64Key(text: string, bytes: number): boolean {
 
 const port = z.coerce.number().int().min(0).max(65535)
 const positiveInt = z.coerce.number().int().positive()
+const nonNegativeInt = z.coerce.number().int().min(0)
 const optionalString = z
   .string()
   .transform((s) => s.trim())
@@ -176,6 +177,7 @@ const Env = z.object({
   DIALER_RETRY_BACKOFF_MS: positiveInt.default(30 * 60_000),
   /** How long a call waits for a human's decision before the agent moves on (scaled by SIM_TIME_SCALE). */
   APPROVAL_HOLD_MS: positiveInt.default(30_000),
+  APPROVAL_HOLD_FLOOR_MS: nonNegativeInt.default(20_000),
   /** Patch-in (POST /api/internal/outreach/patch-in): the operator dialed into the conference by default. */
   OPERATOR_NUMBER: z
     .string()
@@ -348,6 +350,8 @@ export type Config = Readonly<{
     retryBackoffMs: number
   }
   approvalHoldMs: number
+  /** The least real time a held callee waits, whatever SIM_TIME_SCALE (0: scaled all the way). */
+  approvalHoldFloorMs: number
   operatorNumber: string | undefined
   approvalTtlMs: number
   analysis: { pollMs: number; concurrency: number; timeoutMs: number; maxAttempts: number; retryBackoffMs: number }
@@ -480,6 +484,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryBackoffMs: e.DIALER_RETRY_BACKOFF_MS,
     },
     approvalHoldMs: e.APPROVAL_HOLD_MS,
+    approvalHoldFloorMs: e.APPROVAL_HOLD_FLOOR_MS,
     operatorNumber: e.OPERATOR_NUMBER,
     approvalTtlMs: e.APPROVAL_TTL_MS,
     analysis: {

@@ -168,6 +168,7 @@ describe.skipIf(!enabled)("faults: PostgreSQL and NATS restarted mid-run (FAULTS
       RUN_CLAIM_INTERVAL_MS: "500",
       RUN_LEASE_MS: "15000",
       APPROVAL_HOLD_MS: "5000",
+      APPROVAL_HOLD_FLOOR_MS: "0",
     }
     const [api, runtime] = await Promise.all([spawnServer({ role: "api", env }), spawnServer({ role: "runtime", env })])
     processes.push(api, runtime)

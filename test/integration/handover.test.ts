@@ -21,6 +21,7 @@ const baseEnv = (db: Record<string, string>, extra: Record<string, string>) => (
   DIALER_CPS_PER_CARRIER: "100",
   DIALER_CPS_PER_TENANT: "100",
   APPROVAL_HOLD_MS: "5000",
+  APPROVAL_HOLD_FLOOR_MS: "0",
   ...extra,
 })
 

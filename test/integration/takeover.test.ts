@@ -24,6 +24,7 @@ describe.skipIf(!real)("run takeover across runtime processes (real Postgres and
       RUN_LEASE_MS: "1500",
       RUN_CLAIM_INTERVAL_MS: "250",
       APPROVAL_HOLD_MS: "5000",
+      APPROVAL_HOLD_FLOOR_MS: "0",
     }
     const apiProc = await spawnServer({ role: "api", env })
     processes.push(apiProc)

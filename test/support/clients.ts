@@ -25,6 +25,8 @@ export const FAST_RUNTIME_ENV: Readonly<Record<string, string>> = {
   RUN_CLAIM_INTERVAL_MS: "200",
   DIALER_RETRY_BACKOFF_MS: "20000",
   APPROVAL_HOLD_MS: "20000",
+  // Holds scaled all the way (the product's 20 s floor is for people; test/runs/approval-hold-floor checks it).
+  APPROVAL_HOLD_FLOOR_MS: "0",
 }
 
 export const uniqueEmail = (tag = "user") => `${tag}-${randomBytes(4).toString("hex")}@example.com`
