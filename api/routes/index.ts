@@ -16,7 +16,7 @@ import authLogout from "./auth.logout.js"
 import authMe from "./auth.me.js"
 import { otpResend, otpStart, otpVerify } from "./auth.otp.js"
 import authSignup from "./auth.signup.js"
-import authVerifyEmail from "./auth.verify-email.js"
+import { verifyEmailGet, verifyEmailResend } from "./auth.verify-email.js"
 import { billingReturn, gwUpiCheckout } from "./billing.pages.js"
 import { paymentMethodsDelete, paymentMethodsList } from "./billing.payment-methods.js"
 import { subscriptionCancel, subscriptionCreate, subscriptionGet } from "./billing.subscription.js"
@@ -216,7 +216,8 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     objectionsList,
     objectionsGet,
     authSignup,
-    authVerifyEmail,
+    verifyEmailGet,
+    verifyEmailResend,
     authLogin,
     authLogout,
     authMe,

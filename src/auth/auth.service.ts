@@ -146,6 +146,54 @@ export const signup = (input: {
     return { tenant: repo.tenantView(created.tenant), user: repo.userView(created.user), verify_email_sent: sent }
   })
 
+/** Verification emails a user may ask for again in an hour (the signup's own is not counted). */
+export const VERIFY_RESENDS_PER_HOUR = 5
+
+/**
+ * Mails the signed-in user a new verification link (the old one stays valid until it expires).
+ * Nothing is sent to an address already verified; budgeted per user.
+ */
+export const resendVerification = (user: UserPrincipal, baseUrl: string | undefined) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const clock = yield* Clock
+    const now = clock.now()
+    const found = yield* Effect.promise(() => repo.findUserAndTenant(sql, user.userId))
+    if (!found) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
+    if (found.user.email_verified) return { sent: false, already_verified: true }
+    const budget = yield* Effect.promise(() =>
+      counters.hit(
+        sql,
+        `verify-resend:user:${user.userId}`,
+        { limit: VERIFY_RESENDS_PER_HOUR, windowMs: counters.HOUR_MS },
+        now,
+      ),
+    )
+    if (!budget.allowed)
+      return yield* Effect.fail(
+        new RateLimited({
+          retryAfterSeconds: budget.retryAfterSeconds,
+          message: `at most ${VERIFY_RESENDS_PER_HOUR} verification emails an hour; check your inbox and spam folder`,
+        }),
+      )
+    if (baseUrl === undefined)
+      return yield* Effect.fail(
+        new Conflict({ message: "no trusted base URL for the link: set PUBLIC_BASE_URL (or ALLOWED_HOSTS)" }),
+      )
+    const token = randomBytes(32).toString("base64url")
+    yield* Effect.promise(() =>
+      sql.begin((tx) =>
+        repo.insertEmailVerification(tx, {
+          tokenSha256: sha256(token),
+          userId: user.userId,
+          expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000),
+        }),
+      ),
+    )
+    const sent = yield* sendVerification(found.user.email, token, baseUrl)
+    return { sent, already_verified: false }
+  })
+
 export const verifyEmail = (token: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db

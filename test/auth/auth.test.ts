@@ -190,6 +190,54 @@ describe("GET /auth/verify-email", () => {
     await srv.sql`update email_verifications set expires_at = now() - interval '1 second' where user_id = ${s.userId}`
     expect(await errorOf(await fetch(link))).toMatchObject({ status: 400, code: "TOKEN_EXPIRED" })
   })
+
+  it("answers a browser with a page, escaped, and an API client with JSON", async () => {
+    const s = await a.signup({ verify: false })
+    const link = readOutbox(srv.config.outboxFile).find((m) => m.to === s.email)!.links[0]!
+    const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" }
+    const ok = await fetch(link, { headers: browser })
+    expect(ok.status).toBe(200)
+    expect(ok.headers.get("content-type")).toMatch(/^text\/html/)
+    const html = await ok.text()
+    expect(html).toContain("Your email is verified")
+    expect(html).toContain(s.email)
+    expect(html).toContain('href="/console/#/campaigns"')
+    const bad = await fetch(`${srv.url}/auth/verify-email?token=%3Cscript%3E`, { headers: browser })
+    expect(bad.status).toBe(400)
+    const badHtml = await bad.text()
+    expect(badHtml).toContain("This link did not work")
+    expect(badHtml).not.toContain("<script>")
+    const api = await fetch(link, { headers: { accept: "application/json, text/html" } })
+    expect(api.headers.get("content-type")).toMatch(/^application\/json/)
+  })
+})
+
+describe("POST /auth/verify-email/resend", () => {
+  it("mails a new working link to an unverified user, nothing once verified, at most 5 an hour", async () => {
+    const s = await a.signup({ verify: false })
+    const sent = await a.call("POST", "/auth/verify-email/resend", { token: s.token })
+    expect(await sent.json()).toEqual({ sent: true, already_verified: false })
+    const links = readOutbox(srv.config.outboxFile)
+      .filter((m) => m.to === s.email && m.kind === "verify_email")
+      .map((m) => m.links[0]!)
+    expect(links).toHaveLength(2)
+    expect(links[1]).not.toBe(links[0])
+    expect((await fetch(links[1]!)).status).toBe(200)
+    expect(await (await a.call("POST", "/auth/verify-email/resend", { token: s.token })).json()).toEqual({
+      sent: false,
+      already_verified: true,
+    })
+    const t = await a.signup({ verify: false })
+    for (let i = 0; i < 5; i++)
+      expect((await a.call("POST", "/auth/verify-email/resend", { token: t.token })).status).toBe(200)
+    const refused = await a.call("POST", "/auth/verify-email/resend", { token: t.token })
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/)
+    const key = await a.createKey(t, { name: "k" })
+    expect((await errorOf(await a.call("POST", "/auth/verify-email/resend", { token: key.secret }))).code).toBe(
+      "API_KEY_NOT_ALLOWED",
+    )
+  })
 })
 
 describe("POST /auth/login", () => {
