@@ -32,11 +32,24 @@ export class ApiError extends Error {
 
 type Listener = () => void
 const expiredListeners = new Set<Listener>()
+const refusedListeners = new Set<Listener>()
 
-/** Called whenever the API answers 401: the session is gone (expired, signed out elsewhere). */
+/**
+ * Called whenever the API answers 401, or 403 ACCOUNT_INACTIVE: the session is gone (expired,
+ * signed out elsewhere, or the account removed from its workspace or left it).
+ */
 export function onSessionExpired(cb: Listener): () => void {
   expiredListeners.add(cb)
   return () => expiredListeners.delete(cb)
+}
+
+/**
+ * Called whenever the API refuses a call for the caller's role (403 INSUFFICIENT_ROLE): the role may
+ * have changed since the page read it, so the app reads /auth/me again.
+ */
+export function onRoleRefused(cb: Listener): () => void {
+  refusedListeners.add(cb)
+  return () => refusedListeners.delete(cb)
 }
 
 const SIGN_IN = new Set(["/auth/login", "/auth/otp/start", "/auth/otp/resend", "/auth/otp/verify", "/auth/signup"])
@@ -45,11 +58,20 @@ function sessionExpired(): void {
   for (const cb of expiredListeners) cb()
 }
 
+/** Tells the app about a refusal for the caller's role, or an account no longer active; passes the error on. */
+function refused(e: ApiError): ApiError {
+  if (e.status === 403 && e.code === "INSUFFICIENT_ROLE") for (const cb of refusedListeners) cb()
+  if (e.status === 403 && e.code === "ACCOUNT_INACTIVE") sessionExpired()
+  return e
+}
+
 /** Codes the reader should see explained rather than spelled as constants. */
 const PLAIN: Record<string, string> = {
   NETWORK: "The server could not be reached. Check your connection and try again.",
   RATE_LIMITED: "Too many requests just now. Wait a moment and try again.",
   INTERNAL_ERROR: "Something went wrong on the server. Try again; if it persists, contact support.",
+  INSUFFICIENT_ROLE:
+    "Your role in this workspace does not allow this. An owner or admin can do it, or change your role.",
 }
 
 /** Turns any response body into an ApiError, whatever the server (or a proxy) sent. */
@@ -99,7 +121,7 @@ export async function request<T>(method: string, path: string, body?: unknown): 
   if (res.ok) return parsed as T
   // A 401 from a sign-in attempt is a wrong password or code, not an ended session.
   if (res.status === 401 && !SIGN_IN.has(path)) sessionExpired()
-  throw toError(res.status, parsed)
+  throw refused(toError(res.status, parsed))
 }
 
 /** A binary resource (audio) as a blob: URL, which the CSP's media-src allows. Revoke it when done. */
@@ -112,7 +134,7 @@ export async function blobUrl(path: string): Promise<string> {
   }
   if (!res.ok) {
     if (res.status === 401) sessionExpired()
-    throw toError(res.status, await readBody(res))
+    throw refused(toError(res.status, await readBody(res)))
   }
   return URL.createObjectURL(await res.blob())
 }
@@ -144,7 +166,7 @@ export function upload<T>(path: string, form: FormData, onProgress: (fraction: n
         return
       }
       if (xhr.status === 401) sessionExpired()
-      reject(toError(xhr.status, body))
+      reject(refused(toError(xhr.status, body)))
     }
     xhr.send(form)
   })

@@ -1,44 +1,76 @@
 // The console's entry: the shell (nav, sign-out), the hash router and the session. Pages talk to
-// the public API only (./api.ts); the session is the httpOnly svc_session cookie set by sign-in.
+// the public API only (./api.ts); the session is the httpOnly svc_session cookie set by sign-in (or
+// by accepting an invitation on #/join, the one page besides sign-in open to a signed-out visitor).
 //
 // Accessible names the browser tests select by (keep them stable):
-//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Sign in";
+//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Members", "Audit log",
+//     "Sign in", "Join <workspace> as <a role>" (the join page; "Invitation not valid" for a bad link);
 //     on Campaigns "New workflow", the chosen workflow's name, "Rule book", "Opening line",
 //     "Workflow settings", "Audience", "Consent"; on Approvals one card (article) per approval, headed
 //     "<Concession|Callback|Escalation to a person> for <phone>"
-//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports"
+//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Audit log"
+//     (only for owners and admins); what a role may not do is not shown (access.ts, GET /auth/me)
 //   buttons: "Sign in", "Email me a code", "Send code" (then "Send again"), "Verify code",
 //     "Use a password", "Create an account" / "Create account", "Sign out", "Create workflow",
 //     "Save changes", "Upload audience", "Attest consent", "Preview opening", "Run", "Pause",
 //     "Retire" (then "Yes, retire" / "Keep it"), "Watch" / "Stop watching" (a live call's row;
-//     the name ends with the phone number), "Close" and "Reconnect" (a transcript column), "Approve", "Deny"
+//     the name ends with the phone number), "Close" and "Reconnect" (a transcript column), "Approve", "Deny";
+//     on Members "Send invitation", "Resend <email>", "Revoke <email>", "Remove <email>" (then "Yes, remove"),
+//     "Make owner <email>" (then "Yes, make owner"), "Cancel", "Leave workspace" (then "Yes, leave");
+//     on the join page "Join workspace"; on the audit log "More"
 //   fields (labels): "Email", "Password", "Code", "Prompt", "Name", "Persona", "Voice",
-//     "Schedule", "From", "Until", "Time zone", "Start at", "Audience CSV", "Consent statement", "Note"
+//     "Schedule", "From", "Until", "Time zone", "Start at", "Audience CSV", "Consent statement", "Note";
+//     on Members "Email" and "Role" (the invitation), "Role of <email>" (a member's row); on the join
+//     page "Password" and "Name (optional)"; on the audit log "Show"
 //   other: the upload's progress bar "Upload progress"; the opening line's audio "Opening line preview";
 //     a transcript column is a region "Transcript of the call to <phone>" with an ordered list "Turns"
 //     and, once the ended call is analysed, a region "Analysis"
-import { render } from "preact"
-import { useEffect, useRef, useState } from "preact/hooks"
-import { onSessionExpired, request } from "./api.js"
+import { type ComponentType, render } from "preact"
+import { useEffect, useMemo, useRef, useState } from "preact/hooks"
+import { type Access, AccessContext, holds, type Me, type Permission } from "./access.js"
+import { onRoleRefused, onSessionExpired, request } from "./api.js"
 import { ApprovalsPage } from "./pages/approvals.js"
+import { AuditPage } from "./pages/audit.js"
 import { CampaignsPage } from "./pages/campaigns.js"
+import { JoinPage } from "./pages/join.js"
 import { forgetWatched, LivePage } from "./pages/live.js"
+import { MembersPage } from "./pages/members.js"
 import { ReportsPage } from "./pages/reports.js"
 import { SettingsPage } from "./pages/settings.js"
-import { type Me, SignInPage } from "./pages/signin.js"
+import { SignInPage } from "./pages/signin.js"
 import { WalletPage } from "./pages/wallet.js"
 import { Button } from "./ui.js"
 
-const PAGES = [
+interface PageEntry {
+  readonly hash: string
+  readonly label: string
+  readonly page: ComponentType
+  /** Shown (and reachable) only with this permission. */
+  readonly need?: Permission
+}
+
+const PAGES: ReadonlyArray<PageEntry> = [
   { hash: "#/campaigns", label: "Campaigns", page: CampaignsPage },
   { hash: "#/live", label: "Live", page: LivePage },
   { hash: "#/approvals", label: "Approvals", page: ApprovalsPage },
   { hash: "#/wallet", label: "Wallet", page: WalletPage },
   { hash: "#/settings", label: "Settings", page: SettingsPage },
   { hash: "#/reports", label: "Reports", page: ReportsPage },
-] as const
+  { hash: "#/members", label: "Members", page: MembersPage },
+  { hash: "#/audit", label: "Audit log", page: AuditPage, need: "admin" },
+]
 
 const SIGN_IN = "#/signin"
+const HOME = "#/campaigns"
+/** The invitation link's page: #/join?token=… */
+const JOIN = "#/join"
+
+/** A hash without its query: "#/join?token=x" → "#/join". */
+const routeOf = (hash: string): string => hash.split("?", 1)[0] ?? ""
+const queryOf = (hash: string): URLSearchParams => new URLSearchParams(hash.slice(hash.indexOf("?") + 1 || hash.length))
+
+const pageFor = (hash: string, me: Me): PageEntry | undefined =>
+  PAGES.find((p) => p.hash === hash && (p.need === undefined || holds(me, p.need)))
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash)
@@ -58,16 +90,31 @@ type Session = { readonly state: "checking" } | { readonly state: "out" } | { re
 
 function App() {
   const hash = useHash()
+  const route = routeOf(hash)
   const [session, setSession] = useState<Session>({ state: "checking" })
   // Where to return after signing in when a session ran out mid-page.
-  const [after, setAfter] = useState<string>("#/campaigns")
+  const [after, setAfter] = useState<string>(HOME)
+
+  // Reads who is signed in again: a 401 signs the page out (onSessionExpired); anything else keeps
+  // what is shown.
+  const refresh = () =>
+    request<Me>("GET", "/auth/me").then(
+      (me) => setSession({ state: "in", me }),
+      () => undefined,
+    )
 
   useEffect(() => {
     request<Me>("GET", "/auth/me").then(
       (me) => setSession({ state: "in", me }),
       () => setSession({ state: "out" }),
     )
-    return onSessionExpired(() => setSession({ state: "out" }))
+    const offExpired = onSessionExpired(() => setSession({ state: "out" }))
+    // A refusal for the role means the page's idea of it is stale (changed by an admin meanwhile).
+    const offRefused = onRoleRefused(() => void refresh())
+    return () => {
+      offExpired()
+      offRefused()
+    }
   }, [])
 
   // However the session ended (signed out, expired, revoked elsewhere), what was watched goes with
@@ -77,11 +124,15 @@ function App() {
   }, [session])
 
   useEffect(() => {
+    // The invitation's page is open signed in or out; it moves on by itself once accepted.
+    if (route === JOIN) return
     if (session.state === "out" && hash !== SIGN_IN) {
       if (hash.startsWith("#/")) setAfter(hash)
       go(SIGN_IN)
     }
-    if (session.state === "in" && (hash === SIGN_IN || !PAGES.some((p) => p.hash === hash))) go(after)
+    // Signed in: a page this role may not open (or none) is the page asked for before, or the first.
+    if (session.state === "in" && (hash === SIGN_IN || pageFor(hash, session.me) === undefined))
+      go(pageFor(after, session.me) ? after : HOME)
   }, [session, hash, after])
 
   // When the session's time is up, say so at once rather than at the next click: ask the API then
@@ -104,30 +155,51 @@ function App() {
     else document.getElementById("main")?.focus()
   }, [hash])
 
+  const me = session.state === "in" ? session.me : undefined
+  const access = useMemo<Access | undefined>(() => me && { me, refresh }, [me])
+
   if (session.state === "checking")
     return (
       <main id="main" class="loading">
         <p>Loading…</p>
       </main>
     )
-  if (session.state === "out")
+  if (route === JOIN)
     return (
       <main id="main" class="signin">
-        <SignInPage onSignedIn={(me) => setSession({ state: "in", me })} />
+        {/* Keyed by the token: another link opened in the same tab starts afresh. */}
+        <JoinPage
+          key={queryOf(hash).get("token") ?? ""}
+          token={queryOf(hash).get("token") ?? ""}
+          signedInAs={me?.user?.email}
+          onJoined={(joined) => {
+            setAfter(HOME)
+            setSession({ state: "in", me: joined })
+            // Replaced, not pushed: the used link's token leaves the tab's history.
+            location.replace(HOME)
+          }}
+        />
+      </main>
+    )
+  if (session.state === "out" || access === undefined)
+    return (
+      <main id="main" class="signin">
+        <SignInPage onSignedIn={(signedIn) => setSession({ state: "in", me: signedIn })} />
       </main>
     )
 
-  const current = PAGES.find((p) => p.hash === hash) ?? PAGES[0]
+  const shown = PAGES.filter((p) => p.need === undefined || holds(session.me, p.need))
+  const current = pageFor(hash, session.me) ?? shown[0]!
   const Page = current.page
   const signOut = () => {
     // Cleared on the server (the session is revoked everywhere) whatever the answer.
     request("POST", "/auth/logout").finally(() => {
-      setAfter("#/campaigns")
+      setAfter(HOME)
       setSession({ state: "out" })
     })
   }
   return (
-    <>
+    <AccessContext.Provider value={access}>
       {/* A button, not a link: "#main" would be taken for a route. */}
       <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>
         Skip to content
@@ -136,7 +208,7 @@ function App() {
         <span class="brand">Parley</span>
         <nav aria-label="Console">
           <ul>
-            {PAGES.map((p) => (
+            {shown.map((p) => (
               <li key={p.hash}>
                 <a href={p.hash} aria-current={p === current ? "page" : undefined}>
                   {p.label}
@@ -146,14 +218,17 @@ function App() {
           </ul>
         </nav>
         <span class="who">
-          <span class="muted">{session.me.user?.email ?? ""}</span>
+          <span class="muted">
+            {session.me.user?.email ?? ""}
+            {session.me.user?.role && <span data-testid="role"> · {session.me.user.role}</span>}
+          </span>
           <Button onClick={signOut}>Sign out</Button>
         </span>
       </header>
       <main id="main" tabIndex={-1}>
         <Page />
       </main>
-    </>
+    </AccessContext.Provider>
   )
 }
 

@@ -1,8 +1,10 @@
 // Approvals: the pending queue, read again whenever GET /api/approvals/stream says one changed, so
 // new proposals appear and ones decided here or by another supervisor (or expired, or cancelled)
 // leave at once; a slow poll covers a stream that is down. Each shows the call's recent transcript,
-// the value against the workflow's cap, and the hold time left, counting down.
+// the value against the workflow's cap, and the hold time left, counting down. Deciding takes the
+// supervise permission (supervisors, admins, the owner); an analyst sees the queue only.
 import { useEffect, useRef, useState } from "preact/hooks"
+import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
 
@@ -152,6 +154,7 @@ function ApprovalCard({
   const [note, setNote] = useState("")
   const [busy, setBusy] = useState<"approve" | "deny" | undefined>(undefined)
   const [error, setError] = useState<unknown>(undefined)
+  const { can } = useAccess()
   // The callee waits until hold_until; the proposal stays decidable until expires_at.
   const holdUntil = typeof a.context?.hold_until === "string" ? Date.parse(a.context.hold_until) : Number.NaN
   const left = Number.isNaN(holdUntil) ? undefined : Math.max(0, Math.round((holdUntil - Date.now()) / 1000))
@@ -225,30 +228,36 @@ function ApprovalCard({
           </ol>
         </>
       )}
-      <Field label="Note" error={error instanceof ApiError ? error.fieldError("note") : undefined}>
-        {(id, d) => (
-          <input
-            id={id}
-            aria-describedby={d}
-            maxLength={500}
-            value={note}
-            onInput={(e) => setNote(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <div class="actions">
-        <Button
-          kind="primary"
-          busy={busy === "approve"}
-          disabled={busy !== undefined}
-          onClick={() => decide("approve")}
-        >
-          Approve
-        </Button>
-        <Button kind="danger" busy={busy === "deny"} disabled={busy !== undefined} onClick={() => decide("deny")}>
-          Deny
-        </Button>
-      </div>
+      {!can("supervise") ? (
+        <p class="hint">Supervisors, admins and the owner decide approvals.</p>
+      ) : (
+        <>
+          <Field label="Note" error={error instanceof ApiError ? error.fieldError("note") : undefined}>
+            {(id, d) => (
+              <input
+                id={id}
+                aria-describedby={d}
+                maxLength={500}
+                value={note}
+                onInput={(e) => setNote(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <div class="actions">
+            <Button
+              kind="primary"
+              busy={busy === "approve"}
+              disabled={busy !== undefined}
+              onClick={() => decide("approve")}
+            >
+              Approve
+            </Button>
+            <Button kind="danger" busy={busy === "deny"} disabled={busy !== undefined} onClick={() => decide("deny")}>
+              Deny
+            </Button>
+          </div>
+        </>
+      )}
       <ErrorText error={error} />
     </article>
   )

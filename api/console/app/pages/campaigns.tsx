@@ -2,8 +2,10 @@
 // book shown readably, validation errors beside the prompt); and for the chosen one, edit its name,
 // persona, voice and schedule, upload an audience CSV, attest consent, hear the opening line, and
 // run, pause or retire it; its runs, each run's results (outcome and analysis per target) and
-// their CSV.
+// their CSV. Each action shows only to a role that may take it: setting up and running need write,
+// pausing supervise (a supervisor may stop a campaign going wrong), retiring admin.
 import { useEffect, useRef, useState } from "preact/hooks"
+import { useAccess } from "../access.js"
 import { ApiError, blobUrl, request, upload } from "../api.js"
 import { Button, ErrorText, Field, useLoad } from "../ui.js"
 import { RunResults } from "./run-results.js"
@@ -72,17 +74,22 @@ const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const
 export function CampaignsPage() {
   const list = useLoad(() => request<{ workflows: WorkflowSummary[] }>("GET", "/api/workflows?limit=200"))
   const [selected, setSelected] = useState<number | undefined>(undefined)
+  const { can } = useAccess()
   const workflows = list.data?.workflows ?? []
 
   return (
     <section aria-labelledby="campaigns-h">
       <h1 id="campaigns-h">Campaigns</h1>
-      <CreateWorkflow
-        onCreated={(id) => {
-          setSelected(id)
-          list.reload()
-        }}
-      />
+      {can("write") ? (
+        <CreateWorkflow
+          onCreated={(id) => {
+            setSelected(id)
+            list.reload()
+          }}
+        />
+      ) : (
+        <p class="muted">Owners and admins create and change campaigns; you can follow them and their results here.</p>
+      )}
       <ErrorText error={list.error} />
       <div class="cards">
         {GROUPS.map((g) => {
@@ -183,6 +190,7 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
   const [notice, setNotice] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState<string | undefined>(undefined)
   const [confirmRetire, setConfirmRetire] = useState(false)
+  const { can } = useAccess()
   const heading = useRef<HTMLHeadingElement>(null)
   const loaded = wf.data !== undefined
   // The chosen workflow opens below the lists: take the focus (and the view) there once it loads.
@@ -235,46 +243,52 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
         </dd>
       </dl>
 
-      <div class="actions">
-        <Button
-          kind="primary"
-          busy={busy === "run"}
-          disabled={w.status === "retired" || w.status === "live"}
-          onClick={() =>
-            act("run", `/api/workflows/${id}/run`, (r) =>
-              r["resumed"]
-                ? `Run ${r["run_id"]} resumed.`
-                : `Run ${r["run_id"]} started: ${r["targets_queued"]} queued.`,
-            )
-          }
-        >
-          Run
-        </Button>
-        <Button
-          busy={busy === "pause"}
-          disabled={w.status !== "live"}
-          onClick={() => act("pause", `/api/workflows/${id}/pause`, () => "Paused: calls in flight will finish.")}
-        >
-          Pause
-        </Button>
-        {confirmRetire ? (
-          <>
-            <span>Retiring cannot be undone.</span>
+      {can("supervise") && (
+        <div class="actions">
+          {can("write") && (
             <Button
-              kind="danger"
-              busy={busy === "retire"}
-              onClick={() => act("retire", `/api/workflows/${id}/retire`, () => "Retired.")}
+              kind="primary"
+              busy={busy === "run"}
+              disabled={w.status === "retired" || w.status === "live"}
+              onClick={() =>
+                act("run", `/api/workflows/${id}/run`, (r) =>
+                  r["resumed"]
+                    ? `Run ${r["run_id"]} resumed.`
+                    : `Run ${r["run_id"]} started: ${r["targets_queued"]} queued.`,
+                )
+              }
             >
-              Yes, retire
+              Run
             </Button>
-            <Button onClick={() => setConfirmRetire(false)}>Keep it</Button>
-          </>
-        ) : (
-          <Button kind="danger" disabled={w.status === "retired"} onClick={() => setConfirmRetire(true)}>
-            Retire
-          </Button>
-        )}
-      </div>
+          )}
+          {can("supervise") && (
+            <Button
+              busy={busy === "pause"}
+              disabled={w.status !== "live"}
+              onClick={() => act("pause", `/api/workflows/${id}/pause`, () => "Paused: calls in flight will finish.")}
+            >
+              Pause
+            </Button>
+          )}
+          {!can("admin") ? null : confirmRetire ? (
+            <>
+              <span>Retiring cannot be undone.</span>
+              <Button
+                kind="danger"
+                busy={busy === "retire"}
+                onClick={() => act("retire", `/api/workflows/${id}/retire`, () => "Retired.")}
+              >
+                Yes, retire
+              </Button>
+              <Button onClick={() => setConfirmRetire(false)}>Keep it</Button>
+            </>
+          ) : (
+            <Button kind="danger" disabled={w.status === "retired"} onClick={() => setConfirmRetire(true)}>
+              Retire
+            </Button>
+          )}
+        </div>
+      )}
       {notice && (
         <p class="ok" role="status">
           {notice}
@@ -289,7 +303,7 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
       <RuleBook book={w.rule_book} />
 
       <PreviewOpening workflow={w} />
-      {w.status !== "retired" && (
+      {w.status !== "retired" && can("write") && (
         <>
           {/* Not keyed by updated_at: attesting or pausing bumps it, and a remount would throw away
               the operator's unsaved edits, the "Saved." note and the focus. */}

@@ -1,8 +1,11 @@
 // The Settings page: API keys (a new key's secret is shown once, here, and never again), the
 // do-not-call list (add, remove, import a CSV) and onboarding: the mode, the checklist and each
-// provider credential as the API shows it, masked.
+// provider credential as the API shows it, masked. Every role mints API keys, up to its ceiling
+// (owners and admins any scope, others read) and manages the ones it made; owners and admins manage
+// all of them and change the do-not-call list.
 import "./account.css"
 import { useState } from "preact/hooks"
+import { useAccess } from "../access.js"
 import { ApiError, request, upload } from "../api.js"
 import { Button, ErrorText, Field, Table, useLoad } from "../ui.js"
 
@@ -13,6 +16,7 @@ interface Key {
   readonly scope: "read" | "write" | "admin"
   readonly status: string
   readonly created_at: string
+  readonly created_by_user_id: number | null
   readonly expires_at: string | null
   readonly last_used_at: string | null
 }
@@ -54,7 +58,14 @@ export function SettingsPage() {
   )
 }
 
+/** The scopes a role may give a key: no more than its own (owners and admins any, others read). */
+const SCOPES: ReadonlyArray<Key["scope"]> = ["read", "write", "admin"]
+
 function ApiKeys() {
+  const { me, can } = useAccess()
+  const scopes = can("admin") ? SCOPES : SCOPES.slice(0, 1)
+  // Owners and admins manage any key; others the read keys they made themselves.
+  const manages = (k: Key) => can("admin") || (k.created_by_user_id === me.user?.id && scopes.includes(k.scope))
   const keys = useLoad(() => request<{ keys: Key[] }>("GET", "/api-keys"))
   const [name, setName] = useState("")
   const [scope, setScope] = useState<Key["scope"]>("read")
@@ -112,12 +123,19 @@ function ApiKeys() {
             />
           )}
         </Field>
-        <Field label="Scope">
-          {(id) => (
-            <select id={id} value={scope} onChange={(e) => setScope(e.currentTarget.value as Key["scope"])}>
-              <option value="read">read</option>
-              <option value="write">write</option>
-              <option value="admin">admin</option>
+        <Field label="Scope" {...(scopes.length === 1 && { hint: "Your role makes read keys." })}>
+          {(id, describedBy) => (
+            <select
+              id={id}
+              aria-describedby={describedBy}
+              value={scope}
+              onChange={(e) => setScope(e.currentTarget.value as Key["scope"])}
+            >
+              {scopes.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
             </select>
           )}
         </Field>
@@ -149,7 +167,7 @@ function ApiKeys() {
             {
               title: "Actions",
               cell: (k) =>
-                k.status === "active" ? (
+                k.status === "active" && manages(k) ? (
                   <Button kind="danger" onClick={() => revoke(k)} aria-label={`Revoke ${k.name}`}>
                     Revoke
                   </Button>
@@ -163,6 +181,8 @@ function ApiKeys() {
 }
 
 function DncList() {
+  const { can } = useAccess()
+  const edit = can("write")
   const list = useLoad(() => request<{ entries: DncEntry[]; total: number }>("GET", "/dnc?limit=100"))
   const [phone, setPhone] = useState("")
   const [reason, setReason] = useState("")
@@ -238,60 +258,68 @@ function DncList() {
     <section aria-labelledby="dnc-h" class="panel">
       <h2 id="dnc-h">Do-not-call list</h2>
       <p class="muted">Numbers here are never dialed by any campaign of this workspace.</p>
-      <form onSubmit={add} class="inline-form">
-        <Field label="Phone number" error={fields["phone_e164"]}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="tel"
-              value={phone}
-              maxLength={64}
-              aria-describedby={describedBy}
-              aria-invalid={fields["phone_e164"] !== undefined}
-              onInput={(e) => setPhone(e.currentTarget.value)}
-            />
+      {edit && (
+        <>
+          <form onSubmit={add} class="inline-form">
+            <Field label="Phone number" error={fields["phone_e164"]}>
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  type="tel"
+                  value={phone}
+                  maxLength={64}
+                  aria-describedby={describedBy}
+                  aria-invalid={fields["phone_e164"] !== undefined}
+                  onInput={(e) => setPhone(e.currentTarget.value)}
+                />
+              )}
+            </Field>
+            <Field label="Reason" error={fields["reason"]}>
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  value={reason}
+                  maxLength={200}
+                  aria-describedby={describedBy}
+                  onInput={(e) => setReason(e.currentTarget.value)}
+                />
+              )}
+            </Field>
+            <Button kind="primary" type="submit" busy={busy}>
+              Add number
+            </Button>
+          </form>
+          <form onSubmit={importFile} class="inline-form">
+            <Field
+              label="DNC CSV"
+              error={fields["file"]}
+              hint="A header row naming a phone column; reason is optional."
+            >
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  type="file"
+                  accept=".csv,text/csv"
+                  aria-describedby={describedBy}
+                  onChange={(e) => setFile(e.currentTarget.files?.[0])}
+                />
+              )}
+            </Field>
+            <Button type="submit" busy={progress !== undefined}>
+              Import CSV
+            </Button>
+            {progress !== undefined && (
+              <progress max={1} value={progress} aria-label="Import progress">
+                {Math.round(progress * 100)}%
+              </progress>
+            )}
+          </form>
+          {imported && (
+            <p class="ok" role="status">
+              {imported}
+            </p>
           )}
-        </Field>
-        <Field label="Reason" error={fields["reason"]}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              value={reason}
-              maxLength={200}
-              aria-describedby={describedBy}
-              onInput={(e) => setReason(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Button kind="primary" type="submit" busy={busy}>
-          Add number
-        </Button>
-      </form>
-      <form onSubmit={importFile} class="inline-form">
-        <Field label="DNC CSV" error={fields["file"]} hint="A header row naming a phone column; reason is optional.">
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="file"
-              accept=".csv,text/csv"
-              aria-describedby={describedBy}
-              onChange={(e) => setFile(e.currentTarget.files?.[0])}
-            />
-          )}
-        </Field>
-        <Button type="submit" busy={progress !== undefined}>
-          Import CSV
-        </Button>
-        {progress !== undefined && (
-          <progress max={1} value={progress} aria-label="Import progress">
-            {Math.round(progress * 100)}%
-          </progress>
-        )}
-      </form>
-      {imported && (
-        <p class="ok" role="status">
-          {imported}
-        </p>
+        </>
       )}
       <ErrorText error={error ?? list.error} />
       {list.data && (
@@ -310,14 +338,18 @@ function DncList() {
               { title: "Reason", cell: (d) => d.reason ?? "" },
               { title: "Source", cell: (d) => d.source },
               { title: "Added", cell: (d) => date(d.added_at) },
-              {
-                title: "Actions",
-                cell: (d) => (
-                  <Button onClick={() => remove(d)} aria-label={`Remove ${d.phone_e164}`}>
-                    Remove
-                  </Button>
-                ),
-              },
+              ...(edit
+                ? [
+                    {
+                      title: "Actions",
+                      cell: (d: DncEntry) => (
+                        <Button onClick={() => remove(d)} aria-label={`Remove ${d.phone_e164}`}>
+                          Remove
+                        </Button>
+                      ),
+                    },
+                  ]
+                : []),
             ]}
           />
         </>

@@ -2,14 +2,9 @@
 // and a small sign-up form. Both sign-ins set the httpOnly svc_session cookie; the page never
 // keeps the token the body also carries.
 import { useState } from "preact/hooks"
+import type { Me } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { Button, ErrorText, Field } from "../ui.js"
-
-export interface Me {
-  readonly user: { readonly email: string; readonly role?: string } | null
-  readonly tenant?: { readonly id: number; readonly name: string } | null
-  readonly expires_at?: string | null
-}
 
 type Mode = "password" | "code" | "signup"
 

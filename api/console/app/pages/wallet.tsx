@@ -1,7 +1,10 @@
 // The Wallet page: balance and minutes left, the ledger, top-ups and autocharge, all through the
 // public billing API. Money moves only when the gateway confirms; this page only starts payments.
+// Topping up needs write (owners, admins), autocharge admin (it spends from the saved card); other
+// roles read the balance, the autocharge setting and the history.
 import "./account.css"
 import { useState } from "preact/hooks"
+import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { Button, ErrorText, Field, money, Table, useLoad } from "../ui.js"
 
@@ -77,6 +80,7 @@ export function WalletPage() {
     methods.reload()
     setOlder(undefined)
   }
+  const { can } = useAccess()
   const nextBefore = older !== undefined ? older.next_before : (history.data?.next_before ?? null)
   const loadOlder = () => {
     if (nextBefore === null) return
@@ -106,8 +110,12 @@ export function WalletPage() {
               {w.trial_expires_at && ` Trial until ${when(w.trial_expires_at)}.`}
             </p>
           </div>
-          <TopUp wallet={w} onSettled={reload} />
-          <Autocharge wallet={w} methods={methods.data?.payment_methods ?? []} onSaved={wallet.reload} />
+          {can("write") && <TopUp wallet={w} onSettled={reload} />}
+          {can("admin") ? (
+            <Autocharge wallet={w} methods={methods.data?.payment_methods ?? []} onSaved={wallet.reload} />
+          ) : (
+            <AutochargeState wallet={w} />
+          )}
         </div>
       )}
       <h2>History</h2>
@@ -253,6 +261,23 @@ function TopUp({ wallet, onSettled }: { readonly wallet: Wallet; readonly onSett
         </p>
       )}
       <ErrorText error={error} />
+    </div>
+  )
+}
+
+/** The autocharge setting, read only (changing it is an owner's or admin's). */
+function AutochargeState({ wallet }: { readonly wallet: Wallet }) {
+  const a = wallet.autocharge
+  return (
+    <div class="panel">
+      <h2>Autocharge</h2>
+      <p>
+        {a.enabled && a.threshold_minor !== null && a.amount_minor !== null
+          ? `On: adds ${money(a.amount_minor, wallet.currency)} when the balance falls under ` +
+            `${money(a.threshold_minor, wallet.currency)}.`
+          : "Off."}
+      </p>
+      <p class="muted">Owners and admins top up the wallet and change autocharge.</p>
     </div>
   )
 }
