@@ -3,6 +3,7 @@
 
 import type { TenantCountry } from "../phones/phone.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { AudienceGroup } from "../voices/voices.geography.js"
 import type { AudienceRow } from "./audience.parse.js"
 
 export interface AttachTarget {
@@ -253,4 +254,15 @@ export async function stagedPhones(sql: Sql, uploadId: number): Promise<string[]
   const rows = await sql<{ phone_e164: string }[]>`
     select distinct phone_e164 from audience_staging where upload_id = ${uploadId}`
   return rows.map((r) => r.phone_e164)
+}
+
+/**
+ * The workflow's audience in groups sharing a calling code and three more digits (enough to
+ * tell NANP countries apart by area code): one sample number and the count of each.
+ */
+export async function audienceGroups(sql: Sql | Tx, workflowId: number): Promise<AudienceGroup[]> {
+  return sql<AudienceGroup[]>`
+    select min(phone_e164) as sample, count(*)::int as n from audience_targets
+    where workflow_id = ${workflowId}
+    group by left(phone_e164, 5)`
 }

@@ -2,7 +2,6 @@
 // workflows.persona_id is written here only. Workspace queries are scoped by tenant; built-ins
 // (tenant_id null) are read by every workspace and written only by upsertBuiltins.
 import type { Sql, Tx } from "../platform/Db.js"
-import type { AudienceGroup } from "./geography.js"
 
 export interface PersonaRow {
   readonly id: number
@@ -154,17 +153,6 @@ export async function workflowsOf(tx: Tx, personaId: number, lock: "share" | "up
     where w.persona_id = ${personaId}
     order by w.id
     ${locking}`
-}
-
-/**
- * The workflow's audience in groups sharing a calling code and three more digits (enough to
- * tell NANP countries apart by area code): one sample number and the count of each.
- */
-export async function audienceGroups(sql: Sql | Tx, workflowId: number): Promise<AudienceGroup[]> {
-  return sql<AudienceGroup[]>`
-    select min(phone_e164) as sample, count(*)::int as n from audience_targets
-    where workflow_id = ${workflowId}
-    group by left(phone_e164, 5)`
 }
 
 export async function setWorkflowPersona(tx: Tx, workflowId: number, personaId: number): Promise<void> {

@@ -1,6 +1,8 @@
 // Personas: the workspace's own (created, edited, deleted) beside the seven read-only built-ins of
 // the voice catalogue, and which one each workflow speaks as (assigned, or its geography default).
+
 import { Effect } from "effect"
+import { audienceGroups } from "../audience/audience.repo.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
 import { iso } from "../platform/time.js"
@@ -252,7 +254,7 @@ export const updatePersona = (tenantId: number, id: number, body: UpdatePersona)
 
 /** The built-in a workflow falls back to, by geography and its rule book's language. */
 const defaultFor = async (tx: Tx, w: repo.WorkflowForPersona, ids: Map<string, number>): Promise<number> => {
-  const groups = await repo.audienceGroups(tx, w.id)
+  const groups = await audienceGroups(tx, w.id)
   const voice = geographyDefault({
     audienceCountry: dominantCountry(groups, w.country),
     workspaceCountry: w.country,

@@ -67,6 +67,9 @@ function systemMessage(req: RuleBookRequest): string {
     "- callback_policy.max_days_ahead: 1 to 30. escalation_policy: at least one trigger (each at most 200 " +
       "characters) when allowed. Keep requires_approval true unless the description says otherwise.",
     "- max_call_seconds: 30 to 1800.",
+    `- The workspace is in ${req.country.toUpperCase()}: choose a persona whose accent ` +
+      "sounds local there unless the description names one. The opening line says what the call is about " +
+      '(the campaign\'s purpose in a few words), never a generic "special offer".',
     req.country.toUpperCase() === "IN"
       ? "- ncpr_category: the TRAI commercial-communication category 1-8 of the campaign's sector (1 banking, " +
         "insurance, financial products, credit cards; 2 real estate; 3 education; 4 health; 5 consumer goods and " +

@@ -4,6 +4,7 @@
 import { type Currency, formatMinor, maxConcessionMinor } from "../billing/pricing.js"
 import { clip, wordsOf } from "../providers/llm/sim.text.js"
 import { findVoice, VOICES, type Voice } from "../voices/voices.catalog.js"
+import { GEOGRAPHY_PERSONAS } from "../voices/voices.geography.js"
 import { RULE_BOOK_PLACEHOLDERS, type RuleBookRequest } from "./rulebook.schema.js"
 import { objectionHandlers } from "./rulebook.sim-handlers.js"
 
@@ -141,7 +142,9 @@ function choosePersona(req: RuleBookRequest, prompt: string): string {
   }
   if (named !== undefined) return named.id
   if (/\bhindi\b/i.test(prompt) || /[\u0900-\u097F]/.test(prompt)) return HINDI_PERSONA
-  return DEFAULT_PERSONA[req.currency]
+  // A voice that sounds local in the workspace's country (at call time, a workflow with no persona
+  // assigned speaks with the voice local to its audience: src/personas/geography.ts).
+  return GEOGRAPHY_PERSONAS[req.country.toUpperCase()]?.[0] ?? DEFAULT_PERSONA[req.currency]
 }
 
 function hindiOpening(voice: Voice | undefined): string {
@@ -203,8 +206,33 @@ function topicOf(brief: string, offers: boolean): string {
       .replace(/\b(them|him)\b/gi, "you")
     if (topic !== "") return topic
   }
-  return offers ? "a special offer for you" : "your account with us"
+  // Else what the campaign is evidently about, by the first subject the brief names.
+  let first: { at: number; subject: string } | undefined
+  for (const [cue, subject] of SUBJECTS) {
+    const at = brief.search(cue)
+    if (at !== -1 && (first === undefined || at < first.at)) first = { at, subject }
+  }
+  if (first !== undefined) return first.subject
+  return offers ? "an offer for you" : "your account with us"
 }
+
+/** What a call is about, by the words of a brief that name it (so a dental recall says so). */
+const SUBJECTS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/\b(dental|dentist|check-?ups?|cleanings?|hygienist)\b/i, "your next dental visit"],
+  [/\b(appointments?|consultations?)\b/i, "your appointment"],
+  [/\b(members?|memberships?|gym)\b/i, "your membership"],
+  [/\b(renew\w*)\b/i, "your renewal"],
+  [/\bsubscri\w*\b/i, "your subscription"],
+  [/\b(bills?|invoices?|payments?|dues|arrears)\b/i, "your bill"],
+  [/\b(orders?|deliver\w*|shipments?)\b/i, "your order"],
+  [/\b(polic(y|ies)|insurance|premiums?)\b/i, "your policy"],
+  [/\b(loans?|emi|mortgages?)\b/i, "your loan"],
+  [/\b(bookings?|reservations?|stays?)\b/i, "your booking"],
+  [/\b(carts?|checkout)\b/i, "the items in your cart"],
+  [/\b(surveys?|feedback)\b/i, "a short survey"],
+  [/\b(events?|webinars?|workshops?)\b/i, "our upcoming event"],
+  [/\b(trials?|demos?)\b/i, "your trial"],
+]
 
 interface PromptParts {
   brief: string

@@ -214,7 +214,7 @@ describe("sim language model", () => {
     expect(plain.escalation_policy.triggers.length).toBeGreaterThan(0)
   })
 
-  it("chooses the persona: override, then one named in the prompt, then Hindi, then by currency", async () => {
+  it("chooses the persona: override, then one named in the prompt, then Hindi, then local to the callees", async () => {
     const persona = async (over: Partial<RuleBookRequest>) => {
       const book = (await generateRuleBook(sim, request(over))) as RuleBook
       return [book.persona, book.language]
@@ -224,7 +224,24 @@ describe("sim language model", () => {
     expect(await persona({ prompt: "Call customers in Hindi about the new plan." })).toEqual(["meera", "hi-IN"])
     expect(await persona({ prompt: "नए प्लान के बारे में बताइए" })).toEqual(["meera", "hi-IN"])
     expect(await persona({ prompt: "Call customers about the new plan." })).toEqual(["priya", "en-IN"])
-    expect(await persona({ ...USD_REQUEST, prompt: "Call customers about the new plan." })).toEqual(["amelia", "en-GB"])
+    const plain = { ...USD_REQUEST, prompt: "Call customers about the new plan." }
+    // A US workspace's book speaks with an American voice, a British one's with a British voice.
+    expect(await persona({ ...plain, country: "US" })).toEqual(["anya", "en-US"])
+    expect(await persona({ ...plain, country: "GB" })).toEqual(["amelia", "en-GB"])
+    expect(await persona({ ...plain, country: "AU" })).toEqual(["leo", "en-AU"])
+    expect(await persona({ ...plain, country: "AE" })).toEqual(["amelia", "en-GB"])
+  })
+
+  it("writes an opening that says what the call is about", async () => {
+    const opening = async (prompt: string) =>
+      ((await generateRuleBook(sim, request({ ...USD_REQUEST, prompt }))) as RuleBook).opening_line
+    expect(await opening("Call patients overdue for a cleaning; offer 20% off.")).toContain(
+      "about your next dental visit",
+    )
+    expect(await opening("Call lapsed gym members; offer up to $20 off to rejoin.")).toContain("about your membership")
+    expect(await opening("Call customers about their unpaid invoice.")).toContain("about your unpaid invoice")
+    expect(await opening("Offer a discount to everyone.")).toContain("about an offer for you")
+    expect(await opening("Say hello.")).toContain("about your account with us")
   })
 
   it("writes a valid Hindi book, opening and disclosure in Hindi", async () => {

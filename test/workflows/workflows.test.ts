@@ -321,6 +321,12 @@ describe("changing a workflow", () => {
     const after = await call("GET", `/api/workflows/${w.id}`, owner)
     expect(after.body.rule_book_version).toBe(3)
   })
+
+  it("writes the persona local to the workspace's country", async () => {
+    const us = await a.signup({ country: "US" })
+    const w = await create(us, { nl_prompt: "Call customers about the new plan." })
+    expect(w.rule_book).toMatchObject({ persona: "anya", language: "en-US" })
+  })
 })
 
 describe("consent attestation", () => {
