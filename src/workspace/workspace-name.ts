@@ -45,9 +45,8 @@ export const WORKSPACE_NAME_MAX = 80
 
 /** Trims, collapses white space and removes control characters; undefined when nothing is left. */
 export function cleanWorkspaceName(raw: string): string | undefined {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
   const cleaned = raw
-    .replace(/[\u0000-\u001f\u007f]/g, " ")
+    .replace(/\p{Cc}/gu, " ")
     .replace(/\s+/g, " ")
     .trim()
   return cleaned === "" ? undefined : cleaned.slice(0, WORKSPACE_NAME_MAX)
