@@ -21,8 +21,9 @@ export interface MessageRow {
   readonly provider_message_id: string | null
 }
 
-export const tenantExists = async (sql: Sql, tenantId: number): Promise<boolean> =>
-  (await sql`select 1 from tenants where id = ${tenantId}`).length > 0
+/** The workspace's name (its mail goes out in its name), or undefined when there is no such workspace. */
+export const tenantName = async (sql: Sql, tenantId: number): Promise<string | undefined> =>
+  (await sql<{ name: string }[]>`select name from tenants where id = ${tenantId}`)[0]?.name
 
 export const secretExists = async (sql: Sql, name: string): Promise<boolean> =>
   (await sql`select 1 from system_secrets where name = ${name}`).length > 0

@@ -46,8 +46,8 @@ export const sendOutreach = (tenantId: number, mail: OutreachEmail, base: string
   Effect.gen(function* () {
     const { sql } = yield* Db
     const provider = yield* Mail
-    if (!(yield* Effect.promise(() => repo.tenantExists(sql, tenantId))))
-      return yield* Effect.fail(new NotFound({ message: `no workspace ${tenantId}` }))
+    const workspace = yield* Effect.promise(() => repo.tenantName(sql, tenantId))
+    if (workspace === undefined) return yield* Effect.fail(new NotFound({ message: `no workspace ${tenantId}` }))
     const to = normaliseEmail(mail.to)
     const transactional = mail.channel === TRANSACTIONAL
     if (!transactional) {
@@ -121,6 +121,7 @@ export const sendOutreach = (tenantId: number, mail: OutreachEmail, base: string
           html,
           links,
           kind: transactional ? "transactional" : `outreach:${mail.channel}`,
+          senderName: workspace,
           ...(headers && { headers }),
         }),
       ),

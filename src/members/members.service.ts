@@ -118,6 +118,7 @@ const inviteMail = (to: string, link: string, workspace: string, role: InvitedRo
       `<p><a href="${link}">Join the workspace</a> within ${INVITATION_DAYS} days.</p>` +
       "<p>If you did not expect this, ignore this email.</p>",
     links: [link],
+    senderName: workspace,
   })
 
 const escapeHtml = (s: string): string =>

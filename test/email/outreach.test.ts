@@ -28,6 +28,9 @@ describe("POST /api/internal/outreach/email", () => {
     expect(r.body).toMatchObject({ state: "sent", to, channel: "outreach", provider: "outbox" })
     const mail = e.lastMail(to)!
     expect(mail.subject).toBe("Hello Ada <b>")
+    // It goes out in the workspace's name.
+    const [ws] = await srv.sql<[{ name: string }]>`select name from tenants where id = ${s.tenantId}`
+    expect(mail.sender_name).toBe(ws.name)
     expect(mail.html).toContain("<p>Hi Ada &lt;b&gt;</p>")
     expect(mail.headers?.["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click")
     const unsub = mail.links.find((l) => l.includes("/email/unsubscribe?t="))!

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { makeHttpMail } from "../../src/providers/mail/http.mail.js"
-import { MailDeliveryError, type OutgoingMail } from "../../src/providers/mail/mail.interface.js"
+import { fromOnBehalf, MailDeliveryError, type OutgoingMail } from "../../src/providers/mail/mail.interface.js"
 import { makeOutboxMail, readOutbox } from "../../src/providers/mail/outbox.mail.js"
 
 const mail = (over: Partial<OutgoingMail> = {}): OutgoingMail => ({
@@ -171,6 +171,22 @@ describe("HTTP mail adapter", () => {
       html: mail().html,
       tags: ["verify_email"],
     })
+  })
+
+  it("sends a workspace's mail in its name from our address, with no header injection", async () => {
+    const provider = makeHttpMail({ baseUrl: api.url, apiKey, from })
+    for (let i = 0; i < 3; i++) api.script.push((res) => json(res, 202, { id: `msg_${i}` }))
+    await provider.send(mail({ senderName: "Acme Dental" }))
+    await provider.send(mail({ senderName: 'Evil"\r\nBcc: all@example.com' }))
+    await provider.send(mail({ senderName: "\n\"" }))
+    const froms = api.received.map((r) => (JSON.parse(r.body) as { from: string }).from)
+    expect(froms).toEqual([
+      '"Acme Dental via Parley" <no-reply@parley.test>',
+      '"EvilBcc: all@example.com via Parley" <no-reply@parley.test>',
+      from,
+    ])
+    expect(fromOnBehalf("no-reply@x.test", "Acme")).toBe('"Acme via Parley" <no-reply@x.test>')
+    expect(fromOnBehalf("\"Ops Team\" <ops@x.test>", "Acme")).toBe('"Acme via Ops Team" <ops@x.test>')
   })
 
   it("retries a 503 and succeeds, sending the same idempotency key", async () => {

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto"
 import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
 import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
-import { MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
+import { fromOnBehalf, MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
 
 export interface HttpMailOptions {
   /** The API root without a trailing slash, e.g. https://api.mail.example/v1. */
@@ -97,7 +97,7 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
     name: "http",
     async send(mail: OutgoingMail): Promise<{ id: string }> {
       const body = JSON.stringify({
-        from: opts.from,
+        from: fromOnBehalf(opts.from, mail.senderName),
         to: mail.to,
         subject: mail.subject,
         text: mail.text,

@@ -15,6 +15,28 @@ export interface OutgoingMail {
   kind: string
   /** Extra message headers (List-Unsubscribe, List-Unsubscribe-Post on outreach mail). */
   headers?: Readonly<Record<string, string>>
+  /**
+   * Whose mail it is, when a workspace's: the From's display name becomes "<name> via <ours>"; the
+   * address stays the deployment's (MAIL_FROM), so its domain's SPF and DKIM still hold.
+   */
+  senderName?: string
+}
+
+/**
+ * MAIL_FROM with the display name of the workspace a message is from: `"Acme via Parley"
+ * <no-reply@…>`. Quotes, backslashes and line breaks are dropped from the name (no header
+ * injection) and it is cut to 64 characters.
+ */
+export function fromOnBehalf(mailFrom: string, senderName: string | undefined): string {
+  if (senderName === undefined) return mailFrom
+  const m = /^\s*(.*?)\s*<([^<>]+)>\s*$/.exec(mailFrom)
+  const address = (m?.[2] ?? mailFrom).trim()
+  const ours = (m?.[1] ?? "").replace(/^"|"$/g, "").trim() || "Parley"
+  const name = senderName
+    .replace(/["\\\p{Cc}]/gu, "")
+    .trim()
+    .slice(0, 64)
+  return name === "" ? mailFrom : `"${name} via ${ours}" <${address}>`
 }
 
 export interface MailProvider {

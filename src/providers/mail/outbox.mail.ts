@@ -17,6 +17,8 @@ export interface OutboxLine {
   readonly kind: string
   /** Extra headers, when the message has any (List-Unsubscribe on outreach mail). */
   readonly headers?: Readonly<Record<string, string>>
+  /** The workspace the message is from, when it is a workspace's (the From's display name). */
+  readonly sender_name?: string
   /** When the message was written, ISO 8601. */
   readonly at: string
 }
@@ -34,6 +36,7 @@ export function makeOutboxMail(file: string): MailProvider {
         links: [...mail.links],
         kind: mail.kind,
         ...(mail.headers !== undefined && { headers: { ...mail.headers } }),
+        ...(mail.senderName !== undefined && { sender_name: mail.senderName }),
         at: new Date().toISOString(),
       }
       // JSON.stringify escapes newlines inside strings, so the record is exactly one line.
