@@ -314,6 +314,7 @@ export const callMachine = setup({
                     type: "APPROVAL_DECIDED",
                     approvalId: event.approvalId,
                     decision: event.decision,
+                    ...(typeof event.valueMinor === "number" && { valueMinor: event.valueMinor }),
                     proposal: context.pendingProposal,
                   }
                 }),

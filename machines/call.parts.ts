@@ -100,7 +100,8 @@ export type ConversationEvent =
 /** Events the runtime sends to a call actor from outside. */
 export type CallControlEvent =
   | { type: "APPROVAL_CREATED"; approvalId: number }
-  | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied" }
+  /** `valueMinor`: an approved concession's amount, when the approver set it (else the proposal's stands). */
+  | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied"; valueMinor?: number | null }
   /** Patch-in: move the callee into a recorded conference with the operator; the agent drops. */
   | { type: "HANDOFF"; operatorNumber: string }
 
@@ -108,7 +109,14 @@ export type CallEvent = TelephonyEvent | ConversationEvent | CallControlEvent
 
 /** Events the machine sends to the `converse` actor. */
 export type ConverseInboundEvent =
-  | { type: "APPROVAL_DECIDED"; approvalId: number; decision: "approved" | "denied"; proposal: Proposal | null }
+  | {
+      type: "APPROVAL_DECIDED"
+      approvalId: number
+      decision: "approved" | "denied"
+      /** An approved concession's amount, when the approver set it. */
+      valueMinor?: number
+      proposal: Proposal | null
+    }
   | { type: "APPROVAL_TIMEOUT"; approvalId: number | null; proposal: Proposal | null }
 
 export interface ReserveFundsInput {

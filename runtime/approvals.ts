@@ -102,14 +102,23 @@ export class RunApprovals {
     return actor
   }
 
-  /** An approval was decided in Postgres (by an api process): its actor ends, its call resumes. */
-  decided(approvalId: number, callId: number | null, status: "approved" | "denied", by: number | null): void {
+  /**
+   * An approval was decided in Postgres (by an api process): its actor ends, its call resumes (with
+   * the approved amount of a concession, `valueMinor`, when the decision carries one).
+   */
+  decided(
+    approvalId: number,
+    callId: number | null,
+    status: "approved" | "denied",
+    by: number | null,
+    valueMinor: number | null = null,
+  ): void {
     const actor = this.actors.get(approvalId)
     const decision = status === "approved" ? "approve" : "deny"
     if (actor?.getSnapshot().can({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() }))
       actor.send({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() })
     const call = callId === null ? undefined : this.scope.calls.get(callId)
-    call?.actor.send({ type: "APPROVAL_DECIDED", approvalId, decision: status })
+    call?.actor.send({ type: "APPROVAL_DECIDED", approvalId, decision: status, valueMinor })
   }
 
   stop(): void {

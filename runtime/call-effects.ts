@@ -15,13 +15,13 @@ import {
   type ReserveFundsInput,
   type SettleInput,
 } from "../machines/index.js"
-import { CALLBACK_DELAY_MS } from "../src/approvals/approvals.service.js"
+import { applyDecisionsAfterCall, CALLBACK_DELAY_MS } from "../src/approvals/late-decisions.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { converse } from "../src/calls/conversation.js"
 import { retryOnDisconnect } from "../src/platform/Db.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
-import type { DecisionStatus, Proposal } from "../src/providers/llm/llm.interface.js"
+import type { ApprovalAnswer, Proposal } from "../src/providers/llm/llm.interface.js"
 import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
@@ -142,7 +142,10 @@ export class CallEffects {
           receive((e) => {
             const resolve = live.pendingDecision
             live.pendingDecision = undefined
-            resolve?.(e.type === "APPROVAL_DECIDED" ? e.decision : "timeout")
+            if (e.type === "APPROVAL_TIMEOUT" && e.approvalId !== null) live.heldOut.push(e.approvalId)
+            resolve?.(
+              e.type === "APPROVAL_DECIDED" ? { status: e.decision, value_minor: e.valueMinor } : { status: "timeout" },
+            )
           })
           void this.converseOn(live, input, stop.signal, "human", (e) => sendBack(e))
           return () => stop.abort()
@@ -215,6 +218,7 @@ export class CallEffects {
       turns: 0,
       recent: [],
       pendingDecision: undefined,
+      heldOut: [],
     }
     const actor = createActor(this.machine(), {
       input: {
@@ -324,7 +328,7 @@ export class CallEffects {
         sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
       },
       requestApproval: (p: Proposal) =>
-        new Promise<DecisionStatus>((resolve) => {
+        new Promise<ApprovalAnswer>((resolve) => {
           live.pendingDecision = resolve
           sendBack({ type: "PROPOSE", action: p.action, valueMinor: p.value_minor, rationale: p.rationale })
         }),
@@ -405,6 +409,12 @@ export class CallEffects {
     } catch (err) {
       log.error({ err, call_id: callId }, "could not record the end of a call")
     }
+    // Decisions that came after the callee stopped holding (before the end was written) reach the
+    // result now; one made after the end was written applied itself (src/approvals/late-decisions.ts).
+    if (live.heldOut.length > 0)
+      await retryOnDisconnect(() =>
+        applyDecisionsAfterCall(sql, { id: callId, run_target_id: live.runTargetId }, live.heldOut, settings.timeScale),
+      ).catch((err: unknown) => log.error({ err, call_id: callId }, "could not apply decisions made after the hold"))
     if (s.stopped) return
     s.run.send({ type: "CALL_ENDED", final: next.kind === "done" })
     // A simulation is never short of funds (it reserves nothing) and never touches a workflow's status.

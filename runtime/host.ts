@@ -314,7 +314,9 @@ export const startRuntimeHost: Effect.Effect<
     bus.subscribe(RT_APPROVAL_DECIDED, (msg) => {
       const d = msg.json<ApprovalDecided & { decided_by?: number | null }>()
       if (d.run_id !== null)
-        drivers.get(d.run_id)?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null)
+        drivers
+          .get(d.run_id)
+          ?.approvalDecided(d.approval_id, d.call_id, d.status, d.decided_by ?? null, d.value_minor ?? null)
     }),
     // Patch-in: every runtime process hears it (no queue group); only the one holding the call answers.
     bus.subscribe(RT_CALL_HANDOFF_ANY, (msg) => {

@@ -165,8 +165,14 @@ export class RunDriver implements RunScope {
   }
 
   /** An approval was decided in Postgres (by an api process): its actor ends, its call resumes. */
-  approvalDecided(approvalId: number, callId: number | null, status: "approved" | "denied", by: number | null): void {
-    this.approvals.decided(approvalId, callId, status, by)
+  approvalDecided(
+    approvalId: number,
+    callId: number | null,
+    status: "approved" | "denied",
+    by: number | null,
+    valueMinor: number | null = null,
+  ): void {
+    this.approvals.decided(approvalId, callId, status, by, valueMinor)
   }
 
   /** Patch-in (the api over the bus): undefined when this run does not hold the call. */

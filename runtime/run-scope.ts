@@ -8,7 +8,7 @@ import type { DialLimits } from "../src/plans/dial-limits.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
-import type { DecisionStatus, LanguageModel } from "../src/providers/llm/llm.interface.js"
+import type { ApprovalAnswer, LanguageModel } from "../src/providers/llm/llm.interface.js"
 import type { CallLeg, TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../src/workflows/workflow.schema.js"
@@ -86,7 +86,9 @@ export interface LiveCall {
   turns: number
   /** The last few lines said, for an approval's context. */
   recent: string[]
-  pendingDecision: ((d: DecisionStatus) => void) | undefined
+  pendingDecision: ((d: ApprovalAnswer) => void) | undefined
+  /** Approvals whose hold ran out on this call: a decision made meanwhile applies to the result at its end. */
+  heldOut: number[]
 }
 
 /** One owned run as its parts see it. */

@@ -41,7 +41,14 @@ export const ResultsBody = z.object({
       goal_met: z.boolean().nullable(),
       sentiment: z.enum(["positive", "neutral", "negative"]).nullable(),
       callback_at: z.string().nullable(),
-      agreed_value_minor: z.number().int().nullable(),
+      agreed_value_minor: z.number().int().nullable().describe("the concession a human approved, at its amount"),
+      decision_effect: z
+        .string()
+        .nullable()
+        .describe(
+          "what a decision made after the call did to this result (outcome agreed_after_call, denied_after_call or " +
+            "escalated_after_call where the call ended owing it: pending_approval), as POST decide said it",
+        ),
       fields: z.record(z.string(), z.unknown()).describe("every field of `fields`, null where the call did not say"),
     }),
   ),

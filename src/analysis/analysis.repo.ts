@@ -180,8 +180,10 @@ export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: 
         from (select speaker, left(text, 2000) as text, turn_index from turns
           where call_id = c.id and speaker <> 'system' order by turn_index limit ${turns}) x
       ), '[]'::json) as transcript,
-      (select proposed_value_minor from approvals
+      -- the amount approved; one decided after the call counts unless it left the result unchanged
+      (select coalesce(approved_value_minor, proposed_value_minor) from approvals
         where call_id = c.id and status = 'approved' and proposed_action = 'concession'
+          and late_outcome is distinct from 'unchanged'
         order by decided_at desc, id desc limit 1) as concession_minor,
       coalesce(
         (select timestamptz 'epoch' + (d.detail ->> 'retry_at')::bigint * interval '1 millisecond'
@@ -261,10 +263,19 @@ export const markAttemptFailed = (sql: Sql, callId: number, me: string, error: s
  * A callback approved after its call's analysis was stored: the analysis learns when the callee will
  * be called back (before it is stored, loadCallWork reads it from the target's next attempt).
  */
-export const fillCallbackAt = (sql: Sql, callId: number, at: Date) =>
+export const fillCallbackAt = (sql: Sql | Tx, callId: number, at: Date) =>
   sql`
     update call_analyses set callback_at = ${at}
     where call_id = ${callId} and status = 'done' and callback_at is null`
+
+/**
+ * A concession approved after its call ended (the call had ended owing the decision): the stored
+ * analysis records the agreed value (before it is stored, loadCallWork reads it from the approval).
+ */
+export const fillAgreedValue = (tx: Tx, callId: number, valueMinor: number) =>
+  tx`
+    update call_analyses set agreed_value_minor = ${valueMinor}
+    where call_id = ${callId} and status = 'done'`
 
 /** The workspace's analysis of a call; undefined for another workspace's call or one with no row. */
 export const findAnalysis = async (sql: Sql, tenantId: number, callId: number): Promise<AnalysisRow | undefined> => {

@@ -1,6 +1,7 @@
-// SQL for approvals: as the api sees them (listing with the polling filters, and the decision, made
-// atomically in Postgres: only a pending, unexpired approval of the workspace changes), and as the
-// runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
+// SQL for approvals: as the api sees them (listing with the polling filters and a supervisor's
+// order, the pending count, and the decision, made atomically in Postgres: only a pending, unexpired
+// approval of the workspace changes, and what it did to the call's result is written with it), and
+// as the runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
 import type { Sql, Tx } from "../platform/Db.js"
 import { approvalEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
@@ -26,7 +27,25 @@ export interface ApprovalRow {
   readonly decided_by: number | null
   readonly decided_by_api_key_id: number | null
   readonly note: string | null
+  /** A pending approval's phase: on_hold while its callee is held for it, else after_call; null once resolved. */
+  readonly phase: ApprovalPhase | null
+  /** An approved concession's amount (the proposal's unless the approver set another); else null. */
+  readonly approved_value_minor: number | null
+  readonly decided_phase: ApprovalPhase | null
+  readonly late_outcome: string | null
+  readonly effect: string | null
+  readonly decided_by_kind: "user" | "api_key" | "system" | null
+  readonly decided_by_name: string | null
+  readonly decided_by_email: string | null
+  readonly target_name: string | null
+  readonly workflow_name: string | null
 }
+
+/**
+ * on_hold: the call is live and its callee still holds for this decision (until context.hold_until);
+ * after_call: the call has ended (or is ending, its hold over), and the decision counts until expires_at.
+ */
+export type ApprovalPhase = "on_hold" | "after_call"
 
 /**
  * An approval's status as everyone reads it: a pending approval past its expiry is expired, whether
@@ -39,10 +58,37 @@ export const effectiveApprovalStatus = (sql: Sql | Tx, alias: string, now?: Date
   return sql`(case when ${a}.status = 'pending' and ${a}.expires_at <= ${at} then 'expired' else ${a}.status end)`
 }
 
+/**
+ * A pending approval's phase (null once it is resolved): on_hold while its call is live and the
+ * callee's hold (context.hold_until, written with the row) has not run out; an approval written
+ * without hold_until holds as long as its call is live.
+ */
+export const approvalPhase = (sql: Sql | Tx, alias: string) => {
+  const a = sql(alias)
+  return sql`(case when ${effectiveApprovalStatus(sql, alias)} = 'pending' then
+    case when exists (select 1 from calls pc where pc.id = ${a}.call_id and pc.status <> 'ended')
+      and coalesce((${a}.context ->> 'hold_until')::timestamptz > now(), true)
+    then 'on_hold' else 'after_call' end end)`
+}
+
+/** Every column of the approval object, for `approvals` rows (read, inserted or updated). */
 const columns = (sql: Sql | Tx) => sql`
-  id, workflow_id, run_id, call_id, target_phone, proposed_action, proposed_value_minor, currency, rationale, context,
+  approvals.id, approvals.workflow_id, approvals.run_id, approvals.call_id, approvals.target_phone,
+  approvals.proposed_action, approvals.proposed_value_minor, approvals.currency, approvals.rationale, approvals.context,
   ${effectiveApprovalStatus(sql, "approvals")} as status,
-  created_at, expires_at, decided_at, decided_by, decided_by_api_key_id, note`
+  approvals.created_at, approvals.expires_at, approvals.decided_at, approvals.decided_by,
+  approvals.decided_by_api_key_id, approvals.note, ${approvalPhase(sql, "approvals")} as phase,
+  approvals.approved_value_minor, approvals.decided_phase, approvals.late_outcome, approvals.effect,
+  (case when approvals.decided_by is not null then 'user' when approvals.decided_by_api_key_id is not null then 'api_key'
+    when approvals.status in ('approved', 'denied') then 'system' end) as decided_by_kind,
+  coalesce(
+    (select coalesce(nullif(u.full_name, ''), u.email) from users u where u.id = approvals.decided_by),
+    (select k.name from api_keys k where k.id = approvals.decided_by_api_key_id)
+  ) as decided_by_name,
+  (select u.email from users u where u.id = approvals.decided_by) as decided_by_email,
+  (select au.name from calls tc join audience_targets au on au.id = tc.target_id where tc.id = approvals.call_id)
+    as target_name,
+  (select w.name from workflows w where w.id = approvals.workflow_id) as workflow_name`
 
 export interface ListFilter {
   readonly workflowId?: number | undefined
@@ -50,6 +96,14 @@ export interface ListFilter {
   readonly decidedAfter?: Date | undefined
   readonly createdAfter?: Date | undefined
   readonly beforeId?: number | undefined
+  /** Pending approvals in this phase only. */
+  readonly phase?: ApprovalPhase | undefined
+  /**
+   * newest (default): by id, newest first (by decision time with decidedAfter). time_left: pending
+   * ones on hold first, soonest hold_until first; then pending ones after their call, soonest
+   * expires_at first; then the rest, newest first.
+   */
+  readonly order?: "newest" | "time_left" | undefined
   readonly limit: number
 }
 
@@ -81,20 +135,100 @@ export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
       ${f.decidedAfter === undefined ? sql`` : sql`and decided_at > ${f.decidedAfter}`}
       ${f.createdAfter === undefined ? sql`` : sql`and created_at > ${f.createdAfter}`}
       ${f.beforeId === undefined ? sql`` : sql`and id < ${f.beforeId}`}
-    order by ${f.decidedAfter === undefined ? sql`id desc` : sql`decided_at desc, id desc`}
+      ${f.phase === undefined ? sql`` : sql`and status = 'pending' and ${approvalPhase(sql, "approvals")} = ${f.phase}`}
+    order by ${
+      f.order === "time_left"
+        ? timeLeftOrder(sql)
+        : f.decidedAfter === undefined
+          ? sql`id desc`
+          : sql`decided_at desc, id desc`
+    }
     limit ${f.limit}`
 
+/** A supervisor's order: who is held first (soonest hold end first), then who else can still be decided. */
+const timeLeftOrder = (sql: Sql) => {
+  const status = effectiveApprovalStatus(sql, "approvals")
+  const phase = approvalPhase(sql, "approvals")
+  return sql`(case when ${status} <> 'pending' then 2 when ${phase} = 'on_hold' then 0 else 1 end),
+    (case when ${status} = 'pending' and ${phase} = 'on_hold' then (context ->> 'hold_until')::timestamptz end)
+      asc nulls last,
+    (case when ${status} = 'pending' then expires_at end) asc,
+    id desc`
+}
+
+/** The workspace's approvals a decision is still waiting on (as GET /api/approvals?status=pending lists them). */
+export const countPending = async (sql: Sql, tenantId: number): Promise<number> => {
+  const [row] = await sql<[{ n: number }]>`
+    select count(*)::int as n from approvals
+    where tenant_id = ${tenantId} and status = 'pending' and expires_at > now()`
+  return Number(row.n)
+}
+
+/** What deciding an approval checks before it tries: its action, and the cap of the rule book its run follows. */
+export interface DecisionTarget {
+  readonly proposed_action: "concession" | "callback" | "escalate"
+  readonly proposed_value_minor: number | null
+  readonly currency: "INR" | "USD"
+  /** The concession cap of the run's rule book (its workflow's current one for a run before pinning); null: none. */
+  readonly cap_minor: number | null
+}
+
+export const decisionTarget = async (
+  sql: Sql,
+  tenantId: number,
+  approvalId: number,
+): Promise<DecisionTarget | undefined> => {
+  const [row] = await sql<[DecisionTarget?]>`
+    select a.proposed_action, a.proposed_value_minor, a.currency,
+      (rb.body -> 'concession_policy' ->> 'cap_minor')::bigint as cap_minor
+    from approvals a
+    left join runs r on r.id = a.run_id
+    left join workflows w on w.id = a.workflow_id
+    left join rule_books rb on rb.id = coalesce(r.rule_book_id, w.rule_book_id)
+    where a.id = ${approvalId} and a.tenant_id = ${tenantId}`
+  return row === undefined ? undefined : { ...row, cap_minor: row.cap_minor === null ? null : Number(row.cap_minor) }
+}
+
 export type DecideOutcome =
-  | {
-      readonly kind: "decided"
-      readonly row: ApprovalRow
-      readonly callEnded: boolean
-      readonly runTargetId: number | null
-    }
+  | { readonly kind: "decided"; readonly row: ApprovalRow }
   | { readonly kind: "not_found" }
   | { readonly kind: "conflict"; readonly status: ApprovalStatus }
 
-/** Decides a pending approval: exactly one of any number of concurrent decisions wins. */
+/** The call an approval came from, as its decision finds it (its row share-locked until the decision commits). */
+export interface DecidedCall {
+  readonly id: number
+  readonly status: string
+  readonly outcome: string | null
+  readonly run_target_id: number
+  /** The call has ended: its target's result is written. */
+  readonly ended: boolean
+  /** The call is live and its callee still holds for this decision. */
+  readonly holding: boolean
+}
+
+/** What a decision did beyond itself: the phase it was made in, and what it wrote into the call's result. */
+export interface DecisionEffect {
+  readonly phase: ApprovalPhase
+  readonly lateOutcome: string | null
+  readonly effect: string | null
+}
+
+/** Works out (and, after the call, applies) what a decision does, inside the deciding transaction. */
+export type DecisionEffects = (tx: Tx, row: ApprovalRow, call: DecidedCall | undefined) => Promise<DecisionEffect>
+
+/** With no effects given: the phase alone, and nothing applied. */
+const phaseOnly: DecisionEffects = async (_tx, _row, call) => ({
+  phase: call?.holding ? "on_hold" : "after_call",
+  lateOutcome: null,
+  effect: null,
+})
+
+/**
+ * Decides a pending approval: exactly one of any number of concurrent decisions wins. Its call's row
+ * is share-locked before the call's state is read: a call ending at the same moment either commits
+ * first (the decision sees it ended and applies itself to the result) or waits for this commit (and
+ * the call's end then finds the decision: src/approvals/late-decisions.ts).
+ */
 export const decide = async (
   sql: Sql,
   d: {
@@ -104,32 +238,57 @@ export const decide = async (
     userId: number | null
     apiKeyId: number | null
     note: string | null
+    /** An approved concession's amount, when it differs from the proposal's (checked against the cap by the caller). */
+    valueMinor?: number | null | undefined
   },
+  effects: DecisionEffects = phaseOnly,
 ): Promise<DecideOutcome> =>
   (await sql.begin(async (tx) => {
-    const [row] = await tx<[ApprovalRow?]>`
+    const [decided] = await tx<[{ id: number; call_id: number | null }?]>`
       update approvals
       set status = ${d.status}, decided_at = now(), decided_by = ${d.userId}, decided_by_api_key_id = ${d.apiKeyId},
-        note = ${d.note}
+        note = ${d.note},
+        approved_value_minor = case when ${d.status} = 'approved' and proposed_action = 'concession'
+          then coalesce(${d.valueMinor ?? null}::bigint, proposed_value_minor) end
       where id = ${d.approvalId} and tenant_id = ${d.tenantId} and status = 'pending' and expires_at > now()
-      returning ${columns(tx)}`
-    if (!row) {
+      returning id, call_id`
+    if (!decided) {
       const [existing] = await tx<[{ status: ApprovalStatus }?]>`
         select ${effectiveApprovalStatus(tx, "approvals")} as status
         from approvals where id = ${d.approvalId} and tenant_id = ${d.tenantId}`
       return existing === undefined ? { kind: "not_found" } : { kind: "conflict", status: existing.status }
     }
-    if (!(await isRehearsal(tx, row.workflow_id))) await emitEvents(tx, [approvalEvent(d.tenantId, row)])
-    const [call] = await tx<
-      [{ status: string; run_target_id: number }?]
-    >`select status, run_target_id from calls where id = ${row.call_id}`
-    return {
-      kind: "decided",
-      row,
-      callEnded: call === undefined || call.status === "ended",
-      runTargetId: call?.run_target_id ?? null,
-    }
+    const [call] = await tx<[DecidedCall?]>`
+      select c.id, c.status, c.outcome, c.run_target_id, c.status = 'ended' as ended,
+        (c.status <> 'ended' and coalesce((a.context ->> 'hold_until')::timestamptz > now(), true)) as holding
+      from calls c join approvals a on a.id = ${decided.id}
+      where c.id = ${decided.call_id}
+      for share of c`
+    const [row] = await tx<[ApprovalRow]>`select ${columns(tx)} from approvals where id = ${decided.id}`
+    const e = await effects(tx, row, call)
+    const [final] = await tx<[ApprovalRow]>`
+      update approvals set decided_phase = ${e.phase}, late_outcome = ${e.lateOutcome}, effect = ${e.effect}
+      where id = ${decided.id}
+      returning ${columns(tx)}`
+    if (!(await isRehearsal(tx, final.workflow_id))) await emitEvents(tx, [approvalEvent(d.tenantId, final)])
+    return { kind: "decided", row: final }
   })) as DecideOutcome
+
+/**
+ * Decided approvals of `callId` among `ids` (the ones its call stopped holding for) whose effect on
+ * the result is not applied yet, locked for the caller's transaction (late-decisions.ts applies them).
+ */
+export const unappliedDecisions = (tx: Tx, callId: number, ids: readonly number[]) =>
+  tx<ApprovalRow[]>`
+    select ${columns(tx)} from approvals
+    where call_id = ${callId} and id = any(${tx.array([...ids])}::bigint[]) and status in ('approved', 'denied')
+      and late_outcome is null
+    order by decided_at, id
+    for update of approvals`
+
+/** Records what a decision did once the call's end applied it (`lateOutcome` is never null once applied). */
+export const setDecisionEffect = (tx: Tx, approvalId: number, lateOutcome: string, effect: string) =>
+  tx`update approvals set late_outcome = ${lateOutcome}, effect = ${effect} where id = ${approvalId}`
 
 export interface NewApproval {
   readonly tenantId: number

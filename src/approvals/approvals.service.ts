@@ -1,28 +1,28 @@
-// Approvals: listing them (the polling equivalents of approval.requested / approval.resolved) and
-// deciding them. The decision is made in Postgres first; then the runtime process holding the
-// call hears of it on the bus and the conversation resumes. A callback approved after its call
-// ended is scheduled as a new attempt; a concession approved late is recorded for follow-up. Every
+// Approvals: listing them (the polling equivalents of approval.requested / approval.resolved, and a
+// supervisor's queue by time left) and deciding them. The decision is made in Postgres first, with
+// what it does to its call (late-decisions.ts: heard by a callee still holding, or written into the
+// result of a call that has ended; an approved callback after the call becomes a new attempt); then
+// the runtime process holding the call hears of it on the bus and the conversation resumes. Every
 // change is announced on approvals.<tenant> for the workspace's live queue (GET /api/approvals/stream).
 import { Effect } from "effect"
-import { fillCallbackAt } from "../analysis/analysis.repo.js"
 import type { Principal } from "../auth/principal.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
-import { Conflict, NotFound } from "../platform/errors.js"
+import { Conflict, NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { observeApprovalDecision } from "../platform/metrics.js"
+import { formatAmount } from "../platform/money.js"
 import { type ApprovalDecided, RT_APPROVAL_DECIDED } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
-import { scheduleCallback } from "../runs/runs.repo.js"
 import type { StreamSink } from "../turns/turn-hub.js"
 import { approvalObject } from "../webhooks/event-data.js"
 import { ApprovalStreams } from "./ApprovalStreams.js"
 import { announceApprovalChange } from "./approval-changes.js"
 import * as repo from "./approvals.repo.js"
+import { decisionEffects } from "./late-decisions.js"
 
-/** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
-export const CALLBACK_DELAY_MS = 2 * 3_600_000
+export { CALLBACK_DELAY_MS } from "./late-decisions.js"
 
 /** The approval object of GET /api/approvals, built as the approval.* events build theirs. */
 export const approvalView = (r: repo.ApprovalRow) => approvalObject(r)
@@ -34,27 +34,60 @@ export const listApprovals = (tenantId: number, f: repo.ListFilter) =>
     return rows.map(approvalView)
   })
 
+const badValue = (message: string) =>
+  new ValidationFailed({ message: `value_minor ${message}`, errors: [{ field: "value_minor", message }] })
+
+/**
+ * An approver's amount for a concession: only with approve, only for a concession, above 0 and at
+ * most the cap of the rule book its run follows. Checked before the decision is tried, so a refused
+ * amount decides nothing.
+ */
+const checkValue = (tenantId: number, approvalId: number, decision: "approve" | "deny", valueMinor: number) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const target = yield* Effect.promise(() => repo.decisionTarget(sql, tenantId, approvalId))
+    if (target === undefined) return yield* Effect.fail(new NotFound({ message: `approval ${approvalId} not found` }))
+    if (decision !== "approve") return yield* Effect.fail(badValue("is only for decision approve"))
+    if (target.proposed_action !== "concession")
+      return yield* Effect.fail(badValue(`is only for a concession (this approval is a ${target.proposed_action})`))
+    const cap = target.cap_minor ?? 0
+    if (valueMinor <= 0 || valueMinor > cap)
+      return yield* Effect.fail(
+        badValue(
+          `must be greater than 0 and at most the rule book's concession cap of ${cap} ` +
+            `(${formatAmount(cap, target.currency)})`,
+        ),
+      )
+  })
+
 export const decideApproval = (
   caller: Principal,
   approvalId: number,
   decision: "approve" | "deny",
   note: string | null,
+  valueMinor?: number | undefined,
 ) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const bus = yield* Bus
     const log = yield* Log
     const config = yield* AppConfig
+    if (valueMinor !== undefined) yield* checkValue(caller.tenantId, approvalId, decision, valueMinor)
     const status = decision === "approve" ? "approved" : "denied"
     const outcome = yield* Effect.promise(() =>
-      repo.decide(sql, {
-        tenantId: caller.tenantId,
-        approvalId,
-        status,
-        userId: caller.kind === "user" ? caller.userId : null,
-        apiKeyId: caller.kind === "api_key" ? caller.keyId : null,
-        note,
-      }),
+      repo.decide(
+        sql,
+        {
+          tenantId: caller.tenantId,
+          approvalId,
+          status,
+          userId: caller.kind === "user" ? caller.userId : null,
+          apiKeyId: caller.kind === "api_key" ? caller.keyId : null,
+          note,
+          valueMinor,
+        },
+        decisionEffects(config.simTimeScale),
+      ),
     )
     if (outcome.kind === "not_found")
       return yield* Effect.fail(new NotFound({ message: `approval ${approvalId} not found` }))
@@ -77,6 +110,7 @@ export const decideApproval = (
       call_id: row.call_id,
       run_id: row.run_id,
       status,
+      value_minor: row.approved_value_minor,
       decided_by: row.decided_by,
     }
     yield* Effect.try(() => bus.publish(RT_APPROVAL_DECIDED, message)).pipe(
@@ -86,19 +120,16 @@ export const decideApproval = (
     )
     // The supervisors' queues: the decision leaves every other screen at once.
     announceApprovalChange(bus, log, caller.tenantId, { approvalId: row.id, status, at: row.decided_at ?? new Date() })
-    if (
-      outcome.callEnded &&
-      status === "approved" &&
-      row.proposed_action === "callback" &&
-      row.run_id !== null &&
-      outcome.runTargetId !== null
-    ) {
-      const at = new Date(Date.now() + CALLBACK_DELAY_MS * config.simTimeScale)
-      const scheduled = yield* Effect.promise(() => scheduleCallback(sql, row.run_id!, outcome.runTargetId!, at))
-      // The call's analysis may already be stored: its callback_at is this callback.
-      if (scheduled && row.call_id !== null) yield* Effect.promise(() => fillCallbackAt(sql, row.call_id!, at))
+    return {
+      id: row.id,
+      status,
+      decided_at: iso(row.decided_at),
+      decided_by: row.decided_by,
+      note: row.note,
+      approved_value_minor: row.approved_value_minor,
+      phase: row.decided_phase,
+      effect: row.effect,
     }
-    return { id: row.id, status, decided_at: iso(row.decided_at), decided_by: row.decided_by, note: row.note }
   })
 
 /**

@@ -8,6 +8,8 @@ import { type CallRules, firstAllowed, isBanned, NEUTRAL_LINES, NO_RULES } from 
 import {
   AGENT_OUTCOMES,
   type AgentReply,
+  type ApprovalAnswer,
+  type Decided,
   type DecisionStatus,
   fillPlaceholders,
   type LanguageModel,
@@ -40,10 +42,12 @@ export interface ConversationOptions {
   onTurn(turn: ConversationTurn): void
   /**
    * Called when the agent proposes; resolves with the human decision or "timeout" (the runtime
-   * decides how long to hold). Not called when the rule book's policy for the action needs no
-   * approval (→ approved) or does not allow it (→ denied). A rejection counts as "timeout".
+   * decides how long to hold), and for an approved concession the amount approved when the human
+   * set one (the agent then offers that amount). Not called when the rule book's policy for the
+   * action needs no approval (→ approved) or does not allow it (→ denied). A rejection counts as
+   * "timeout".
    */
-  requestApproval(p: Proposal): Promise<DecisionStatus>
+  requestApproval(p: Proposal): Promise<DecisionStatus | ApprovalAnswer>
   /** Aborted = max duration reached or shutdown: the loop stops at once, with outcome "aborted". */
   signal: AbortSignal
   /** Hard cap on turns in this call (default 32); reached → outcome "no_decision". */
@@ -125,7 +129,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
 
   /** The model's next line, one retry on failure; "error" after the second. */
   const ask = async (
-    decision: { action: ProposalAction; status: DecisionStatus } | undefined,
+    decision: Decided | undefined,
     avoid?: ReadonlyArray<string>,
   ): Promise<AgentReply | "error" | Aborted> => {
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -155,9 +159,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
    * (told what not to say); a second banned answer keeps its proposal or ending but speaks the
    * first allowed neutral line, and with none allowed the call ends as an agent error.
    */
-  const answer = async (
-    decision: { action: ProposalAction; status: DecisionStatus } | undefined,
-  ): Promise<AgentReply | "error" | Aborted> => {
+  const answer = async (decision: Decided | undefined): Promise<AgentReply | "error" | Aborted> => {
     const reply = await ask(decision)
     if (reply === ABORTED || reply === "error" || !isBanned(reply.text, rules)) return reply
     const again = await ask(decision, [reply.text])
@@ -183,8 +185,8 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     return text === "" ? fill("Hello {name}, this is {agent_name} from {company}.") : text
   }
 
-  const decisions = new Map<ProposalAction, DecisionStatus>()
-  const decide = async (p: Proposal): Promise<DecisionStatus | Aborted> => {
+  const decisions = new Map<ProposalAction, Decided>()
+  const decide = async (p: Proposal): Promise<Decided | Aborted> => {
     const policy =
       p.action === "concession"
         ? book.concession_policy
@@ -193,24 +195,36 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
           : book.escalation_policy
     // A repeated proposal gets the answer the human already gave in this call.
     const earlier = decisions.get(p.action)
-    let status: DecisionStatus | Aborted
-    if (earlier !== undefined) status = earlier
-    else if (!policy.allowed || (p.action === "concession" && book.concession_policy.cap_minor <= 0)) status = "denied"
-    else if (!policy.requires_approval) status = "approved"
+    if (earlier !== undefined) return earlier
+    const cap = book.concession_policy.cap_minor
+    const value =
+      p.action === "concession" && p.value_minor !== null ? Math.min(Math.max(0, Math.round(p.value_minor)), cap) : null
+    let decided: Decided | Aborted
+    if (!policy.allowed || (p.action === "concession" && cap <= 0)) decided = { action: p.action, status: "denied" }
+    else if (!policy.requires_approval) decided = { action: p.action, status: "approved", value_minor: value }
     else {
-      const value =
-        p.action === "concession" && p.value_minor !== null
-          ? Math.min(Math.max(0, Math.round(p.value_minor)), book.concession_policy.cap_minor)
-          : null
-      status = await race(
+      const answer = await race(
         settled(() => o.requestApproval({ action: p.action, value_minor: value, rationale: p.rationale })).catch(
           (): DecisionStatus => "timeout",
         ),
       )
-      if (status !== ABORTED && status !== "approved" && status !== "denied") status = "timeout"
+      if (answer === ABORTED) decided = ABORTED
+      else {
+        const given: ApprovalAnswer = typeof answer === "string" ? { status: answer } : answer
+        const status: DecisionStatus =
+          given.status === "approved" || given.status === "denied" ? given.status : "timeout"
+        // The amount a human approved, kept within the rule book's cap whatever the caller passed.
+        const approved =
+          p.action === "concession" && status === "approved"
+            ? typeof given.value_minor === "number" && given.value_minor > 0
+              ? Math.min(Math.round(given.value_minor), cap)
+              : value
+            : null
+        decided = { action: p.action, status, ...(approved !== null && { value_minor: approved }) }
+      }
     }
-    if (status !== ABORTED) decisions.set(p.action, status)
-    return status
+    if (decided !== ABORTED) decisions.set(p.action, decided)
+    return decided
   }
 
   const result = (outcome: string): ConversationResult => ({ outcome, turns: history.length, calleeHungUp })
@@ -236,7 +250,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     const opened = await speak(openingTurn())
     if (opened !== "ok") return stopped(opened)
 
-    let decision: { action: ProposalAction; status: DecisionStatus } | undefined
+    let decision: Decided | undefined
     for (;;) {
       if (history.length >= maxTurns) return result("no_decision")
       const heard = await race(o.leg.listen())
@@ -261,9 +275,9 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
         const spoken = await speak(reply.text)
         if (spoken !== "ok") return stopped(spoken)
         if (reply.propose !== undefined) {
-          const status = await decide(reply.propose)
-          if (status === ABORTED) return stopped(ABORTED)
-          decision = { action: reply.propose.action, status }
+          const decided = await decide(reply.propose)
+          if (decided === ABORTED) return stopped(ABORTED)
+          decision = decided
           continue
         }
         if (reply.end !== undefined) return result(reply.end.outcome)

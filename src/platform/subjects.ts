@@ -36,6 +36,8 @@ export interface ApprovalDecided {
   readonly call_id: number | null
   readonly run_id: number | null
   readonly status: "approved" | "denied"
+  /** An approved concession's amount (the approver's, else the proposal's); absent from older senders. */
+  readonly value_minor?: number | null
 }
 
 /**

@@ -121,12 +121,15 @@ export interface ResultRow {
   readonly callback_at: Date | null
   readonly agreed_value_minor: number | null
   readonly fields: Readonly<Record<string, unknown>> | null
+  /** What a decision made after the target's call did to this result (src/approvals/late-decisions.ts). */
+  readonly decision_effect: string | null
 }
 
 /**
  * One page of a run's results: targets after `afterTargetId`, in target id order, each with the
- * sums over its calls and the analysis of its latest analysed call (a later attempt that never
- * connected has none, and must not hide what the earlier conversation came to). Keyset pages on
+ * sums over its calls, the analysis of its latest analysed call (a later attempt that never
+ * connected has none, and must not hide what the earlier conversation came to), and what the
+ * latest decision made after one of its calls did to the result. Keyset pages on
  * the (run_id, target_id) unique index: every page is one index range, however deep. The page's
  * targets are chosen first (a subquery with its own limit), so their calls are read for those
  * targets only, whatever the planner thinks of the run's size (on stale statistics it joined every
@@ -138,7 +141,11 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
   sql<ResultRow[]>`
     select rt.target_id, rt.phone_e164 as phone, au.name, rt.status, rt.outcome, rt.attempts,
       coalesce(s.talk_seconds, 0)::int as talk_seconds, coalesce(s.cost_minor, 0)::bigint as cost_minor,
-      a.status as analysis_status, a.summary, a.goal_met, a.sentiment, a.callback_at, a.agreed_value_minor, a.fields
+      a.status as analysis_status, a.summary, a.goal_met, a.sentiment, a.callback_at,
+      -- a concession agreed after the call shows at once, before (or whatever) its analysis says
+      coalesce(a.agreed_value_minor, case when late.late_outcome = 'agreed_after_call' then late.value_minor end)
+        as agreed_value_minor,
+      a.fields, late.effect as decision_effect
     from (
       select id, target_id, phone_e164, status, outcome, attempts from run_targets
       where run_id = ${runId} and tenant_id = ${tenantId} and target_id > ${afterTargetId}
@@ -159,4 +166,11 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
       order by c.attempt desc
       limit 1
     ) a on true
+    left join lateral (
+      select ap.late_outcome, ap.effect, coalesce(ap.approved_value_minor, ap.proposed_value_minor) as value_minor
+      from calls c join approvals ap on ap.call_id = c.id
+      where c.run_target_id = rt.id and ap.late_outcome is not null
+      order by ap.decided_at desc, ap.id desc
+      limit 1
+    ) late on true
     order by rt.target_id`

@@ -264,18 +264,21 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
  * that is done (not already queued again) is rescheduled.
  */
 export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
-  (await sql.begin(async (tx) => {
-    if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
-    const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`
-      update runs set status = 'running', ended_at = null, end_reason = null, updated_at = now()
-      where runs.id = ${runId} and runs.status = 'completed'
-        and exists (select 1 from workflows w where w.id = runs.workflow_id and w.status = 'live')
-        and not exists (select 1 from runs o where o.workflow_id = runs.workflow_id and o.status = 'running')
-      returning ${changeColumns(tx)}`
-    // A finished run opened again to dial an approved callback has started once more.
-    if (opened !== undefined && !opened.simulation) await emitRunEvent(tx, opened, { resumed: true })
-    return true
-  })) as boolean
+  (await sql.begin((tx) => scheduleCallbackIn(tx, runId, runTargetId, at))) as boolean
+
+/** scheduleCallback inside the caller's transaction (a late decision's, src/approvals/late-decisions.ts). */
+export const scheduleCallbackIn = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
+  if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
+  const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`
+    update runs set status = 'running', ended_at = null, end_reason = null, updated_at = now()
+    where runs.id = ${runId} and runs.status = 'completed'
+      and exists (select 1 from workflows w where w.id = runs.workflow_id and w.status = 'live')
+      and not exists (select 1 from runs o where o.workflow_id = runs.workflow_id and o.status = 'running')
+    returning ${changeColumns(tx)}`
+  // A finished run opened again to dial an approved callback has started once more.
+  if (opened !== undefined && !opened.simulation) await emitRunEvent(tx, opened, { resumed: true })
+  return true
+}
 
 // --- simulation campaigns (src/sim/) --------------------------------------------------------
 

@@ -129,9 +129,21 @@ export interface ApprovalObjectRow {
   readonly decided_by: number | null
   readonly decided_by_api_key_id: number | null
   readonly note: string | null
+  readonly phase: "on_hold" | "after_call" | null
+  readonly approved_value_minor: number | null
+  readonly decided_phase: "on_hold" | "after_call" | null
+  readonly effect: string | null
+  readonly decided_by_kind: "user" | "api_key" | "system" | null
+  readonly decided_by_name: string | null
+  readonly decided_by_email: string | null
+  readonly target_name: string | null
+  readonly workflow_name: string | null
 }
 
-/** The approval object of GET /api/approvals. */
+/**
+ * The approval object of GET /api/approvals. `phase` is read with the row (an event carries the
+ * phase when it was written: a requested approval's is on_hold while its callee holds).
+ */
 export const approvalObject = (r: ApprovalObjectRow) => ({
   id: r.id,
   workflow_id: r.workflow_id,
@@ -150,6 +162,15 @@ export const approvalObject = (r: ApprovalObjectRow) => ({
   decided_by: r.decided_by,
   decided_by_api_key_id: r.decided_by_api_key_id,
   note: r.note,
+  phase: r.phase,
+  approved_value_minor: r.approved_value_minor,
+  decided_phase: r.decided_phase,
+  effect: r.effect,
+  decided_by_kind: r.decided_by_kind,
+  decided_by_name: r.decided_by_name,
+  decided_by_email: r.decided_by_email,
+  target_name: r.target_name,
+  workflow_name: r.workflow_name,
 })
 
 /** approval.requested for a pending approval, approval.resolved for an approved, denied or expired one. */

@@ -62,6 +62,7 @@ describe("writeResultsCsv", () => {
     sentiment: null,
     callback_at: null,
     agreed_value_minor: null,
+    decision_effect: null,
     fields: null,
   })
 

@@ -183,6 +183,7 @@ describe("GET /api/runs/{run_id}/results (JSON)", () => {
       sentiment: null,
       callback_at: null,
       agreed_value_minor: null,
+      decision_effect: null,
       fields: { price: null, note: null, phone: null },
     })
     expect(c["0"]).toHaveLength(3)

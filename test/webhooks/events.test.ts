@@ -257,11 +257,14 @@ describe("a simulated run", () => {
       version: 1,
     })
     await expectEnvelopeAndFanOut(requested[0]!)
-    // The same object GET /api/approvals returns (plus version).
+    // The same object GET /api/approvals returns (plus version), but for its phase: the event's is the
+    // one it was written in (the callee held), the list's is read now (the call is over).
     const listed = (await call("GET", "/api/approvals?status=pending", owner)).body as Json
-    const mine = (listed.approvals ?? listed).find((x: Json) => x.id === approval.id)
-    const { version: _v, ...withoutVersion } = approval
+    const { phase: phaseNow, ...mine } = (listed.approvals ?? listed).find((x: Json) => x.id === approval.id)
+    const { version: _v, phase, ...withoutVersion } = approval
     expect(withoutVersion).toEqual(mine)
+    expect(phase).toBe("on_hold")
+    expect(phaseNow).toBe("after_call")
 
     const decided = await call("POST", `/api/approvals/${approval.id}/decide`, owner, { decision: "approve" })
     expect(decided.status, JSON.stringify(decided.body)).toBe(200)

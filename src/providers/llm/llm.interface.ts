@@ -116,6 +116,13 @@ export interface Proposal {
 
 export type DecisionStatus = "approved" | "denied" | "timeout"
 
+/** A human's answer to a proposal: its status and, for an approved concession, the amount approved. */
+export interface ApprovalAnswer {
+  readonly status: DecisionStatus
+  /** The approved concession in minor units, when the approver set it (else the proposal's stands). */
+  readonly value_minor?: number | null | undefined
+}
+
 export interface TranscriptLine {
   readonly speaker: "agent" | "callee"
   readonly text: string
@@ -149,6 +156,16 @@ export interface AgentBrief {
   readonly escalation_policy: AgentPolicy & { readonly triggers: ReadonlyArray<string> }
 }
 
+/**
+ * What the human decided about the call's latest proposal: for an approved concession, value_minor
+ * is the amount approved (the approver's, else the proposal's), the one the agent offers.
+ */
+export interface Decided {
+  readonly action: ProposalAction
+  readonly status: DecisionStatus
+  readonly value_minor?: number | null | undefined
+}
+
 export interface ReplyRequest {
   ruleBook: AgentBrief
   /** The call so far, oldest first; the agent's first line (disclosure + opening) included. */
@@ -160,7 +177,7 @@ export interface ReplyRequest {
    * What the human decided about the call's latest proposal, if any. Present on the answer right
    * after the decision (history then ends with the agent's proposal line) and on every later one.
    */
-  decision?: { action: ProposalAction; status: DecisionStatus }
+  decision?: Decided
   /**
    * The knowledge-base rules that apply to this call, prepared once per call (agent-rules.ts):
    * banned lines the agent must never say, instructions for matching callee lines, an opening.

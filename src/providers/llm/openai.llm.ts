@@ -304,7 +304,10 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
     const fresh = req.history.at(-1)?.speaker === "agent"
     const what =
       d.status === "approved"
-        ? "approved: you may now promise it"
+        ? d.action === "concession" && typeof d.value_minor === "number"
+          ? `approved at ${d.value_minor} minor units of ${book.concession_policy.currency} ` +
+            `(${formatAmount(d.value_minor, book.concession_policy.currency)}): offer exactly that amount`
+          : "approved: you may now promise it"
         : d.status === "denied"
           ? "denied: say politely that you cannot offer it, and carry on"
           : "not decided in time: say you will confirm by message, and end with outcome pending_approval"

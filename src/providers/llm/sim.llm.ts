@@ -129,8 +129,13 @@ function answer(req: ReplyRequest, rules: CallRules): AgentReply {
   const fill = filler(req)
   const say = (text: string): AgentReply => ({ text: fill(text) })
   const end = (text: string, outcome: AgentOutcome): AgentReply => ({ text: fill(text), end: { outcome } })
-  const amount = formatAmount(simConcessionMinor(book), book.concession_policy.currency)
   const decided = req.decision
+  // The amount a human approved (they may set another than proposed), else the one proposed.
+  const approvedMinor =
+    decided?.action === "concession" && typeof decided.value_minor === "number" && decided.value_minor > 0
+      ? decided.value_minor
+      : simConcessionMinor(book)
+  const amount = formatAmount(approvedMinor, book.concession_policy.currency)
   const last = req.history.at(-1)
 
   // Right after a decision, the transcript still ends with the agent's "one moment" line.
