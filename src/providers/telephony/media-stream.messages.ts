@@ -1,0 +1,114 @@
+// The carrier media-stream protocol (Twilio-style <Connect><Stream>, which telco_a speaks): JSON
+// text messages over a WebSocket. The carrier sends connected, start, media (base64 μ-law, 20 ms
+// a message), mark (a mark we sent has been played), dtmf and stop; we send media, mark and clear
+// (drop what is queued: barge-in). Parsing is strict and bounded: a message that is not one of
+// these, or is larger than a media message can be, is refused, never half-read.
+import { z } from "zod"
+
+/** The largest text message a stream peer may send (a media message is ~300 bytes; start carries parameters). */
+export const MAX_STREAM_MESSAGE_BYTES = 16 * 1024
+/** The largest audio one inbound media message may carry (Twilio sends 160 bytes; a few carriers batch). */
+export const MAX_MEDIA_BYTES = 8 * 1024
+
+const Base64 = z
+  .string()
+  .max(Math.ceil(MAX_MEDIA_BYTES / 3) * 4, "media payload too large")
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, "media payload is not base64")
+const Sid = z.string().min(1).max(128)
+const Digits = z.string().regex(/^\d{1,12}$/)
+
+const Connected = z.object({ event: z.literal("connected"), protocol: z.string().max(64), version: z.string().max(32) })
+
+const Start = z.object({
+  event: z.literal("start"),
+  sequenceNumber: Digits.optional(),
+  streamSid: Sid,
+  start: z.object({
+    streamSid: Sid.optional(),
+    accountSid: Sid.optional(),
+    callSid: Sid,
+    tracks: z
+      .array(z.enum(["inbound", "outbound"]))
+      .max(2)
+      .optional(),
+    customParameters: z.record(z.string().max(64), z.string().max(512)).optional(),
+    mediaFormat: z.object({
+      encoding: z.literal("audio/x-mulaw", { error: "only audio/x-mulaw is spoken" }),
+      sampleRate: z.literal(8000, { error: "only 8000 Hz is spoken" }),
+      channels: z.literal(1, { error: "only mono is spoken" }),
+    }),
+  }),
+})
+
+const Media = z.object({
+  event: z.literal("media"),
+  sequenceNumber: Digits.optional(),
+  streamSid: Sid,
+  media: z.object({
+    track: z.enum(["inbound", "outbound"]).optional(),
+    chunk: Digits.optional(),
+    timestamp: Digits.optional(),
+    payload: Base64,
+  }),
+})
+
+const Mark = z.object({
+  event: z.literal("mark"),
+  sequenceNumber: Digits.optional(),
+  streamSid: Sid,
+  mark: z.object({ name: z.string().min(1).max(128) }),
+})
+
+const Dtmf = z.object({
+  event: z.literal("dtmf"),
+  sequenceNumber: Digits.optional(),
+  streamSid: Sid,
+  dtmf: z.object({ track: z.string().max(32).optional(), digit: z.string().regex(/^[0-9*#A-D]$/) }),
+})
+
+const Stop = z.object({
+  event: z.literal("stop"),
+  sequenceNumber: Digits.optional(),
+  streamSid: Sid,
+  stop: z.object({ accountSid: Sid.optional(), callSid: Sid.optional() }).optional(),
+})
+
+const Inbound = z.discriminatedUnion("event", [Connected, Start, Media, Mark, Dtmf, Stop])
+export type InboundStreamMessage = z.infer<typeof Inbound>
+
+/** One carrier message, or why it was refused (the stream is then closed). */
+export type Parsed =
+  | { readonly ok: true; readonly message: InboundStreamMessage }
+  | { readonly ok: false; readonly reason: string }
+
+/** Parses one text message from the carrier. Binary or oversized messages are refused unread. */
+export function parseStreamMessage(text: string): Parsed {
+  if (text.length > MAX_STREAM_MESSAGE_BYTES) return { ok: false, reason: "message too large" }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return { ok: false, reason: "not JSON" }
+  }
+  const parsed = Inbound.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    return { ok: false, reason: `${issue?.path.join(".") || "event"}: ${issue?.message ?? "invalid"}` }
+  }
+  return { ok: true, message: parsed.data }
+}
+
+/** The audio of a media message (μ-law bytes). */
+export const mediaBytes = (m: Extract<InboundStreamMessage, { event: "media" }>): Buffer =>
+  Buffer.from(m.media.payload, "base64")
+
+/** A frame of our audio for the carrier to play. */
+export const mediaMessage = (streamSid: string, mulaw: Uint8Array): string =>
+  JSON.stringify({ event: "media", streamSid, media: { payload: Buffer.from(mulaw).toString("base64") } })
+
+/** Asks the carrier to tell us when everything sent before it has been played. */
+export const markMessage = (streamSid: string, name: string): string =>
+  JSON.stringify({ event: "mark", streamSid, mark: { name } })
+
+/** Drops the audio queued at the carrier (the callee barged in); pending marks come back. */
+export const clearMessage = (streamSid: string): string => JSON.stringify({ event: "clear", streamSid })
