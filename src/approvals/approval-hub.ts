@@ -1,7 +1,9 @@
 // Live approval changes in one api process (GET /api/approvals/stream): one bus subscription per
 // workspace being watched, shared by its watchers; each change framed once and written to each
-// watcher once per event-loop turn. The stream terms are the turn hub's (src/turns/turn-hub.ts):
-// its sink, its settings (keepalive, buffer cap), its reconnect frame and its dropped-client metric.
+// watcher once per event-loop turn, then the workspace's pending count (an `event: pending` frame),
+// read once per room after the turn's changes, and on connect. The stream terms are the turn hub's
+// (src/turns/turn-hub.ts): its sink, its settings (keepalive, buffer cap), its reconnect frame and
+// its dropped-client metric.
 import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
 import { sseDropped } from "../platform/metrics.js"
@@ -11,6 +13,16 @@ import { type HubSettings, reconnectDelayMs, reconnectFrame, type StreamSink, si
 /** An approval change as the stream sends it: unnamed, no id (a reconnect refetches the queue). */
 export const approvalFrame = (c: ApprovalChanged): string =>
   `data: ${JSON.stringify({ approval_id: c.approval_id, status: c.status, at: c.at })}\n\n`
+
+/**
+ * The workspace's pending count as the stream sends it: a named event (`pending`), so a client that
+ * reads only unnamed events (EventSource.onmessage) never sees it; `at` is when it was read.
+ */
+export const pendingFrame = (pending: number, at: Date): string =>
+  `event: pending\ndata: ${JSON.stringify({ pending, at: at.toISOString() })}\n\n`
+
+/** Reads a workspace's pending approvals count (approvals.repo.ts countPending). */
+export type PendingCounter = (tenantId: number) => Promise<number>
 
 export class ApprovalWatcher {
   closed = false
@@ -30,6 +42,11 @@ export class ApprovalWatcher {
 interface Room {
   readonly sub: BusSubscription
   readonly watchers: Set<ApprovalWatcher>
+  /** A count is being read (one at a time, in order). */
+  counting: boolean
+  /** Who asked for the count since the last read began: watchers that joined; `all` after a change. */
+  askers: Set<ApprovalWatcher>
+  all: boolean
 }
 
 export class ApprovalHub {
@@ -45,6 +62,8 @@ export class ApprovalHub {
     private readonly log: Logger,
     private readonly settings: HubSettings,
     private readonly now: () => number = Date.now,
+    /** Without one, the stream sends changes only (no pending counts). */
+    private readonly countPending?: PendingCounter,
   ) {}
 
   /** Watchers in this process of one workspace (0: none, and no subscription). */
@@ -70,8 +89,9 @@ export class ApprovalHub {
           w.out.push(frame)
           this.markDirty(w)
         }
+        this.count(tenantId, "all")
       })
-      room = { sub, watchers }
+      room = { sub, watchers, counting: false, askers: new Set(), all: false }
       this.rooms.set(tenantId, room)
     }
     const w = new ApprovalWatcher(tenantId, sink, this.now())
@@ -80,6 +100,45 @@ export class ApprovalHub {
     this.ticker.unref()
     await this.bus.flush()
     return w
+  }
+
+  /**
+   * Sends the workspace's current pending count to one watcher (on connect) or, after a change, to
+   * all of them. One read at a time per room, each begun after what it answers: whatever asks while
+   * one is in flight is answered by the next, so the last count a watcher gets is never older than
+   * the last change it got.
+   */
+  count(tenantId: number, who: ApprovalWatcher | "all"): void {
+    const room = this.rooms.get(tenantId)
+    if (this.countPending === undefined || room === undefined) return
+    if (who === "all") room.all = true
+    else room.askers.add(who)
+    if (!room.counting) this.readCount(tenantId, room, this.countPending)
+  }
+
+  private readCount(tenantId: number, room: Room, countPending: PendingCounter): void {
+    room.counting = true
+    const everyone = room.all
+    const askers = room.askers
+    room.all = false
+    room.askers = new Set()
+    const done = (n: number | undefined) => {
+      room.counting = false
+      if (n !== undefined) {
+        const frame = pendingFrame(n, new Date(this.now()))
+        for (const w of everyone ? room.watchers : askers) {
+          if (w.closed) continue
+          w.out.push(frame)
+          this.markDirty(w)
+        }
+      }
+      if ((room.all || room.askers.size > 0) && this.rooms.get(tenantId) === room)
+        this.readCount(tenantId, room, countPending)
+    }
+    countPending(tenantId).then(done, (err: unknown) => {
+      this.log.warn({ err, tenant_id: tenantId }, "could not count pending approvals")
+      done(undefined)
+    })
   }
 
   leave(w: ApprovalWatcher): void {

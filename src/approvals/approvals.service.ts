@@ -134,8 +134,9 @@ export const decideApproval = (
 
 /**
  * The function that serves one watcher of the workspace's approval changes: join the workspace's
- * subscription, tell EventSource how soon to reconnect, then pass each change on until the client
- * leaves (or is dropped, or its credential is revoked: the server ends the stream).
+ * subscription, tell EventSource how soon to reconnect, send the pending count, then pass each change
+ * (and the count after it) on until the client leaves (or is dropped, or its credential is revoked:
+ * the server ends the stream).
  */
 export const openApprovalStream = (tenantId: number) =>
   Effect.gen(function* () {
@@ -145,6 +146,8 @@ export const openApprovalStream = (tenantId: number) =>
       const closed = new Promise<void>((resolve) => sink.onClose(resolve))
       void closed.then(() => h.leave(watcher))
       if (!(await sink.write("retry: 2000\n\n"))) return
+      // The count as it stands once the subscription is up: every later change brings a fresh one.
+      h.count(tenantId, watcher)
       await closed
     }
   })
