@@ -416,6 +416,9 @@ export class CallEffects {
         applyDecisionsAfterCall(sql, { id: callId, run_target_id: live.runTargetId }, live.heldOut, settings.timeScale),
       ).catch((err: unknown) => log.error({ err, call_id: callId }, "could not apply decisions made after the hold"))
     if (s.stopped) return
+    // A retry puts the target back in the queue before the call counts as ended: the other way round,
+    // the run's last call ending on an empty queue completes the run with this target still waiting.
+    if (next.kind === "retry" && s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "TARGETS_ADDED" })
     s.run.send({ type: "CALL_ENDED", final: next.kind === "done" })
     // A simulation is never short of funds (it reserves nothing) and never touches a workflow's status.
     if (next.kind === "requeue" && !s.simulation) {
@@ -424,7 +427,7 @@ export class CallEffects {
         .catch((err: unknown) => log.error({ err }, "could not pause for funds"))
       if (s.run.getSnapshot().can({ type: "PAUSE", reason: "insufficient_funds" }))
         s.run.send({ type: "PAUSE", reason: "insufficient_funds" })
-    } else if (next.kind === "retry" && s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "TARGETS_ADDED" })
+    }
     s.poke()
   }
 }
