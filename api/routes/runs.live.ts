@@ -1,5 +1,6 @@
 // GET /api/runs/live: the workspace's calls in flight, across every runtime process (at most 20),
-// each with the run and target ids its turn stream needs.
+// each with the run and target ids its turn stream needs, the callee's and campaign's names, and the
+// approval a held callee waits for.
 import { Effect } from "effect"
 import { z } from "zod"
 import { listLiveCalls } from "../../src/turns/turns.service.js"
@@ -15,6 +16,16 @@ export default route({
   summary: "Calls in flight (at most 20, newest first)",
   tags: ["runs"],
   query: z.object({ run_id: Id.optional() }),
+  responses: {
+    200: {
+      description:
+        "{count, calls: [{call_id, run_id, workflow_id, workflow_name (the campaign's name), target_id, phone_e164, " +
+        "target_name (the callee's name, null when the audience row has none), status: dialing|connected, attempt, " +
+        "started_at, answered_at, turns, last_seq, stream_url, on_hold: null, or {approval_id, hold_until} while the " +
+        "callee holds for a human's decision on that approval (POST /api/approvals/{approval_id}/decide before " +
+        "hold_until, and they hear it)}]}",
+    },
+  },
   handler: ({ principal, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)

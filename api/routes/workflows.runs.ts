@@ -16,7 +16,19 @@ export default route({
   tags: ["workflows"],
   params: z.object({ id: Id }),
   query: z.object({ limit: PageLimit, cursor: PageCursor.optional() }),
-  responses: { 200: { description: "{runs:[run objects], next_cursor (null on the last page)}" } },
+  responses: {
+    200: {
+      description:
+        "{runs:[{id, run_id, workflow_id, workflow_name, status: running|paused|completed|cancelled|failed, " +
+        "finished (completed, cancelled or failed), pause_reason, end_reason, started_at, ended_at, targets_total, " +
+        "targets_queued (queued or waiting), targets_dialing, targets_done (a final outcome: done or skipped), " +
+        "targets_dialed, targets_connected, outcomes: {outcome: count} over the done and skipped targets (agreed, " +
+        "agreed_with_concession, agreed_after_call, declined, no_answer, busy, voicemail_left, callback_scheduled, " +
+        "escalated, pending_approval, denied_after_call, …; a skipped target's is the reason), approvals_pending, " +
+        "concessions_decided, spend: {calls_minor, analyses_minor, total_minor, currency} (settled so far)}], " +
+        "next_cursor (null on the last page)}",
+    },
+  },
   handler: ({ principal, params, query }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)

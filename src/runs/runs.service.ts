@@ -10,21 +10,10 @@ import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/er
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import { setWorkflowStatus } from "../workflows/workflows.repo.js"
+import { readinessGaps } from "./readiness.js"
 import * as repo from "./runs.repo.js"
 
-export type ReadinessGap = "rule_book" | "audience" | "compliance" | "email_verified"
-
-/**
- * What keeps a workflow from running. `email_verified`: the workspace owner has not confirmed
- * their address (link or OTP sign-in), so a throwaway signup cannot spend the trial credit on real
- * calls. It is the workspace's owner, not the caller, since API keys act for the workspace.
- */
-const readinessGaps = (g: repo.RunGate, ownerVerified: boolean): ReadinessGap[] => [
-  ...(g.rule_book_id === null ? (["rule_book"] as const) : []),
-  ...(g.audience_count === 0 ? (["audience"] as const) : []),
-  ...(g.attested ? [] : (["compliance"] as const)),
-  ...(ownerVerified ? [] : (["email_verified"] as const)),
-]
+export type { ReadinessGap } from "./readiness.js"
 
 class Refused {
   constructor(readonly error: Conflict | NotFound) {}

@@ -43,6 +43,12 @@ export interface LiveCallRow {
   readonly answered_at: Date | null
   readonly turns: number
   readonly last_seq: number | null
+  /** The callee's name from the audience, and the campaign's. */
+  readonly target_name: string | null
+  readonly workflow_name: string
+  /** The approval the callee is held for, while they hold (pending, hold not run out). */
+  readonly on_hold_approval_id: number | null
+  readonly on_hold_until: string | null
 }
 
 export const liveCalls = (sql: Sql, tenantId: number, runId: number | undefined, limit: number) =>
@@ -50,8 +56,18 @@ export const liveCalls = (sql: Sql, tenantId: number, runId: number | undefined,
     select c.id as call_id, c.run_id, c.workflow_id, c.target_id, c.phone_e164, c.status, c.attempt, c.started_at,
       c.answered_at,
            (select count(*)::int from turns t where t.call_id = c.id) as turns,
-           (select max(t.seq) from turns t where t.call_id = c.id) as last_seq
+           (select max(t.seq) from turns t where t.call_id = c.id) as last_seq,
+           au.name as target_name, w.name as workflow_name,
+           h.id as on_hold_approval_id, h.hold_until as on_hold_until
     from calls c
+    join workflows w on w.id = c.workflow_id
+    left join audience_targets au on au.id = c.target_id
+    left join lateral (
+      select a.id, a.context ->> 'hold_until' as hold_until from approvals a
+      where a.call_id = c.id and a.status = 'pending' and a.expires_at > now()
+        and coalesce((a.context ->> 'hold_until')::timestamptz > now(), true)
+      order by a.id desc limit 1
+    ) h on true
     where c.tenant_id = ${tenantId} and c.status <> 'ended'
       ${runId === undefined ? sql`` : sql`and c.run_id = ${runId}`}
     order by c.started_at desc, c.id desc

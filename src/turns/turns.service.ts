@@ -52,11 +52,19 @@ export const listLiveCalls = (tenantId: number, runId: number | undefined) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const rows = yield* Effect.promise(() => repo.liveCalls(sql, tenantId, runId, LIVE_CALLS_MAX))
-    return rows.map((r) => ({
+    return rows.map(({ on_hold_approval_id, on_hold_until, ...r }) => ({
       ...r,
       started_at: r.started_at.toISOString(),
       answered_at: r.answered_at?.toISOString() ?? null,
       stream_url: `/api/runs/${r.run_id}/turns/stream?target_id=${r.target_id}`,
+      // The callee waits for a human: decide it (POST /api/approvals/{approval_id}/decide) before hold_until.
+      on_hold:
+        on_hold_approval_id === null
+          ? null
+          : {
+              approval_id: on_hold_approval_id,
+              hold_until: on_hold_until === null ? null : new Date(on_hold_until).toISOString(),
+            },
     }))
   })
 

@@ -84,15 +84,38 @@ export interface RunObjectRow {
   readonly targets_connected: number
   readonly approvals_pending: number
   readonly concessions_decided: number
+  readonly workflow_name: string
+  readonly targets_done: number
+  readonly targets_dialing: number
+  readonly outcomes: Readonly<Record<string, number>>
+  readonly spent_calls_minor: number
+  readonly spent_analyses_minor: number
+  readonly currency: Currency
 }
 
-/** The run object of GET /api/workflows/{id}/runs. */
-export const runObject = <R extends RunObjectRow>(r: R) => ({
-  ...r,
-  run_id: r.id,
-  started_at: iso(r.started_at),
-  ended_at: iso(r.ended_at),
-})
+/** Run statuses a run never leaves (but for a completed one an approved callback opens again). */
+const FINISHED: ReadonlySet<string> = new Set(["completed", "cancelled", "failed"])
+
+/**
+ * The run object of GET /api/workflows/{id}/runs: its counters, its progress (targets done of the
+ * total, final outcomes), whether it has finished, and its spend so far.
+ */
+export const runObject = <R extends RunObjectRow>(r: R) => {
+  const { spent_calls_minor, spent_analyses_minor, currency, ...rest } = r
+  return {
+    ...rest,
+    run_id: r.id,
+    started_at: iso(r.started_at),
+    ended_at: iso(r.ended_at),
+    finished: FINISHED.has(r.status),
+    spend: {
+      calls_minor: Number(spent_calls_minor),
+      analyses_minor: Number(spent_analyses_minor),
+      total_minor: Number(spent_calls_minor) + Number(spent_analyses_minor),
+      currency,
+    },
+  }
+}
 
 /** workflow.run.started (a start, a resume, or a finished run opened again for a callback). */
 export const runStartedEvent = (tenantId: number, r: RunObjectRow, resumed: boolean, changedAt: Date): EmitInput => ({

@@ -4,6 +4,7 @@
 import { Cause, Effect } from "effect"
 import { recordAudit } from "../audit/audit.repo.js"
 import { auditActorOf } from "../audit/audit.service.js"
+import { ownerEmailVerified } from "../auth/auth.repo.js"
 import type { Principal, UserPrincipal } from "../auth/principal.js"
 import { listObjections } from "../objections/objections.repo.js"
 import { Db, type Tx } from "../platform/Db.js"
@@ -13,6 +14,7 @@ import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { iso } from "../platform/time.js"
 import { Llm } from "../providers/Llm.js"
 import { LlmCallError } from "../providers/llm/llm.interface.js"
+import { readinessGaps, runBlock } from "../runs/readiness.js"
 import { findVoice } from "../voices/voices.catalog.js"
 import { runObject } from "../webhooks/event-data.js"
 import { generateRuleBook } from "./rulebook.prompt.js"
@@ -194,12 +196,47 @@ export const createWorkflow = (caller: Principal, input: CreateInput) =>
     return yield* getWorkflow(tenant.id, id)
   })
 
+/**
+ * The workflow as GET /api/workflows/{id} shows it: with whether it may run (`readiness`: the run
+ * gate's own predicate, src/runs/readiness.ts, and what else POST run would refuse) and its latest
+ * run's state, so a finished campaign reads as finished and a disabled Run says why.
+ */
 export const getWorkflow = (tenantId: number, id: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
     if (w === undefined) return yield* Effect.fail(notFound(id))
-    return workflowView(w)
+    const [verified, latest] = yield* Effect.promise(() =>
+      Promise.all([ownerEmailVerified(sql, tenantId), repo.latestRun(sql, id)]),
+    )
+    const missing = readinessGaps(
+      {
+        rule_book_id: w.rule_book_id,
+        audience_count: w.audience_count,
+        attested: Object.hasOwn(w.compliance, "consent_attested_at"),
+      },
+      verified,
+    )
+    const blocked = runBlock(w)
+    return {
+      ...workflowView(w),
+      readiness: {
+        ready: missing.length === 0,
+        missing,
+        blocked_by: blocked,
+        can_run: missing.length === 0 && !blocked,
+      },
+      latest_run:
+        latest === null
+          ? null
+          : {
+              ...latest,
+              run_id: latest.id,
+              started_at: iso(latest.started_at),
+              ended_at: iso(latest.ended_at),
+              finished: ["completed", "cancelled", "failed"].includes(latest.status),
+            },
+    }
   })
 
 /** One page of workflows and the cursor of the next (null on the last page). */
