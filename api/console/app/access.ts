@@ -14,6 +14,8 @@ export interface Me {
     readonly email: string
     readonly full_name?: string | null
     readonly role: Role
+    /** false until the address is confirmed (the emailed link or a code sign-in): a banner says so. */
+    readonly email_verified?: boolean
   } | null
   readonly tenant?: { readonly id: number; readonly name: string; readonly currency?: string } | null
   readonly expires_at?: string | null

@@ -1,5 +1,6 @@
 // The console's one way to the public API: same-origin JSON with the svc_session cookie, errors
-// as ApiError in words, and a 401 anywhere sends the app back to sign-in.
+// as ApiError in words (words.ts), and a 401 anywhere sends the app back to sign-in.
+import { errorWords } from "./words.js"
 
 /** An answer outside 2xx, in the contract's shape {error, code, field?}. */
 export class ApiError extends Error {
@@ -8,6 +9,10 @@ export class ApiError extends Error {
   readonly field: string | undefined
   /** Every failing field, when the API lists them (VALIDATION_FAILED, RULE_BOOK_INVALID). */
   readonly errors: ReadonlyArray<{ readonly field: string; readonly message: string }>
+  /** The whole answer, for what a code carries beside its words (WORKFLOW_NOT_READY's `missing`). */
+  readonly body: Readonly<Record<string, unknown>>
+  /** From Retry-After (or the body's retry_after_seconds) on a 429. */
+  readonly retryAfterSeconds: number | undefined
 
   constructor(
     status: number,
@@ -15,6 +20,8 @@ export class ApiError extends Error {
     message: string,
     field?: string,
     errors: ReadonlyArray<{ readonly field: string; readonly message: string }> = [],
+    body: Readonly<Record<string, unknown>> = {},
+    retryAfterSeconds?: number,
   ) {
     super(message)
     this.name = "ApiError"
@@ -22,6 +29,8 @@ export class ApiError extends Error {
     this.code = code
     this.field = field
     this.errors = errors
+    this.body = body
+    this.retryAfterSeconds = retryAfterSeconds
   }
 
   /** The message for one field, if the API named it. */
@@ -65,30 +74,30 @@ function refused(e: ApiError): ApiError {
   return e
 }
 
-/** Codes the reader should see explained rather than spelled as constants. */
-const PLAIN: Record<string, string> = {
-  NETWORK: "The server could not be reached. Check your connection and try again.",
-  RATE_LIMITED: "Too many requests just now. Wait a moment and try again.",
-  INTERNAL_ERROR: "Something went wrong on the server. Try again; if it persists, contact support.",
-  INSUFFICIENT_ROLE:
-    "Your role in this workspace does not allow this. An owner or admin can do it, or change your role.",
-}
+/** An error that never reached the server, in words. */
+const networkError = () =>
+  new ApiError(
+    0,
+    "NETWORK",
+    errorWords({ code: "NETWORK", status: 0, message: "", body: {}, errors: [], retryAfterSeconds: undefined }),
+  )
 
-/** Turns any response body into an ApiError, whatever the server (or a proxy) sent. */
-function toError(status: number, body: unknown): ApiError {
-  if (body !== null && typeof body === "object") {
-    const b = body as { error?: unknown; code?: unknown; field?: unknown; errors?: unknown }
-    const code = typeof b.code === "string" ? b.code : `HTTP_${status}`
-    const message = typeof b.error === "string" ? b.error : `The server answered ${status}.`
-    const field = typeof b.field === "string" ? b.field : undefined
-    const errors = Array.isArray(b.errors)
-      ? b.errors
-          .filter((x): x is { field: unknown; message: unknown } => x !== null && typeof x === "object")
-          .map((x) => ({ field: String(x.field ?? ""), message: String(x.message ?? "") }))
-      : []
-    return new ApiError(status, code, PLAIN[code] ?? message, field, errors)
-  }
-  return new ApiError(status, `HTTP_${status}`, PLAIN["INTERNAL_ERROR"]!)
+/** Turns any response body into an ApiError in words, whatever the server (or a proxy) sent. */
+function toError(status: number, body: unknown, retryAfter: string | null = null): ApiError {
+  const b = (body !== null && typeof body === "object" ? body : {}) as Record<string, unknown>
+  const code = typeof b["code"] === "string" ? b["code"] : `HTTP_${status}`
+  const message = typeof b["error"] === "string" ? b["error"] : `The server answered ${status}.`
+  const field = typeof b["field"] === "string" ? b["field"] : undefined
+  const errors = Array.isArray(b["errors"])
+    ? (b["errors"] as unknown[])
+        .filter((x): x is { field: unknown; message: unknown } => x !== null && typeof x === "object")
+        .map((x) => ({ field: String(x.field ?? ""), message: String(x.message ?? "") }))
+    : []
+  const fromHeader = retryAfter !== null && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined
+  const retryAfterSeconds =
+    typeof b["retry_after_seconds"] === "number" ? (b["retry_after_seconds"] as number) : fromHeader
+  const words = errorWords({ code, status, message, body: b, errors, retryAfterSeconds })
+  return new ApiError(status, code, words, field, errors, b, retryAfterSeconds)
 }
 
 async function readBody(res: Response): Promise<unknown> {
@@ -115,13 +124,13 @@ export async function request<T>(method: string, path: string, body?: unknown): 
   try {
     res = await fetch(path, init)
   } catch {
-    throw new ApiError(0, "NETWORK", PLAIN["NETWORK"]!)
+    throw networkError()
   }
   const parsed = await readBody(res)
   if (res.ok) return parsed as T
   // A 401 from a sign-in attempt is a wrong password or code, not an ended session.
   if (res.status === 401 && !SIGN_IN.has(path)) sessionExpired()
-  throw refused(toError(res.status, parsed))
+  throw refused(toError(res.status, parsed, res.headers.get("Retry-After")))
 }
 
 /** A binary resource (audio) as a blob: URL, which the CSP's media-src allows. Revoke it when done. */
@@ -130,11 +139,11 @@ export async function blobUrl(path: string): Promise<string> {
   try {
     res = await fetch(path, { credentials: "same-origin" })
   } catch {
-    throw new ApiError(0, "NETWORK", PLAIN["NETWORK"]!)
+    throw networkError()
   }
   if (!res.ok) {
     if (res.status === 401) sessionExpired()
-    throw refused(toError(res.status, await readBody(res)))
+    throw refused(toError(res.status, await readBody(res), res.headers.get("Retry-After")))
   }
   return URL.createObjectURL(await res.blob())
 }
@@ -152,7 +161,7 @@ export function upload<T>(path: string, form: FormData, onProgress: (fraction: n
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable && e.total > 0) onProgress(e.loaded / e.total)
     }
-    xhr.onerror = () => reject(new ApiError(0, "NETWORK", PLAIN["NETWORK"]!))
+    xhr.onerror = () => reject(networkError())
     xhr.onload = () => {
       let body: unknown
       try {
@@ -166,7 +175,7 @@ export function upload<T>(path: string, form: FormData, onProgress: (fraction: n
         return
       }
       if (xhr.status === 401) sessionExpired()
-      reject(refused(toError(xhr.status, body)))
+      reject(refused(toError(xhr.status, body, xhr.getResponseHeader("Retry-After"))))
     }
     xhr.send(form)
   })
@@ -175,5 +184,5 @@ export function upload<T>(path: string, form: FormData, onProgress: (fraction: n
 /** An error in words for the page: ApiError's message, or a generic line for anything else. */
 export function describe(e: unknown): string {
   if (e instanceof ApiError) return e.message
-  return PLAIN["INTERNAL_ERROR"]!
+  return errorWords({ code: "INTERNAL", status: 500, message: "", body: {}, errors: [], retryAfterSeconds: undefined })
 }

@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
+import { proposedActionWords } from "../words.js"
 
 interface Approval {
   readonly id: number
@@ -35,12 +36,6 @@ const POLL_MS = 30_000
 /** A stream the browser gave up on (a refused or failed answer) is opened again after this. */
 const REOPEN_MS = 5_000
 
-const ACTIONS: Record<string, string> = {
-  concession: "Concession",
-  callback: "Callback",
-  escalate: "Escalation to a person",
-}
-
 export function ApprovalsPage() {
   const [pending, setPending] = useState<ReadonlyArray<Approval>>([])
   const [loaded, setLoaded] = useState(false)
@@ -49,6 +44,8 @@ export function ApprovalsPage() {
   const [decided, setDecided] = useState<ReadonlySet<number>>(new Set())
   const [policies, setPolicies] = useState<ReadonlyMap<number, Policy>>(new Map())
   const [, setNow] = useState(0)
+  // "" shows every campaign's approvals; else one workflow's.
+  const [campaign, setCampaign] = useState("")
 
   // Reads overlap when changes come in a burst: only the newest read's answer is shown.
   const reads = useRef(0)
@@ -120,13 +117,29 @@ export function ApprovalsPage() {
       )
   }
 
-  const shown = pending.filter((a) => !decided.has(a.id) && Date.parse(a.expires_at) > Date.now())
+  const waiting = pending.filter((a) => !decided.has(a.id) && Date.parse(a.expires_at) > Date.now())
+  const campaigns = [...new Set([...waiting.map((a) => a.workflow_id), ...(campaign === "" ? [] : [Number(campaign)])])]
+  const shown = waiting.filter((a) => campaign === "" || String(a.workflow_id) === campaign)
   return (
     <section aria-labelledby="approvals-h">
       <h1 id="approvals-h">Approvals</h1>
       <p class="muted" aria-live="polite">
-        {loaded ? `${shown.length} waiting for a decision.` : "Loading…"}
+        {loaded ? `${waiting.length} waiting for a decision.` : "Loading…"}
       </p>
+      {(campaigns.length > 1 || campaign !== "") && (
+        <Field label="Campaign">
+          {(id) => (
+            <select id={id} value={campaign} onChange={(e) => setCampaign(e.currentTarget.value)}>
+              <option value="">Every campaign</option>
+              {campaigns.map((w) => (
+                <option key={w} value={String(w)}>
+                  {policies.get(w)?.name ?? `Campaign ${w}`}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      )}
       <ErrorText error={error} />
       <div class="cards">
         {shown.map((a) => (
@@ -180,7 +193,7 @@ function ApprovalCard({
   return (
     <article class="panel" aria-labelledby={heading}>
       <h2 id={heading}>
-        {ACTIONS[a.proposed_action] ?? a.proposed_action} for {a.target_phone}
+        {proposedActionWords(a.proposed_action)} for {a.target_phone}
       </h2>
       <dl class="kv">
         <dt>Campaign</dt>

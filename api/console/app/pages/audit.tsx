@@ -97,6 +97,12 @@ export function whatHappened(e: AuditEvent): string {
         : "turned autocharge off"
     case "dsr.erased":
       return "erased a person's data on their request"
+    case "workspace.renamed":
+      return `renamed the workspace from “${text(before["name"])}” to “${text(after["name"])}”`
+    case "compliance.attested":
+      return `attested consent for campaign ${(e.target ?? "").replace(/^workflow:/, "")}: “${text(
+        after["consent_attestation_text"],
+      )}”`
   }
   if (e.action.startsWith("route.") && e.target !== null) {
     for (const [pattern, say] of ROUTES) {

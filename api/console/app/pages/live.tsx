@@ -7,6 +7,7 @@ import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request } from "../api.js"
 import { Button, duration, ErrorText, useInterval } from "../ui.js"
+import { callStatusWords, outcomeWords, sentimentWords } from "../words.js"
 
 interface LiveCall {
   readonly call_id: number
@@ -120,7 +121,7 @@ export function LivePage() {
                     {c.run_id} <span class="muted">(workflow {c.workflow_id})</span>
                   </td>
                   <td>
-                    <span class={`badge badge-${c.status}`}>{c.status}</span>
+                    <span class={`badge badge-${c.status}`}>{callStatusWords(c.status)}</span>
                   </td>
                   <td>{c.answered_at ? duration((Date.now() - Date.parse(c.answered_at)) / 1000) : "—"}</td>
                   <td>{c.turns}</td>
@@ -247,9 +248,9 @@ function Transcript({
       <h2>{call.phone_e164}</h2>
       <dl class="kv">
         <dt>Status</dt>
-        <dd>{ended ? (result?.status ?? "ended") : call.status}</dd>
+        <dd>{callStatusWords(ended ? (result?.status ?? "ended") : call.status)}</dd>
         <dt>Outcome</dt>
-        <dd>{ended ? (result?.outcome ?? "…") : "in progress"}</dd>
+        <dd>{ended ? (result?.outcome ? outcomeWords(result.outcome) : "…") : "in progress"}</dd>
         <dt>Talk time</dt>
         <dd>{talk}</dd>
         <dt>Stream</dt>
@@ -275,8 +276,6 @@ function Transcript({
   )
 }
 
-const SENTIMENTS = { positive: "Positive", neutral: "Neutral", negative: "Negative" } as const
-
 /** An extracted field's value in words (the API gives JSON values: text, numbers, yes/no, dates). */
 function fieldValue(v: unknown): string {
   if (v === null || v === undefined) return "—"
@@ -300,7 +299,7 @@ function AnalysisView({ analysis: a }: { readonly analysis: Analysis }) {
           <dt>Goal met</dt>
           <dd>{a.goal_met === null ? "—" : a.goal_met ? "Yes" : "No"}</dd>
           <dt>Sentiment</dt>
-          <dd>{a.sentiment === null ? "—" : SENTIMENTS[a.sentiment]}</dd>
+          <dd>{sentimentWords(a.sentiment)}</dd>
           {Object.entries(a.fields).map(([name, value]) => (
             <Fragment key={name}>
               <dt>{name}</dt>

@@ -7,6 +7,7 @@ import { useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { Button, ErrorText, Field, money, Table, useLoad } from "../ui.js"
+import { ledgerKindWords } from "../words.js"
 
 interface Wallet {
   readonly currency: "INR" | "USD"
@@ -128,7 +129,7 @@ export function WalletPage() {
           empty="No payments or charges yet."
           columns={[
             { title: "When", cell: (e) => when(e.created_at) },
-            { title: "What", cell: (e) => e.kind.replace(/_/g, " ") },
+            { title: "What", cell: (e) => ledgerKindWords(e.kind) },
             {
               title: "Amount",
               cell: (e) => (
