@@ -1,6 +1,7 @@
-// The Settings page: API keys (a new key's secret is shown once, here, and never again), the
-// do-not-call list (add, remove, import a CSV) and onboarding: the mode, the checklist and each
-// provider credential as the API shows it, masked. Every role mints API keys, up to its ceiling
+// The Settings page: the workspace's name (what callees hear; owners and admins rename it), API keys
+// (a new key's secret is shown once, here, and never again), the do-not-call list (add, remove,
+// import a CSV) and onboarding: the mode, the checklist and each provider credential as the API
+// shows it, masked, or the built-in simulator where that is what answers. Every role mints API keys, up to its ceiling
 // (owners and admins any scope, others read) and manages the ones it made; owners and admins manage
 // all of them and change the do-not-call list.
 import "./account.css"
@@ -8,6 +9,7 @@ import { useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, request, upload } from "../api.js"
 import { Button, ErrorText, Field, Table, useLoad } from "../ui.js"
+import { credentialStatusWords, dncSourceWords, keyStatusWords, providerKindWords } from "../words.js"
 
 interface Key {
   readonly id: number
@@ -51,6 +53,7 @@ export function SettingsPage() {
   return (
     <section aria-labelledby="settings-h">
       <h1 id="settings-h">Settings</h1>
+      <Workspace />
       <ApiKeys />
       <DncList />
       <OnboardingStatus />
@@ -154,7 +157,7 @@ function ApiKeys() {
       <ErrorText error={error ?? keys.error} />
       {keys.data && (
         <Table
-          caption="API keys"
+          caption="The workspace's API keys"
           rows={keys.data.keys}
           rowKey={(k) => k.id}
           empty="No keys yet."
@@ -162,7 +165,7 @@ function ApiKeys() {
             { title: "Name", cell: (k) => k.name },
             { title: "Key", cell: (k) => <code>{k.prefix}…</code> },
             { title: "Scope", cell: (k) => k.scope },
-            { title: "Status", cell: (k) => k.status },
+            { title: "Status", cell: (k) => keyStatusWords(k.status) },
             { title: "Last used", cell: (k) => date(k.last_used_at) },
             {
               title: "Actions",
@@ -336,7 +339,7 @@ function DncList() {
             columns={[
               { title: "Number", cell: (d) => d.phone_e164 },
               { title: "Reason", cell: (d) => d.reason ?? "" },
-              { title: "Source", cell: (d) => d.source },
+              { title: "Source", cell: (d) => dncSourceWords(d.source) },
               { title: "Added", cell: (d) => date(d.added_at) },
               ...(edit
                 ? [
@@ -358,8 +361,34 @@ function DncList() {
   )
 }
 
+/** What /healthz says backs each kind in this deployment: a built-in simulator, or a live service. */
+interface Health {
+  readonly providers?: Readonly<Record<string, { readonly mode: "simulator" | "live" }>>
+}
+
+/** The deployment's kind (GET /healthz) behind each onboarding provider. */
+const HEALTH_KIND: Readonly<Record<string, string>> = {
+  llm: "llm",
+  telco_a: "telephony",
+  telco_b: "telephony",
+  tts: "speech",
+  stt: "speech",
+}
+
+/** A provider credential's state as a person reads it: the simulator when nothing else is set up. */
+function providerStatus(p: Onboarding["providers"][number], mode: Onboarding["mode"], health: Health | undefined) {
+  const kind = health?.providers?.[HEALTH_KIND[p.provider] ?? ""]
+  if (p.status === "not_configured" || (p.dormant && mode === "bundled")) {
+    if (mode === "bundled") return kind?.mode === "live" ? "Parley's own (bundled)" : "Simulator (built in)"
+    return "Not set up"
+  }
+  return `${credentialStatusWords(p.status)}${p.dormant ? " (unused in bundled mode)" : ""}`
+}
+
 function OnboardingStatus() {
   const status = useLoad(() => request<Onboarding>("GET", "/onboarding/status"))
+  // Public and same-origin: which providers this deployment runs on its simulators.
+  const health = useLoad(() => request<Health>("GET", "/healthz").catch(() => ({}) as Health))
   const s = status.data
   return (
     <section aria-labelledby="onboarding-h" class="panel">
@@ -368,9 +397,9 @@ function OnboardingStatus() {
       {s && (
         <>
           <p>
-            Mode: <strong>{s.mode === "bundled" ? "bundled (Parley's providers)" : "your own providers (byok)"}</strong>
+            Mode: <strong>{s.mode === "bundled" ? "Parley's providers (bundled)" : "your own providers"}</strong>
             {" · "}
-            {s.completed ? "complete" : s.ready ? "ready to complete" : "incomplete"}
+            {s.completed ? "complete" : s.ready ? "ready to complete" : "not complete yet"}
           </p>
           <ul class="checklist">
             {s.checklist.map((c) => (
@@ -385,11 +414,8 @@ function OnboardingStatus() {
             rows={s.providers}
             rowKey={(p) => p.provider}
             columns={[
-              { title: "Provider", cell: (p) => `${p.provider} (${p.kind})` },
-              {
-                title: "Status",
-                cell: (p) => `${p.status.replace(/_/g, " ")}${p.dormant ? " (unused in bundled mode)" : ""}`,
-              },
+              { title: "Provider", cell: (p) => providerKindWords(p.kind) },
+              { title: "Status", cell: (p) => providerStatus(p, s.mode, health.data) },
               { title: "Account", cell: (p) => p.primary_id ?? "" },
               { title: "Secret", cell: (p) => (p.hint === null ? "" : <code>{p.hint}</code>) },
               { title: "Problem", cell: (p) => p.error ?? "" },
@@ -397,6 +423,86 @@ function OnboardingStatus() {
           />
         </>
       )}
+    </section>
+  )
+}
+
+interface WorkspaceRecord {
+  readonly id: number
+  readonly name: string
+  readonly country: string
+  readonly currency: string
+}
+
+/** The workspace's name: owners and admins rename it; everyone else reads it. */
+function Workspace() {
+  const { can, refresh } = useAccess()
+  const ws = useLoad(() => request<WorkspaceRecord>("GET", "/api/workspace"))
+  const [name, setName] = useState<string | undefined>(undefined)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  const [saved, setSaved] = useState(false)
+  const shown = name ?? ws.data?.name ?? ""
+
+  const save = async (e: Event) => {
+    e.preventDefault()
+    setError(undefined)
+    setSaved(false)
+    setBusy(true)
+    try {
+      const updated = await request<WorkspaceRecord>("PATCH", "/api/workspace", { name: shown.trim() })
+      setName(updated.name)
+      setSaved(true)
+      ws.reload()
+      await refresh()
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  const fieldError = error instanceof ApiError ? error.fieldError("name") : undefined
+  return (
+    <section aria-labelledby="workspace-h" class="panel">
+      <h2 id="workspace-h">Workspace</h2>
+      <ErrorText error={ws.error} />
+      {ws.data &&
+        (can("admin") ? (
+          <form onSubmit={save} class="inline-form">
+            <Field
+              label="Workspace name"
+              error={fieldError}
+              hint="Callees hear it in every call: “… calling from <name>”, from the next call on."
+            >
+              {(id, d) => (
+                <input
+                  id={id}
+                  aria-describedby={d}
+                  maxLength={80}
+                  value={shown}
+                  onInput={(e) => {
+                    setName(e.currentTarget.value)
+                    setSaved(false)
+                  }}
+                />
+              )}
+            </Field>
+            <Button kind="primary" type="submit" busy={busy}>
+              Save name
+            </Button>
+          </form>
+        ) : (
+          <p>
+            Callees hear “… calling from <strong data-testid="workspace-name">{ws.data.name}</strong>”. Owners and
+            admins can change the name.
+          </p>
+        ))}
+      {saved && (
+        <p class="ok" role="status">
+          Saved: callees now hear “… calling from {ws.data?.name ?? shown}”.
+        </p>
+      )}
+      <ErrorText error={error} besideFields={["name"]} />
     </section>
   )
 }
