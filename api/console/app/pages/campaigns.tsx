@@ -1,13 +1,25 @@
-// Campaigns: the workspace's workflows by status; create one from a prompt (the generated rule
-// book shown readably, validation errors beside the prompt); and for the chosen one, edit its name,
-// persona, voice and schedule, upload an audience CSV, attest consent, hear the opening line, and
-// run, pause or retire it; its runs, each run's results (outcome and analysis per target) and
-// their CSV. Each action shows only to a role that may take it: setting up and running need write,
+// Campaigns: the workspace's workflows by status, found by name and status; create one from a
+// prompt (validation errors beside it); the chosen one's Run, Pause and Retire above its sections:
+// Overview (its facts and runs), Audience (upload a CSV), Rule book (readable, the opening line edited
+// and previewed as edited), Consent (an empty statement and an explicit confirmation), Settings
+// (name, persona, voice, schedule) and Results (each run's results per target, the call drawer,
+// CSV). Each action shows only to a role that may take it: setting up and running need write,
 // pausing supervise (a supervisor may stop a campaign going wrong), retiring admin.
+import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, blobUrl, request, upload } from "../api.js"
-import { Button, ErrorText, Field, useLoad } from "../ui.js"
+import { Button, ErrorText, Field, money, Tabs, useLoad } from "../ui.js"
+import {
+  fieldWords,
+  invalidPhoneWords,
+  listWords,
+  missingWords,
+  scheduleKindWords,
+  voicemailWords,
+  workflowStatusWords,
+} from "../words.js"
+import { CampaignOverview } from "./campaign-overview.js"
 import { RunResults } from "./run-results.js"
 
 type Status = "draft" | "live" | "paused" | "retired"
@@ -34,7 +46,19 @@ interface Workflow extends WorkflowSummary {
   readonly rule_book_version?: number
   readonly audience_count: number
   readonly runs_count: number
-  readonly compliance: { readonly attested: boolean; readonly consent_attested_at: string | null }
+  readonly compliance: {
+    readonly attested: boolean
+    readonly consent_attestation_text: string | null
+    readonly consent_attested_by_user_id: number | null
+    readonly consent_attested_at: string | null
+  }
+  /** Whether it may run, and what it still lacks (GET /api/workflows/{id}). */
+  readonly readiness?: {
+    readonly ready: boolean
+    readonly missing: ReadonlyArray<string>
+    readonly blocked_by: string | null
+    readonly can_run: boolean
+  }
 }
 
 interface Voice {
@@ -71,11 +95,22 @@ const GROUPS: ReadonlyArray<{ readonly status: Status; readonly title: string }>
 
 const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const
 
+/** The status filter's choices. */
+const FILTERS: ReadonlyArray<{ readonly value: "" | Status; readonly label: string }> = [
+  { value: "", label: "Every status" },
+  ...GROUPS.map((g) => ({ value: g.status, label: g.title })),
+]
+
 export function CampaignsPage() {
   const list = useLoad(() => request<{ workflows: WorkflowSummary[] }>("GET", "/api/workflows?limit=200"))
   const [selected, setSelected] = useState<number | undefined>(undefined)
+  const [search, setSearch] = useState("")
+  const [status, setStatus] = useState<"" | Status>("")
   const { can } = useAccess()
   const workflows = list.data?.workflows ?? []
+  const needle = search.trim().toLowerCase()
+  const matching = workflows.filter((w) => needle === "" || w.name.toLowerCase().includes(needle))
+  const groups = GROUPS.filter((g) => status === "" || g.status === status)
 
   return (
     <section aria-labelledby="campaigns-h">
@@ -91,16 +126,42 @@ export function CampaignsPage() {
         <p class="muted">Owners and admins create and change campaigns; you can follow them and their results here.</p>
       )}
       <ErrorText error={list.error} />
+      {workflows.length > 0 && (
+        <div class="filters">
+          <Field label="Search campaigns">
+            {(id) => (
+              <input
+                id={id}
+                type="search"
+                maxLength={200}
+                value={search}
+                onInput={(e) => setSearch(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <Field label="Status">
+            {(id) => (
+              <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value as "" | Status)}>
+                {FILTERS.map((f) => (
+                  <option key={f.value} value={f.value}>
+                    {f.label}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </div>
+      )}
       <div class="cards">
-        {GROUPS.map((g) => {
-          const items = workflows.filter((w) => w.status === g.status)
+        {groups.map((g) => {
+          const items = matching.filter((w) => w.status === g.status)
           return (
             <section key={g.status} class="panel" aria-labelledby={`group-${g.status}`}>
               <h2 id={`group-${g.status}`}>
                 {g.title} <span class="muted">({items.length})</span>
               </h2>
               {items.length === 0 ? (
-                <p class="muted">None.</p>
+                <p class="muted">{needle === "" ? "None." : "None match."}</p>
               ) : (
                 <ul class="plain">
                   {items.map((w) => (
@@ -167,7 +228,7 @@ function CreateWorkflow({ onCreated }: { readonly onCreated: (id: number) => voi
           <ul class="error">
             {invalid.errors.map((x) => (
               <li key={`${x.field}:${x.message}`}>
-                <code>{x.field}</code>: {x.message}
+                {fieldWords(x.field)}: {x.message}
               </li>
             ))}
           </ul>
@@ -184,12 +245,24 @@ function CreateWorkflow({ onCreated }: { readonly onCreated: (id: number) => voi
   )
 }
 
+const TABS = [
+  { id: "overview", title: "Overview" },
+  { id: "audience", title: "Audience" },
+  { id: "rulebook", title: "Rule book" },
+  { id: "consent", title: "Consent" },
+  { id: "settings", title: "Settings" },
+  { id: "results", title: "Results" },
+] as const
+type TabId = (typeof TABS)[number]["id"]
+
 function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onChanged: () => void }) {
   const wf = useLoad(() => request<Workflow>("GET", `/api/workflows/${id}`), [id])
+  const voices = useLoad(() => request<{ voices: Voice[] }>("GET", "/voices"))
   const [actionError, setActionError] = useState<unknown>(undefined)
   const [notice, setNotice] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState<string | undefined>(undefined)
   const [confirmRetire, setConfirmRetire] = useState(false)
+  const [tab, setTab] = useState<TabId>("overview")
   const { can } = useAccess()
   const heading = useRef<HTMLHeadingElement>(null)
   const loaded = wf.data !== undefined
@@ -197,14 +270,24 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
   useEffect(() => {
     if (loaded) heading.current?.focus()
   }, [loaded])
+  // Readiness is read again whenever the page comes back into view (an email verified in another tab).
+  const reloadRef = useRef(wf.reload)
+  reloadRef.current = wf.reload
+  useEffect(() => {
+    const on = () => reloadRef.current()
+    addEventListener("focus", on)
+    return () => removeEventListener("focus", on)
+  }, [])
 
   const w = wf.data
   if (wf.error) return <ErrorText error={wf.error} />
   if (w === undefined) return <p>Loading…</p>
 
+  // Every change reads the workflow again (its readiness with it), and a refusal it fixed goes.
   const refresh = () => {
     wf.reload()
     onChanged()
+    setActionError(undefined)
   }
   const act = async (name: string, path: string, done: (r: Record<string, unknown>) => string) => {
     setBusy(name)
@@ -212,44 +295,35 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
     setNotice(undefined)
     try {
       setNotice(done(await request<Record<string, unknown>>("POST", path)))
-      refresh()
+      wf.reload()
+      onChanged()
     } catch (e) {
       setActionError(e)
+      wf.reload()
     } finally {
       setBusy(undefined)
       setConfirmRetire(false)
     }
   }
+  const voice = voices.data?.voices.find((v) => v.id === w.persona)
+  const missing = w.readiness?.missing ?? []
+  // A refusal for what the workflow lacked is not kept: the readiness line says what it lacks now.
+  const shownError =
+    actionError instanceof ApiError && actionError.code === "WORKFLOW_NOT_READY" ? undefined : actionError
+  const edit = w.status !== "retired" && can("write")
 
   return (
     <article class="panel" aria-labelledby="wf-h">
       <h2 id="wf-h" ref={heading} tabIndex={-1}>
-        {w.name} <span class={`badge badge-${w.status}`}>{w.status}</span>
+        {w.name} <span class={`badge badge-${w.status}`}>{workflowStatusWords(w.status)}</span>
       </h2>
-      <dl class="kv">
-        <dt>Persona</dt>
-        <dd>{w.persona}</dd>
-        <dt>Schedule</dt>
-        <dd>{scheduleText(w)}</dd>
-        <dt>Audience</dt>
-        <dd>{w.audience_count} people</dd>
-        <dt>Runs</dt>
-        <dd>{w.runs_count}</dd>
-        <dt>Consent</dt>
-        <dd>
-          {w.compliance.attested
-            ? `attested ${new Date(w.compliance.consent_attested_at!).toLocaleString()}`
-            : "not attested"}
-        </dd>
-      </dl>
-
       {can("supervise") && (
         <div class="actions">
           {can("write") && (
             <Button
               kind="primary"
               busy={busy === "run"}
-              disabled={w.status === "retired" || w.status === "live"}
+              disabled={w.status === "retired" || w.status === "live" || w.readiness?.can_run === false}
               onClick={() =>
                 act("run", `/api/workflows/${id}/run`, (r) =>
                   r["resumed"]
@@ -289,46 +363,95 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
           )}
         </div>
       )}
+      {w.status !== "retired" && missing.length > 0 && (
+        <p class="hint" data-testid="readiness">
+          Not ready to run yet. It still needs {listWords(missing.map((m) => missingWords(m)))}.
+        </p>
+      )}
       {notice && (
         <p class="ok" role="status">
           {notice}
         </p>
       )}
-      <ActionError error={actionError} />
+      <ActionError error={shownError} />
 
-      {/* Keyed by status and run count: starting, pausing or ending a run lists it afresh. */}
-      <RunResults key={`${w.status}-${w.runs_count}`} workflowId={id} />
-
-      <h3>Rule book{w.rule_book_version ? ` (version ${w.rule_book_version})` : ""}</h3>
-      <RuleBook book={w.rule_book} />
-
-      <PreviewOpening workflow={w} />
-      {w.status !== "retired" && can("write") && (
-        <>
-          {/* Not keyed by updated_at: attesting or pausing bumps it, and a remount would throw away
-              the operator's unsaved edits, the "Saved." note and the focus. */}
-          <EditWorkflow workflow={w} onSaved={refresh} />
-          <AudienceUpload id={id} onUploaded={refresh} />
-          <Attest id={id} attested={w.compliance.attested} onAttested={refresh} />
-        </>
-      )}
+      <Tabs
+        label="Campaign sections"
+        selected={tab}
+        onSelect={(t) => setTab(t as TabId)}
+        tabs={TABS.map((t) => ({
+          ...t,
+          panel:
+            t.id === "overview" ? (
+              <>
+                <dl class="kv">
+                  <dt>Voice</dt>
+                  <dd>{voice ? `${voice.name} (${voice.accent})` : w.persona}</dd>
+                  <dt>Schedule</dt>
+                  <dd>{scheduleText(w)}</dd>
+                  <dt>Audience</dt>
+                  <dd>
+                    {w.audience_count} {w.audience_count === 1 ? "person" : "people"}
+                  </dd>
+                  <dt>Runs</dt>
+                  <dd>{w.runs_count}</dd>
+                  <dt>Consent</dt>
+                  <dd>
+                    {w.compliance.attested
+                      ? `attested ${new Date(w.compliance.consent_attested_at!).toLocaleString()}`
+                      : "not attested"}
+                  </dd>
+                </dl>
+                {/* Keyed by status and run count: starting, pausing or ending a run lists it afresh. */}
+                <CampaignOverview key={`${w.status}-${w.runs_count}`} workflowId={id} />
+              </>
+            ) : t.id === "audience" ? (
+              <>
+                <p>
+                  {w.audience_count === 0
+                    ? "No one to call yet."
+                    : `${w.audience_count} ${w.audience_count === 1 ? "person" : "people"} to call.`}
+                </p>
+                {edit ? (
+                  <AudienceUpload id={id} onUploaded={refresh} />
+                ) : (
+                  <p class="muted">Owners and admins upload the audience.</p>
+                )}
+              </>
+            ) : t.id === "rulebook" ? (
+              <>
+                <OpeningLine workflow={w} voice={voice} edit={edit} onSaved={refresh} />
+                <RuleBookView workflow={w} voice={voice} />
+              </>
+            ) : t.id === "consent" ? (
+              <Consent workflow={w} edit={edit} onAttested={refresh} />
+            ) : t.id === "settings" ? (
+              edit ? (
+                // Not keyed by updated_at: attesting or pausing bumps it, and a remount would throw away
+                // the operator's unsaved edits, the "Saved." note and the focus.
+                <EditWorkflow workflow={w} onSaved={refresh} />
+              ) : (
+                <p class="muted">
+                  {w.status === "retired"
+                    ? "A retired campaign cannot be changed."
+                    : "Owners and admins change a campaign's settings."}
+                </p>
+              )
+            ) : (
+              <RunResults key={`${w.status}-${w.runs_count}`} workflowId={id} />
+            ),
+        }))}
+      />
     </article>
   )
 }
 
-/** An action's refusal in words, with what a not-ready workflow still lacks. */
+/** An action's refusal in words, with each field's problem when the API named them. */
 function ActionError({ error }: { readonly error: unknown }) {
   if (!(error instanceof ApiError)) return <ErrorText error={error} />
   return (
     <div role="alert">
       <p class="error">{error.message}</p>
-      {error.errors.length > 0 && (
-        <ul class="error">
-          {error.errors.map((x) => (
-            <li key={x.field}>{x.message}</li>
-          ))}
-        </ul>
-      )}
     </div>
   )
 }
@@ -336,70 +459,224 @@ function ActionError({ error }: { readonly error: unknown }) {
 function scheduleText(w: Workflow): string {
   const s = w.schedule
   const hours = s.calling_hours ? `${s.calling_hours.start}–${s.calling_hours.end}` : ""
-  const days = s.days && s.days.length < DAYS.length ? s.days.join(", ") : "every day"
-  const zone = s.timezone ? ` (${s.timezone})` : " (callee's local time)"
+  const days =
+    s.days && s.days.length < DAYS.length
+      ? s.days.map((d) => d.charAt(0).toUpperCase() + d.slice(1)).join(", ")
+      : "every day"
+  const zone = s.timezone ? ` (${s.timezone})` : " (the callee's local time)"
   const from = s.start_at ? `, from ${new Date(s.start_at).toLocaleString()}` : ""
-  return `${w.schedule_kind}: ${days}, ${hours}${zone}${from}`
+  return `${scheduleKindWords(w.schedule_kind)}: ${days}, ${hours}${zone}${from}`
 }
 
-const label = (key: string) => key.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase())
-
-/** The rule book as a definition list: text as text, lists as lists, objects nested. */
-function RuleBook({ book }: { readonly book: Record<string, unknown> }) {
-  return (
-    <dl class="kv">
-      {Object.entries(book).map(([k, v]) => (
-        <RuleEntry key={k} name={k} value={v} />
-      ))}
-    </dl>
-  )
+/** Rule-book languages as people say them. */
+const LANGUAGES: Readonly<Record<string, string>> = {
+  "en-US": "English (American)",
+  "en-GB": "English (British)",
+  "en-IN": "English (Indian)",
+  "en-AU": "English (Australian)",
+  "hi-IN": "Hindi",
 }
 
-function RuleEntry({ name, value }: { readonly name: string; readonly value: unknown }) {
-  return (
-    <>
-      <dt>{label(name)}</dt>
-      <dd>
-        <RuleValue value={value} />
-      </dd>
-    </>
-  )
-}
-
-function RuleValue({ value }: { readonly value: unknown }) {
-  if (value === null || value === undefined) return <span class="muted">none</span>
-  if (typeof value === "boolean") return <>{value ? "yes" : "no"}</>
-  if (typeof value !== "object") return <span class="prewrap">{String(value)}</span>
-  if (Array.isArray(value)) {
-    if (value.length === 0) return <span class="muted">none</span>
-    return (
-      <ul>
-        {value.map((v, i) => (
-          <li key={i}>
-            <RuleValue value={v} />
-          </li>
-        ))}
-      </ul>
-    )
+interface RuleBookShape {
+  readonly goal?: string
+  readonly language?: string
+  readonly system_prompt?: string
+  readonly opening_line?: string
+  readonly disclosure_lines?: ReadonlyArray<string>
+  readonly objection_handlers?: ReadonlyArray<{
+    readonly category: string
+    readonly trigger: string
+    readonly response: string
+  }>
+  readonly concession_policy?: {
+    readonly allowed: boolean
+    readonly cap_minor: number
+    readonly currency: string
+    readonly requires_approval: boolean
   }
-  return <RuleBook book={value as Record<string, unknown>} />
+  readonly callback_policy?: {
+    readonly allowed: boolean
+    readonly max_days_ahead: number
+    readonly requires_approval: boolean
+  }
+  readonly escalation_policy?: {
+    readonly allowed: boolean
+    readonly triggers: ReadonlyArray<string>
+    readonly requires_approval: boolean
+  }
+  readonly voicemail?: string
+  readonly max_call_seconds?: number
+  readonly ncpr_category?: number | null
+  readonly analysis?: {
+    readonly enabled?: boolean
+    readonly fields?: ReadonlyArray<{ readonly name: string; readonly description?: string }>
+  }
 }
 
-function PreviewOpening({ workflow }: { readonly workflow: Workflow }) {
+const approval = (needed: boolean) => (needed ? " A supervisor approves each one first." : " No approval is needed.")
+
+/** The rule book as a person reads it: what the agent is after, says, answers and may offer. */
+function RuleBookView({ workflow, voice }: { readonly workflow: Workflow; readonly voice: Voice | undefined }) {
+  const b = workflow.rule_book as RuleBookShape
+  const c = b.concession_policy
+  const cb = b.callback_policy
+  const esc = b.escalation_policy
+  const minutes = b.max_call_seconds === undefined ? undefined : Math.round(b.max_call_seconds / 60)
+  return (
+    <section aria-labelledby="rulebook-h">
+      <h3 id="rulebook-h">Rule book{workflow.rule_book_version ? ` (version ${workflow.rule_book_version})` : ""}</h3>
+      <div class="rulebook-section">
+        <h4>Goal</h4>
+        <p class="prewrap">{b.goal ?? "—"}</p>
+      </div>
+      <div class="rulebook-section">
+        <h4>Language and voice</h4>
+        <p>
+          {LANGUAGES[b.language ?? ""] ?? b.language ?? "—"}, spoken by{" "}
+          {voice ? `${voice.name} (${voice.accent})` : workflow.persona}.
+        </p>
+      </div>
+      <div class="rulebook-section">
+        <h4>Said at the start of every call</h4>
+        {(b.disclosure_lines ?? []).length === 0 ? (
+          <p class="muted">Nothing.</p>
+        ) : (
+          <ul>
+            {(b.disclosure_lines ?? []).map((line, i) => (
+              <li key={i} class="prewrap">
+                “{line}”
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+      <div class="rulebook-section">
+        <h4>Objections and answers</h4>
+        {(b.objection_handlers ?? []).length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <dl class="qa">
+            {(b.objection_handlers ?? []).map((h, i) => (
+              <Fragment key={i}>
+                <dt>
+                  If they say “{h.trigger}” <span class="muted">({h.category.replace(/_/g, " ")})</span>
+                </dt>
+                <dd class="prewrap">the agent answers “{h.response}”</dd>
+              </Fragment>
+            ))}
+          </dl>
+        )}
+      </div>
+      <div class="rulebook-section">
+        <h4>Discounts</h4>
+        <p>
+          {c?.allowed
+            ? `The agent may offer up to ${money(c.cap_minor, c.currency)} off.${approval(c.requires_approval)}`
+            : "The agent offers no discount."}
+        </p>
+      </div>
+      <div class="rulebook-section">
+        <h4>Calling back</h4>
+        <p>
+          {cb?.allowed
+            ? `The agent may offer to call back, up to ${cb.max_days_ahead} day${cb.max_days_ahead === 1 ? "" : "s"} ahead.${approval(cb.requires_approval)}`
+            : "The agent does not offer to call back."}
+        </p>
+      </div>
+      <div class="rulebook-section">
+        <h4>Passing the call to a person</h4>
+        {esc?.allowed ? (
+          <>
+            <p>
+              The agent may pass the call to a person
+              {esc.requires_approval ? " (a supervisor approves each one first)" : ""} when:
+            </p>
+            <ul>
+              {esc.triggers.map((t, i) => (
+                <li key={i}>{t}</li>
+              ))}
+            </ul>
+          </>
+        ) : (
+          <p>The agent does not pass calls to a person.</p>
+        )}
+      </div>
+      <div class="rulebook-section">
+        <h4>Voicemail and call length</h4>
+        <p>
+          On reaching voicemail: {voicemailWords(b.voicemail).toLowerCase()}.
+          {minutes !== undefined && ` A call lasts at most ${minutes} minute${minutes === 1 ? "" : "s"}.`}
+        </p>
+        {b.ncpr_category !== undefined && b.ncpr_category !== null && (
+          <p>India's do-not-call registry: calls are commercial category {b.ncpr_category}.</p>
+        )}
+      </div>
+      {b.analysis?.enabled !== false && (b.analysis?.fields ?? []).length > 0 && (
+        <div class="rulebook-section">
+          <h4>Noted from each call</h4>
+          <ul>
+            {(b.analysis?.fields ?? []).map((f) => (
+              <li key={f.name}>
+                {f.name.replace(/_/g, " ")}
+                {f.description ? `: ${f.description}` : ""}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {b.system_prompt && (
+        <details class="rulebook-section">
+          <summary>The agent's full instructions</summary>
+          <p class="prewrap">{b.system_prompt}</p>
+        </details>
+      )}
+    </section>
+  )
+}
+
+/** An example callee for the preview; a real call uses the audience's own names. */
+const EXAMPLE_NAME = "Alex"
+
+/** The line with its placeholders filled as one call would: {name}, {agent_name}, {company}. */
+export function fillOpening(line: string, v: { name: string; agent: string; company: string }): string {
+  return line.replace(/\{(name|agent_name|company)\}/g, (_, key: string) =>
+    key === "name" ? v.name : key === "agent_name" ? v.agent : v.company,
+  )
+}
+
+/** The opening line: edited and saved as the rule book's opening_line, previewed as edited. */
+function OpeningLine({
+  workflow,
+  voice,
+  edit,
+  onSaved,
+}: {
+  readonly workflow: Workflow
+  readonly voice: Voice | undefined
+  readonly edit: boolean
+  readonly onSaved: () => void
+}) {
+  const { me } = useAccess()
+  const stored =
+    typeof workflow.rule_book["opening_line"] === "string" ? (workflow.rule_book["opening_line"] as string) : ""
+  const [text, setText] = useState(stored)
   const [src, setSrc] = useState<string | undefined>(undefined)
-  const [busy, setBusy] = useState(false)
+  const [busy, setBusy] = useState<"preview" | "save" | undefined>(undefined)
   const [error, setError] = useState<unknown>(undefined)
-  const line = typeof workflow.rule_book["opening_line"] === "string" ? workflow.rule_book["opening_line"] : ""
+  const [saved, setSaved] = useState(false)
   // A blob: URL holds the clip in memory until revoked.
   useEffect(() => () => src && URL.revokeObjectURL(src), [src])
-  if (line === "") return null
+  const company = me.tenant?.name ?? "your workspace"
+  const agent = voice?.name ?? workflow.persona
+  const heard = fillOpening(text, { name: EXAMPLE_NAME, agent, company })
+  const live = workflow.status === "live"
 
   const preview = async () => {
-    setBusy(true)
+    setBusy("preview")
     setError(undefined)
     try {
       const clip = await request<{ mp3_url: string }>("POST", "/api/workflows/preview-opening", {
-        text: line,
+        text: heard,
         workflow_id: workflow.id,
       })
       // mp3_url may be absolute (PUBLIC_BASE_URL); the page fetches it on its own origin.
@@ -407,23 +684,93 @@ function PreviewOpening({ workflow }: { readonly workflow: Workflow }) {
     } catch (e) {
       setError(e)
     } finally {
-      setBusy(false)
+      setBusy(undefined)
     }
   }
+  const save = async (e: Event) => {
+    e.preventDefault()
+    setBusy("save")
+    setError(undefined)
+    setSaved(false)
+    try {
+      const updated = await request<Workflow>("PUT", `/api/workflows/${workflow.id}`, { opening_line: text.trim() })
+      const line = updated.rule_book["opening_line"]
+      if (typeof line === "string") setText(line)
+      setSaved(true)
+      onSaved()
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(undefined)
+    }
+  }
+  const lineError =
+    error instanceof ApiError
+      ? (error.fieldError("opening_line") ?? error.fieldError("rule_book.opening_line"))
+      : undefined
   return (
     <section aria-labelledby="preview-h">
       <h3 id="preview-h">Opening line</h3>
-      <p class="prewrap">“{line}”</p>
-      <div class="actions">
-        <Button busy={busy} onClick={preview}>
-          Preview opening
-        </Button>
-      </div>
+      <form onSubmit={save} noValidate>
+        {edit ? (
+          <Field label="What the agent says first" error={lineError}>
+            {(id, d) => (
+              <textarea
+                id={id}
+                aria-describedby={d}
+                maxLength={500}
+                value={text}
+                onInput={(e) => {
+                  setText(e.currentTarget.value)
+                  setSaved(false)
+                }}
+              />
+            )}
+          </Field>
+        ) : (
+          <p class="prewrap">“{stored}”</p>
+        )}
+        <ul class="hint placeholders" aria-label="Placeholders">
+          <li>
+            <code>{"{name}"}</code> — the callee's name, from the audience list
+          </li>
+          <li>
+            <code>{"{agent_name}"}</code> — the voice's name ({agent})
+          </li>
+          <li>
+            <code>{"{company}"}</code> — your workspace's name ({company})
+          </li>
+        </ul>
+        <p>
+          Heard as: <span class="prewrap">“{heard}”</span>
+        </p>
+        {edit && live && <p class="hint">Pause the campaign to change its opening line.</p>}
+        <ErrorText error={error} besideFields={["opening_line", "rule_book.opening_line"]} />
+        {saved && (
+          <p class="ok" role="status">
+            Opening line saved.
+          </p>
+        )}
+        <div class="actions">
+          {edit && (
+            <Button
+              type="submit"
+              kind="primary"
+              busy={busy === "save"}
+              disabled={live || text.trim() === stored.trim()}
+            >
+              Save opening line
+            </Button>
+          )}
+          <Button busy={busy === "preview"} disabled={heard.trim() === ""} onClick={preview}>
+            Preview opening
+          </Button>
+        </div>
+      </form>
       {src && (
         // biome-ignore lint/a11y/useMediaCaption: a synthesised clip of the line printed just above
         <audio controls src={src} aria-label="Opening line preview" />
       )}
-      <ErrorText error={error} />
     </section>
   )
 }
@@ -713,7 +1060,7 @@ function AudienceUpload({ id, onUploaded }: { readonly id: number; readonly onUp
             <ul class="hint">
               {counts.invalid_rows.slice(0, 20).map((r) => (
                 <li key={r.line}>
-                  Line {r.line}: {r.phone} — {r.reason}
+                  Line {r.line}: {r.phone} — {invalidPhoneWords(r.reason)}
                 </li>
               ))}
             </ul>
@@ -724,28 +1071,44 @@ function AudienceUpload({ id, onUploaded }: { readonly id: number; readonly onUp
   )
 }
 
-const DEFAULT_ATTESTATION =
-  "Everyone in this audience has given consent to be called about this campaign, and we keep records of it."
+interface TeamMember {
+  readonly user_id: number
+  readonly email: string
+  readonly full_name: string | null
+}
 
-function Attest({
-  id,
-  attested,
+/**
+ * Consent: the statement starts empty (no text is suggested as the workspace's own), and saving it
+ * needs an explicit confirmation; once saved, who attested and when.
+ */
+function Consent({
+  workflow,
+  edit,
   onAttested,
 }: {
-  readonly id: number
-  readonly attested: boolean
+  readonly workflow: Workflow
+  readonly edit: boolean
   readonly onAttested: () => void
 }) {
-  const [text, setText] = useState(DEFAULT_ATTESTATION)
+  const c = workflow.compliance
+  const team = useLoad(
+    () => request<{ members: TeamMember[] }>("GET", "/members").catch(() => ({ members: [] })),
+    [c.consent_attested_by_user_id],
+  )
+  const [text, setText] = useState("")
+  const [confirmed, setConfirmed] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
 
   const send = async (e: Event) => {
     e.preventDefault()
+    if (text.trim() === "" || !confirmed) return
     setBusy(true)
     setError(undefined)
     try {
-      await request("PUT", `/api/workflows/${id}/compliance`, { consent_attestation_text: text })
+      await request("PUT", `/api/workflows/${workflow.id}/compliance`, { consent_attestation_text: text.trim() })
+      setText("")
+      setConfirmed(false)
       onAttested()
     } catch (err) {
       setError(err)
@@ -753,29 +1116,57 @@ function Attest({
       setBusy(false)
     }
   }
+  const by = team.data?.members.find((m) => m.user_id === c.consent_attested_by_user_id)
+  const who = by ? (by.full_name ? `${by.full_name} (${by.email})` : by.email) : "a member who has since left"
   // An error naming the statement is shown beside it; any other (another field, or none) below.
   const statementError = error instanceof ApiError ? error.fieldError("consent_attestation_text") : undefined
   return (
-    <form onSubmit={send} noValidate aria-labelledby="consent-h">
+    <section aria-labelledby="consent-h">
       <h3 id="consent-h">Consent</h3>
-      {attested && <p class="ok">Consent is attested. Attesting again replaces the statement.</p>}
-      <Field label="Consent statement" error={statementError}>
-        {(fid, d) => (
-          <textarea
-            id={fid}
-            aria-describedby={d}
-            maxLength={2000}
-            value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <ErrorText error={statementError === undefined ? error : undefined} />
-      <div class="actions">
-        <Button type="submit" busy={busy}>
-          Attest consent
-        </Button>
-      </div>
-    </form>
+      {c.attested ? (
+        <div class="ok" data-testid="attested">
+          <p>
+            Consent attested by {who} on {new Date(c.consent_attested_at!).toLocaleString()}:
+          </p>
+          <blockquote class="prewrap">{c.consent_attestation_text}</blockquote>
+        </div>
+      ) : (
+        <p>
+          Consent is not attested yet: the campaign cannot run until someone states how this audience agreed to be
+          called.
+        </p>
+      )}
+      {edit && (
+        <form onSubmit={send} noValidate aria-label="Attest consent">
+          {c.attested && <p class="hint">Attesting again replaces the statement above.</p>}
+          <Field
+            label="Consent statement"
+            error={statementError}
+            hint="Say in your own words how and when these people agreed to be called, and where the records are kept."
+          >
+            {(fid, d) => (
+              <textarea
+                id={fid}
+                aria-describedby={d}
+                maxLength={2000}
+                placeholder="For example: everyone on this list ticked “You may call me about my membership” when joining online between 2023 and 2025; the records are in our CRM."
+                value={text}
+                onInput={(e) => setText(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <label class="check">
+            <input type="checkbox" checked={confirmed} onChange={(e) => setConfirmed(e.currentTarget.checked)} /> I
+            confirm every number in this audience gave consent as described
+          </label>
+          <ErrorText error={error} besideFields={["consent_attestation_text"]} />
+          <div class="actions">
+            <Button type="submit" kind="primary" busy={busy} disabled={text.trim() === "" || !confirmed}>
+              Attest consent
+            </Button>
+          </div>
+        </form>
+      )}
+    </section>
   )
 }

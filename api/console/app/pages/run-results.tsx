@@ -1,9 +1,12 @@
 // A workflow's runs and, for the chosen one, its results: one row per target with the final
-// outcome and the post-call analysis (GET /api/runs/{id}/results, JSON pages), and the whole run
-// as a CSV download, which the browser streams to disk from the same endpoint.
+// outcome and the post-call analysis (GET /api/runs/{id}/results, JSON pages), searched, filtered by
+// outcome and sorted by column over the rows loaded; any row opens the call drawer (call-drawer.tsx).
+// The whole run downloads as a CSV, which the browser streams to disk from the same endpoint.
 import { useEffect, useRef, useState } from "preact/hooks"
 import { request } from "../api.js"
-import { Button, duration, ErrorText, money, Table, useLoad } from "../ui.js"
+import { Button, duration, ErrorText, Field, money, Table, useLoad } from "../ui.js"
+import { analysisStatusWords, outcomeWords, runStatusWords, sentimentWords, targetStatusWords } from "../words.js"
+import { CallDrawer, type ResultRow } from "./call-drawer.js"
 
 interface Run {
   readonly id: number
@@ -13,24 +16,6 @@ interface Run {
   readonly targets_total: number
   readonly targets_dialed: number
   readonly targets_connected: number
-}
-
-interface ResultRow {
-  readonly target_id: number
-  readonly phone: string
-  readonly name: string | null
-  readonly status: string
-  readonly outcome: string | null
-  readonly attempts: number
-  readonly talk_seconds: number
-  readonly cost_minor: number
-  readonly analysis_status: string | null
-  readonly summary: string | null
-  readonly goal_met: boolean | null
-  readonly sentiment: string | null
-  readonly callback_at: string | null
-  readonly agreed_value_minor: number | null
-  readonly fields: Readonly<Record<string, unknown>>
 }
 
 interface ResultsPage {
@@ -62,7 +47,7 @@ export function RunResults({ workflowId }: { readonly workflowId: number }) {
           columns={[
             { title: "Run", cell: (r) => r.id },
             { title: "Started", cell: (r) => (r.started_at ? new Date(r.started_at).toLocaleString() : "—") },
-            { title: "Status", cell: (r) => r.status },
+            { title: "Status", cell: (r) => runStatusWords(r.status) },
             { title: "Dialed", cell: (r) => `${r.targets_dialed} of ${r.targets_total}` },
             { title: "Connected", cell: (r) => r.targets_connected },
             {
@@ -91,11 +76,17 @@ export function RunResults({ workflowId }: { readonly workflowId: number }) {
   )
 }
 
+/** What a row's outcome reads as: the final outcome, else where the target is. */
+const outcomeOf = (r: ResultRow) => (r.outcome === null ? targetStatusWords(r.status) : outcomeWords(r.outcome))
+
 function ResultsTable({ runId }: { readonly runId: number }) {
   const [page, setPage] = useState<ResultsPage | undefined>(undefined)
   const [rows, setRows] = useState<ReadonlyArray<ResultRow>>([])
   const [loading, setLoading] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
+  const [search, setSearch] = useState("")
+  const [outcome, setOutcome] = useState("")
+  const [open, setOpen] = useState<ResultRow | undefined>(undefined)
   const alive = useRef(true)
   useEffect(() => () => void (alive.current = false), [])
 
@@ -118,6 +109,17 @@ function ResultsTable({ runId }: { readonly runId: number }) {
 
   const currency = page?.currency ?? "USD"
   const fields = page?.fields ?? []
+  const outcomes = [...new Set(rows.map(outcomeOf))].sort()
+  const needle = search.trim().toLowerCase()
+  const digits = needle.replace(/[^\d]/g, "")
+  const shown = rows.filter(
+    (r) =>
+      (outcome === "" || outcomeOf(r) === outcome) &&
+      (needle === "" ||
+        (r.name ?? "").toLowerCase().includes(needle) ||
+        r.phone.includes(needle) ||
+        (digits !== "" && r.phone.replace(/[^\d]/g, "").includes(digits))),
+  )
   return (
     <section aria-labelledby={`results-${runId}-h`}>
       <h4 id={`results-${runId}-h`}>Results of run {runId}</h4>
@@ -125,41 +127,91 @@ function ResultsTable({ runId }: { readonly runId: number }) {
       {page === undefined ? (
         loading && <p>Loading…</p>
       ) : (
-        <Table<ResultRow>
-          caption={`One row per target of run ${runId}`}
-          rows={rows}
-          rowKey={(r) => r.target_id}
-          empty="No targets."
-          columns={[
-            { title: "Name", cell: (r) => r.name ?? "—" },
-            { title: "Phone", cell: (r) => r.phone },
-            { title: "Outcome", cell: (r) => r.outcome ?? r.status },
-            { title: "Attempts", cell: (r) => r.attempts },
-            { title: "Talk time", cell: (r) => duration(r.talk_seconds) },
-            { title: "Cost", cell: (r) => money(r.cost_minor, currency) },
-            { title: "Goal met", cell: (r) => yesNo(r.goal_met) },
-            { title: "Sentiment", cell: (r) => r.sentiment ?? "—" },
-            {
-              title: "Summary",
-              cell: (r) => <span class="cell-prose">{r.summary ?? analysisNote(r.analysis_status)}</span>,
-            },
-            {
-              title: "Agreed value",
-              cell: (r) => (r.agreed_value_minor === null ? "—" : money(r.agreed_value_minor, currency)),
-            },
-            {
-              title: "Call back",
-              cell: (r) => (r.callback_at === null ? "—" : new Date(r.callback_at).toLocaleString()),
-            },
-            ...fields.map((f) => ({ title: f.name, cell: (r: ResultRow) => cellText(r.fields[f.name]) })),
-          ]}
-        />
+        <>
+          {rows.length > 0 && (
+            <div class="filters">
+              <Field label="Search by name or phone">
+                {(id) => (
+                  <input
+                    id={id}
+                    type="search"
+                    maxLength={100}
+                    value={search}
+                    onInput={(e) => setSearch(e.currentTarget.value)}
+                  />
+                )}
+              </Field>
+              <Field label="Outcome">
+                {(id) => (
+                  <select id={id} value={outcome} onChange={(e) => setOutcome(e.currentTarget.value)}>
+                    <option value="">Every outcome</option>
+                    {outcomes.map((o) => (
+                      <option key={o} value={o}>
+                        {o}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            </div>
+          )}
+          {rows.length > 0 && shown.length !== rows.length && (
+            <p class="muted" role="status">
+              {shown.length} of {rows.length} shown.
+            </p>
+          )}
+          <Table<ResultRow>
+            caption={`One row per target of run ${runId}`}
+            rows={shown}
+            rowKey={(r) => r.target_id}
+            empty={rows.length === 0 ? "No targets." : "No results match."}
+            columns={[
+              {
+                title: "Name",
+                sort: (r) => r.name,
+                cell: (r) => (
+                  <button
+                    type="button"
+                    class="link"
+                    onClick={() => setOpen(r)}
+                    aria-label={`Open the call to ${r.name ?? r.phone}`}
+                  >
+                    {r.name ?? "—"}
+                  </button>
+                ),
+              },
+              { title: "Phone", sort: (r) => r.phone, cell: (r) => r.phone },
+              { title: "Outcome", sort: outcomeOf, cell: outcomeOf },
+              { title: "Attempts", sort: (r) => r.attempts, cell: (r) => r.attempts },
+              { title: "Talk time", sort: (r) => r.talk_seconds, cell: (r) => duration(r.talk_seconds) },
+              { title: "Cost", sort: (r) => r.cost_minor, cell: (r) => money(r.cost_minor, currency) },
+              { title: "Goal met", sort: (r) => yesNo(r.goal_met), cell: (r) => yesNo(r.goal_met) },
+              { title: "Sentiment", sort: (r) => r.sentiment, cell: (r) => sentimentWords(r.sentiment) },
+              {
+                title: "Summary",
+                cell: (r) => <span class="cell-prose">{r.summary ?? analysisNote(r.analysis_status)}</span>,
+              },
+              {
+                title: "Agreed value",
+                sort: (r) => r.agreed_value_minor,
+                cell: (r) => (r.agreed_value_minor === null ? "—" : money(r.agreed_value_minor, currency)),
+              },
+              {
+                title: "Call back",
+                sort: (r) => r.callback_at,
+                cell: (r) => (r.callback_at === null ? "—" : new Date(r.callback_at).toLocaleString()),
+              },
+              ...fields.map((f) => ({ title: f.name, cell: (r: ResultRow) => cellText(r.fields[f.name]) })),
+            ]}
+          />
+        </>
       )}
       {page?.next_cursor != null && (
         <Button busy={loading} onClick={() => void load(page.next_cursor)}>
           More
         </Button>
       )}
+      {open && <CallDrawer runId={runId} row={open} currency={currency} onClose={() => setOpen(undefined)} />}
     </section>
   )
 }
@@ -167,9 +219,7 @@ function ResultsTable({ runId }: { readonly runId: number }) {
 const yesNo = (v: boolean | null) => (v === null ? "—" : v ? "yes" : "no")
 
 function analysisNote(status: string | null): string {
-  if (status === "pending") return "Being analysed…"
-  if (status === "failed") return "Analysis failed."
-  return "—"
+  return status === null || status === "done" ? "—" : analysisStatusWords(status)
 }
 
 /** An extracted field as text (Preact escapes it); null is a dash. */

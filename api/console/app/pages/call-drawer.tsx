@@ -1,0 +1,253 @@
+// The call drawer: one result row's call, opened from the results table: its transcript and
+// analysis (GET /api/calls/{id}), and latency when the call reports it. The row names its target;
+// its calls are found on the number's timeline (GET /api/timeline?phone=), the newest attempt first.
+import { Fragment } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { request } from "../api.js"
+import { Drawer, duration, ErrorText, Field, money } from "../ui.js"
+import { analysisStatusWords, callStatusWords, outcomeWords, sentimentWords } from "../words.js"
+
+/** One row of GET /api/runs/{id}/results. */
+export interface ResultRow {
+  readonly target_id: number
+  /** The target's latest call, when the API names it. */
+  readonly call_id?: number | null
+  readonly phone: string
+  readonly name: string | null
+  readonly status: string
+  readonly outcome: string | null
+  readonly attempts: number
+  readonly talk_seconds: number
+  readonly cost_minor: number
+  readonly analysis_status: string | null
+  readonly summary: string | null
+  readonly goal_met: boolean | null
+  readonly sentiment: string | null
+  readonly callback_at: string | null
+  readonly agreed_value_minor: number | null
+  readonly fields: Readonly<Record<string, unknown>>
+}
+
+interface Call {
+  readonly id: number
+  readonly attempt: number
+  readonly status: string
+  readonly outcome: string | null
+  readonly started_at: string
+  readonly answered_at: string | null
+  readonly ended_at: string | null
+  readonly talk_seconds: number
+  readonly cost_minor: number | null
+  readonly currency: string
+  readonly transcript: ReadonlyArray<{
+    readonly seq: number
+    readonly speaker: "agent" | "callee" | "system"
+    readonly text: string
+  }>
+  readonly transcript_truncated: boolean
+  readonly analysis: {
+    readonly status: string
+    readonly summary: string | null
+    readonly goal_met: boolean | null
+    readonly sentiment: string | null
+    readonly callback_at: string | null
+    readonly agreed_value_minor: number | null
+    readonly fields: Readonly<Record<string, unknown>>
+  } | null
+  /** Response times, when the call reports them (milliseconds, by name, or one figure). */
+  readonly latency?: Readonly<Record<string, unknown>> | null
+  readonly latency_ms?: number | null
+}
+
+interface TimelineEvent {
+  readonly kind: string
+  readonly run_id: number | null
+  readonly payload: { readonly call_id?: number; readonly target_id?: number; readonly attempt?: number }
+}
+
+/** The target's calls in this run, newest attempt first. */
+async function callsOf(runId: number, row: ResultRow): Promise<ReadonlyArray<{ id: number; attempt: number }>> {
+  const t = await request<{ events: TimelineEvent[] }>(
+    "GET",
+    `/api/timeline?phone=${encodeURIComponent(row.phone)}&n=200`,
+  )
+  const found = t.events
+    .filter((e) => e.kind === "call" && e.run_id === runId && e.payload.target_id === row.target_id)
+    .map((e) => ({ id: Number(e.payload.call_id), attempt: Number(e.payload.attempt ?? 1) }))
+    .filter((c) => Number.isInteger(c.id))
+    .sort((a, b) => b.attempt - a.attempt)
+  if (found.length === 0 && typeof row.call_id === "number") return [{ id: row.call_id, attempt: row.attempts }]
+  return found
+}
+
+const SPEAKERS = { agent: "Agent", callee: "Callee", system: "System" } as const
+
+export function CallDrawer({
+  runId,
+  row,
+  currency,
+  onClose,
+}: {
+  readonly runId: number
+  readonly row: ResultRow
+  readonly currency: string
+  readonly onClose: () => void
+}) {
+  const [calls, setCalls] = useState<ReadonlyArray<{ id: number; attempt: number }> | undefined>(undefined)
+  const [chosen, setChosen] = useState<number | undefined>(undefined)
+  const [call, setCall] = useState<Call | undefined>(undefined)
+  const [error, setError] = useState<unknown>(undefined)
+
+  useEffect(() => {
+    let live = true
+    callsOf(runId, row).then(
+      (cs) => {
+        if (!live) return
+        setCalls(cs)
+        setChosen(cs[0]?.id)
+      },
+      (e: unknown) => live && setError(e),
+    )
+    return () => {
+      live = false
+    }
+  }, [runId, row.target_id])
+
+  useEffect(() => {
+    if (chosen === undefined) return
+    let live = true
+    setCall(undefined)
+    request<Call>("GET", `/api/calls/${chosen}`).then(
+      (c) => live && setCall(c),
+      (e: unknown) => live && setError(e),
+    )
+    return () => {
+      live = false
+    }
+  }, [chosen])
+
+  const who = row.name ? `${row.name} (${row.phone})` : row.phone
+  return (
+    <Drawer title={`Call to ${who}`} onClose={onClose}>
+      <ErrorText error={error} />
+      {calls === undefined && error === undefined && <p>Loading…</p>}
+      {calls !== undefined && calls.length === 0 && (
+        <p class="muted">
+          No call was placed to this number in this run ({outcomeWords(row.outcome ?? row.status).toLowerCase()}).
+        </p>
+      )}
+      {calls !== undefined && calls.length > 1 && (
+        <Field label="Attempt">
+          {(id) => (
+            <select id={id} value={String(chosen)} onChange={(e) => setChosen(Number(e.currentTarget.value))}>
+              {calls.map((c) => (
+                <option key={c.id} value={String(c.id)}>
+                  Attempt {c.attempt}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      )}
+      {chosen !== undefined && call === undefined && error === undefined && <p>Loading the call…</p>}
+      {call && <CallView call={call} currency={currency} />}
+    </Drawer>
+  )
+}
+
+/** Latency figures in words: "first reply: 820 ms". */
+function latencyLines(call: Call): ReadonlyArray<string> {
+  if (typeof call.latency_ms === "number") return [`${Math.round(call.latency_ms)} ms`]
+  if (call.latency === null || call.latency === undefined) return []
+  return Object.entries(call.latency)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => `${k.replace(/_ms$/, "").replace(/_/g, " ")}: ${Math.round(v as number)} ms`)
+}
+
+function CallView({ call, currency }: { readonly call: Call; readonly currency: string }) {
+  const a = call.analysis
+  const latency = latencyLines(call)
+  return (
+    <>
+      <dl class="kv">
+        <dt>Attempt</dt>
+        <dd>{call.attempt}</dd>
+        <dt>State</dt>
+        <dd>{callStatusWords(call.status)}</dd>
+        <dt>Outcome</dt>
+        <dd>{outcomeWords(call.outcome, "not known yet")}</dd>
+        <dt>Started</dt>
+        <dd>{new Date(call.started_at).toLocaleString()}</dd>
+        <dt>Talk time</dt>
+        <dd>{duration(call.talk_seconds)}</dd>
+        <dt>Cost</dt>
+        <dd>{call.cost_minor === null ? "—" : money(call.cost_minor, call.currency ?? currency)}</dd>
+        {latency.length > 0 && (
+          <>
+            <dt>Latency</dt>
+            <dd>{latency.join(", ")}</dd>
+          </>
+        )}
+      </dl>
+      <section aria-label="Transcript">
+        <h3>Transcript</h3>
+        {call.transcript.length === 0 ? (
+          <p class="muted">Nothing was said: the call did not connect.</p>
+        ) : (
+          <ol class="transcript" aria-label="Turns">
+            {call.transcript.map((t) => (
+              <li key={t.seq} class={t.speaker}>
+                <span class="speaker">{SPEAKERS[t.speaker] ?? t.speaker}</span>
+                {t.text}
+              </li>
+            ))}
+          </ol>
+        )}
+        {call.transcript_truncated && <p class="hint">Only the first 1,000 turns are shown.</p>}
+      </section>
+      <section aria-label="Analysis">
+        <h3>Analysis</h3>
+        {a === null ? (
+          <p class="muted">No analysis: the call did not connect, or analysis is off for this campaign.</p>
+        ) : a.status !== "done" ? (
+          <p class="muted">{analysisStatusWords(a.status)}</p>
+        ) : (
+          <dl class="kv">
+            <dt>Summary</dt>
+            <dd>{a.summary ?? "—"}</dd>
+            <dt>Goal met</dt>
+            <dd>{a.goal_met === null ? "—" : a.goal_met ? "Yes" : "No"}</dd>
+            <dt>Sentiment</dt>
+            <dd>{sentimentWords(a.sentiment)}</dd>
+            {a.agreed_value_minor !== null && (
+              <>
+                <dt>Agreed value</dt>
+                <dd>{money(a.agreed_value_minor, call.currency ?? currency)}</dd>
+              </>
+            )}
+            {a.callback_at !== null && (
+              <>
+                <dt>Call back</dt>
+                <dd>{new Date(a.callback_at).toLocaleString()}</dd>
+              </>
+            )}
+            {Object.entries(a.fields).map(([name, value]) => (
+              <Fragment key={name}>
+                <dt>{name.replace(/_/g, " ")}</dt>
+                <dd>
+                  {value === null || value === undefined
+                    ? "—"
+                    : typeof value === "boolean"
+                      ? value
+                        ? "yes"
+                        : "no"
+                      : String(value)}
+                </dd>
+              </Fragment>
+            ))}
+          </dl>
+        )}
+      </section>
+    </>
+  )
+}
