@@ -3,12 +3,13 @@
 // by accepting an invitation on #/join, the one page besides sign-in open to a signed-out visitor).
 //
 // Accessible names the browser tests select by (keep them stable):
-//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Members", "Audit log",
+//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks",
+//     "Audit log",
 //     "Sign in", "Join <workspace> as <a role>" (the join page; "Invitation not valid" for a bad link);
 //     on Campaigns "New workflow", the chosen workflow's name, "Rule book", "Opening line",
 //     "Workflow settings", "Audience", "Consent"; on Approvals one card (article) per approval, headed
 //     "<Concession|Callback|Escalation to a person> for <phone>"
-//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Audit log"
+//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks", "Audit log"
 //     (only for owners and admins); what a role may not do is not shown (access.ts, GET /auth/me)
 //   buttons: "Sign in", "Email me a code", "Send code" (then "Send again"), "Verify code",
 //     "Use a password", "Create an account" / "Create account", "Sign out", "Create workflow",
@@ -39,7 +40,9 @@ import { ReportsPage } from "./pages/reports.js"
 import { SettingsPage } from "./pages/settings.js"
 import { SignInPage } from "./pages/signin.js"
 import { WalletPage } from "./pages/wallet.js"
+import { WebhooksPage } from "./pages/webhooks.js"
 import { Button } from "./ui.js"
+import { VerifyBanner } from "./verify-banner.js"
 
 interface PageEntry {
   readonly hash: string
@@ -57,6 +60,7 @@ const PAGES: ReadonlyArray<PageEntry> = [
   { hash: "#/settings", label: "Settings", page: SettingsPage },
   { hash: "#/reports", label: "Reports", page: ReportsPage },
   { hash: "#/members", label: "Members", page: MembersPage },
+  { hash: "#/webhooks", label: "Webhooks", page: WebhooksPage },
   { hash: "#/audit", label: "Audit log", page: AuditPage, need: "admin" },
 ]
 
@@ -225,6 +229,7 @@ function App() {
           <Button onClick={signOut}>Sign out</Button>
         </span>
       </header>
+      <VerifyBanner />
       <main id="main" tabIndex={-1}>
         <Page />
       </main>

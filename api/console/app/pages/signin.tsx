@@ -1,6 +1,6 @@
 // Sign-in: a password, or a 6-digit code sent by email (POST /auth/otp/start, /auth/otp/verify),
-// and a small sign-up form. Both sign-ins set the httpOnly svc_session cookie; the page never
-// keeps the token the body also carries.
+// and a small sign-up form (with the workspace's name, which callees hear). Both sign-ins set the
+// httpOnly svc_session cookie; the page never keeps the token the body also carries.
 import { useState } from "preact/hooks"
 import type { Me } from "../access.js"
 import { ApiError, request } from "../api.js"
@@ -16,6 +16,7 @@ export function SignInPage({ onSignedIn }: { readonly onSignedIn: (me: Me) => vo
   const [email, setEmail] = useState("")
   const [password, setPassword] = useState("")
   const [code, setCode] = useState("")
+  const [workspace, setWorkspace] = useState("")
   const [codeSent, setCodeSent] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
@@ -61,7 +62,8 @@ export function SignInPage({ onSignedIn }: { readonly onSignedIn: (me: Me) => vo
   const signUp = (e: Event) => {
     e.preventDefault()
     run(async () => {
-      await request("POST", "/auth/signup", { email, password })
+      const name = workspace.trim()
+      await request("POST", "/auth/signup", { email, password, ...(name !== "" && { workspace_name: name }) })
       setMode("password")
       setNotice("Account created. Open the link in the verification email, then sign in.")
     })
@@ -114,7 +116,7 @@ export function SignInPage({ onSignedIn }: { readonly onSignedIn: (me: Me) => vo
               />
             )}
           </Field>
-          <ErrorText error={error} />
+          <ErrorText error={error} besideFields={["email", "password"]} />
           <div class="actions">
             <Button type="submit" kind="primary" busy={busy}>
               Sign in
@@ -155,7 +157,7 @@ export function SignInPage({ onSignedIn }: { readonly onSignedIn: (me: Me) => vo
               </div>
             </form>
           )}
-          <ErrorText error={error} />
+          <ErrorText error={error} besideFields={["email", "code"]} />
         </>
       )}
       {mode === "signup" && (
@@ -175,7 +177,23 @@ export function SignInPage({ onSignedIn }: { readonly onSignedIn: (me: Me) => vo
               />
             )}
           </Field>
-          <ErrorText error={error} />
+          <Field
+            label="Company or workspace name (optional)"
+            error={fieldError(error, "workspace_name")}
+            hint="Callees hear it: “… calling from <name>”. Left empty, it is taken from your email's domain. You can change it later in Settings."
+          >
+            {(id, d) => (
+              <input
+                id={id}
+                aria-describedby={d}
+                autocomplete="organization"
+                maxLength={80}
+                value={workspace}
+                onInput={(e) => setWorkspace(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <ErrorText error={error} besideFields={["email", "password", "workspace_name"]} />
           <div class="actions">
             <Button type="submit" kind="primary" busy={busy}>
               Create account
