@@ -3,29 +3,40 @@
 // by accepting an invitation on #/join, the one page besides sign-in open to a signed-out visitor).
 //
 // Accessible names the browser tests select by (keep them stable):
-//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks",
-//     "Audit log",
-//     "Sign in", "Join <workspace> as <a role>" (the join page; "Invitation not valid" for a bad link);
-//     on Campaigns "New workflow", the chosen workflow's name, "Rule book", "Opening line",
-//     "Workflow settings", "Audience", "Consent"; on Approvals one card (article) per approval, headed
-//     "<Concession|Callback|Escalation to a person> for <phone>"
-//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks", "Audit log"
-//     (only for owners and admins); what a role may not do is not shown (access.ts, GET /auth/me)
+//   headings: "Campaigns", "Live calls", "Approvals", "Wallet", "Settings", "Reports", "Members",
+//     "Webhooks", "Audit log", "Sign in", "Join <workspace> as <a role>" (the join page; "Invitation
+//     not valid" for a bad link); on Campaigns "New workflow", the chosen workflow's name (then its
+//     status in words), "Runs", "Runs and results", "Rule book", "Opening line", "Workflow settings",
+//     "Audience", "Consent"; on Approvals one card (article) per approval, headed "<Concession|Callback|
+//     Escalation to a person> for <phone>"; on Webhooks one card (article) per endpoint, headed by its URL
+//   tabs (a campaign's sections): "Overview", "Audience", "Rule book", "Consent", "Settings", "Results"
+//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks",
+//     "Audit log" (only for owners and admins); what a role may not do is not shown (access.ts, GET /auth/me)
 //   buttons: "Sign in", "Email me a code", "Send code" (then "Send again"), "Verify code",
-//     "Use a password", "Create an account" / "Create account", "Sign out", "Create workflow",
-//     "Save changes", "Upload audience", "Attest consent", "Preview opening", "Run", "Pause",
-//     "Retire" (then "Yes, retire" / "Keep it"), "Watch" / "Stop watching" (a live call's row;
-//     the name ends with the phone number), "Close" and "Reconnect" (a transcript column), "Approve", "Deny";
-//     on Members "Send invitation", "Resend <email>", "Revoke <email>", "Remove <email>" (then "Yes, remove"),
-//     "Make owner <email>" (then "Yes, make owner"), "Cancel", "Leave workspace" (then "Yes, leave");
-//     on the join page "Join workspace"; on the audit log "More"
-//   fields (labels): "Email", "Password", "Code", "Prompt", "Name", "Persona", "Voice",
-//     "Schedule", "From", "Until", "Time zone", "Start at", "Audience CSV", "Consent statement", "Note";
-//     on Members "Email" and "Role" (the invitation), "Role of <email>" (a member's row); on the join
-//     page "Password" and "Name (optional)"; on the audit log "Show"
-//   other: the upload's progress bar "Upload progress"; the opening line's audio "Opening line preview";
-//     a transcript column is a region "Transcript of the call to <phone>" with an ordered list "Turns"
-//     and, once the ended call is analysed, a region "Analysis"
+//     "Use a password", "Create an account" / "Create account", "Sign out", "Send the link again" (the
+//     verify-email banner), "Create workflow", "Save changes", "Upload audience", "Attest consent",
+//     "Save opening line", "Preview opening", "Run", "Pause", "Retire" (then "Yes, retire" / "Keep it"),
+//     "Show results", "Open the call to <name or phone>" (a results row), "Close" (the call drawer),
+//     "Watch" / "Stop watching" (a live call's row; the name ends with the phone number), "Close" and
+//     "Reconnect" (a transcript column), "Approve", "Deny"; on Settings "Save name"; on Members "Send
+//     invitation", "Resend <email>", "Revoke <email>", "Remove <email>" (then "Yes, remove"), "Make owner
+//     <email>" (then "Yes, make owner"), "Cancel", "Leave workspace" (then "Yes, leave"); on Webhooks "Add
+//     endpoint", "Send test ping", "New signing secret", "Turn off" / "Turn on", "Delete" (then "Yes,
+//     delete"), "Show deliveries", "Refresh deliveries", "Retry delivery <id>"; on the join page "Join
+//     workspace"; on the audit log "More"
+//   fields (labels): "Email", "Password", "Company or workspace name (optional)", "Code", "Prompt",
+//     "Search campaigns", "Status", "Name", "Persona", "Voice", "Schedule", "From", "Until", "Time zone",
+//     "Start at", "Audience CSV", "What the agent says first", "Consent statement" and the checkbox "I
+//     confirm every number in this audience gave consent as described", "Search by name or phone",
+//     "Outcome", "Attempt", "Note", "Campaign" (Approvals); "Workspace name" (Settings); on Members
+//     "Email" and "Role" (the invitation), "Role of <email>" (a member's row); on the join page
+//     "Password" and "Name (optional)"; on Webhooks "Endpoint URL", "Description (optional)" and the
+//     events' checkboxes; on the audit log "Show"
+//   other: the verify-email banner is a region "Verify your email"; the upload's progress bar "Upload
+//     progress"; the opening line's audio "Opening line preview"; each table sits in a region named
+//     as its caption; the call drawer is a dialog "Call to <name> (<phone>)" with an ordered list
+//     "Turns" and a region "Analysis"; a transcript column is a region "Transcript of the call to
+//     <phone>" with an ordered list "Turns" and, once the ended call is analysed, a region "Analysis"
 import { type ComponentType, render } from "preact"
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"
 import { type Access, AccessContext, holds, type Me, type Permission } from "./access.js"

@@ -175,7 +175,9 @@ export function Tabs({
   const base = useId("tabs")
   const list = useRef<HTMLDivElement>(null)
   const onKey = (e: KeyboardEvent) => {
-    const i = tabs.findIndex((t) => t.id === selected)
+    // From the tab that has the focus (the selected one, unless a click moved it elsewhere).
+    const focused = tabs.findIndex((t) => `${base}-${t.id}-tab` === (e.target as HTMLElement).id)
+    const i = focused === -1 ? tabs.findIndex((t) => t.id === selected) : focused
     const next =
       e.key === "ArrowRight"
         ? (i + 1) % tabs.length

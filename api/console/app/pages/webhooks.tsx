@@ -347,7 +347,7 @@ function Deliveries({ endpointId, admin }: { readonly endpointId: number; readon
               title: "Result",
               cell: (d) =>
                 `${deliveryWords(d.outcome)}${d.status_code === null ? "" : ` (HTTP ${d.status_code})`}${
-                  d.error ? `: ${d.error}` : ""
+                  d.error && d.error !== `HTTP ${d.status_code}` ? `: ${d.error}` : ""
                 }`,
             },
             { title: "Time taken", cell: (d) => (d.latency_ms === null ? "—" : `${d.latency_ms} ms`) },
