@@ -198,6 +198,8 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
       from rule_books b join workflows w on w.rule_book_id = b.id where w.id = ${workflowId}`
     expect(book.max).toBe(1800)
     const csv = `phone,name\n${DISCOUNT},Dee\n${CALLBACK},Cal\nnot-a-number,Nobody\n`
+    const detail = page.getByRole("article")
+    await detail.getByRole("tab", { name: "Audience", exact: true }).click()
     await page
       .getByLabel("Audience CSV")
       .setInputFiles({ name: "audience.csv", mimeType: "text/csv", buffer: Buffer.from(csv) })
@@ -209,13 +211,20 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
     const targets = await srv.sql<{ phone_e164: string }[]>`select phone_e164 from audience_targets
       where workflow_id = ${workflowId} order by phone_e164`
     expect(targets.map((t) => t.phone_e164)).toEqual([DISCOUNT, CALLBACK])
+    // Consent starts empty: the statement is the operator's own, and confirmed before it is saved.
+    await detail.getByRole("tab", { name: "Consent", exact: true }).click()
+    expect(await page.getByLabel("Consent statement").inputValue()).toBe("")
+    await page.getByLabel("Consent statement").fill("Every member opted in to calls when they joined.")
+    await page.getByRole("checkbox", { name: /I confirm every number in this audience gave consent/ }).check()
     await page.getByRole("button", { name: "Attest consent" }).click()
-    await page.getByText("Consent is attested.", { exact: false }).waitFor()
+    await page.getByText(`Consent attested by ${email}`, { exact: false }).waitFor()
     await eventually(
       () => srv.sql<{ n: number }[]>`select count(*)::int as n from workflows
         where id = ${workflowId} and compliance ? 'consent_attested_at'`,
       (r) => r[0]!.n === 1,
     )
+    await detail.getByRole("tab", { name: "Overview", exact: true }).click()
+    await detail.evaluate((el) => el.scrollIntoView({ block: "start" }))
     await screenshot(page, "campaigns")
     // Another supervisor has the Approvals page open before anything is asked.
     queue = await context.newPage()

@@ -1,8 +1,9 @@
 // The Campaigns page in Chromium, beyond the walk-through in browser.test.ts: a prompt whose rule
 // book fails validation (its errors in words beside the prompt, nothing created), a draft's
-// schedule, persona and voice edited and kept, the opening line previewed in the audio player, a
-// ready workflow run, paused, resumed and retired from its buttons, and a finished run's results
-// read on the page and downloaded as CSV. Each step checks what the page shows and what the API
+// schedule, persona and voice edited and kept (its Settings section), the opening line previewed in
+// the audio player (its Rule book section), a ready workflow run, paused, resumed and retired from
+// its buttons, and a finished run's results (its Results section, outcomes in words) read on the
+// page and downloaded as CSV. Each step checks what the page shows and what the API
 // (or the database) then holds.
 import { readFileSync } from "node:fs"
 import type { Browser, Locator, Page, Request } from "playwright-core"
@@ -46,8 +47,10 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     )[0]
   /** The chosen workflow's panel, named by its heading (the name, then the status badge). */
   const detail = () => page.getByRole("article")
-  /** A definition in the chosen workflow's summary (Persona, Schedule, Runs…). */
+  /** A definition in the chosen workflow's overview (Voice, Schedule, Runs…). */
   const summary = (term: string) => detail().locator(`dl.kv dt:text-is('${term}') + dd`).first()
+  /** Opens one of the chosen workflow's sections (Overview, Audience, Rule book, Consent, Settings, Results). */
+  const section = (name: string) => detail().getByRole("tab", { name, exact: true }).click()
   /** The first answer to `method` on `path` (exact path, any query) after this call. */
   const answer = (method: string, path: string | RegExp) =>
     page.waitForResponse((r) => {
@@ -153,7 +156,9 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
 
   it("edits a draft's schedule, persona and voice, and they stay after a reload", async () => {
     const before = await workflow(draft.id)
-    expect(before).toMatchObject({ status: "draft", persona: "amelia", schedule_kind: "immediate" })
+    // A US workspace's rule book speaks with an American persona.
+    expect(before).toMatchObject({ status: "draft", persona: "anya", schedule_kind: "immediate" })
+    await section("Settings")
     const settings = page.getByRole("form", { name: "Workflow settings" })
     await settings.getByLabel("Persona", { exact: true }).selectOption("kai")
     await settings.getByLabel("Voice", { exact: true }).selectOption({ label: VOICE_NAME })
@@ -170,9 +175,9 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     expect((await assigned).status()).toBe(200)
 
     // The summary above follows (the workflow was read again), and the form still says it saved.
-    const schedule = "window: mon, tue, wed, thu, fri, 10:00–18:30 (America/Chicago)"
+    const schedule = "Only on the chosen days: Mon, Tue, Wed, Thu, Fri, 10:00–18:30 (America/Chicago)"
     await expect.poll(() => summary("Schedule").textContent()).toBe(schedule)
-    await expect.poll(() => summary("Persona").textContent()).toBe("kai")
+    await expect.poll(() => summary("Voice").textContent()).toBe("Kai (American English)")
     expect(await settings.getByRole("status").textContent()).toBe("Saved.")
 
     const after = await workflow(draft.id)
@@ -190,12 +195,14 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     const [row] = await srv.sql<[{ voice_avatar_id: number | null }]>`
       select voice_avatar_id from workflows where id = ${draft.id}`
     expect(row.voice_avatar_id).toBe(voiceId)
+    await detail().evaluate((el) => el.scrollIntoView({ block: "start" }))
     await screenshot(page, "campaigns-settings")
 
     // A reload shows the stored settings, the cloned voice among them.
     await page.reload()
     await page.getByRole("heading", { level: 1, name: "Campaigns" }).waitFor()
     await choose(draft.name)
+    await section("Settings")
     expect(await settings.getByLabel("Persona", { exact: true }).inputValue()).toBe("kai")
     await expect.poll(() => settings.getByLabel("Voice", { exact: true }).inputValue()).toBe(String(voiceId))
     expect(await settings.getByLabel("Schedule", { exact: true }).inputValue()).toBe("window")
@@ -228,6 +235,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
   }, 45_000)
 
   it("previews the opening line in the workflow's voice, playable in the audio player", async () => {
+    await section("Rule book")
     const opening = page.getByRole("region", { name: "Opening line" })
     const made = answer("POST", "/api/workflows/preview-opening")
     const fetched = answer("GET", /^\/api\/workflows\/preview-opening\/[0-9a-f]{32}$/)
@@ -304,7 +312,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     const [run] = await runs()
     expect(run).toMatchObject({ status: "running" })
     expect(await notice.textContent()).toBe(`Run ${run!.run_id} started: 2 queued.`)
-    await expect.poll(() => heading.textContent()).toMatch(/live$/)
+    await expect.poll(() => heading.textContent()).toMatch(/Live$/)
     expect(await statusOf()).toEqual({ workflow: "live", runs: ["running"] })
     expect(await button("Run").isDisabled()).toBe(true)
     await page.getByRole("region", { name: /^Live/ }).getByRole("button", { name, exact: true }).waitFor()
@@ -320,7 +328,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
 
     await button("Pause").click()
     await notice.filter({ hasText: "Paused: calls in flight will finish." }).waitFor()
-    await expect.poll(() => heading.textContent()).toMatch(/paused$/)
+    await expect.poll(() => heading.textContent()).toMatch(/Paused$/)
     expect(await statusOf()).toEqual({ workflow: "paused", runs: ["paused"] })
     await expect.poll(() => button("Run").isEnabled()).toBe(true)
     expect(await button("Pause").isDisabled()).toBe(true)
@@ -332,7 +340,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     // Run again resumes the same run.
     await button("Run").click()
     await notice.filter({ hasText: `Run ${run!.run_id} resumed.` }).waitFor()
-    await expect.poll(() => heading.textContent()).toMatch(/live$/)
+    await expect.poll(() => heading.textContent()).toMatch(/Live$/)
     expect(await statusOf()).toEqual({ workflow: "live", runs: ["running"] })
 
     await button("Pause").click()
@@ -340,7 +348,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     await button("Retire").click()
     await button("Yes, retire").click()
     await notice.filter({ hasText: "Retired." }).waitFor()
-    await expect.poll(() => heading.textContent()).toMatch(/retired$/)
+    await expect.poll(() => heading.textContent()).toMatch(/Retired$/)
     const retired = await statusOf()
     expect(retired.workflow).toBe("retired")
     expect(retired.runs).not.toContain("running")
@@ -389,13 +397,14 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     await page.reload()
     await page.getByRole("heading", { level: 1, name: "Campaigns" }).waitFor()
     await choose(name)
+    await section("Results")
     const runs = detail().getByRole("region", { name: "Runs and results" })
     const runRow = runs.getByRole("row").filter({ has: page.getByRole("cell", { name: String(runId), exact: true }) })
     await runRow.waitFor()
     expect(await runRow.getByRole("cell").allTextContents()).toEqual([
       String(runId),
       expect.any(String),
-      "completed",
+      "Finished",
       "2 of 2",
       "2",
       "Show resultsDownload CSV",
@@ -426,16 +435,22 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
     const cells = async (i: number) => body.nth(i).getByRole("cell").allTextContents()
     const money = (minor: number) => `$${(minor / 100).toFixed(2)}`
     const talk = (s: number) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`
+    const words: Record<string, string> = {
+      agreed: "Agreed",
+      declined: "Declined",
+      positive: "Positive",
+      negative: "Negative",
+    }
     for (const [i, r] of [ann!, bo!].entries())
       expect(await cells(i)).toEqual([
         r.name,
         r.phone,
-        r.outcome,
+        words[r.outcome],
         String(r.attempts),
         talk(r.talk_seconds),
         money(r.cost_minor),
         r.goal_met ? "yes" : "no",
-        r.sentiment,
+        words[r.sentiment],
         r.summary,
         "—",
         "—",
@@ -443,6 +458,7 @@ describe.skipIf(skipBrowser)("the Campaigns page in Chromium", () => {
         "—",
       ])
     expect(await table.locator("b").count()).toBe(0)
+    await runs.evaluate((el) => el.scrollIntoView({ block: "start" }))
     await screenshot(page, "campaigns-results")
 
     // The download is the API's CSV of the run, byte for byte (the session cookie carries it).
