@@ -7,6 +7,9 @@ export function humanize(token: string): string {
   return spaced === "" ? "—" : spaced.charAt(0).toUpperCase() + spaced.slice(1)
 }
 
+/** A name written with underscores (a field, a category) as words: "plan_chosen" → "plan chosen". */
+export const spaced = (name: string): string => name.replace(/_/g, " ")
+
 /** A server's phrase as a sentence: capitalised, ending in a full stop. */
 export function sentence(text: string): string {
   const t = text.trim()

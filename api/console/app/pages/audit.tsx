@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { aRole } from "../access.js"
 import { request } from "../api.js"
 import { Button, ErrorText, Field } from "../ui.js"
+import { humanize } from "../words.js"
 
 interface AuditEvent {
   readonly id: number
@@ -111,7 +112,7 @@ export function whatHappened(e: AuditEvent): string {
     }
     return `made an owner-or-admin change: ${e.target}`
   }
-  return `${e.action.replace(/[._]/g, " ")}${e.target === null ? "" : ` (${e.target})`}`
+  return `${humanize(e.action).toLowerCase()}${e.target === null ? "" : ` (${e.target})`}`
 }
 
 /** The actor as the log names them: an address and role, an API key, or the system. */

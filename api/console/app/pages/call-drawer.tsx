@@ -5,7 +5,7 @@ import { Fragment } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { request } from "../api.js"
 import { Drawer, duration, ErrorText, Field, money } from "../ui.js"
-import { analysisStatusWords, callStatusWords, outcomeWords, sentimentWords } from "../words.js"
+import { analysisStatusWords, callStatusWords, outcomeWords, sentimentWords, spaced } from "../words.js"
 
 /** One row of GET /api/runs/{id}/results. */
 export interface ResultRow {
@@ -161,7 +161,7 @@ function latencyLines(call: Call): ReadonlyArray<string> {
   if (call.latency === null || call.latency === undefined) return []
   return Object.entries(call.latency)
     .filter(([, v]) => typeof v === "number")
-    .map(([k, v]) => `${k.replace(/_ms$/, "").replace(/_/g, " ")}: ${Math.round(v as number)} ms`)
+    .map(([k, v]) => `${spaced(k.replace(/_ms$/, ""))}: ${Math.round(v as number)} ms`)
 }
 
 function CallView({ call, currency }: { readonly call: Call; readonly currency: string }) {
@@ -233,7 +233,7 @@ function CallView({ call, currency }: { readonly call: Call; readonly currency: 
             )}
             {Object.entries(a.fields).map(([name, value]) => (
               <Fragment key={name}>
-                <dt>{name.replace(/_/g, " ")}</dt>
+                <dt>{spaced(name)}</dt>
                 <dd>
                   {value === null || value === undefined
                     ? "—"

@@ -16,6 +16,7 @@ import {
   listWords,
   missingWords,
   scheduleKindWords,
+  spaced,
   voicemailWords,
   workflowStatusWords,
 } from "../words.js"
@@ -559,7 +560,7 @@ function RuleBookView({ workflow, voice }: { readonly workflow: Workflow; readon
             {(b.objection_handlers ?? []).map((h, i) => (
               <Fragment key={i}>
                 <dt>
-                  If they say “{h.trigger}” <span class="muted">({h.category.replace(/_/g, " ")})</span>
+                  If they say “{h.trigger}” <span class="muted">({spaced(h.category)})</span>
                 </dt>
                 <dd class="prewrap">the agent answers “{h.response}”</dd>
               </Fragment>
@@ -617,7 +618,7 @@ function RuleBookView({ workflow, voice }: { readonly workflow: Workflow; readon
           <ul>
             {(b.analysis?.fields ?? []).map((f) => (
               <li key={f.name}>
-                {f.name.replace(/_/g, " ")}
+                {spaced(f.name)}
                 {f.description ? `: ${f.description}` : ""}
               </li>
             ))}
