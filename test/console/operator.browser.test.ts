@@ -5,7 +5,8 @@
 // then says who attested and when; the rule book in words with the opening line edited, saved and
 // previewed as edited; results searched, filtered, sorted and opened in the call drawer (Escape
 // closes it and the focus comes back); the Webhooks page (add, test ping, delivery retried, new
-// secret, delete); campaign search; the simulator named as such; and the same pages at 390 px.
+// secret, delete); campaign search; approvals by campaign; the simulator named as such; and the
+// same pages at 390 px.
 import type { Browser, BrowserContext, Page, Request } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
@@ -35,6 +36,7 @@ describe.skipIf(skipBrowser)("the operator's console in Chromium", () => {
   let token = ""
   let userId = 0
   let workflow = { id: 0, name: "" }
+  let other = { id: 0, name: "" }
 
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
     const res = await api(srv).call(method, path, { token, ...(body !== undefined && { body }) })
@@ -341,20 +343,46 @@ describe.skipIf(skipBrowser)("the operator's console in Chromium", () => {
   }, 60_000)
 
   it("finds campaigns by name and status", async () => {
-    const other = await call("POST", "/api/workflows", { nl_prompt: "Remind gym members about the new opening hours." })
-    expect(other.status).toBe(201)
+    const made = await call("POST", "/api/workflows", { nl_prompt: "Remind gym members about the new opening hours." })
+    expect(made.status).toBe(201)
+    other = { id: made.body.id, name: made.body.name }
     await page.reload()
     await page.getByRole("heading", { level: 1, name: "Campaigns" }).waitFor()
     const listed = (name: string) => page.getByRole("button", { name, exact: true })
-    await listed(other.body.name).waitFor()
+    await listed(other.name).waitFor()
     await page.getByLabel("Search campaigns").fill(workflow.name.slice(0, 8))
-    await listed(other.body.name).waitFor({ state: "detached" })
+    await listed(other.name).waitFor({ state: "detached" })
     await listed(workflow.name).waitFor()
     await page.getByLabel("Search campaigns").fill("")
     await page.getByLabel("Status").selectOption("draft")
     expect(await page.getByRole("region", { name: /^Paused/ }).count()).toBe(0)
-    await listed(other.body.name).waitFor()
+    await listed(other.name).waitFor()
     await page.getByLabel("Status").selectOption("")
+  }, 30_000)
+
+  it("filters the approval queue by campaign", async () => {
+    // One concession waiting in each campaign, as a held call writes them.
+    for (const [w, phone] of [
+      [workflow, "+12025550107"],
+      [other, "+12025550117"],
+    ] as const)
+      await srv.sql`insert into approvals (tenant_id, workflow_id, target_phone, proposed_action,
+          proposed_value_minor, currency, rationale, context, expires_at)
+        select tenant_id, ${w.id}, ${phone}, 'concession', 1000, currency, 'Asked for a discount',
+          ${srv.sql.json({ transcript: ["callee: Any discount?"] })}, now() + interval '30 minutes'
+        from wallets where tenant_id = (select tenant_id from workflows where id = ${w.id})`
+    await open("Approvals", "Approvals")
+    const cards = page.getByRole("article")
+    await expect.poll(() => cards.count()).toBe(2)
+    const campaign = page.getByLabel("Campaign", { exact: true })
+    await expect
+      .poll(() => campaign.locator("option").allTextContents())
+      .toEqual(expect.arrayContaining(["Every campaign", workflow.name, other.name]))
+    await campaign.selectOption({ label: other.name })
+    await expect.poll(() => cards.count()).toBe(1)
+    await page.getByRole("article", { name: "Concession for +12025550117" }).waitFor()
+    await campaign.selectOption("")
+    await expect.poll(() => cards.count()).toBe(2)
   }, 30_000)
 
   it("adds a webhook endpoint, pings it, retries the failed delivery, makes a new secret and deletes it", async () => {
