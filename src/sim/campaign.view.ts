@@ -19,6 +19,10 @@ const BUCKET_OF: Readonly<Record<string, OutcomeBucket>> = {
   escalated: "escalated",
   no_decision: "no_decision",
   pending_approval: "no_decision",
+  // a decision made after the call ended owing it (src/approvals/late-decisions.ts)
+  agreed_after_call: "agreed",
+  denied_after_call: "no_decision",
+  escalated_after_call: "escalated",
   callee_hung_up: "no_decision",
   max_duration: "no_decision",
   failed: "failed",
