@@ -25,6 +25,8 @@ export interface ResultRow {
   readonly sentiment: string | null
   readonly callback_at: string | null
   readonly agreed_value_minor: number | null
+  /** What a decision made after the call did to this result, as a sentence (approved after the call…). */
+  readonly decision_effect?: string | null
   readonly fields: Readonly<Record<string, unknown>>
 }
 
@@ -150,6 +152,11 @@ export function CallDrawer({
         </Field>
       )}
       {chosen !== undefined && call === undefined && error === undefined && <p>Loading the call…</p>}
+      {row.decision_effect && (
+        <p class="hint" data-testid="decision-effect">
+          Decided after the call: {row.decision_effect}
+        </p>
+      )}
       {call && <CallView call={call} currency={currency} />}
     </Drawer>
   )
