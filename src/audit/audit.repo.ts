@@ -43,6 +43,14 @@ export const recordAudit = async (tx: Tx | Sql, who: AuditActor, e: AuditEntry):
       ${e.after === undefined ? null : tx.json(e.after as never)})`
 }
 
+/** One action ("member.invited"), every action of a prefix ("member."), or all. */
+const actionFilter = (sql: Sql, action: string | undefined) =>
+  action === undefined
+    ? sql``
+    : action.endsWith(".")
+      ? sql`and starts_with(action, ${action})`
+      : sql`and action = ${action}`
+
 /** Newest first, `limit + 1` rows from before the cursor, optionally of one action or its prefix. */
 export const listAudit = (
   sql: Sql,
@@ -54,5 +62,5 @@ export const listAudit = (
     select id, at, actor, actor_email, actor_role, ip, action, target, before, after from audit_events
     where tenant_id = ${tenantId}
       ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
-      ${action === undefined ? sql`` : action.endsWith(".") ? sql`and starts_with(action, ${action})` : sql`and action = ${action}`}
+      ${actionFilter(sql, action)}
     order by id desc limit ${page.limit + 1}`

@@ -17,7 +17,9 @@ export function refusal(p: Principal, permission: Permission, what?: string): Fo
         ? { code: "API_KEY_NOT_ALLOWED", message: `only the workspace's owner, signed in, may do ${doing}` }
         : {
             code: "INSUFFICIENT_SCOPE",
-            message: `this API key has scope ${p.scope}; ${doing === "this" ? "the endpoint" : doing} needs ${grant.keyScope}`,
+            message:
+              `this API key has scope ${p.scope}; ` +
+              `${doing === "this" ? "the endpoint" : doing} needs ${grant.keyScope}`,
           },
     )
   }

@@ -70,7 +70,8 @@ const notFound = (userId: number) => new NotFound({ message: `member ${userId} n
 const ownerStays = (what: string) =>
   new Conflict({
     code: "OWNER_REQUIRED",
-    message: `the workspace's owner cannot ${what}: transfer ownership first (PATCH /members/{user_id} {role: "owner"})`,
+    message:
+      `the workspace's owner cannot ${what}: ` + 'transfer ownership first (PATCH /members/{user_id} {role: "owner"})',
   })
 
 /** Runs `body` in one transaction holding the workspace's row, so member changes never interleave. */

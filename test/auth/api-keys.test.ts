@@ -170,7 +170,7 @@ describe("scope: read unless asked, admin only from admins", () => {
 })
 
 describe("a user manages only keys at or below their role (issue 33, hole 1)", () => {
-  it("a supervisor or analyst cannot revoke or delete the owner's keys; the owner's integration keeps working", async () => {
+  it("supervisors and analysts cannot revoke or delete the owner's keys; the integration keeps working", async () => {
     const owner = await a.signup()
     const adminKey = await a.createKey(owner, { name: "integration", scope: "admin" })
     const readKey = await a.createKey(owner, { name: "dashboard", scope: "read" })
@@ -199,7 +199,8 @@ describe("a user manages only keys at or below their role (issue 33, hole 1)", (
     expect(rows).toHaveLength(3)
     expect(rows.filter((r) => r.revoked_at === null)).toHaveLength(2)
     expect(
-      await srv.sql`select action from api_key_events where key_id in ${srv.sql([adminKey.id, readKey.id])} order by id`,
+      await srv.sql`select action from api_key_events
+        where key_id in ${srv.sql([adminKey.id, readKey.id])} order by id`,
     ).toEqual([{ action: "created" }, { action: "created" }])
 
     // An admin manages every key; deleting one keeps its trail.

@@ -385,7 +385,7 @@ describe("scopes and tenants", () => {
     expect(await count(s.tenantId)).toBe(1)
   })
 
-  it("archiving is an admin's, as DELETE is: a write key may not replace (a dry run reads) nor archive by PUT", async () => {
+  it("archiving is an admin's, as DELETE is: a write key may not replace (a dry run reads) nor PUT", async () => {
     const s = await a.signup()
     const kept = await create(s, { bucket: "opening", title: "kept", body: "x" })
     const write = await a.createKey(s, { name: "w", scope: "write" })

@@ -47,7 +47,7 @@ const audit = async (s: Session, query = "") =>
   body<{ events: AuditEvent[]; next_cursor: string | null }>(await a.call("GET", `/audit${query}`, { token: s.token }))
 
 describe("invitations", () => {
-  it("mails a single-use link that shows what it is for, then joins with a password of the invitee's choosing", async () => {
+  it("mails a single-use link that shows what it is for; the invitee joins with their own password", async () => {
     const owner = await a.signup({ full_name: "Asha" })
     const email = uniqueEmail("Sup")
     const made = await body<{ invitation: { id: number; status: string; role: string }; email_sent: boolean }>(
@@ -112,7 +112,7 @@ describe("invitations", () => {
     expect(await srv.sql`select id from users where email = ${twice}`).toHaveLength(0)
   })
 
-  it("refuses a member, another workspace's user, an unverified owner, a lower role and an owner invitation", async () => {
+  it("refuses a member, another workspace's user, an unverified owner, a lower role, an owner", async () => {
     const owner = await a.signup()
     const other = await a.signup()
     const analyst = await a.addMember(owner, "analyst")
@@ -223,7 +223,7 @@ describe("roles", () => {
 })
 
 describe("removal and leaving", () => {
-  it("a removed member's session stops at once and they cannot sign in; the owner can neither leave nor be removed", async () => {
+  it("a removed member's session stops at once; the owner can neither leave nor be removed", async () => {
     const owner = await a.signup()
     const admin = await a.addMember(owner, "admin")
     const sup = await a.addMember(owner, "supervisor")
@@ -268,7 +268,7 @@ describe("removal and leaving", () => {
 })
 
 describe("the audit log", () => {
-  it("records member, key and money-setting changes with actor, address and before/after; owners and admins read it", async () => {
+  it("records member, key and money changes with actor, address, before/after; owners and admins read it", async () => {
     const owner = await a.signup()
     const sup = await a.addMember(owner, "supervisor")
     await body(await a.call("PATCH", `/members/${sup.userId}`, { token: owner.token, body: { role: "analyst" } }))

@@ -178,7 +178,7 @@ describe("HTTP mail adapter", () => {
     for (let i = 0; i < 3; i++) api.script.push((res) => json(res, 202, { id: `msg_${i}` }))
     await provider.send(mail({ senderName: "Acme Dental" }))
     await provider.send(mail({ senderName: 'Evil"\r\nBcc: all@example.com' }))
-    await provider.send(mail({ senderName: "\n\"" }))
+    await provider.send(mail({ senderName: '\n"' }))
     const froms = api.received.map((r) => (JSON.parse(r.body) as { from: string }).from)
     expect(froms).toEqual([
       '"Acme Dental via Parley" <no-reply@parley.test>',
@@ -186,7 +186,7 @@ describe("HTTP mail adapter", () => {
       from,
     ])
     expect(fromOnBehalf("no-reply@x.test", "Acme")).toBe('"Acme via Parley" <no-reply@x.test>')
-    expect(fromOnBehalf("\"Ops Team\" <ops@x.test>", "Acme")).toBe('"Acme via Ops Team" <ops@x.test>')
+    expect(fromOnBehalf('"Ops Team" <ops@x.test>', "Acme")).toBe('"Acme via Ops Team" <ops@x.test>')
   })
 
   it("retries a 503 and succeeds, sending the same idempotency key", async () => {
