@@ -79,7 +79,8 @@ const columns = (sql: Sql | Tx) => sql`
   approvals.created_at, approvals.expires_at, approvals.decided_at, approvals.decided_by,
   approvals.decided_by_api_key_id, approvals.note, ${approvalPhase(sql, "approvals")} as phase,
   approvals.approved_value_minor, approvals.decided_phase, approvals.late_outcome, approvals.effect,
-  (case when approvals.decided_by is not null then 'user' when approvals.decided_by_api_key_id is not null then 'api_key'
+  (case when approvals.decided_by is not null then 'user'
+    when approvals.decided_by_api_key_id is not null then 'api_key'
     when approvals.status in ('approved', 'denied') then 'system' end) as decided_by_kind,
   coalesce(
     (select coalesce(nullif(u.full_name, ''), u.email) from users u where u.id = approvals.decided_by),

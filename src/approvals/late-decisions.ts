@@ -116,7 +116,10 @@ export async function applyAfterCall(
   return { lateOutcome: outcome, effect }
 }
 
-/** The deciding transaction's effects (approvals.repo.ts decide): the phase, the sentence, and after the call, the result. */
+/**
+ * The deciding transaction's effects (approvals.repo.ts decide): the phase, the sentence, and after
+ * the call, the result.
+ */
 export const decisionEffects =
   (timeScale: number): DecisionEffects =>
   async (tx: Tx, row: ApprovalRow, call: DecidedCall | undefined): Promise<DecisionEffect> => {

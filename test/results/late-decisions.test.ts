@@ -61,7 +61,7 @@ const callsOf = async (runId: number) =>
   (await srv.sql<[{ n: number }]>`select count(*)::int as n from calls where run_id = ${runId}`)[0].n
 
 describe("a decision after the call ended", () => {
-  it("approving a concession records it as agreed after the call at the approved amount; nobody is called", async () => {
+  it("a concession approved is agreed after the call at the approved amount; nobody is called", async () => {
     const concession = "+12025550107"
     const other = "+12025550117"
     const { workflowId, runId, byPhone } = await finishedRun([concession, other])

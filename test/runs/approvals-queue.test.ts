@@ -196,7 +196,7 @@ describe("approving a concession at another amount", () => {
     })
   })
 
-  it("answers 422 naming value_minor outside (0, cap], for another action or with deny, and decides nothing", async () => {
+  it("is 422 naming value_minor outside (0, cap], for another action or with deny; nothing decided", async () => {
     const s = await funded()
     const other = await funded()
     const { w } = await runCalling(s, [{ phone: "+12025550187" }, { phone: "+12025550198" }])

@@ -35,7 +35,7 @@ async function funded(opts: { verify?: boolean } = {}): Promise<Session> {
 }
 
 describe("GET /api/runs/live", () => {
-  it("marks a call whose callee holds for a decision, with the approval and hold end; names callee and campaign", async () => {
+  it("marks a callee held for a decision (approval, hold end); names callee and campaign", async () => {
     const s = await funded()
     const w = (await call("POST", "/api/workflows", s, { nl_prompt: PROMPT })).body
     await call("POST", `/api/workflows/${w.id}/audience`, s, { rows: [{ phone: "+12025550107", name: "Ann Archer" }] })
@@ -126,7 +126,7 @@ describe("a run's progress, spend and finish", () => {
 })
 
 describe("a workflow's readiness and latest run", () => {
-  it("says what is missing, as POST run's 409 does; what else blocks a run; and when the last one finished", async () => {
+  it("says what is missing as POST run's 409 does, what else blocks a run, and when it finished", async () => {
     const s = await funded()
     const w = (await call("POST", "/api/workflows", s, { nl_prompt: PROMPT })).body
     const get = async () => (await call("GET", `/api/workflows/${w.id}`, s)).body
