@@ -49,6 +49,11 @@ export const ResultsBody = z.object({
           "what a decision made after the call did to this result (outcome agreed_after_call, denied_after_call or " +
             "escalated_after_call where the call ended owing it: pending_approval), as POST decide said it",
         ),
+      call_id: z
+        .number()
+        .int()
+        .nullable()
+        .describe("the target's latest call (GET /api/calls/{id}: transcript, analysis); null before the first dial"),
       fields: z.record(z.string(), z.unknown()).describe("every field of `fields`, null where the call did not say"),
     }),
   ),

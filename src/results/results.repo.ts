@@ -123,6 +123,8 @@ export interface ResultRow {
   readonly fields: Readonly<Record<string, unknown>> | null
   /** What a decision made after the target's call did to this result (src/approvals/late-decisions.ts). */
   readonly decision_effect: string | null
+  /** The target's latest call (its last attempt), for GET /api/calls/{id}; null before the first dial. */
+  readonly call_id: number | null
 }
 
 /**
@@ -145,7 +147,7 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
       -- a concession agreed after the call shows at once, before (or whatever) its analysis says
       coalesce(a.agreed_value_minor, case when late.late_outcome = 'agreed_after_call' then late.value_minor end)
         as agreed_value_minor,
-      a.fields, late.effect as decision_effect
+      a.fields, late.effect as decision_effect, s.last_call_id as call_id
     from (
       select id, target_id, phone_e164, status, outcome, attempts from run_targets
       where run_id = ${runId} and tenant_id = ${tenantId} and target_id > ${afterTargetId}
@@ -155,7 +157,8 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
     left join audience_targets au on au.id = rt.target_id
     left join lateral (
       select sum(c.connected_seconds) as talk_seconds,
-        sum(coalesce(c.cost_minor, 0) + coalesce(ca.charged_minor, 0)) as cost_minor
+        sum(coalesce(c.cost_minor, 0) + coalesce(ca.charged_minor, 0)) as cost_minor,
+        (array_agg(c.id order by c.attempt desc, c.id desc))[1] as last_call_id
       from calls c left join call_analyses ca on ca.call_id = c.id
       where c.run_target_id = rt.id
     ) s on true

@@ -63,6 +63,7 @@ describe("writeResultsCsv", () => {
     callback_at: null,
     agreed_value_minor: null,
     decision_effect: null,
+    call_id: null,
     fields: null,
   })
 

@@ -184,6 +184,8 @@ describe("GET /api/runs/{run_id}/results (JSON)", () => {
       callback_at: null,
       agreed_value_minor: null,
       decision_effect: null,
+      // The latest attempt's call, whose transcript GET /api/calls/{id} gives.
+      call_id: Math.max(...c["0"]!.map((x) => x.id)),
       fields: { price: null, note: null, phone: null },
     })
     expect(c["0"]).toHaveLength(3)
