@@ -7,18 +7,23 @@
 //     "Webhooks", "Audit log", "Sign in", "Join <workspace> as <a role>" (the join page; "Invitation
 //     not valid" for a bad link); on Campaigns "New workflow", the chosen workflow's name (then its
 //     status in words), "Runs", "Runs and results", "Rule book", "Opening line", "Workflow settings",
-//     "Audience", "Consent"; on Approvals one card (article) per approval, headed "<Concession|Callback|
-//     Escalation to a person> for <phone>"; on Webhooks one card (article) per endpoint, headed by its URL
-//   tabs (a campaign's sections): "Overview", "Audience", "Rule book", "Consent", "Settings", "Results"
-//   nav links: "Campaigns", "Live", "Approvals", "Wallet", "Settings", "Reports", "Members", "Webhooks",
-//     "Audit log" (only for owners and admins); what a role may not do is not shown (access.ts, GET /auth/me)
+//     "Audience", "Consent", "Run <id>: <status> — <n> of <total> done|called" (the Overview's progress);
+//     on Approvals the sections "On hold now" and "After the call", one card (article) per approval,
+//     headed "<Concession|Callback|Escalation to a person> for <name> (<phone>)" (or "… for <phone>"
+//     without a name); on Webhooks one card (article) per endpoint, headed by its URL
+//   tabs (a campaign's sections): "Overview", "Audience", "Rule book", "Consent", "Settings", "Results";
+//     on Approvals "Waiting", "Decided"
+//   nav links: "Campaigns", "Live", "Approvals" (described by "<n> waiting for a decision" while any
+//     wait), "Wallet", "Settings", "Reports", "Members", "Webhooks", "Audit log" (only for owners and
+//     admins); what a role may not do is not shown (access.ts, GET /auth/me)
 //   buttons: "Sign in", "Email me a code", "Send code" (then "Send again"), "Verify code",
 //     "Use a password", "Create an account" / "Create account", "Sign out", "Send the link again" (the
 //     verify-email banner), "Create workflow", "Save changes", "Upload audience", "Attest consent",
 //     "Save opening line", "Preview opening", "Run", "Pause", "Retire" (then "Yes, retire" / "Keep it"),
 //     "Show results", "Open the call to <name or phone>" (a results row), "Close" (the call drawer),
 //     "Watch" / "Stop watching" (a live call's row; the name ends with the phone number), "Close" and
-//     "Reconnect" (a transcript column), "Approve", "Deny"; on Settings "Save name"; on Members "Send
+//     "Reconnect" (a transcript column), "Approve", "Deny" (after the call they say what they do:
+//     "Approve: record $10.00 as agreed", "Deny: record as denied", …); on Settings "Save name"; on Members "Send
 //     invitation", "Resend <email>", "Revoke <email>", "Remove <email>" (then "Yes, remove"), "Make owner
 //     <email>" (then "Yes, make owner"), "Cancel", "Leave workspace" (then "Yes, leave"); on Webhooks "Add
 //     endpoint", "Send test ping", "New signing secret", "Turn off" / "Turn on", "Delete" (then "Yes,
@@ -28,7 +33,8 @@
 //     "Search campaigns", "Status", "Name", "Persona", "Voice", "Schedule", "From", "Until", "Time zone",
 //     "Start at", "Audience CSV", "What the agent says first", "Consent statement" and the checkbox "I
 //     confirm every number in this audience gave consent as described", "Search by name or phone",
-//     "Outcome", "Attempt", "Note", "Campaign" (Approvals); "Workspace name" (Settings); on Members
+//     "Outcome", "Attempt", "Note", "Amount to approve (<currency>)", "Campaign" (Approvals); "Workspace
+//     name" (Settings); on Members
 //     "Email" and "Role" (the invitation), "Role of <email>" (a member's row); on the join page
 //     "Password" and "Name (optional)"; on Webhooks "Endpoint URL", "Description (optional)" and the
 //     events' checkboxes; on the audit log "Show"
@@ -36,11 +42,14 @@
 //     progress"; the opening line's audio "Opening line preview"; each table sits in a region named
 //     as its caption; the call drawer is a dialog "Call to <name> (<phone>)" with an ordered list
 //     "Turns" and a region "Analysis"; a transcript column is a region "Transcript of the call to
-//     <phone>" with an ordered list "Turns" and, once the ended call is analysed, a region "Analysis"
+//     <phone>" with an ordered list "Turns" and, once the ended call is analysed, a region "Analysis";
+//     Live's calls are a region "Calls in flight", a held call's decision a region "Decision for <name>
+//     (<phone>)", its time left a timer; a campaign's outcome counts a list "Outcomes"
 import { type ComponentType, render } from "preact"
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"
 import { type Access, AccessContext, holds, type Me, type Permission } from "./access.js"
 import { onRoleRefused, onSessionExpired, request } from "./api.js"
+import { startApprovalsFeed, usePendingCount } from "./approvals-feed.js"
 import { ApprovalsPage } from "./pages/approvals.js"
 import { AuditPage } from "./pages/audit.js"
 import { CampaignsPage } from "./pages/campaigns.js"
@@ -63,10 +72,13 @@ interface PageEntry {
   readonly need?: Permission
 }
 
+/** The Approvals tab, which carries the pending count. */
+const APPROVALS = "#/approvals"
+
 const PAGES: ReadonlyArray<PageEntry> = [
   { hash: "#/campaigns", label: "Campaigns", page: CampaignsPage },
   { hash: "#/live", label: "Live", page: LivePage },
-  { hash: "#/approvals", label: "Approvals", page: ApprovalsPage },
+  { hash: APPROVALS, label: "Approvals", page: ApprovalsPage },
   { hash: "#/wallet", label: "Wallet", page: WalletPage },
   { hash: "#/settings", label: "Settings", page: SettingsPage },
   { hash: "#/reports", label: "Reports", page: ReportsPage },
@@ -137,6 +149,9 @@ function App() {
   useEffect(() => {
     if (session.state === "out") forgetWatched()
   }, [session])
+  // The approvals feed (the Approvals tab's pending count, pages' live queues) runs while signed in.
+  const signedIn = session.state === "in"
+  useEffect(() => (signedIn ? startApprovalsFeed() : undefined), [signedIn])
 
   useEffect(() => {
     // The invitation's page is open signed in or out; it moves on by itself once accepted.
@@ -225,9 +240,13 @@ function App() {
           <ul>
             {shown.map((p) => (
               <li key={p.hash}>
-                <a href={p.hash} aria-current={p === current ? "page" : undefined}>
-                  {p.label}
-                </a>
+                {p.hash === APPROVALS ? (
+                  <ApprovalsLink current={p === current} />
+                ) : (
+                  <a href={p.hash} aria-current={p === current ? "page" : undefined}>
+                    {p.label}
+                  </a>
+                )}
               </li>
             ))}
           </ul>
@@ -245,6 +264,36 @@ function App() {
         <Page />
       </main>
     </AccessContext.Provider>
+  )
+}
+
+/**
+ * The Approvals tab with the workspace's pending count, pushed by the approvals feed (so it shows on
+ * every page, without a reload). The count is the link's description, not its name: the tab is
+ * still called "Approvals".
+ */
+function ApprovalsLink({ current }: { readonly current: boolean }) {
+  const pending = usePendingCount()
+  const waiting = pending !== undefined && pending > 0
+  return (
+    <a
+      href={APPROVALS}
+      aria-current={current ? "page" : undefined}
+      aria-describedby={waiting ? "pending-count-words" : undefined}
+    >
+      Approvals
+      {waiting && (
+        <>
+          <span class="nav-count" data-testid="pending-count" aria-hidden="true">
+            {pending > 99 ? "99+" : pending}
+          </span>
+          {/* Hidden, so not part of the name; a description may still point at it. */}
+          <span id="pending-count-words" hidden>
+            {pending} waiting for a decision
+          </span>
+        </>
+      )}
+    </a>
   )
 }
 
