@@ -94,6 +94,59 @@ export const approvalStatusWords = lookup({
   expired: "Expired",
 })
 
+/** Where a pending approval's call stands (GET /api/approvals `phase`, and `decided_phase`). */
+export const phaseWords = lookup({
+  on_hold: "On hold — waiting for you",
+  after_call: "After the call",
+})
+
+/** Where the call stood when an approval was decided (GET /api/approvals `decided_phase`). */
+export const decidedPhaseWords = lookup({
+  on_hold: "while the callee held",
+  after_call: "after the call had ended",
+})
+
+/** What a decision made after the call will do, said before the click (the API's `effect` says it after). */
+export function afterCallWords(
+  action: string,
+  amount: string | null,
+): { readonly explain: string; readonly approve: string; readonly deny: string } {
+  switch (action) {
+    case "callback":
+      return {
+        explain:
+          "The call has ended. Approving schedules a callback (a new call); denying records the callback as " +
+          "denied and no one is called.",
+        approve: "Approve: schedule a callback",
+        deny: "Deny: no callback",
+      }
+    case "escalate":
+      return {
+        explain:
+          "The call has ended. Approving records the transfer as approved, for a colleague to follow up; denying " +
+          "records it as denied. No one is called.",
+        approve: "Approve: leave it for a colleague",
+        deny: "Deny: record as denied",
+      }
+    default:
+      return {
+        explain:
+          `The call has ended. Approving records the agreed ${amount ?? "discount"} on the result; denying records ` +
+          "the discount as denied. No one is called.",
+        approve: `Approve: record ${amount ?? "it"} as agreed`,
+        deny: "Deny: record as denied",
+      }
+  }
+}
+
+/** Who decided an approval (GET /api/approvals decided_by_kind, _name, _email). */
+export function decidedByWords(kind: string | null, name: string | null, email: string | null): string {
+  if (kind === "user") return name && email && name !== email ? `${name} (${email})` : (name ?? email ?? "A member")
+  if (kind === "api_key") return `API key “${name ?? "unnamed"}”`
+  if (kind === "system") return "Cancelled when the person's data was erased"
+  return "No one: it ran out of time"
+}
+
 /** What an approval asks for. */
 export const proposedActionWords = lookup({
   concession: "Concession",
@@ -243,6 +296,7 @@ const FIELD_WORDS: Readonly<Record<string, string>> = {
   opening_line: "Opening line",
   text: "Text",
   amount_minor: "Amount",
+  value_minor: "Amount",
   note: "Note",
   code: "Code",
 }

@@ -1,131 +1,116 @@
-// Approvals: the pending queue, read again whenever GET /api/approvals/stream says one changed, so
-// new proposals appear and ones decided here or by another supervisor (or expired, or cancelled)
-// leave at once; a slow poll covers a stream that is down. Each shows the call's recent transcript,
-// the value against the workflow's cap, and the hold time left, counting down. Deciding takes the
-// supervise permission (supervisors, admins, the owner); an analyst sees the queue only.
+// Approvals: the queue by time left (GET /api/approvals?order=time_left), read again whenever the
+// approvals feed says one changed, so new proposals appear and decided ones leave at once; a slow poll
+// covers a feed that is down. "On hold now": the callee waits on the line, with the time left counting
+// down; "After the call": the call has ended, and each card says what a decision will do now. Buttons
+// come first on each card (a narrow screen shows the first Approve without scrolling); a concession's
+// amount can be changed within the rule book's cap; a decision shows what it did (the answer's effect).
+// The Decided tab lists who decided what, when, and what it did. Deciding takes the supervise
+// permission (supervisors, admins, the owner); an analyst sees the queue only.
 import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
-import { ApiError, request } from "../api.js"
-import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
-import { proposedActionWords } from "../words.js"
+import { request } from "../api.js"
+import { useApprovalChanges } from "../approvals-feed.js"
+import { duration, ErrorText, Field, money, Table, Tabs, useInterval } from "../ui.js"
+import { approvalStatusWords, decidedByWords, decidedPhaseWords, phaseWords, proposedActionWords } from "../words.js"
+import {
+  type Approval,
+  calleeOf,
+  DecideControls,
+  holdLeft,
+  holdUntil,
+  isHeld,
+  type Notice,
+  Notices,
+  noticeOf,
+  type Policy,
+  usePolicies,
+} from "./decide.js"
 
-interface Approval {
-  readonly id: number
-  readonly workflow_id: number
-  readonly run_id: number
-  readonly call_id: number | null
-  readonly target_phone: string
-  readonly proposed_action: "concession" | "callback" | "escalate" | string
-  readonly proposed_value_minor: number | null
-  readonly currency: string
-  readonly rationale: string | null
-  readonly context: { readonly transcript?: unknown; readonly hold_until?: unknown } | null
-  readonly status: string
-  readonly created_at: string
-  readonly expires_at: string
-}
-
-interface Policy {
-  readonly name: string
-  readonly capMinor: number | undefined
-  readonly capCurrency: string | undefined
-}
-
-/** Only a fallback: the stream brings changes at once, this covers a stream that is down. */
+/** Only a fallback: the feed brings changes at once, this covers a feed that is down. */
 const POLL_MS = 30_000
-/** A stream the browser gave up on (a refused or failed answer) is opened again after this. */
-const REOPEN_MS = 5_000
+/** Decided approvals listed (newest first). */
+const DECIDED_LIMIT = 100
 
 export function ApprovalsPage() {
   const [pending, setPending] = useState<ReadonlyArray<Approval>>([])
   const [loaded, setLoaded] = useState(false)
   const [error, setError] = useState<unknown>(undefined)
-  // Decided here: hidden at once, before the read the stream's event brings confirms it.
+  // Decided here: hidden at once, before the read the feed's event brings confirms it.
   const [decided, setDecided] = useState<ReadonlySet<number>>(new Set())
-  const [policies, setPolicies] = useState<ReadonlyMap<number, Policy>>(new Map())
-  const [, setNow] = useState(0)
+  const [notices, setNotices] = useState<ReadonlyArray<Notice>>([])
+  const { policies, want } = usePolicies()
+  const [now, setNow] = useState(Date.now())
   // "" shows every campaign's approvals; else one workflow's.
   const [campaign, setCampaign] = useState("")
+  const [tab, setTab] = useState<"waiting" | "decided">("waiting")
+  // Bumped on every change, so the Decided tab reads again when it is shown.
+  const [changes, setChanges] = useState(0)
 
   // Reads overlap when changes come in a burst: only the newest read's answer is shown.
   const reads = useRef(0)
   const load = () => {
     const n = ++reads.current
-    request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&limit=100").then(
+    request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&order=time_left&limit=100").then(
       (r) => {
         if (n !== reads.current) return
         setPending(r.approvals)
         setLoaded(true)
         setError(undefined)
-        loadPolicies(r.approvals)
+        want(r.approvals.map((a) => a.workflow_id))
       },
       (e: unknown) => n === reads.current && setError(e),
     )
   }
-  const loadRef = useRef(load)
-  loadRef.current = load
   useInterval(load, POLL_MS)
-
-  // Each event names one approval that changed; the queue is read again rather than patched, so
-  // what is shown is always the API's answer. An opened (or reopened) stream reads it too: changes
-  // made while it was down were not sent.
-  useEffect(() => {
-    let source: EventSource | undefined
-    let retry: ReturnType<typeof setTimeout> | undefined
-    let gone = false
-    const connect = () => {
-      if (gone) return
-      source = new EventSource("/api/approvals/stream")
-      source.onopen = () => loadRef.current()
-      source.onmessage = () => loadRef.current()
-      source.onerror = () => {
-        if (source?.readyState !== EventSource.CLOSED) return
-        // The browser gave up (a refused answer): a 401 from /auth/me sends the page to sign-in;
-        // anything else is tried again shortly, the slow poll keeping the queue current meanwhile.
-        request("GET", "/auth/me").then(
-          () => {
-            retry = setTimeout(connect, REOPEN_MS)
-          },
-          () => undefined,
-        )
-      }
-    }
-    connect()
-    return () => {
-      gone = true
-      clearTimeout(retry)
-      source?.close()
-    }
-  }, [])
+  // Each change names one approval; the queue is read again rather than patched, so what is shown is
+  // always the API's answer.
+  useApprovalChanges(() => {
+    load()
+    setChanges((c) => c + 1)
+  })
   useInterval(() => setNow(Date.now()), 1_000)
 
-  /** Each workflow's name and concession cap, fetched once per workflow. */
-  const loadPolicies = (list: ReadonlyArray<Approval>) => {
-    const missing = [...new Set(list.map((a) => a.workflow_id))].filter((id) => !policies.has(id))
-    for (const id of missing)
-      request<{ name: string; rule_book: Record<string, unknown> }>("GET", `/api/workflows/${id}`).then(
-        (w) => {
-          const c = w.rule_book["concession_policy"] as { cap_minor?: unknown; currency?: unknown } | undefined
-          const policy: Policy = {
-            name: w.name,
-            capMinor: typeof c?.cap_minor === "number" ? c.cap_minor : undefined,
-            capCurrency: typeof c?.currency === "string" ? c.currency : undefined,
-          }
-          setPolicies((m) => new Map(m).set(id, policy))
-        },
-        () => undefined,
-      )
-  }
+  // A hold running out changes no approval (no event): the queue is read again just after, so the
+  // card moves to "After the call" with the API's phase.
+  const nextHoldEnd = Math.min(
+    ...pending.filter((a) => a.phase === "on_hold").map((a) => holdUntil(a) ?? Number.POSITIVE_INFINITY),
+  )
+  useEffect(() => {
+    if (!Number.isFinite(nextHoldEnd)) return
+    const t = setTimeout(load, Math.max(0, nextHoldEnd - Date.now()) + 1_000)
+    return () => clearTimeout(t)
+  }, [nextHoldEnd])
 
-  const waiting = pending.filter((a) => !decided.has(a.id) && Date.parse(a.expires_at) > Date.now())
+  const waiting = pending.filter((a) => !decided.has(a.id) && Date.parse(a.expires_at) > now)
   const campaigns = [...new Set([...waiting.map((a) => a.workflow_id), ...(campaign === "" ? [] : [Number(campaign)])])]
+  const nameOf = (id: number) =>
+    policies.get(id)?.name ?? waiting.find((a) => a.workflow_id === id)?.workflow_name ?? `Campaign ${id}`
   const shown = waiting.filter((a) => campaign === "" || String(a.workflow_id) === campaign)
+  const held = shown.filter((a) => isHeld(a, now))
+  const after = shown.filter((a) => !isHeld(a, now))
+  const onHoldNow = held.length > 0 ? ` ${held.length} on hold now.` : ""
+  const onDecided = (a: Approval) => (d: Parameters<typeof noticeOf>[1]) => {
+    setDecided((s) => new Set(s).add(a.id))
+    setNotices((ns) => [noticeOf(a, d), ...ns.filter((x) => x.id !== a.id)].slice(0, 5))
+  }
+  const card = (a: Approval) => (
+    <ApprovalCard
+      key={a.id}
+      approval={a}
+      policy={policies.get(a.workflow_id)}
+      held={isHeld(a, now)}
+      now={now}
+      onDecided={onDecided(a)}
+    />
+  )
+
   return (
     <section aria-labelledby="approvals-h">
       <h1 id="approvals-h">Approvals</h1>
       <p class="muted" aria-live="polite">
-        {loaded ? `${waiting.length} waiting for a decision.` : "Loading…"}
+        {loaded ? `${waiting.length} waiting for a decision.${onHoldNow}` : "Loading…"}
       </p>
+      <Notices notices={notices} />
       {(campaigns.length > 1 || campaign !== "") && (
         <Field label="Campaign">
           {(id) => (
@@ -133,7 +118,7 @@ export function ApprovalsPage() {
               <option value="">Every campaign</option>
               {campaigns.map((w) => (
                 <option key={w} value={String(w)}>
-                  {policies.get(w)?.name ?? `Campaign ${w}`}
+                  {nameOf(w)}
                 </option>
               ))}
             </select>
@@ -141,16 +126,44 @@ export function ApprovalsPage() {
         </Field>
       )}
       <ErrorText error={error} />
-      <div class="cards">
-        {shown.map((a) => (
-          <ApprovalCard
-            key={a.id}
-            approval={a}
-            policy={policies.get(a.workflow_id)}
-            onDecided={() => setDecided((s) => new Set(s).add(a.id))}
-          />
-        ))}
-      </div>
+      <Tabs
+        label="Approvals"
+        selected={tab}
+        onSelect={(t) => setTab(t as "waiting" | "decided")}
+        tabs={[
+          {
+            id: "waiting",
+            title: "Waiting",
+            panel: (
+              <>
+                {loaded && shown.length === 0 && <p class="muted">Nothing waiting for a decision.</p>}
+                {held.length > 0 && (
+                  <section aria-labelledby="onhold-h">
+                    <h2 id="onhold-h">On hold now</h2>
+                    <p class="hint">The callee is waiting on the line: they hear your decision at once.</p>
+                    <div class="cards">{held.map(card)}</div>
+                  </section>
+                )}
+                {after.length > 0 && (
+                  <section aria-labelledby="after-h">
+                    <h2 id="after-h">After the call</h2>
+                    <p class="hint">
+                      These calls have ended. A decision still counts until its time runs out, and changes the call's
+                      result; each card says how.
+                    </p>
+                    <div class="cards">{after.map(card)}</div>
+                  </section>
+                )}
+              </>
+            ),
+          },
+          {
+            id: "decided",
+            title: "Decided",
+            panel: tab === "decided" ? <DecidedList campaign={campaign} changes={changes} /> : null,
+          },
+        ]}
+      />
     </section>
   )
 }
@@ -158,56 +171,62 @@ export function ApprovalsPage() {
 function ApprovalCard({
   approval: a,
   policy,
+  held,
+  now,
   onDecided,
 }: {
   readonly approval: Approval
   readonly policy: Policy | undefined
-  readonly onDecided: () => void
+  readonly held: boolean
+  readonly now: number
+  readonly onDecided: Parameters<typeof DecideControls>[0]["onDecided"]
 }) {
-  const [note, setNote] = useState("")
-  const [busy, setBusy] = useState<"approve" | "deny" | undefined>(undefined)
-  const [error, setError] = useState<unknown>(undefined)
   const { can } = useAccess()
-  // The callee waits until hold_until; the proposal stays decidable until expires_at.
-  const holdUntil = typeof a.context?.hold_until === "string" ? Date.parse(a.context.hold_until) : Number.NaN
-  const left = Number.isNaN(holdUntil) ? undefined : Math.max(0, Math.round((holdUntil - Date.now()) / 1000))
+  const left = holdLeft(holdUntil(a), now)
   const transcript = Array.isArray(a.context?.transcript) ? (a.context.transcript as unknown[]).map(String) : []
   const heading = `approval-${a.id}`
-
-  const decide = async (decision: "approve" | "deny") => {
-    setBusy(decision)
-    setError(undefined)
-    try {
-      const body = note.trim() === "" ? { decision } : { decision, note: note.trim() }
-      await request("POST", `/api/approvals/${a.id}/decide`, body)
-      onDecided()
-    } catch (e) {
-      // Someone else decided it first, or it expired: its stream event takes it off the queue.
-      if (e instanceof ApiError && e.status === 409) setError("Already decided, or the hold time ran out.")
-      else setError(e)
-    } finally {
-      setBusy(undefined)
-    }
-  }
+  const campaign = policy?.name ?? a.workflow_name ?? `Campaign ${a.workflow_id}`
 
   return (
-    <article class="panel" aria-labelledby={heading}>
-      <h2 id={heading}>
-        {proposedActionWords(a.proposed_action)} for {a.target_phone}
-      </h2>
+    <article class={held ? "panel card-held" : "panel card-late"} aria-labelledby={heading}>
+      <h3 id={heading}>
+        {proposedActionWords(a.proposed_action)} for {calleeOf(a)}
+      </h3>
+      {held ? (
+        <p class="hold-line">
+          <strong>{phaseWords("on_hold")}</strong>
+          {left !== undefined && (
+            <>
+              {" · "}
+              <span role="timer" class={left < 10 ? "error" : undefined}>
+                {duration(left)} left
+              </span>
+            </>
+          )}
+        </p>
+      ) : (
+        <p class="late-line">
+          <span class="badge">Call ended</span> Decide by {new Date(a.expires_at).toLocaleString()}.
+        </p>
+      )}
+      {can("supervise") ? (
+        <DecideControls approval={a} policy={policy} late={!held} onDecided={onDecided} />
+      ) : (
+        <p class="hint">Supervisors, admins and the owner decide approvals.</p>
+      )}
       <dl class="kv">
         <dt>Campaign</dt>
-        <dd>{policy?.name ?? `workflow ${a.workflow_id}`}</dd>
+        <dd>{campaign}</dd>
         {a.proposed_value_minor !== null && (
           <>
-            <dt>Value</dt>
+            <dt>Asked</dt>
             <dd>{money(a.proposed_value_minor, a.currency)}</dd>
           </>
         )}
         {a.proposed_action === "concession" && (
           <>
             <dt>Cap</dt>
-            <dd>{policy?.capMinor !== undefined ? money(policy.capMinor, policy.capCurrency ?? a.currency) : "…"}</dd>
+            <dd>{policy?.capMinor !== undefined ? money(policy.capMinor, a.currency) : "…"}</dd>
           </>
         )}
         {a.rationale && (
@@ -216,22 +235,10 @@ function ApprovalCard({
             <dd>{a.rationale}</dd>
           </>
         )}
-        <dt>Hold time left</dt>
-        <dd>
-          {left === undefined ? (
-            "—"
-          ) : left > 0 ? (
-            <span class={left < 10 ? "error" : undefined}>{duration(left)}</span>
-          ) : (
-            <span class="muted">
-              The callee is no longer on hold; decide until {new Date(a.expires_at).toLocaleString()}.
-            </span>
-          )}
-        </dd>
       </dl>
       {transcript.length > 0 && (
         <>
-          <h3>Recent conversation</h3>
+          <h4>Recent conversation</h4>
           <ol class="transcript">
             {transcript.map((line, i) => (
               <li key={i} class={line.startsWith("agent:") ? "agent" : undefined}>
@@ -241,37 +248,89 @@ function ApprovalCard({
           </ol>
         </>
       )}
-      {!can("supervise") ? (
-        <p class="hint">Supervisors, admins and the owner decide approvals.</p>
-      ) : (
-        <>
-          <Field label="Note" error={error instanceof ApiError ? error.fieldError("note") : undefined}>
-            {(id, d) => (
-              <input
-                id={id}
-                aria-describedby={d}
-                maxLength={500}
-                value={note}
-                onInput={(e) => setNote(e.currentTarget.value)}
-              />
-            )}
-          </Field>
-          <div class="actions">
-            <Button
-              kind="primary"
-              busy={busy === "approve"}
-              disabled={busy !== undefined}
-              onClick={() => decide("approve")}
-            >
-              Approve
-            </Button>
-            <Button kind="danger" busy={busy === "deny"} disabled={busy !== undefined} onClick={() => decide("deny")}>
-              Deny
-            </Button>
-          </div>
-        </>
-      )}
-      <ErrorText error={error} />
     </article>
+  )
+}
+
+/** Decided (and expired) approvals, newest first: who decided what, when, and what it did. */
+function DecidedList({ campaign, changes }: { readonly campaign: string; readonly changes: number }) {
+  const [rows, setRows] = useState<ReadonlyArray<Approval> | undefined>(undefined)
+  const [error, setError] = useState<unknown>(undefined)
+  useEffect(() => {
+    let live = true
+    const filter = campaign === "" ? "" : `&workflow_id=${campaign}`
+    request<{ approvals: Approval[] }>("GET", `/api/approvals?limit=${DECIDED_LIMIT}${filter}`).then(
+      (r) => {
+        if (!live) return
+        const when = (a: Approval) => Date.parse(a.decided_at ?? a.expires_at)
+        setRows(r.approvals.filter((a) => a.status !== "pending").sort((x, y) => when(y) - when(x)))
+        setError(undefined)
+      },
+      (e: unknown) => live && setError(e),
+    )
+    return () => {
+      live = false
+    }
+  }, [campaign, changes])
+  if (error) return <ErrorText error={error} />
+  if (rows === undefined) return <p>Loading…</p>
+  return (
+    <Table<Approval>
+      caption="Decided approvals, newest first"
+      rows={rows}
+      rowKey={(a) => a.id}
+      empty="Nothing decided yet."
+      columns={[
+        {
+          title: "When",
+          cell: (a) => new Date(a.decided_at ?? a.expires_at).toLocaleString(),
+          sort: (a) => Date.parse(a.decided_at ?? a.expires_at),
+        },
+        { title: "Callee", cell: (a) => calleeOf(a), sort: (a) => a.target_name ?? a.target_phone },
+        {
+          title: "Asked",
+          cell: (a) =>
+            a.proposed_value_minor === null
+              ? proposedActionWords(a.proposed_action)
+              : `${proposedActionWords(a.proposed_action)} of ${money(a.proposed_value_minor, a.currency)}`,
+        },
+        {
+          title: "Decision",
+          cell: (a) => (
+            <>
+              {a.status === "approved" && a.proposed_action === "concession" && a.approved_value_minor != null
+                ? `${approvalStatusWords(a.status)} at ${money(a.approved_value_minor, a.currency)}`
+                : approvalStatusWords(a.status)}
+              {a.decided_phase && (
+                <>
+                  <br />
+                  <span class="muted">{decidedPhaseWords(a.decided_phase)}</span>
+                </>
+              )}
+            </>
+          ),
+          sort: (a) => a.status,
+        },
+        {
+          title: "By",
+          cell: (a) => decidedByWords(a.decided_by_kind ?? null, a.decided_by_name ?? null, a.decided_by_email ?? null),
+          sort: (a) => a.decided_by_name ?? "",
+        },
+        {
+          title: "What it did",
+          cell: (a) => (
+            <span class="cell-prose">
+              {a.effect ?? (a.status === "expired" ? "Nothing: no one decided in time." : "—")}
+            </span>
+          ),
+        },
+        {
+          title: "Campaign",
+          cell: (a) => a.workflow_name ?? `Campaign ${a.workflow_id}`,
+          sort: (a) => a.workflow_name ?? "",
+        },
+        { title: "Note", cell: (a) => a.note ?? "" },
+      ]}
+    />
   )
 }

@@ -1,25 +1,43 @@
-// Live calls: the workspace's calls in flight (GET /api/runs/live, polled), and one transcript
+// Live calls: the workspace's calls in flight (GET /api/runs/live, polled), by callee and campaign
+// name; a call whose callee holds for a decision is marked, with the time left and, for whoever may
+// supervise, Approve and Deny (a concession's amount within the cap) in a row under it. One transcript
 // column per watched call, streamed over EventSource. The stream sets each event's id to the turn's
 // seq, so a dropped connection resumes with Last-Event-ID by itself, and one the browser gave up
 // on is reopened by "Reconnect" from the highest seq shown; turns are kept by seq, so a turn that
 // arrives twice is shown once and the order is the run's. An ended call shows its analysis.
 import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
+import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
-import { Button, duration, ErrorText, useInterval } from "../ui.js"
-import { callStatusWords, outcomeWords, sentimentWords } from "../words.js"
+import { useApprovalChanges } from "../approvals-feed.js"
+import { Button, duration, ErrorText, money, useInterval } from "../ui.js"
+import { callStatusWords, outcomeWords, phaseWords, proposedActionWords, sentimentWords } from "../words.js"
+import {
+  type Approval,
+  calleeOf,
+  DecideControls,
+  holdLeft,
+  type Notice,
+  Notices,
+  noticeOf,
+  usePolicies,
+} from "./decide.js"
 
 interface LiveCall {
   readonly call_id: number
   readonly run_id: number
   readonly workflow_id: number
+  readonly workflow_name?: string | null
   readonly target_id: number
   readonly phone_e164: string
+  readonly target_name?: string | null
   readonly status: string
   readonly attempt: number
   readonly started_at: string
   readonly answered_at: string | null
   readonly turns: number
+  /** While the callee holds for a human's decision on that approval. */
+  readonly on_hold?: { readonly approval_id: number; readonly hold_until: string | null } | null
 }
 
 interface Turn {
@@ -71,7 +89,14 @@ export function LivePage() {
     remembered = w
     setWatchedState(w)
   }
-  const [, setNow] = useState(0)
+  const [now, setNow] = useState(Date.now())
+  // The approvals held calls wait for (their amount, cap and reason), read when the held set changes
+  // and whenever the approvals feed says one changed.
+  const [held, setHeld] = useState<ReadonlyMap<number, Approval>>(new Map())
+  const [decided, setDecided] = useState<ReadonlySet<number>>(new Set())
+  const [notices, setNotices] = useState<ReadonlyArray<Notice>>([])
+  const { policies, want } = usePolicies()
+  const { can } = useAccess()
 
   useInterval(() => {
     request<{ calls: LiveCall[] }>("GET", "/api/runs/live").then(
@@ -82,60 +107,144 @@ export function LivePage() {
       (e: unknown) => setError(e),
     )
   }, POLL_MS)
-  // Talk time ticks between polls.
+  // Talk time and hold time tick between polls.
   useInterval(() => setNow(Date.now()), 1_000)
+
+  const holdIds = calls.flatMap((c) => (c.on_hold ? [c.on_hold.approval_id] : []))
+  const readHeld = () => {
+    if (holdIds.length === 0) return
+    request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&order=time_left&limit=100").then(
+      (r) => {
+        setHeld(new Map(r.approvals.map((a) => [a.id, a])))
+        want(r.approvals.map((a) => a.workflow_id))
+      },
+      () => undefined,
+    )
+  }
+  const heldKey = holdIds.filter((id) => !held.has(id)).join(",")
+  useEffect(readHeld, [heldKey])
+  useApprovalChanges(readHeld)
 
   const isWatched = (c: LiveCall) => watched.some((w) => w.call_id === c.call_id)
   // Each column holds a stream open, and a browser gives one origin only six HTTP/1.1 connections:
-  // past four columns the polls would queue behind the streams.
+  // past four columns (and the approvals feed) the polls would queue behind the streams.
   const full = watched.length >= MAX_COLUMNS
   const toggle = (c: LiveCall) =>
     setWatched(isWatched(c) ? watched.filter((w) => w.call_id !== c.call_id) : full ? watched : [...watched, c])
   const live = new Set(calls.map((c) => c.call_id))
+  const onHold = (c: LiveCall) =>
+    c.on_hold !== null &&
+    c.on_hold !== undefined &&
+    !decided.has(c.on_hold.approval_id) &&
+    (c.on_hold.hold_until === null || Date.parse(c.on_hold.hold_until) > now)
 
   return (
     <section aria-labelledby="live-h">
       <h1 id="live-h">Live calls</h1>
       <ErrorText error={error} />
+      <Notices notices={notices} />
       {calls.length === 0 ? (
         <p class="muted">No calls in flight. Run a workflow from Campaigns; its calls appear here.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">Calls in flight</caption>
-            <thead>
-              <tr>
-                <th scope="col">Callee</th>
-                <th scope="col">Run</th>
-                <th scope="col">Status</th>
-                <th scope="col">Talk time</th>
-                <th scope="col">Turns</th>
-                <th scope="col">Transcript</th>
-              </tr>
-            </thead>
-            <tbody>
-              {calls.map((c) => (
-                <tr key={c.call_id}>
-                  <td>{c.phone_e164}</td>
-                  <td>
-                    {c.run_id} <span class="muted">(workflow {c.workflow_id})</span>
-                  </td>
-                  <td>
-                    <span class={`badge badge-${c.status}`}>{callStatusWords(c.status)}</span>
-                  </td>
-                  <td>{c.answered_at ? duration((Date.now() - Date.parse(c.answered_at)) / 1000) : "—"}</td>
-                  <td>{c.turns}</td>
-                  <td>
-                    <Button aria-pressed={isWatched(c)} disabled={full && !isWatched(c)} onClick={() => toggle(c)}>
-                      {isWatched(c) ? "Stop watching" : "Watch"}
-                      <span class="visually-hidden"> {c.phone_e164}</span>
-                    </Button>
-                  </td>
+        <>
+          {calls.some(onHold) && (
+            <p class="hold-line" data-testid="held-count">
+              <strong>
+                {calls.filter(onHold).length === 1
+                  ? "1 callee is on hold, waiting for you."
+                  : `${calls.filter(onHold).length} callees are on hold, waiting for you.`}
+              </strong>
+            </p>
+          )}
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the focus to be scrolled by keys */}
+          <section class="table-wrap" aria-label="Calls in flight" tabIndex={0}>
+            <table>
+              <caption class="visually-hidden">Calls in flight</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Callee</th>
+                  <th scope="col">Campaign</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Talk time</th>
+                  <th scope="col">Turns</th>
+                  <th scope="col">Transcript</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+              </thead>
+              <tbody>
+                {calls.map((c) => {
+                  const holding = onHold(c)
+                  const approval = holding ? held.get(c.on_hold!.approval_id) : undefined
+                  const left = holding
+                    ? holdLeft(c.on_hold!.hold_until ? Date.parse(c.on_hold!.hold_until) : undefined, now)
+                    : undefined
+                  return (
+                    <Fragment key={c.call_id}>
+                      <tr class={holding ? "row-held" : undefined}>
+                        <td>
+                          {c.target_name ? (
+                            <>
+                              {c.target_name}
+                              <br />
+                              <span class="muted">{c.phone_e164}</span>
+                            </>
+                          ) : (
+                            c.phone_e164
+                          )}
+                        </td>
+                        <td>{c.workflow_name ?? `Campaign ${c.workflow_id}`}</td>
+                        <td>
+                          {holding ? (
+                            <span class="held" data-testid="on-hold">
+                              <strong>{phaseWords("on_hold")}</strong>
+                              {left !== undefined && (
+                                <>
+                                  <br />
+                                  <span role="timer" class={left < 10 ? "error" : undefined}>
+                                    {duration(left)} left
+                                  </span>
+                                </>
+                              )}
+                            </span>
+                          ) : (
+                            <span class={`badge badge-${c.status}`}>{callStatusWords(c.status)}</span>
+                          )}
+                        </td>
+                        <td>{c.answered_at ? duration((now - Date.parse(c.answered_at)) / 1000) : "—"}</td>
+                        <td>{c.turns}</td>
+                        <td>
+                          <Button
+                            aria-pressed={isWatched(c)}
+                            disabled={full && !isWatched(c)}
+                            onClick={() => toggle(c)}
+                          >
+                            {isWatched(c) ? "Stop watching" : "Watch"}
+                            <span class="visually-hidden"> {c.phone_e164}</span>
+                          </Button>
+                        </td>
+                      </tr>
+                      {holding && (
+                        <tr class="row-decide">
+                          <td colSpan={6}>
+                            <HeldDecision
+                              call={c}
+                              approval={approval}
+                              canDecide={can("supervise")}
+                              policy={approval ? policies.get(approval.workflow_id) : undefined}
+                              onDecided={(a, d) => {
+                                setDecided((s) => new Set(s).add(a.id))
+                                setNotices((ns) => [noticeOf(a, d), ...ns.filter((x) => x.id !== a.id)].slice(0, 5))
+                              }}
+                            />
+                          </td>
+                        </tr>
+                      )}
+                    </Fragment>
+                  )
+                })}
+              </tbody>
+            </table>
+          </section>
+        </>
       )}
       {full && <p class="hint">Watching {MAX_COLUMNS} calls; close one to watch another.</p>}
       {watched.length > 0 && (
@@ -149,6 +258,40 @@ export function LivePage() {
             />
           ))}
         </div>
+      )}
+    </section>
+  )
+}
+
+/** The decision a held call waits for, in its row: what is asked, and Approve or Deny. */
+function HeldDecision({
+  call: c,
+  approval: a,
+  canDecide,
+  policy,
+  onDecided,
+}: {
+  readonly call: LiveCall
+  readonly approval: Approval | undefined
+  readonly canDecide: boolean
+  readonly policy: Parameters<typeof DecideControls>[0]["policy"]
+  readonly onDecided: (a: Approval, d: Parameters<Parameters<typeof DecideControls>[0]["onDecided"]>[0]) => void
+}) {
+  if (a === undefined) return <p class="muted">Reading what {c.target_name ?? c.phone_e164} asks for…</p>
+  const asked =
+    a.proposed_value_minor === null
+      ? proposedActionWords(a.proposed_action)
+      : `${proposedActionWords(a.proposed_action)} of ${money(a.proposed_value_minor, a.currency)}`
+  return (
+    <section class="held-decision" aria-label={`Decision for ${calleeOf(a)}`}>
+      <p>
+        <strong>{asked}</strong>
+        {a.rationale && <> — {a.rationale}</>} <a href="#/approvals">See it in Approvals</a>
+      </p>
+      {canDecide ? (
+        <DecideControls approval={a} policy={policy} late={false} withNote={false} onDecided={(d) => onDecided(a, d)} />
+      ) : (
+        <p class="hint">Supervisors, admins and the owner decide approvals.</p>
       )}
     </section>
   )
