@@ -11,6 +11,7 @@ import { useAccess } from "../access.js"
 import { ApiError, blobUrl, request, upload } from "../api.js"
 import { Button, ErrorText, Field, money, Tabs, useLoad } from "../ui.js"
 import {
+  blockedWords,
   fieldWords,
   invalidPhoneWords,
   listWords,
@@ -324,7 +325,9 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
             <Button
               kind="primary"
               busy={busy === "run"}
-              disabled={w.status === "retired" || w.status === "live" || w.readiness?.can_run === false}
+              disabled={
+                w.status === "retired" || (w.readiness === undefined ? w.status === "live" : !w.readiness.can_run)
+              }
               onClick={() =>
                 act("run", `/api/workflows/${id}/run`, (r) =>
                   r["resumed"]
@@ -369,6 +372,11 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
           Not ready to run yet. It still needs {listWords(missing.map((m) => missingWords(m)))}.
         </p>
       )}
+      {w.status !== "retired" && w.readiness?.blocked_by === "run_in_progress" && can("write") && (
+        <p class="hint" data-testid="run-blocked">
+          {blockedWords("run_in_progress")} Run is off until it finishes (Pause stops it; Run then resumes it).
+        </p>
+      )}
       {notice && (
         <p class="ok" role="status">
           {notice}
@@ -404,7 +412,15 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
                   </dd>
                 </dl>
                 {/* Keyed by status and run count: starting, pausing or ending a run lists it afresh. */}
-                <CampaignOverview key={`${w.status}-${w.runs_count}`} workflowId={id} />
+                <CampaignOverview
+                  key={`${w.status}-${w.runs_count}`}
+                  workflowId={id}
+                  onRunEnded={() => {
+                    // "Run … started" no longer holds; the campaign (its readiness, Run) is read again.
+                    setNotice(undefined)
+                    wf.reload()
+                  }}
+                />
               </>
             ) : t.id === "audience" ? (
               <>
