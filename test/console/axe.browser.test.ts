@@ -1,8 +1,9 @@
 // Every console page under axe-core in Chromium, at 1280 px and 390 px: signed out (sign-in, sign-up,
 // a join link), and signed in as an owner whose workspace has data on every page (a campaign with
 // its audience, consent and a finished run's results, each of its sections and the call drawer; a
-// webhook endpoint and its deliveries; a DNC entry, an API key, members and the audit log), plus the
-// verify-email banner of an unverified workspace. No violation of serious or critical impact may
+// webhook endpoint and its deliveries; a DNC entry, an API key, members and the audit log; a callee
+// on hold on Live and on Approvals, a card after its call and the Decided tab), plus the verify-email
+// banner of an unverified workspace. No violation of serious or critical impact may
 // remain; each found is printed with its rule, the elements and what to fix.
 import { createRequire } from "node:module"
 import type { Browser, BrowserContext, Page } from "playwright-core"
@@ -119,6 +120,33 @@ describe.skipIf(skipBrowser)("the console under axe-core", () => {
       (b) => b.run_status === "completed" && b.results.every((r: Json) => r.analysis_status === "done"),
       30_000,
     )
+    // The approvals' states: a callee on hold for a discount (a second attempt at Bo, still connected, the
+    // hold half an hour away), a proposal whose call has ended, and one decided (the Decided tab).
+    const [{ currency }] = await srv.sql<[{ currency: string }]>`
+      select currency from wallets where tenant_id = ${owner.tenantId}`
+    const [held] = await srv.sql<[{ id: number }]>`
+      insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+        status, owner_instance, answered_at)
+      select tenant_id, run_id, workflow_id, run_target_id, target_id, attempt + 1, phone_e164, provider,
+        'connected', 'axe-fixture', now()
+      from calls where run_id = ${run.body.run_id} and phone_e164 = '+12025550146' order by attempt desc limit 1
+      returning id`
+    const transcript = ["callee: Is there any discount?", "agent: Let me check that for you, one moment."]
+    const holdUntil = new Date(Date.now() + 30 * 60_000).toISOString()
+    const ask = (phone: string, callId: number | null, context: Json) => srv.sql<[{ id: number }]>`
+      insert into approvals (tenant_id, workflow_id, run_id, call_id, target_phone, proposed_action,
+        proposed_value_minor, currency, rationale, context, expires_at)
+      values (${owner.tenantId}, ${id}, ${run.body.run_id}, ${callId}, ${phone}, 'concession', 1000, ${currency},
+        'The callee asked for a discount.', ${srv.sql.json(context)}, now() + interval '1 day')
+      returning id`
+    await ask("+12025550146", held.id, { transcript, hold_until: holdUntil })
+    await ask("+12025550143", null, { transcript })
+    const [decided] = await ask("+12025550143", null, { transcript })
+    const decision = await call(owner, "POST", `/api/approvals/${decided.id}/decide`, {
+      decision: "deny",
+      note: "Not this month.",
+    })
+    expect(decision.status).toBe(200)
     // A webhook endpoint with a delivery, a DNC entry and an API key.
     const endpoint = await call(owner, "POST", "/api/webhooks/endpoints", { url: receiver.url, events: ["*"] })
     expect(endpoint.status).toBe(201)
@@ -185,8 +213,8 @@ describe.skipIf(skipBrowser)("the console under axe-core", () => {
       await drawer.waitFor({ state: "detached" })
 
       for (const [link, heading, ready] of [
-        ["Live", "Live calls", "No calls in flight"],
-        ["Approvals", "Approvals", "waiting for a decision"],
+        ["Live", "Live calls", "On hold — waiting for you"],
+        ["Approvals", "Approvals", "On hold now"],
         ["Wallet", "Wallet", "Balance"],
         ["Settings", "Settings", "+12025550199"],
         ["Reports", "Reports", "Calls per day"],
@@ -201,7 +229,16 @@ describe.skipIf(skipBrowser)("the console under axe-core", () => {
           await page.getByRole("table", { name: "Delivery attempts, newest first" }).waitFor()
         }
         if (link === "Reports") await page.locator("canvas").first().waitFor()
+        if (link === "Approvals") await page.getByRole("region", { name: "After the call" }).waitFor()
         await check(page, heading)
+        if (link === "Approvals") {
+          await page.getByRole("tab", { name: "Decided", exact: true }).click()
+          await page
+            .getByRole("region", { name: "Decided approvals, newest first" })
+            .getByText("Not this month.")
+            .waitFor()
+          await check(page, "Approvals: decided")
+        }
       }
       await context.close()
     }, 90_000)

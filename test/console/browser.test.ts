@@ -248,7 +248,7 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
     )
     // The queue open since before the run shows both proposals without a reload, pushed to it.
     for (const phone of [DISCOUNT, CALLBACK])
-      await queue.getByRole("article", { name: new RegExp(`for \\${phone}$`) }).waitFor({ timeout: PUSH_MS })
+      await queue.getByRole("article", { name: new RegExp(`\\(\\${phone}\\)$`) }).waitFor({ timeout: PUSH_MS })
     await queue.getByText("2 waiting for a decision.").waitFor({ timeout: PUSH_MS })
 
     await open(page, "Live", "Live calls")
@@ -288,14 +288,14 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
     const more = watchProblems(approvals, srv.url)
     await approvals.goto(at("approvals"))
     await approvals.getByRole("heading", { level: 1, name: "Approvals" }).waitFor()
-    const discount = approvals.getByRole("article", { name: new RegExp(`for \\${DISCOUNT}$`) })
+    const discount = approvals.getByRole("article", { name: new RegExp(`\\(\\${DISCOUNT}\\)$`) })
     await discount.waitFor()
     await screenshot(approvals, "approvals")
     await discount.getByLabel("Note").fill("Approved: returning member.")
     await discount.getByRole("button", { name: "Approve" }).click()
     await discount.waitFor({ state: "detached" })
     // Decided in one tab: it leaves the other one at once, without a reload.
-    await queue.getByRole("article", { name: new RegExp(`for \\${DISCOUNT}$`) }).waitFor({
+    await queue.getByRole("article", { name: new RegExp(`\\(\\${DISCOUNT}\\)$`) }).waitFor({
       state: "detached",
       timeout: PUSH_MS,
     })
@@ -317,7 +317,7 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
       .getByText(/call you back/)
       .first()
       .waitFor()
-    const callback = approvals.getByRole("article", { name: new RegExp(`for \\${CALLBACK}$`) })
+    const callback = approvals.getByRole("article", { name: new RegExp(`\\(\\${CALLBACK}\\)$`) })
     await callback.getByLabel("Note").fill("No callbacks this week.")
     await callback.getByRole("button", { name: "Deny" }).click()
     await callback.waitFor({ state: "detached" })
