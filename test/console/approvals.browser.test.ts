@@ -136,7 +136,8 @@ describe.skipIf(skipBrowser)("approvals, live calls and progress in Chromium", (
   it("marks the held calls on Live, by name, with the time left and Approve/Deny in the row", async () => {
     await open(desk, "Live", "Live calls")
     const calls = desk.getByRole("region", { name: "Calls in flight" })
-    const row = calls.getByRole("row").filter({ hasText: DEE.name })
+    // The call's own row (the one with its Watch button), not the decision's row under it.
+    const row = calls.getByRole("row").filter({ has: desk.getByRole("button", { name: `Watch ${DEE.phone}` }) })
     await row.getByTestId("on-hold").filter({ hasText: "On hold — waiting for you" }).waitFor()
     await row
       .getByRole("timer")

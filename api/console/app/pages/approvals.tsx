@@ -298,9 +298,11 @@ function DecidedList({ campaign, changes }: { readonly campaign: string; readonl
           title: "Decision",
           cell: (a) => (
             <>
-              {a.status === "approved" && a.proposed_action === "concession" && a.approved_value_minor != null
-                ? `${approvalStatusWords(a.status)} at ${money(a.approved_value_minor, a.currency)}`
-                : approvalStatusWords(a.status)}
+              <span class="nowrap">
+                {a.status === "approved" && a.proposed_action === "concession" && a.approved_value_minor != null
+                  ? `${approvalStatusWords(a.status)} at ${money(a.approved_value_minor, a.currency)}`
+                  : approvalStatusWords(a.status)}
+              </span>
               {a.decided_phase && (
                 <>
                   <br />

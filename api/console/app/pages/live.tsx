@@ -98,7 +98,7 @@ export function LivePage() {
   const { policies, want } = usePolicies()
   const { can } = useAccess()
 
-  useInterval(() => {
+  const readLive = () =>
     request<{ calls: LiveCall[] }>("GET", "/api/runs/live").then(
       (r) => {
         setCalls(r.calls)
@@ -106,24 +106,38 @@ export function LivePage() {
       },
       (e: unknown) => setError(e),
     )
-  }, POLL_MS)
+  useInterval(readLive, POLL_MS)
   // Talk time and hold time tick between polls.
   useInterval(() => setNow(Date.now()), 1_000)
 
   const holdIds = calls.flatMap((c) => (c.on_hold ? [c.on_hold.approval_id] : []))
   const readHeld = () => {
-    if (holdIds.length === 0) return
-    request<{ approvals: Approval[] }>("GET", "/api/approvals?status=pending&order=time_left&limit=100").then(
+    const asked = holdIds
+    if (asked.length === 0) return
+    request<{ approvals: Approval[] }>(
+      "GET",
+      "/api/approvals?status=pending&phase=on_hold&order=time_left&limit=100",
+    ).then(
       (r) => {
-        setHeld(new Map(r.approvals.map((a) => [a.id, a])))
+        const pending = new Map(r.approvals.map((a) => [a.id, a]))
+        setHeld(pending)
         want(r.approvals.map((a) => a.workflow_id))
+        // Held a moment ago and no longer waiting: decided elsewhere (or its hold ran out), so its row
+        // stops offering a decision before the next poll of the calls says so.
+        const gone = asked.filter((id) => !pending.has(id))
+        if (gone.length > 0) setDecided((d) => new Set([...d, ...gone]))
       },
       () => undefined,
     )
   }
-  const heldKey = holdIds.filter((id) => !held.has(id)).join(",")
+  const heldKey = holdIds.filter((id) => !held.has(id) && !decided.has(id)).join(",")
   useEffect(readHeld, [heldKey])
-  useApprovalChanges(readHeld)
+  // An approval changed (decided here or by another supervisor, expired, or a new one): the calls and
+  // what they wait for are read again at once.
+  useApprovalChanges(() => {
+    void readLive()
+    readHeld()
+  })
 
   const isWatched = (c: LiveCall) => watched.some((w) => w.call_id === c.call_id)
   // Each column holds a stream open, and a browser gives one origin only six HTTP/1.1 connections:
@@ -226,7 +240,6 @@ export function LivePage() {
                         <tr class="row-decide">
                           <td colSpan={6}>
                             <HeldDecision
-                              call={c}
                               approval={approval}
                               canDecide={can("supervise")}
                               policy={approval ? policies.get(approval.workflow_id) : undefined}
@@ -265,19 +278,17 @@ export function LivePage() {
 
 /** The decision a held call waits for, in its row: what is asked, and Approve or Deny. */
 function HeldDecision({
-  call: c,
   approval: a,
   canDecide,
   policy,
   onDecided,
 }: {
-  readonly call: LiveCall
   readonly approval: Approval | undefined
   readonly canDecide: boolean
   readonly policy: Parameters<typeof DecideControls>[0]["policy"]
   readonly onDecided: (a: Approval, d: Parameters<Parameters<typeof DecideControls>[0]["onDecided"]>[0]) => void
 }) {
-  if (a === undefined) return <p class="muted">Reading what {c.target_name ?? c.phone_e164} asks for…</p>
+  if (a === undefined) return <p class="muted">Reading what the callee asks for…</p>
   const asked =
     a.proposed_value_minor === null
       ? proposedActionWords(a.proposed_action)
