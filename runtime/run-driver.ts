@@ -2,9 +2,11 @@
 // (dialer.ts), a call actor per attempt in flight (call-effects.ts) and an approval actor per
 // pending proposal (approvals.ts); its snapshot is saved by persistence.ts. Postgres holds the
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
+
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
 import { isConnectionError, retryOnDisconnect } from "../src/platform/Db.js"
+import type { Currency } from "../src/platform/money.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import * as repo from "../src/runs/runs.repo.js"
@@ -36,7 +38,7 @@ export class RunDriver implements RunScope {
   readonly ruleBook: RuleBook
   readonly schedule: Schedule
   readonly scheduleKind: "immediate" | "window" | "once"
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly company: string
   readonly agentName: string
   readonly simulation: boolean

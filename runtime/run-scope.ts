@@ -1,12 +1,14 @@
 // What the parts of one owned run share: the host's dependencies, the run's setup, its run actor
 // and the calls in flight. RunDriver (run-driver.ts) holds it; the dialer, the call effects, the
 // approvals and the snapshot persistence each work on it.
+
 import type { Logger } from "pino"
 import type { Actor } from "xstate"
 import type { callMachine, runMachine } from "../machines/index.js"
 import type { DialLimits } from "../src/plans/dial-limits.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
+import type { Currency } from "../src/platform/money.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
 import type { ApprovalAnswer, LanguageModel } from "../src/providers/llm/llm.interface.js"
 import type { CallLeg, TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
@@ -100,7 +102,7 @@ export interface RunScope {
   readonly ruleBook: RuleBook
   readonly schedule: Schedule
   readonly scheduleKind: "immediate" | "window" | "once"
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly company: string
   readonly agentName: string
   /**

@@ -1,7 +1,9 @@
 // SQL for post-call analysis, the only writer of call_analyses: queueing answered calls (in their hangup
 // transaction, or by the repair sweep), claiming rows by lease (SKIP LOCKED), storing a result at most
 // once, scheduling a retry or recording the failure, and reading a call's row.
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { AnalysisAnswer } from "./analysis.schema.js"
 
 export interface AnalysisRow {
@@ -140,7 +142,7 @@ export const claimDue = (sql: Sql, me: string, leaseMs: number, limit: number): 
 export interface CallWork {
   readonly call_id: number
   readonly tenant_id: number
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly run_id: number
   readonly phone_e164: string
   readonly outcome: string | null

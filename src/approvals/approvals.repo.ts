@@ -2,7 +2,9 @@
 // order, the pending count, and the decision, made atomically in Postgres: only a pending, unexpired
 // approval of the workspace changes, and what it did to the call's result is written with it), and
 // as the runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import { approvalEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
 
@@ -16,7 +18,7 @@ export interface ApprovalRow {
   readonly target_phone: string | null
   readonly proposed_action: "concession" | "callback" | "escalate"
   readonly proposed_value_minor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly rationale: string | null
   readonly context: Record<string, unknown>
   /** A pending approval past its expiry reads as expired, whether or not the sweep has run. */
@@ -169,7 +171,7 @@ export const countPending = async (sql: Sql, tenantId: number): Promise<number> 
 export interface DecisionTarget {
   readonly proposed_action: "concession" | "callback" | "escalate"
   readonly proposed_value_minor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   /** The concession cap of the run's rule book (its workflow's current one for a run before pinning); null: none. */
   readonly cap_minor: number | null
 }
@@ -299,7 +301,7 @@ export interface NewApproval {
   readonly phone: string
   readonly action: "concession" | "callback" | "escalate"
   readonly valueMinor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly rationale: string
   readonly context: Record<string, unknown>
   readonly ttlMs: number

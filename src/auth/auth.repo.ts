@@ -1,8 +1,9 @@
 // SQL for tenants (the only file that writes them, onboarding state included), users, email
 // verification and revoked sessions. Every query that reads a tenant's rows names the tenant.
-import type { Currency } from "../billing/pricing.js"
+
 import type { Mode } from "../onboarding/onboarding.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { Role } from "./permissions.js"
 
 export interface TenantRow {

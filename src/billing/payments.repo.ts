@@ -2,8 +2,8 @@
 // recorded once each, and the payment methods saved for autocharge.
 import type { PendingQuery, Row } from "postgres"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { GatewayName } from "../providers/payments/payments.interface.js"
-import type { Currency } from "./pricing.js"
 
 export interface IntentRow {
   readonly id: number

@@ -1,9 +1,8 @@
 // The price catalogue (GET /pricing): what a minute, the byok fee, the trial credit and a top-up
 // cost in each currency. Billing reads the same constants, so the page and the wallet agree.
-import { formatAmount } from "../platform/money.js"
+import { CURRENCIES, type Currency, formatAmount } from "../platform/money.js"
 
-export const CURRENCIES = ["INR", "USD"] as const
-export type Currency = (typeof CURRENCIES)[number]
+export { CURRENCIES, type Currency }
 export type PerCurrency<T> = Readonly<Record<Currency, T>>
 
 /** Bundled (all-inclusive) price of one connected minute, in minor units. */

@@ -1,6 +1,6 @@
 // SQL for byok subscriptions and the charges of their periods (subscriptions, subscription_charges).
 import type { Sql, Tx } from "../platform/Db.js"
-import type { Currency } from "./pricing.js"
+import type { Currency } from "../platform/money.js"
 
 export interface SubscriptionRow {
   readonly id: number

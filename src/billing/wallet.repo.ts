@@ -1,7 +1,7 @@
 // SQL for a wallet (wallets): its opening, settings and autocharge state. Balances change only
 // through the ledger (ledger.repo.ts, the SQL function ledger_post), never here.
 import type { Sql, Tx } from "../platform/Db.js"
-import type { Currency } from "./pricing.js"
+import type { Currency } from "../platform/money.js"
 
 export interface WalletRow {
   readonly tenant_id: number

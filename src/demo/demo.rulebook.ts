@@ -1,6 +1,6 @@
 // The public demo's fixed rule book and who speaks it: one short, harmless conversation in the
 // persona the visitor picked (or the one for their number's country), with nothing to approve.
-import type { Currency } from "../billing/pricing.js"
+import type { Currency } from "../platform/money.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
 import type { RuleBook } from "../workflows/rulebook.schema.js"
 

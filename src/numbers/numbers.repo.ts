@@ -1,7 +1,8 @@
 // SQL of the workspaces' phone numbers: the claim that makes a number one workspace's, its
 // activation and release, and the monthly-rental bookkeeping.
-import type { Currency } from "../billing/pricing.js"
+
 import { isUniqueViolation, type Sql, type Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
 
 export type NumberSource = "provisioned" | "imported"

@@ -1,8 +1,9 @@
 // SQL of onboarding: the tenant's mode and completion, its provider credentials (the encrypted
 // secret is read only by `activeCredentialRow`, the encrypted ignored extra keys by nothing), and
 // the facts the completion checklist reads.
-import type { Currency } from "../billing/pricing.js"
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 
 export type Mode = "bundled" | "byok"
 export type CredentialStatus = "validated" | "failed" | "unvalidated"

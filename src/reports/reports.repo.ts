@@ -1,11 +1,13 @@
 // SQL for the weekly report: the period's calls (totals, outcomes, calls per UTC day) and the
 // approvals requested in it, for one workspace. A call belongs to the day it was started.
+
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 
 export interface ReportTenant {
   readonly name: string
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
 }
 
 export interface CallTotals {

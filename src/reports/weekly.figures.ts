@@ -1,7 +1,9 @@
 // The weekly report's period (from/to dates, inclusive, UTC) and its figures: what the database
 // counted, turned into rates, minutes, money and one entry per day. Pure data, no drawing.
+
 import { formatMinor } from "../billing/pricing.js"
 import type { FieldError } from "../platform/errors.js"
+import type { Currency } from "../platform/money.js"
 import type { ApprovalCounts, CallTotals, DayCount, OutcomeCount, Range } from "./reports.repo.js"
 
 /** Longest period a report covers, in days (a leap year). */
@@ -47,7 +49,7 @@ export function parsePeriod(from: string, to: string): Period | { readonly error
 /** What the repo counted for a period. */
 export interface WeeklyData {
   readonly workspace: string
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly period: Period
   readonly totals: CallTotals
   readonly outcomes: ReadonlyArray<OutcomeCount>
@@ -58,7 +60,7 @@ export interface WeeklyData {
 
 export interface WeeklyFigures {
   readonly workspace: string
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly period: { readonly from: string; readonly to: string; readonly days: number }
   readonly generated_at: string
   readonly calls: {

@@ -1,7 +1,8 @@
 // SQL of what a run's calls came to, for reading: one call with its transcript and its analysis,
 // and a run's results, one row per target, in keyset pages by target id. Nothing here writes.
-import type { Currency } from "../billing/pricing.js"
+
 import type { Sql } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 
 export interface CallRow {
   readonly id: number

@@ -5,7 +5,9 @@
 // that lost its lease changes nothing. And an approved callback that reschedules its target and
 // opens a finished run again. Its targets are in run-targets.repo.ts; its turn seqs in run_turn_seqs
 // (migrations/0029), written with the turns by src/turns/turns.repo.ts.
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import { runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
 import { emitEvent } from "../webhooks/outbox.repo.js"
 import { listRuns, pauseLiveWorkflow } from "../workflows/workflows.repo.js"
@@ -172,7 +174,7 @@ export interface RunSetup {
   readonly rule_book: unknown
   readonly schedule: Record<string, unknown>
   readonly schedule_kind: "immediate" | "window" | "once"
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly tenant_name: string
   readonly workflow_name: string
   /** The assigned persona's agent name (its own, else its catalogue voice's); null: none assigned. */

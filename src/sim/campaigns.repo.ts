@@ -5,6 +5,7 @@
 import type { SimCampaignState } from "../../machines/sim-campaign.machine.js"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { SimMix } from "./mix.js"
 
 export interface CampaignRow {
@@ -104,7 +105,7 @@ export interface QuestionRow {
   readonly target_phone: string | null
   readonly proposed_action: "concession" | "callback" | "escalate"
   readonly proposed_value_minor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly rationale: string | null
   readonly created_at: Date
   readonly expires_at: Date
@@ -168,7 +169,7 @@ export const isQuestionOfRun = async (sql: Sql | Tx, runId: number, approvalId: 
 }
 
 /** The workspace's currency: the forecast's cost is in it. */
-export const tenantCurrency = async (sql: Sql | Tx, tenantId: number): Promise<"INR" | "USD"> => {
-  const [row] = await sql<[{ currency: "INR" | "USD" }]>`select currency from tenants where id = ${tenantId}`
+export const tenantCurrency = async (sql: Sql | Tx, tenantId: number): Promise<Currency> => {
+  const [row] = await sql<[{ currency: Currency }]>`select currency from tenants where id = ${tenantId}`
   return row.currency
 }

@@ -2,10 +2,12 @@
 // DNC entries, dialer decisions, verdicts on its calls' turns for a phone; decisions, API keys,
 // workflows, attestations, the account and knowledge-base changes for a user). Each is
 // tenant-scoped, newest first, cut to the page and to the cursor.
+
 import type { PendingQuery, Row } from "postgres"
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { TenantCountry } from "../phones/phone.js"
 import type { Sql } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import { type Cursor, KEY_SOURCES, SOURCE } from "./timeline.cursor.js"
 
 type Fragment = PendingQuery<Row[]>
@@ -50,7 +52,7 @@ export interface CallRow extends Ordered {
   readonly outcome: string | null
   readonly connected_seconds: number | null
   readonly cost_minor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly started_at: Date
   readonly answered_at: Date | null
   readonly ended_at: Date | null
@@ -115,7 +117,7 @@ export interface ApprovalRow extends Ordered {
   readonly target_phone: string | null
   readonly proposed_action: "concession" | "callback" | "escalate"
   readonly proposed_value_minor: number | null
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly rationale: string | null
   /** approved, denied or expired; pending on a request not yet resolved. */
   readonly status: string

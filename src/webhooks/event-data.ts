@@ -16,8 +16,9 @@
 // - failed: nobody answered or the call broke — no_answer, busy, failed, voicemail (no message
 //   left), insufficient_funds (never dialed), agent_error, aborted, interrupted (its process died),
 //   handoff_failed; and any other outcome of a call that was never answered.
-import type { Currency } from "../billing/pricing.js"
+
 import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR } from "../billing/pricing.js"
+import type { Currency } from "../platform/money.js"
 import { iso } from "../platform/time.js"
 import { callView } from "../results/call-view.js"
 import type { CallRow } from "../results/results.repo.js"

@@ -1,7 +1,8 @@
 // SQL of webhook_wallet_state (migrations/0032), the only file that writes it: each workspace's
 // wallet.low threshold, and the flags that make wallet.low and wallet.exhausted fire once per crossing.
-import type { Currency } from "../billing/pricing.js"
+
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { WalletObjectRow, WalletObjectTenant } from "./event-data.js"
 
 /** A wallet whose last posting crossed a line, with what its event carries. */

@@ -1,7 +1,9 @@
 // SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
 // tenant; functions that must share a transaction take its handle.
+
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
 import type { RuleBook } from "./rulebook.schema.js"
 import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
@@ -37,7 +39,7 @@ export interface WorkflowDetailRow extends WorkflowRow {
 export interface TenantContext {
   readonly id: number
   readonly country: string
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
   readonly plan_tier: string
 }
 
@@ -198,7 +200,7 @@ export interface RunRow {
   readonly outcomes: Readonly<Record<string, number>>
   readonly spent_calls_minor: number
   readonly spent_analyses_minor: number
-  readonly currency: "INR" | "USD"
+  readonly currency: Currency
 }
 
 /**

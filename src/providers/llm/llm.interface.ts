@@ -2,6 +2,7 @@
 // JSON object out (what a rule book is, and how to ask for one, is src/workflows/'s business); an
 // agent brief and a call's transcript in, the agent's next line out. The offline simulator and the
 // OpenAI-compatible adapter implement the same interface.
+import type { Currency } from "../../platform/money.js"
 import { ProviderCallError } from "../http.util.js"
 import type { CallRules } from "./agent-rules.js"
 
@@ -151,7 +152,7 @@ export interface AgentBrief {
   readonly disclosure_lines: ReadonlyArray<string>
   readonly objection_handlers: ReadonlyArray<AgentObjectionHandler>
   /** The concession ceiling in minor units (1/100) of `currency`. */
-  readonly concession_policy: AgentPolicy & { readonly cap_minor: number; readonly currency: "INR" | "USD" }
+  readonly concession_policy: AgentPolicy & { readonly cap_minor: number; readonly currency: Currency }
   readonly callback_policy: AgentPolicy & { readonly max_days_ahead: number }
   readonly escalation_policy: AgentPolicy & { readonly triggers: ReadonlyArray<string> }
 }

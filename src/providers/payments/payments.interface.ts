@@ -5,7 +5,9 @@ import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded } from "../o
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
 
-export type Currency = "INR" | "USD"
+import type { Currency } from "../../platform/money.js"
+
+export type { Currency }
 
 /** What the billing service asks a gateway for: a checkout for one stored top-up intent. */
 export interface CheckoutRequest {
