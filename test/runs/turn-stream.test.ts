@@ -14,7 +14,9 @@ let owner: Session
 let other: Session
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { SYSTEM_KEY, SSE_MAX_BUFFER_BYTES: "65536" } })
+  // The product's 1 MiB cap: the readers here share the server's event loop, and on a loaded machine a
+  // 64 KiB cap cut a reader that was only a moment behind (CI: one reader of the drop test stalled).
+  srv = await startTestServer({ env: { SYSTEM_KEY, SSE_MAX_BUFFER_BYTES: String(1024 * 1024) } })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   other = await a.signup({ country: "US" })
@@ -148,7 +150,7 @@ describe("the turn stream", () => {
     await new Promise((r) => setTimeout(r, 100))
     stalled.stall()
     const big = "x".repeat(16_000)
-    const N = 2000 // ~32 MB: far past what loopback socket buffers hold, and the 64 KiB cap
+    const N = 2000 // ~32 MB: far past what loopback socket buffers hold, and the 1 MiB cap
     for (let i = 1; i <= N; i++) {
       bus.publish(turnSubject(owner.tenantId, runId, 5), {
         turn_id: null,
@@ -161,7 +163,8 @@ describe("the turn stream", () => {
         text: big,
         at: new Date().toISOString(),
       } satisfies TurnMessage)
-      if (i % 50 === 0) await new Promise((r) => setImmediate(r))
+      // A turn of the loop every 160 KB: the readers (in this process) read between batches.
+      if (i % 10 === 0) await new Promise((r) => setImmediate(r))
     }
     // Every event reaches the readers while the stalled client still is not reading: it holds
     // nobody up (how fast is bench/sse's question, not this test's; the time allowed is generous
