@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { recordAudit } from "../audit/audit.repo.js"
 import { Auth } from "../auth/Auth.js"
 import { API_KEY_PREFIX, sha256 } from "../auth/authenticator.js"
-import { KEY_CEILING, type Role, SCOPE_RANK, type Scope } from "../auth/permissions.js"
+import { KEY_CEILING, type Role, roleMay, SCOPE_RANK, type Scope } from "../auth/permissions.js"
 import type { UserPrincipal } from "../auth/principal.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Tx } from "../platform/Db.js"
@@ -127,9 +127,7 @@ export const mayMint = (role: Role, scope: Scope): boolean => SCOPE_RANK[scope] 
  * their ceiling (a demoted admin no longer manages the admin key they made).
  */
 export const mayManage = (user: { readonly userId: number; readonly role: Role }, key: KeyRow): boolean =>
-  user.role === "owner" ||
-  user.role === "admin" ||
-  (key.created_by_user_id === user.userId && mayMint(user.role, key.scope))
+  roleMay(user.role, "admin") || (key.created_by_user_id === user.userId && mayMint(user.role, key.scope))
 
 const notYours = (verb: string) =>
   new Forbidden({

@@ -13,7 +13,7 @@ import * as users from "../auth/auth.repo.js"
 import { issueSession } from "../auth/auth.service.js"
 import { sha256 } from "../auth/authenticator.js"
 import { hashPassword } from "../auth/passwords.js"
-import type { Role } from "../auth/permissions.js"
+import { type Role, roleMay } from "../auth/permissions.js"
 import type { UserPrincipal } from "../auth/principal.js"
 import { requireVerifiedOwner } from "../auth/verified-owner.js"
 import { Clock } from "../platform/Clock.js"
@@ -343,7 +343,7 @@ export const acceptInvitation = (input: {
 export const changeRole = (actor: MemberActor, userId: number, role: Role) =>
   Effect.gen(function* () {
     const p = actor.principal
-    if (role === "owner" && p.role !== "owner")
+    if (role === "owner" && !roleMay(p.role, "owner"))
       return yield* Effect.fail(
         new Forbidden({ code: "INSUFFICIENT_ROLE", message: "only the workspace's owner may transfer ownership" }),
       )
