@@ -1,9 +1,11 @@
 // The post-call analysis worker of a runtime process: claims due rows by lease and analyses a few at a
 // time (src/analysis/analysis.service.ts); calls are queued at hangup, a background sweep repairs misses.
-
+import { Duration, Effect, Fiber } from "effect"
 import { claimDue, enqueueMissing, type SweepMark } from "../src/analysis/analysis.repo.js"
 import { type AnalysisDeps, analyseBatch } from "../src/analysis/analysis.service.js"
 import type { BusClient } from "../src/platform/bus/bus.js"
+import { Log } from "../src/platform/Log.js"
+import { periodic } from "../src/platform/periodic.js"
 import { RT_ANALYSIS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
 
 export interface AnalysisWorker {
@@ -119,12 +121,15 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
     }
   }
 
-  const poll = setInterval(() => {
-    void tick().then(repairStep)
-  }, pollMs)
-  poll.unref()
+  // The backstop poll (src/platform/periodic.ts), with a page of the repair sweep after each.
+  const poller = Effect.runFork(
+    periodic({
+      what: "call analyses poll",
+      every: Duration.millis(pollMs),
+      tick: Effect.promise(() => tick().then(repairStep)),
+    }).pipe(Effect.provideService(Log, log)),
+  )
   const subscription = deps.bus.subscribe(RT_ANALYSIS_DUE, () => void tick(), { queue: RUNTIME_QUEUE })
-  void tick().then(repairStep)
 
   return {
     callEnded() {
@@ -141,7 +146,7 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
     },
     async stop() {
       stopped = true
-      clearInterval(poll)
+      await Effect.runPromise(Fiber.interrupt(poller))
       if (nudge !== undefined) clearTimeout(nudge)
       await subscription.drain().catch(() => {})
       let timer: NodeJS.Timeout | undefined

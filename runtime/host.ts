@@ -16,11 +16,13 @@ import { carrierAccountCaps, type DialLimits, effectiveDialLimits, workspaceCaps
 import { workspaceDialCaps } from "../src/plans/dial-limits.repo.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
+import { BatchWriter } from "../src/platform/batch-writer.js"
 import { Clock } from "../src/platform/Clock.js"
 import { Db, retryOnDisconnect } from "../src/platform/Db.js"
 import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
 import { trackRuntime } from "../src/platform/metrics.js"
+import { periodic } from "../src/platform/periodic.js"
 import {
   type ApprovalDecided,
   type CallHandoffRequest,
@@ -41,13 +43,12 @@ import { Mail } from "../src/providers/Mail.js"
 import { Telephony } from "../src/providers/Telephony.js"
 import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+import { TurnWriters } from "../src/turns/turn-writer.js"
 import { startAnalysisWorker } from "./analysis-worker.js"
 import { startDataFetchWorker } from "./data-fetch.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
-import { ReservationBatcher } from "./reservations.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
-import { Grouper } from "./settlements.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
 import { startWebhookDelivery } from "./webhook-delivery.js"
@@ -59,6 +60,14 @@ export interface RuntimeHost {
 }
 
 const APPROVAL_SWEEP_MS = 5_000
+
+interface Reservation {
+  readonly tenantId: number
+  readonly callRef: string
+  readonly seconds: number
+}
+type Reserved = { ok: true; reservedMinor: number } | { ok: false }
+type Charged = { chargedMinor: number }
 /** A released run's wake is sent again after this long (see stop()). */
 const HANDOVER_REWAKE_MS = 300
 /** How often the dial limits of the workspaces whose runs are driven here are read again. */
@@ -67,7 +76,7 @@ const LIMITS_REFRESH_MS = 5_000
 export const startRuntimeHost: Effect.Effect<
   RuntimeHost,
   never,
-  Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony | Credentials
+  Bus | Instance | Log | Db | Clock | AppConfig | Llm | Telephony | Credentials | TurnWriters
 > = Effect.gen(function* () {
   const bus = yield* Bus
   const instance = yield* Instance
@@ -151,7 +160,7 @@ export const startRuntimeHost: Effect.Effect<
     log,
     terms: (tenantId) => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined),
   })
-  const turns = new TurnSink(sql, bus, log)
+  const turns = new TurnSink(yield* TurnWriters, log)
   // Post-call analysis (runtime/analysis-worker.ts): on the workspace's own model when it has one.
   const analysis = startAnalysisWorker({
     sql,
@@ -170,35 +179,43 @@ export const startRuntimeHost: Effect.Effect<
   let stopping = false
 
   // The settlements of calls ending together go in one transaction per group (runtime/settlements.ts).
-  const settlements = new Grouper<{ callRef: string; seconds: number }, { chargedMinor: number } | undefined>(
-    async (items) => {
+  const settlements = new BatchWriter<"settle", { callRef: string; seconds: number }, Charged | undefined>(
+    async (_, items) => {
       const group = items.map((i) => ({ callRef: i.callRef, connectedSeconds: i.seconds }))
       const r = await retryOnDisconnect(() => runEffect(settleCalls(group)))
       if (r._tag === "Left") return items.map(() => undefined)
       return r.right.map((x) => (x === undefined ? undefined : { chargedMinor: x.settled_minor ?? 0 }))
     },
+    { maxBatch: 1_000, splitRefused: true },
   )
   /** A run's money: its calls are free of the per-minute rate only if they go out on the workspace's own accounts. */
   const moneyFor = (onOwnAccounts: boolean) => {
-    // The reservations of calls starting together go in one transaction (runtime/reservations.ts).
-    const batcher = new ReservationBatcher(async (tenantId, callRefs, seconds) => {
-      // Postgres out of reach is waited out (idempotent by call ref), not taken for a lack of funds.
-      const r = await retryOnDisconnect(() => runEffect(reserveCalls(tenantId, callRefs, seconds, { onOwnAccounts })))
-      if (r._tag === "Left") {
-        log.info({ tenant_id: tenantId, reason: r.left.message }, "calls not funded")
-        return callRefs.map(() => ({ ok: false as const }))
-      }
-      return r.right.map((x, i) => {
-        if (x.ok) return { ok: true as const, reservedMinor: x.reserved_minor }
-        log.info({ call_ref: callRefs[i], reason: "insufficient_funds" }, "call not funded")
-        return { ok: false as const }
-      })
-    })
+    // The reservations of calls of one workspace (and terms) starting together go in one transaction
+    // and one wallet lock: a dial batch starts many calls in one loop turn.
+    const reservations = new BatchWriter<string, Reservation, Reserved>(
+      async (_, items) => {
+        const { tenantId, seconds } = items[0]!
+        const callRefs = items.map((i) => i.callRef)
+        // Postgres out of reach is waited out (idempotent by call ref), not taken for a lack of funds.
+        const r = await retryOnDisconnect(() => runEffect(reserveCalls(tenantId, callRefs, seconds, { onOwnAccounts })))
+        if (r._tag === "Left") {
+          log.info({ tenant_id: tenantId, reason: r.left.message }, "calls not funded")
+          return callRefs.map(() => ({ ok: false as const }))
+        }
+        return r.right.map((x, i) => {
+          if (x.ok) return { ok: true as const, reservedMinor: x.reserved_minor }
+          log.info({ call_ref: callRefs[i], reason: "insufficient_funds" }, "call not funded")
+          return { ok: false as const }
+        })
+      },
+      { maxBatch: 500 },
+    )
     return {
-      reserve: (tenantId: number, callRef: string, seconds: number) => batcher.reserve(tenantId, callRef, seconds),
+      reserve: (tenantId: number, callRef: string, seconds: number) =>
+        reservations.submit(`${tenantId}:${seconds}`, { tenantId, callRef, seconds }),
       settle: (callRef: string, seconds: number) => {
         if (seconds > 0) analysis.callEnded()
-        return settlements.submit({ callRef, seconds })
+        return settlements.submit("settle", { callRef, seconds })
       },
     }
   }
@@ -344,19 +361,15 @@ export const startRuntimeHost: Effect.Effect<
 
   // The host's periodic work, each a loop in this scope (the first tick one interval after start).
   const scope = yield* Scope.make()
-  const every = (ms: number, tick: () => Promise<unknown>) =>
-    Effect.promise(tick).pipe(
-      Effect.catchAllDefect((err) => Effect.sync(() => log.error({ err }, "a runtime host tick failed"))),
-      Effect.delay(Duration.millis(ms)),
-      Effect.forever,
-      Effect.forkIn(scope),
+  const every = (what: string, ms: number, tick: () => Promise<unknown>) =>
+    Effect.forkIn(
+      periodic({ what, every: Duration.millis(ms), tick: Effect.promise(tick), first: "after-pause" }),
+      scope,
     )
-  const sweepApprovals = () =>
-    expireAndAnnounce({ sql, bus, log }, "due").catch((err: unknown) => log.error({ err }, "approval sweep failed"))
-  yield* every(config.runClaimIntervalMs, () => claim())
-  yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
-  yield* every(APPROVAL_SWEEP_MS, sweepApprovals)
-  yield* every(LIMITS_REFRESH_MS, refreshLimits)
+  yield* every("run claim", config.runClaimIntervalMs, () => claim())
+  yield* every("lease renewal", Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
+  yield* every("approval sweep", APPROVAL_SWEEP_MS, () => expireAndAnnounce({ sql, bus, log }, "due"))
+  yield* every("dial limits refresh", LIMITS_REFRESH_MS, refreshLimits)
   void claim()
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.

@@ -9,9 +9,7 @@
 // appends turns to the call through POST /internal/turns (that outcome_id, its own turn index as
 // `seq`) is idempotent against the runtime's turns and its own retries alike.
 import type { Logger } from "pino"
-import type { BusClient } from "../src/platform/bus/bus.js"
-import type { Sql } from "../src/platform/Db.js"
-import { type TurnWriter, turnWriterFor } from "../src/turns/turn-writer.js"
+import type { TurnWriter } from "../src/turns/turn-writer.js"
 
 export interface TurnIn {
   readonly tenantId: number
@@ -32,15 +30,10 @@ export const callOutcomeId = (callId: number): string => `call-${callId}`
 const FLUSH_TIMEOUT_MS = 10_000
 
 export class TurnSink {
-  private readonly writer: TurnWriter
-
   constructor(
-    sql: Sql,
-    bus: BusClient,
+    private readonly writer: TurnWriter,
     private readonly log: Logger,
-  ) {
-    this.writer = turnWriterFor(sql, bus, log)
-  }
+  ) {}
 
   push(turn: TurnIn): void {
     this.writer

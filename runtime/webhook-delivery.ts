@@ -6,12 +6,15 @@
 // per-endpoint and per-workspace caps, so receivers that hang cannot hold every slot.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { Duration, Effect, Fiber } from "effect"
 import type { Logger } from "pino"
 import { request } from "undici"
 import { adminEmails } from "../src/auth/auth.repo.js"
+import { BatchWriter } from "../src/platform/batch-writer.js"
 import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
 import type { Config } from "../src/platform/config.js"
 import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
+import { Log } from "../src/platform/Log.js"
 import {
   trackWebhookQueue,
   webhookAttemptsFailed,
@@ -19,6 +22,7 @@ import {
   webhooksDelivered,
 } from "../src/platform/metrics.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
+import { periodic } from "../src/platform/periodic.js"
 import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
 import type { MailProvider } from "../src/providers/mail/mail.interface.js"
 import { PrivateAddressRefused, webhookDispatcher } from "../src/providers/outbound.js"
@@ -46,7 +50,6 @@ import {
 } from "../src/webhooks/outbox.repo.js"
 import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
 import { signWebhook } from "../src/webhooks/signing.js"
-import { Grouper } from "./settlements.js"
 
 /** How often a process looks for due deliveries when no nudge came: the backstop of commit → first attempt. */
 const POLL_MS = 250
@@ -110,7 +113,10 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
 
   // The successes finishing together are recorded in one statement (with up to CONCURRENCY posts in
   // flight, one each cost a pool connection and a round trip per delivery).
-  const successes = new Grouper<AttemptRecord, boolean>((group) => retryOnDisconnect(() => recordAttempts(sql, group)))
+  const successes = new BatchWriter<"attempts", AttemptRecord, boolean>(
+    (_, group) => retryOnDisconnect(() => recordAttempts(sql, group)),
+    { maxBatch: 1_000, splitRefused: true },
+  )
   const inFlight = new Set<Promise<void>>()
   let stopping = false
   let looking = false
@@ -180,13 +186,19 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
   }
   const poke = (): void => void look()
 
+  // The backstop poll (src/platform/periodic.ts): at POLL_MS while it finds work, slower when idle.
   let pollMs = POLL_MS
-  let timer: NodeJS.Timeout | undefined
-  const tick = async (): Promise<void> => {
-    pollMs = (await look()) ? POLL_MS : Math.min(pollMs * 2, IDLE_POLL_MS)
-    if (stopping) return
-    timer = setTimeout(() => void tick(), pollMs)
-    timer.unref()
+  let poller: Fiber.RuntimeFiber<never> | undefined
+  const startPolling = (): void => {
+    poller = Effect.runFork(
+      periodic({
+        what: "webhook delivery poll",
+        every: () => Duration.millis(pollMs),
+        tick: Effect.promise(async () => {
+          pollMs = (await look()) ? POLL_MS : Math.min(pollMs * 2, IDLE_POLL_MS)
+        }),
+      }).pipe(Effect.provideService(Log, log)),
+    )
   }
   /** A nudge: look now, and poll at full speed again. */
   const nudged = (): void => {
@@ -221,7 +233,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     // endpoint's health commits with the attempt.
     const recorded =
       verdict.outcome === "delivered" && !d.endpoint_failing
-        ? await successes.submit(record)
+        ? await successes.submit("attempts", record)
         : await sql.begin(async (tx) => {
             if (!(await recordAttempt(tx, record))) return false
             const since = await trackEndpointHealth(tx, d.endpoint_id, verdict.outcome === "delivered", startedAt)
@@ -333,14 +345,14 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
       log.warn({ err }, "webhook LISTEN failed: polling only")
       return undefined
     })
-  void tick()
+  startPolling()
   log.info({ instance: me }, "webhook delivery started")
 
   return {
     poke: nudged,
     stop: async () => {
       stopping = true
-      clearTimeout(timer)
+      if (poller !== undefined) await Effect.runPromise(Fiber.interrupt(poller))
       await subscription.drain().catch(() => {})
       await (await listening)?.unlisten().catch(() => {})
       while (looking) await new Promise((r) => setTimeout(r, 10))

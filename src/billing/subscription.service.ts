@@ -8,9 +8,9 @@ import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound } from "../platform/errors.js"
+import { periodic } from "../platform/periodic.js"
 import { iso } from "../platform/time.js"
 import { postEntry } from "./ledger.repo.js"
-import { chargeEveryMinute } from "./periodic.js"
 import { BYOK_FEE_MINOR } from "./pricing.js"
 import type { SubscriptionRow } from "./subscription.repo.js"
 import * as repo from "./subscription.repo.js"
@@ -165,4 +165,10 @@ export const renewDueSubscriptions = Effect.gen(function* () {
 })
 
 /** The renewal loop the runtime role runs; a failed tick is logged and the next one retries. */
-export const renewalLoop = chargeEveryMinute(renewDueSubscriptions, "subscription renewals")
+export const renewalLoop = periodic({
+  what: "subscription renewals",
+  every: "1 minute",
+  tick: renewDueSubscriptions,
+  report: (charged) => (charged > 0 ? { charged } : undefined),
+  reported: "subscription renewals charged",
+})

@@ -24,6 +24,7 @@ import { type Payments, PaymentsLive } from "../providers/Payments.js"
 import { type Speech, SpeechLive } from "../providers/Speech.js"
 import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
 import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
+import { type TurnWriters, TurnWritersLive } from "../turns/turn-writer.js"
 import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
 import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
 
@@ -43,6 +44,7 @@ export type AppServices =
   | Llm
   | Telephony
   | TurnStreams
+  | TurnWriters
   | ApprovalStreams
   | Credentials
 
@@ -87,6 +89,7 @@ export function appLayer(deps: {
     AuthLive,
     ChallengeLive,
     TurnStreamsLive,
+    TurnWritersLive,
     ApprovalStreamsLive,
     credentials,
     PreviewSweeperLive,

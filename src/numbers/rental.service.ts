@@ -2,10 +2,10 @@
 // retrying an hour later when the wallet cannot pay.
 import { Effect } from "effect"
 import { postEntry } from "../billing/ledger.repo.js"
-import { chargeEveryMinute } from "../billing/periodic.js"
 import { addMonth } from "../billing/subscription.service.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
+import { periodic } from "../platform/periodic.js"
 import * as repo from "./numbers.repo.js"
 
 const RENT_RETRY_MS = 3_600_000
@@ -47,4 +47,10 @@ export const renewDueNumbers = Effect.gen(function* () {
 })
 
 /** The rental loop a runtime process runs beside the subscription renewals. */
-export const numberRentalLoop = chargeEveryMinute(renewDueNumbers, "number rentals")
+export const numberRentalLoop = periodic({
+  what: "number rentals",
+  every: "1 minute",
+  tick: renewDueNumbers,
+  report: (charged) => (charged > 0 ? { charged } : undefined),
+  reported: "number rentals charged",
+})

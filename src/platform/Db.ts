@@ -58,6 +58,8 @@ const CONNECTION_ERRORS = new Set([
   "57P01",
   "57P02",
   "57P03",
+  // too_many_connections: every slot taken, as during a restart's reconnect storm
+  "53300",
 ])
 
 /** The connection to Postgres was lost or refused (SQLSTATE class 08, a server shutting down, a socket error). */

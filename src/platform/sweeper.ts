@@ -1,10 +1,11 @@
 // A periodic sweep of leftovers (expired clips, demo voices, abandoned demo calls), started with
 // its layer and stopped with its scope, in the processes that serve HTTP: the runtime role stores
-// none of them. A failed sweep is logged, and the next one runs on time.
-import { type Duration, Effect, Layer, Schedule } from "effect"
+// none of them. A failed sweep is logged, and the next one runs on time (src/platform/periodic.ts).
+import { type Duration, Effect, Layer } from "effect"
 import { Clock } from "./Clock.js"
 import { Instance } from "./Instance.js"
-import { Log } from "./Log.js"
+import type { Log } from "./Log.js"
+import { periodicScoped } from "./periodic.js"
 
 export function httpSweeper<A extends object, R>(o: {
   /** What is swept, for the log: "preview clips", "demo leftovers". */
@@ -19,16 +20,13 @@ export function httpSweeper<A extends object, R>(o: {
       const instance = yield* Instance
       if (instance.role === "runtime") return
       const clock = yield* Clock
-      const log = yield* Log
-      const once = Effect.suspend(() => o.sweep(clock.now())).pipe(
-        Effect.tap((r) =>
-          o.swept(r)
-            ? Effect.sync(() => log.info({ ...(r as Record<string, unknown>) }, `${o.what} swept`))
-            : Effect.void,
-        ),
-        Effect.catchAllDefect((e) => Effect.sync(() => log.error({ err: e }, `${o.what} sweep failed`))),
-      )
-      yield* once.pipe(Effect.repeat(Schedule.spaced(o.every)), Effect.forkScoped)
+      yield* periodicScoped({
+        what: `${o.what} sweep`,
+        every: o.every,
+        tick: Effect.suspend(() => o.sweep(clock.now())),
+        report: (r) => (o.swept(r) ? { ...(r as Record<string, unknown>) } : undefined),
+        reported: `${o.what} swept`,
+      })
     }),
   )
 }

@@ -9,17 +9,19 @@
 // lower seq that will ever exist is visible too. Each writer publishes its own turns in seq order;
 // the bus does not order two publishers against each other, so a watcher's hub fills a hole in the
 // seqs it receives from Postgres (src/turns/turn-hub.ts) before it sends what follows.
+import { Context, Effect, Layer } from "effect"
 import type { Logger } from "pino"
+import { Bus } from "../platform/Bus.js"
+import { BatchWriter } from "../platform/batch-writer.js"
 import type { BusClient } from "../platform/bus/bus.js"
-import type { Sql } from "../platform/Db.js"
+import { Db, type Sql } from "../platform/Db.js"
+import { Log } from "../platform/Log.js"
 import { turnSubject } from "../platform/subjects.js"
 import type { TurnMessage } from "./turn.message.js"
 import { existingTurns, storeTurnBatch, type TurnToStore } from "./turns.repo.js"
 
 /** Most turns one statement carries; more wait for the next. */
 export const MAX_BATCH = 1000
-const RETRY_MIN_MS = 100
-const RETRY_MAX_MS = 2000
 
 export interface StoredTurn {
   readonly turn: TurnMessage
@@ -31,23 +33,6 @@ interface Pending {
   readonly item: TurnToStore
   /** The runtime's turns are kept and written again while Postgres is away; an ingested one fails its request. */
   readonly keep: boolean
-  resolve(r: StoredTurn): void
-  reject(err: unknown): void
-}
-
-interface RunQueue {
-  readonly runId: number
-  queue: Pending[]
-  writing: boolean
-  failures: number
-}
-
-/** Postgres is unreachable or restarting (worth writing again), as opposed to a statement it refused. */
-const isConnectionError = (err: unknown): boolean => {
-  const e = err as { code?: unknown; severity?: unknown } | null
-  const code = typeof e?.code === "string" ? e.code : ""
-  if (e?.severity === undefined) return true
-  return code.startsWith("08") || code.startsWith("57P") || code === "53300"
 }
 
 /** Postgres text cannot hold NUL. */
@@ -60,100 +45,75 @@ const dedupeKey = (t: TurnToStore): string | undefined =>
       ? `c${t.callId}|${t.turnIndex}`
       : undefined
 
+class TurnNotStored extends Error {
+  constructor() {
+    super("turn was neither stored nor found")
+  }
+}
+
 export class TurnWriter {
-  private readonly runs = new Map<number, RunQueue>()
-  private readonly idle = new Set<() => void>()
+  private readonly batches: BatchWriter<number, Pending, StoredTurn | TurnNotStored>
 
   constructor(
     private readonly sql: Sql,
     private readonly bus: BusClient,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.batches = new BatchWriter((runId, batch) => this.store(runId, batch), {
+      maxBatch: MAX_BATCH,
+      // Whatever else arrives in this event-loop turn shares the first statement.
+      start: "immediate",
+      splitRefused: true,
+      keep: (p) => p.keep,
+      onFailure: (err, { key, items, kept, failures }) => {
+        if (kept > 0) {
+          if (failures === 1 || failures % 50 === 0)
+            this.log.error({ err, run_id: key, turns: kept }, "could not store turns; retrying")
+        } else if (items > 1) this.log.warn({ err, run_id: key, turns: items }, "a batch of turns was refused")
+        else this.log.error({ err, run_id: key }, "could not store a turn")
+      },
+    })
+  }
 
   /** Stores (then publishes) turns of one or more runs; resolves per turn once it is stored. */
   write(items: readonly TurnToStore[], opts: { keep?: boolean } = {}): Promise<StoredTurn[]> {
+    const keep = opts.keep === true
     return Promise.all(
-      items.map(
-        (item) =>
-          new Promise<StoredTurn>((resolve, reject) => {
-            let q = this.runs.get(item.runId)
-            if (q === undefined)
-              this.runs.set(item.runId, (q = { runId: item.runId, queue: [], writing: false, failures: 0 }))
-            q.queue.push({ item: { ...item, text: clean(item.text) }, keep: opts.keep === true, resolve, reject })
-            if (!q.writing) {
-              q.writing = true
-              const run = q
-              // Whatever else arrives in this event-loop turn shares the first statement.
-              setImmediate(() => void this.drain(run))
-            }
-          }),
+      items.map((item) =>
+        this.batches.submit(item.runId, { item: { ...item, text: clean(item.text) }, keep }).then((r) => {
+          if (r instanceof TurnNotStored) throw r
+          return r
+        }),
       ),
     )
   }
 
   /** Turns queued or being written, over all runs. */
   get pending(): number {
-    let n = 0
-    for (const q of this.runs.values()) n += q.queue.length
-    return n
+    return this.batches.pending
   }
 
   /** Resolves once every turn handed in so far is stored and published (or failed). */
   flush(): Promise<void> {
-    if (this.runs.size === 0) return Promise.resolve()
-    return new Promise((resolve) => this.idle.add(resolve))
-  }
-
-  private async drain(q: RunQueue): Promise<void> {
-    while (q.queue.length > 0) {
-      const batch = q.queue.splice(0, MAX_BATCH)
-      try {
-        await this.store(q.runId, batch)
-        q.failures = 0
-      } catch (err) {
-        if (isConnectionError(err)) {
-          // Kept ones go back to the front, in order, and are written again after a pause.
-          const kept = batch.filter((p) => p.keep)
-          for (const p of batch) if (!p.keep) p.reject(err)
-          q.queue.unshift(...kept)
-          q.failures++
-          if (q.failures === 1 || q.failures % 50 === 0)
-            this.log.error({ err, run_id: q.runId, turns: kept.length }, "could not store turns; retrying")
-          if (kept.length > 0)
-            await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** q.failures)))
-        } else {
-          // A statement Postgres refused: store them one at a time, so one bad turn fails alone.
-          this.log.warn(
-            { err, run_id: q.runId, turns: batch.length },
-            "a batch of turns was refused; storing one by one",
-          )
-          for (const p of batch)
-            await this.store(q.runId, [p]).catch((e: unknown) => {
-              this.log.error({ err: e, run_id: q.runId }, "could not store a turn")
-              p.reject(e)
-            })
-        }
-      }
-    }
-    q.writing = false
-    this.runs.delete(q.runId)
-    if (this.runs.size === 0) for (const done of this.idle) done()
-    if (this.runs.size === 0) this.idle.clear()
+    return this.batches.flush()
   }
 
   /** One statement for the batch, then the duplicates looked up, then the new turns published in seq order. */
-  private async store(runId: number, batch: Pending[]): Promise<void> {
+  private async store(runId: number, batch: readonly Pending[]): Promise<Array<StoredTurn | TurnNotStored>> {
     // A key twice in one batch: the first is stored, the later ones answer with it.
     const firstOf = new Map<string, number>()
     const unique: Pending[] = []
-    const sameAs: Array<[Pending, number]> = []
-    for (const p of batch) {
+    /** Where each unique turn stands in the batch. */
+    const positions: number[] = []
+    const sameAs: Array<[number, number]> = []
+    for (const [at, p] of batch.entries()) {
       const key = dedupeKey(p.item)
       const first = key === undefined ? undefined : firstOf.get(key)
-      if (first !== undefined) sameAs.push([p, first])
+      if (first !== undefined) sameAs.push([at, first])
       else {
         if (key !== undefined) firstOf.set(key, unique.length)
         unique.push(p)
+        positions.push(at)
       }
     }
     const stored = await storeTurnBatch(
@@ -204,24 +164,30 @@ export class TurnWriter {
         }
       }
     }
-    for (let i = 0; i < unique.length; i++) {
-      const r = results[i]
-      if (r !== undefined) unique[i]!.resolve(r)
-      else unique[i]!.reject(new Error("turn was neither stored nor found"))
-    }
-    for (const [p, first] of sameAs) {
+    const out: Array<StoredTurn | TurnNotStored> = new Array(batch.length)
+    for (let i = 0; i < unique.length; i++) out[positions[i]!] = results[i] ?? new TurnNotStored()
+    for (const [at, first] of sameAs) {
       const r = results[first]
-      if (r !== undefined) p.resolve({ created: false, turn: r.turn })
-      else p.reject(new Error("turn was neither stored nor found"))
+      out[at] = r !== undefined ? { created: false, turn: r.turn } : new TurnNotStored()
     }
+    return out
   }
 }
 
-const writers = new WeakMap<Sql, TurnWriter>()
+/**
+ * The process's one turn writer (the api and runtime roles share it): per run, one statement in
+ * flight at a time, whatever else arrives waits for it. Built with the app's services; what is
+ * still queued when the process stops is written before the database closes.
+ */
+export class TurnWriters extends Context.Tag("parley/TurnWriters")<TurnWriters, TurnWriter>() {}
 
-/** The process's writer for this database (one per connection pool; the api and runtime roles share it). */
-export const turnWriterFor = (sql: Sql, bus: BusClient, log: Logger): TurnWriter => {
-  let w = writers.get(sql)
-  if (w === undefined) writers.set(sql, (w = new TurnWriter(sql, bus, log)))
-  return w
-}
+export const TurnWritersLive: Layer.Layer<TurnWriters, never, Db | Bus | Log> = Layer.scoped(
+  TurnWriters,
+  Effect.gen(function* () {
+    const writer = new TurnWriter((yield* Db).sql, yield* Bus, yield* Log)
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => writer.flush()).pipe(Effect.timeout("10 seconds"), Effect.ignore),
+    )
+    return writer
+  }),
+)

@@ -1,13 +1,11 @@
 // Turn streams for watchers (history, then live, with no gap and no duplicate), the calls in
 // flight, and turns ingested from external orchestrators onto the same bus and table.
 import { Effect } from "effect"
-import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { NotFound, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { TurnStreams } from "./TurnStreams.js"
 import type { StreamSink } from "./turn-hub.js"
-import { turnWriterFor } from "./turn-writer.js"
+import { TurnWriters } from "./turn-writer.js"
 import * as repo from "./turns.repo.js"
 
 const HISTORY_PAGE = 500
@@ -93,8 +91,6 @@ const KNOWN_RUNS_MAX = 10_000
 export const ingestTurns = (tenantId: number, turns: readonly TurnInput[], fieldOf: (i: number) => string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const bus = yield* Bus
-    const log = yield* Log
     const now = Date.now()
     for (const runId of new Set(turns.map((t) => t.run_id))) {
       const key = `${tenantId}.${runId}`
@@ -122,7 +118,7 @@ export const ingestTurns = (tenantId: number, turns: readonly TurnInput[], field
           }),
         )
     }
-    const writer = turnWriterFor(sql, bus, log)
+    const writer = yield* TurnWriters
     return yield* Effect.promise(() =>
       writer.write(
         turns.map((t) => ({

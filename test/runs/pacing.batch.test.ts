@@ -1,52 +1,7 @@
-// The runtime's grouping of wallet work: reservations of calls starting together go in one batch
-// per workspace (a batch in flight collects the next), and settlements are limited in flight.
+// The runtime's pacing of wallet work: settlements are limited in flight (the grouping of
+// reservations is the batch writer's: test/platform/batch-writer.test.ts).
 import { describe, expect, it } from "vitest"
 import { Limiter } from "../../runtime/pacing.js"
-import { ReservationBatcher } from "../../runtime/reservations.js"
-
-const tick = () => new Promise((r) => setTimeout(r, 5))
-
-describe("ReservationBatcher", () => {
-  it("reserves calls asked for together in one batch, and those asked for meanwhile in the next", async () => {
-    const batches: string[][] = []
-    let release: (() => void) | undefined
-    const batcher = new ReservationBatcher(async (_tenant, refs) => {
-      batches.push([...refs])
-      if (batches.length === 1) await new Promise<void>((r) => (release = r))
-      return refs.map((ref) => (ref === "call:3" ? { ok: false as const } : { ok: true as const, reservedMinor: 30 }))
-    })
-    const first = [1, 2].map((i) => batcher.reserve(7, `call:${i}`, 180))
-    await tick()
-    const second = [3, 4, 5].map((i) => batcher.reserve(7, `call:${i}`, 180))
-    // Another workspace is never in the same batch.
-    const other = batcher.reserve(8, "call:9", 180)
-    await tick()
-    expect(batches).toEqual([["call:1", "call:2"], ["call:9"]])
-    release!()
-    expect(await Promise.all(first)).toEqual([
-      { ok: true, reservedMinor: 30 },
-      { ok: true, reservedMinor: 30 },
-    ])
-    expect(await Promise.all(second)).toEqual([
-      { ok: false },
-      { ok: true, reservedMinor: 30 },
-      { ok: true, reservedMinor: 30 },
-    ])
-    expect(await other).toEqual({ ok: true, reservedMinor: 30 })
-    expect(batches).toEqual([["call:1", "call:2"], ["call:9"], ["call:3", "call:4", "call:5"]])
-  })
-
-  it("fails the calls of a batch whose write failed, and serves the next", async () => {
-    let fail = true
-    const batcher = new ReservationBatcher(async (_t, refs) => {
-      if (fail) throw new Error("database away")
-      return refs.map(() => ({ ok: true as const, reservedMinor: 1 }))
-    })
-    await expect(batcher.reserve(1, "call:1", 60)).rejects.toThrow("database away")
-    fail = false
-    expect(await batcher.reserve(1, "call:2", 60)).toEqual({ ok: true, reservedMinor: 1 })
-  })
-})
 
 describe("Limiter", () => {
   it("never runs more than its maximum at once, and runs every task", async () => {

@@ -5,7 +5,6 @@
 
 import type { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Grouper } from "../../runtime/settlements.js"
 import { reserveCalls, settleCall, settleCalls } from "../../src/billing/usage.service.js"
 import { callCostMinor } from "../../src/billing/wallet.service.js"
 import type { AppServices } from "../../src/main/app.layer.js"
@@ -116,46 +115,5 @@ describe("settleCalls", () => {
     const w = await wallet(s.tenantId)
     expect(w.balance).toBe(start.balance + 20 * (cost - callCostMinor(30, "USD")))
     expect(w.balance).toBe(w.sum)
-  })
-})
-
-describe("Grouper", () => {
-  it("writes what arrives while a group is in flight in the next group, in order", async () => {
-    const groups: number[][] = []
-    let release: () => void = () => {}
-    const g = new Grouper<number, number>(async (items) => {
-      groups.push([...items])
-      if (groups.length === 1) await new Promise<void>((r) => (release = r))
-      return items.map((i) => i * 10)
-    })
-    const first = [1, 2, 3].map((i) => g.submit(i))
-    await new Promise((r) => setTimeout(r, 10))
-    const second = [4, 5, 6, 7].map((i) => g.submit(i))
-    release()
-    expect(await Promise.all([...first, ...second])).toEqual([10, 20, 30, 40, 50, 60, 70])
-    expect(groups).toEqual([
-      [1, 2, 3],
-      [4, 5, 6, 7],
-    ])
-  })
-
-  it("a failing group is written again one item at a time: only the bad item fails", async () => {
-    const g = new Grouper<number, number>(async (items) => {
-      if (items.includes(13)) throw new Error("bad item")
-      return items.map((i) => i + 1)
-    })
-    const out = await Promise.allSettled([1, 13, 2].map((i) => g.submit(i)))
-    expect(out.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"])
-    expect(out[0]).toMatchObject({ value: 2 })
-  })
-
-  it("caps a group's size", async () => {
-    const sizes: number[] = []
-    const g = new Grouper<number, number>(async (items) => {
-      sizes.push(items.length)
-      return items
-    }, 4)
-    await Promise.all(Array.from({ length: 10 }, (_, i) => g.submit(i)))
-    expect(sizes).toEqual([4, 4, 2])
   })
 })
