@@ -1,14 +1,13 @@
 // Live approval changes in one api process (GET /api/approvals/stream): one bus subscription per
 // workspace being watched, shared by its watchers; each change framed once and written to each
 // watcher once per event-loop turn, then the workspace's pending count (an `event: pending` frame),
-// read once per room after the turn's changes, and on connect. The stream terms are the turn hub's
-// (src/turns/turn-hub.ts): its sink, its settings (keepalive, buffer cap), its reconnect frame and
-// its dropped-client metric.
+// read once per room after the turn's changes, and on connect. The writing, the keepalives, the
+// dropping of a client that stopped reading and the reconnect frame are the live hub's
+// (src/platform/live-hub.ts), as for the turn streams.
 import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
-import { sseDropped } from "../platform/metrics.js"
+import { type HubSettings, LiveClient, LiveHub, type StreamSink } from "../platform/live-hub.js"
 import { type ApprovalChanged, approvalsSubject } from "../platform/subjects.js"
-import { type HubSettings, reconnectDelayMs, reconnectFrame, type StreamSink, sinkVerdict } from "../turns/turn-hub.js"
 
 /** An approval change as the stream sends it: unnamed, no id (a reconnect refetches the queue). */
 export const approvalFrame = (c: ApprovalChanged): string =>
@@ -24,18 +23,13 @@ export const pendingFrame = (pending: number, at: Date): string =>
 /** Reads a workspace's pending approvals count (approvals.repo.ts countPending). */
 export type PendingCounter = (tenantId: number) => Promise<number>
 
-export class ApprovalWatcher {
-  closed = false
-  lastWriteAt: number
-  /** Frames waiting for this event-loop turn's flush. */
-  out: string[] = []
-
+export class ApprovalWatcher extends LiveClient {
   constructor(
     readonly tenantId: number,
-    readonly sink: StreamSink,
+    sink: StreamSink,
     now: number,
   ) {
-    this.lastWriteAt = now
+    super(sink, now)
   }
 }
 
@@ -49,22 +43,20 @@ interface Room {
   all: boolean
 }
 
-export class ApprovalHub {
+export class ApprovalHub extends LiveHub<ApprovalWatcher> {
   private readonly rooms = new Map<number, Room>()
-  private readonly dirty = new Set<ApprovalWatcher>()
-  private flushScheduled = false
-  /** Runs only while someone watches, so an idle process holds no timer. */
-  private ticker: NodeJS.Timeout | undefined
   private busConnected = true
 
   constructor(
     private readonly bus: BusClient,
-    private readonly log: Logger,
-    private readonly settings: HubSettings,
-    private readonly now: () => number = Date.now,
+    log: Logger,
+    settings: HubSettings,
+    now: () => number = Date.now,
     /** Without one, the stream sends changes only (no pending counts). */
     private readonly countPending?: PendingCounter,
-  ) {}
+  ) {
+    super(log, settings, now, "dropping an approval-stream client that stopped reading")
+  }
 
   /** Watchers in this process of one workspace (0: none, and no subscription). */
   watching(tenantId: number): number {
@@ -86,7 +78,7 @@ export class ApprovalHub {
         if (typeof c?.approval_id !== "number" || typeof c.status !== "string") return
         const frame = approvalFrame(c)
         for (const w of watchers) {
-          w.out.push(frame)
+          w.queueRaw(frame)
           this.markDirty(w)
         }
         this.count(tenantId, "all")
@@ -96,8 +88,8 @@ export class ApprovalHub {
     }
     const w = new ApprovalWatcher(tenantId, sink, this.now())
     room.watchers.add(w)
-    this.ticker ??= setInterval(() => this.tick(), Math.max(10, Math.floor(this.settings.keepaliveMs / 3)))
-    this.ticker.unref()
+    // The ticker runs only while someone watches, so an idle process holds no timer.
+    this.keepTicking(this.settings.keepaliveMs / 3)
     await this.bus.flush()
     return w
   }
@@ -128,7 +120,7 @@ export class ApprovalHub {
         const frame = pendingFrame(n, new Date(this.now()))
         for (const w of everyone ? room.watchers : askers) {
           if (w.closed) continue
-          w.out.push(frame)
+          w.queueRaw(frame)
           this.markDirty(w)
         }
       }
@@ -141,77 +133,33 @@ export class ApprovalHub {
     })
   }
 
-  leave(w: ApprovalWatcher): void {
-    if (w.closed) return
-    w.closed = true
-    this.dirty.delete(w)
+  protected *clients(): Iterable<ApprovalWatcher> {
+    for (const room of this.rooms.values()) yield* room.watchers
+  }
+
+  protected detach(w: ApprovalWatcher): void {
     const room = this.rooms.get(w.tenantId)
     if (room?.watchers.delete(w) && room.watchers.size === 0) {
       this.rooms.delete(w.tenantId)
       room.sub.unsubscribe()
     }
-    if (this.rooms.size === 0 && this.ticker !== undefined) {
-      clearInterval(this.ticker)
-      this.ticker = undefined
-    }
-    if (!w.sink.closed) w.sink.end()
+    if (this.rooms.size === 0) this.stopTicking()
   }
 
-  private markDirty(w: ApprovalWatcher): void {
-    this.dirty.add(w)
-    if (this.flushScheduled) return
-    this.flushScheduled = true
-    // Never write from inside the bus's handler: one cork per watcher, after the turn's messages.
-    setImmediate(() => this.flush())
-  }
-
-  private flush(): void {
-    this.flushScheduled = false
-    const now = this.now()
-    for (const w of this.dirty) {
-      const frames = w.out
-      w.out = []
-      if (frames.length === 0 || w.closed) continue
-      const chunk = frames.join("")
-      const verdict = sinkVerdict(w.sink, chunk, this.settings.maxBufferedBytes)
-      if (verdict === "behind") {
-        this.log.warn(
-          { tenant_id: w.tenantId, buffered: w.sink.bufferedBytes() },
-          "dropping an approval-stream client that stopped reading",
-        )
-        sseDropped.inc()
-      }
-      if (verdict !== "ok") {
-        this.leave(w)
-        continue
-      }
-      w.lastWriteAt = now
-      void w.sink.write(chunk)
-    }
-    this.dirty.clear()
+  protected describe(w: ApprovalWatcher): Record<string, unknown> {
+    return { tenant_id: w.tenantId }
   }
 
   /**
    * Keepalives for quiet watchers; and after a bus outage, changes published meanwhile never came:
    * each watcher is told to reconnect, and the client reads the queue afresh when it does.
    */
-  private tick(): void {
+  protected override tick(now: number): void {
     const connected = this.bus.status().connected
     const back = connected && !this.busConnected
     this.busConnected = connected
-    const now = this.now()
-    for (const room of [...this.rooms.values()])
-      for (const w of [...room.watchers]) {
-        if (back) {
-          const chunk = w.out.join("") + reconnectFrame(reconnectDelayMs(), "bus_reconnected")
-          w.out = []
-          if (!w.sink.closed) void w.sink.write(chunk)
-          this.leave(w)
-        } else if (now - w.lastWriteAt >= this.settings.keepaliveMs) {
-          w.out.push(": keepalive\n\n")
-          this.markDirty(w)
-        }
-      }
+    if (!back) return super.tick(now)
+    for (const w of [...this.clients()]) this.farewell(w, "bus_reconnected")
   }
 
   /**
@@ -219,17 +167,6 @@ export class ApprovalHub {
    * a second) and reads the queue afresh there.
    */
   goodbye(): void {
-    for (const room of [...this.rooms.values()])
-      for (const w of [...room.watchers]) {
-        const chunk = w.out.join("") + reconnectFrame(reconnectDelayMs())
-        w.out = []
-        if (!w.sink.closed) void w.sink.write(chunk)
-        this.leave(w)
-      }
-  }
-
-  /** Ends every stream (the process is stopping). */
-  close(): void {
-    for (const room of [...this.rooms.values()]) for (const w of [...room.watchers]) this.leave(w)
+    for (const w of [...this.clients()]) this.farewell(w)
   }
 }

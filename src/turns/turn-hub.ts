@@ -6,83 +6,30 @@
 // stops reading is dropped when its buffer passes the cap, without slowing the others.
 import type { Logger } from "pino"
 import type { BusClient, BusSubscription } from "../platform/bus/bus.js"
-import { sseDropped } from "../platform/metrics.js"
+import { DEFAULT_HUB_SETTINGS, type HubSettings, LiveClient, LiveHub, type StreamSink } from "../platform/live-hub.js"
 import { runTurnsSubject } from "../platform/subjects.js"
 import type { TurnMessage } from "./turn.message.js"
 
-/** What the hub needs from a client's connection (the HTTP layer's stream writer). */
-export interface StreamSink {
-  write(chunk: string | Uint8Array): Promise<boolean>
-  bufferedBytes(): number
-  readonly closed: boolean
-  end(): void
-}
-
-export interface HubSettings {
-  readonly keepaliveMs: number
-  readonly idleMs: number
-  /** A client whose unsent bytes pass this is dropped. */
-  readonly maxBufferedBytes: number
-}
-
-export const DEFAULT_HUB_SETTINGS: HubSettings = {
-  keepaliveMs: 15_000,
-  idleMs: 30 * 60_000,
-  maxBufferedBytes: 1024 * 1024,
-}
-
 export const sseEvent = (t: TurnMessage): string => `id: ${t.seq}\ndata: ${JSON.stringify(t)}\n\n`
 
-/**
- * The last frame of a stream this process ends because it is stopping: a named event (a browser's
- * EventSource dispatches it only to a `reconnect` listener) and a short, jittered `retry:`, so the
- * client reconnects (to another api process) soon, resuming with Last-Event-ID. It carries no
- * `id:`, so the client's last event id stays the last turn's seq.
- */
-export const reconnectFrame = (
-  retryMs: number,
-  reason: "server_shutting_down" | "bus_reconnected" = "server_shutting_down",
-): string => {
-  const data = JSON.stringify({ reason, retry_ms: retryMs })
-  return `event: reconnect\nretry: ${retryMs}\ndata: ${data}\n\n`
-}
-
-/** How soon clients of a stopping process reconnect: spread over a second so they do not arrive at once. */
-export const reconnectDelayMs = (): number => 250 + Math.floor(Math.random() * 1000)
-
-/**
- * Whether a chunk may be written to a stream's sink: `closed` (the client left), `behind` (it has
- * not taken what it was sent, and this chunk would pass the cap: drop the client), else `ok`. A
- * client that keeps up (nothing waiting) always gets its chunk whole, however large.
- */
-export const sinkVerdict = (sink: StreamSink, chunk: string | Buffer, cap: number): "ok" | "closed" | "behind" => {
-  if (sink.closed) return "closed"
-  const behind = sink.bufferedBytes()
-  const size = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
-  return behind > 0 && behind + size > cap ? "behind" : "ok"
-}
-
-export class TurnClient {
+export class TurnClient extends LiveClient {
   /** Highest seq written (history or live): anything at or below it is a duplicate. */
   lastSeq: number
   /** Live events that arrived while history was being written. */
   private early: TurnMessage[] | undefined = []
-  private out: string[] = []
-  /** When the client last got a turn (idle close) and last got anything (keepalive). */
+  /** When the client last got a turn (idle close); `lastWriteAt`, anything (keepalive). */
   lastTurnAt: number
-  lastWriteAt: number
-  closed = false
 
   constructor(
     readonly key: string,
     readonly targetId: number | undefined,
     sinceSeq: number,
-    readonly sink: StreamSink,
+    sink: StreamSink,
     now: number,
   ) {
+    super(sink, now)
     this.lastSeq = sinceSeq
     this.lastTurnAt = now
-    this.lastWriteAt = now
   }
 
   /** A live event from the run's subscription. */
@@ -119,17 +66,6 @@ export class TurnClient {
   /** History is written and the client takes live events. */
   get live(): boolean {
     return this.early === undefined
-  }
-
-  /** Takes what is queued for this client. */
-  take(): string[] {
-    const s = this.out
-    if (s.length > 0) this.out = []
-    return s
-  }
-
-  queueRaw(s: string): void {
-    this.out.push(s)
   }
 }
 
@@ -170,26 +106,23 @@ export type LastStoredSeq = (runId: number) => Promise<number>
 
 const FILL_MAX = 1000
 
-export class TurnHub {
+export class TurnHub extends LiveHub<TurnClient> {
   private readonly rooms = new Map<string, RunRoom>()
-  private readonly dirty = new Set<TurnClient>()
   private readonly dirtyRooms = new Set<RunRoom>()
-  private flushScheduled = false
-  private readonly ticker: NodeJS.Timeout
   private stopped = false
   /** The process is stopping: every client is told to reconnect elsewhere (goodbye()). */
   private leaving = false
 
   constructor(
     private readonly bus: BusClient,
-    private readonly log: Logger,
-    private readonly settings: HubSettings = DEFAULT_HUB_SETTINGS,
-    private readonly now: () => number = Date.now,
+    log: Logger,
+    settings: HubSettings = DEFAULT_HUB_SETTINGS,
+    now: () => number = Date.now,
     private readonly fill?: HoleFill,
     private readonly lastStored?: LastStoredSeq,
   ) {
-    this.ticker = setInterval(() => this.tick(), Math.max(10, Math.min(settings.keepaliveMs, settings.idleMs) / 3))
-    this.ticker.unref()
+    super(log, settings, now, "dropping a turn-stream client that stopped reading")
+    this.keepTicking(Math.min(settings.keepaliveMs, settings.idleMs) / 3)
   }
 
   get subscriptions(): number {
@@ -363,17 +296,11 @@ export class TurnHub {
       for (const c of [...room.clients]) if (c.live) this.farewell(c, "bus_reconnected")
   }
 
-  private farewell(c: TurnClient, reason?: Parameters<typeof reconnectFrame>[1]): void {
-    if (c.closed) return
-    const chunk = c.take().join("") + reconnectFrame(reconnectDelayMs(), reason)
-    if (!c.sink.closed) void c.sink.write(chunk)
-    this.leave(c)
+  protected *clients(): Iterable<TurnClient> {
+    for (const room of this.rooms.values()) yield* room.clients
   }
 
-  leave(client: TurnClient): void {
-    if (client.closed) return
-    client.closed = true
-    this.dirty.delete(client)
+  protected detach(client: TurnClient): void {
     const room = this.rooms.get(client.key)
     if (room === undefined) return
     room.clients.delete(client)
@@ -382,33 +309,17 @@ export class TurnHub {
       this.rooms.delete(client.key)
       room.sub.unsubscribe()
     }
-    if (!client.sink.closed) client.sink.end()
   }
 
-  private markDirty(c: TurnClient): void {
-    this.dirty.add(c)
-    this.schedule()
+  protected describe(client: TurnClient): Record<string, unknown> {
+    return { stream: client.key }
   }
 
-  private schedule(): void {
-    if (this.flushScheduled) return
-    this.flushScheduled = true
-    // One write per client per event-loop turn, however many turns arrived in it.
-    setImmediate(() => this.flush())
-  }
-
-  private flush(): void {
-    this.flushScheduled = false
-    const now = this.now()
-    // Clients with frames of their own (history's tail, a target's turns, keepalives) first.
-    for (const c of this.dirty) {
-      const frames = c.take()
-      if (frames.length === 0 || c.closed) continue
-      this.send(c, frames.length === 1 ? frames[0]! : frames.join(""), now)
-    }
-    this.dirty.clear()
-    // Then each run's turns of this event-loop turn to its live whole-run clients: one buffer for
-    // every client that was up to date, only a client whose history ran ahead gets its own chunk.
+  /**
+   * Each run's turns of this event-loop turn to its live whole-run clients: one buffer for every
+   * client that was up to date, only a client whose history ran ahead gets its own chunk.
+   */
+  protected override flushRooms(now: number): void {
     for (const r of this.dirtyRooms) {
       const batch = r.batch
       r.batch = []
@@ -433,40 +344,19 @@ export class TurnHub {
     this.dirtyRooms.clear()
   }
 
-  private send(c: TurnClient, chunk: string | Buffer, now: number): void {
-    const verdict = sinkVerdict(c.sink, chunk, this.settings.maxBufferedBytes)
-    if (verdict === "behind") {
-      this.log.warn(
-        { stream: c.key, buffered: c.sink.bufferedBytes() },
-        "dropping a turn-stream client that stopped reading",
-      )
-      sseDropped.inc()
-    }
-    if (verdict !== "ok") {
-      this.leave(c)
-      return
-    }
-    c.lastWriteAt = now
-    void c.sink.write(chunk)
-  }
-
   /** Keepalives for quiet clients; idle ones are closed. */
-  private tick(): void {
+  protected override tick(now: number): void {
     if (this.stopped) return
-    const now = this.now()
-    for (const room of this.rooms.values())
-      for (const c of room.clients) {
-        if (now - c.lastTurnAt >= this.settings.idleMs) this.leave(c)
-        else if (now - c.lastWriteAt >= this.settings.keepaliveMs) {
-          c.queueRaw(": keepalive\n\n")
-          this.markDirty(c)
-        }
+    for (const c of [...this.clients()])
+      if (now - c.lastTurnAt >= this.settings.idleMs) this.leave(c)
+      else if (now - c.lastWriteAt >= this.settings.keepaliveMs) {
+        c.queueRaw(": keepalive\n\n")
+        this.markDirty(c)
       }
   }
 
-  close(): void {
+  override close(): void {
     this.stopped = true
-    clearInterval(this.ticker)
-    for (const room of this.rooms.values()) for (const c of [...room.clients]) this.leave(c)
+    super.close()
   }
 }

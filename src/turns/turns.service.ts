@@ -3,8 +3,8 @@
 import { Effect } from "effect"
 import { Db } from "../platform/Db.js"
 import { NotFound, ValidationFailed } from "../platform/errors.js"
+import type { StreamSink } from "../platform/live-hub.js"
 import { TurnStreams } from "./TurnStreams.js"
-import type { StreamSink } from "./turn-hub.js"
 import { TurnWriters } from "./turn-writer.js"
 import * as repo from "./turns.repo.js"
 
