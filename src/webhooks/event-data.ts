@@ -70,7 +70,7 @@ export const callEndedEvent = (c: CallObjectRow): EmitInput => ({
 
 // --- runs ------------------------------------------------------------------------------------
 
-/** A run as GET /api/workflows/{id}/runs reads it (workflows.repo.ts, listRuns). */
+/** A run as GET /api/workflows/{id}/runs reads it (src/runs/runs.repo.ts, listRuns). */
 export interface RunObjectRow {
   readonly id: number
   readonly workflow_id: number
