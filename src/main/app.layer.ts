@@ -3,6 +3,7 @@
 import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
 import { type ApprovalStreams, ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
+import type { RunCallbacks } from "../approvals/RunCallbacks.js"
 import { type Auth, AuthLive } from "../auth/Auth.js"
 import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
@@ -23,6 +24,7 @@ import { type Mail, MailLive } from "../providers/Mail.js"
 import { type Payments, PaymentsLive } from "../providers/Payments.js"
 import { type Speech, SpeechLive } from "../providers/Speech.js"
 import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
+import { RunCallbacksLive } from "../runs/run-callbacks.js"
 import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
 import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
 import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
@@ -45,6 +47,7 @@ export type AppServices =
   | TurnStreams
   | ApprovalStreams
   | Credentials
+  | RunCallbacks
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -88,6 +91,7 @@ export function appLayer(deps: {
     ChallengeLive,
     TurnStreamsLive,
     ApprovalStreamsLive,
+    RunCallbacksLive,
     credentials,
     PreviewSweeperLive,
     DemoSweeperLive,

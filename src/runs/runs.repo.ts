@@ -335,7 +335,7 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
 export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
   (await sql.begin((tx) => scheduleCallbackIn(tx, runId, runTargetId, at))) as boolean
 
-/** scheduleCallback inside the caller's transaction (a late decision's, src/approvals/late-decisions.ts). */
+/** scheduleCallback inside the caller's transaction (a late decision's, through run-callbacks.ts). */
 export const scheduleCallbackIn = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
   if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
   const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`
