@@ -16,6 +16,7 @@ import type { Mail } from "../src/providers/Mail.js"
 import type { Payments } from "../src/providers/Payments.js"
 import type { Speech } from "../src/providers/Speech.js"
 import type { Telephony } from "../src/providers/Telephony.js"
+import type { CampaignMachine } from "../src/sim/CampaignMachine.js"
 import type { TurnStreams } from "../src/turns/TurnStreams.js"
 import type { VoiceSamples } from "../src/voices/VoiceSamples.js"
 
@@ -38,3 +39,4 @@ export type ApiServices =
   | ApprovalStreams
   | Credentials
   | RunCallbacks
+  | CampaignMachine
