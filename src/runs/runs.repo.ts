@@ -11,7 +11,7 @@ import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
-import { runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
+import { type RunObjectRow, runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
 import { emitEvent } from "../webhooks/outbox.repo.js"
 import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
 import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
@@ -44,37 +44,14 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
   return row
 }
 
-export interface RunRow {
-  readonly id: number
-  readonly workflow_id: number
-  readonly status: string
-  readonly pause_reason: string | null
-  readonly end_reason: string | null
-  readonly targets_queued: number
-  readonly started_at: Date
-  readonly ended_at: Date | null
-  readonly targets_total: number
-  readonly targets_dialed: number
-  readonly targets_connected: number
-  readonly approvals_pending: number
-  readonly concessions_decided: number
-  readonly workflow_name: string
-  readonly targets_done: number
-  readonly targets_dialing: number
-  /** Final targets (done or skipped) by outcome (a skipped target's is why it was skipped). */
-  readonly outcomes: Readonly<Record<string, number>>
-  readonly spent_calls_minor: number
-  readonly spent_analyses_minor: number
-  readonly currency: Currency
-}
-
 /**
  * One page of a workflow's runs, newest first (one row more to tell if there is a next), with
  * live counters read from the attempts themselves so they are right after a takeover, the targets'
- * final outcomes, and what the run has cost so far (settled calls and their analyses).
+ * final outcomes, and what the run has cost so far (settled calls and their analyses): each row the
+ * run object its events carry (RunObjectRow, src/webhooks/event-data.ts).
  */
 export const listRuns = (sql: Sql | Tx, workflowId: number, page: ListPage) =>
-  sql<RunRow[]>`
+  sql<RunObjectRow[]>`
     select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
            w.name as workflow_name, tn.currency,
            (select count(*) from run_targets t where t.run_id = r.id and t.status in ('done', 'skipped'))::int

@@ -88,6 +88,7 @@ export interface RunObjectRow {
   readonly workflow_name: string
   readonly targets_done: number
   readonly targets_dialing: number
+  /** Final targets (done or skipped) by outcome (a skipped target's is why it was skipped). */
   readonly outcomes: Readonly<Record<string, number>>
   readonly spent_calls_minor: number
   readonly spent_analyses_minor: number
