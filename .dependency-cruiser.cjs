@@ -2,7 +2,7 @@
 // fails the build. Layers, lowest first: machines/ (pure XState), src/platform/ (knows no domain),
 // src/providers/ (adapters; know no domain), src/<domain>/ (services and repositories), then
 // runtime/ and api/, which only src/main/ wires together. Tests (test/, *.test.ts) and benches are
-// exempt.
+// exempt. These rules see files: scripts/check-folders.mjs, run after them, finds folder cycles.
 
 /** Domains: every src/ folder except the platform, the providers and the start-up wiring. */
 const DOMAIN = "^src/(?!platform/|providers/|main/)"
@@ -45,6 +45,23 @@ module.exports = {
       severity: "error",
       from: { path: "^api/", pathNot: EXEMPT },
       to: { path: "^runtime/" },
+    },
+    {
+      name: "api-never-imports-main",
+      comment:
+        "api/ never imports the composition root (src/main/): what its handlers require is named in api/services.ts.",
+      severity: "error",
+      from: { path: "^api/", pathNot: EXEMPT },
+      to: { path: "^src/main/" },
+    },
+    {
+      name: "only-runtime-runs-machines",
+      comment:
+        "Only runtime/ runs machines: elsewhere machines/ and xstate are imported for their types only " +
+        "(a domain asks the runtime over the bus or through a port, as src/sim's CampaignMachine).",
+      severity: "error",
+      from: { pathNot: ["^runtime/", "^machines/", EXEMPT] },
+      to: { path: ["^machines/", "^node_modules/xstate/"], dependencyTypesNot: ["type-only"] },
     },
     {
       name: "console-app-is-browser-only",

@@ -5,10 +5,10 @@ import type { Effect } from "effect"
 import type { z } from "zod"
 import type { Permission } from "../src/auth/permissions.js"
 import type { Principal } from "../src/auth/principal.js"
-import type { AppServices } from "../src/main/app.layer.js"
 import type { DomainError } from "../src/platform/errors.js"
 import type { FormSpec } from "./form.js"
 import type { Reply } from "./reply.js"
+import type { ApiServices } from "./services.js"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
@@ -148,7 +148,7 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
   readonly query?: z.ZodType<Q>
   readonly body?: BodySpec<B>
   readonly responses?: Readonly<Record<number, ResponseDoc>>
-  readonly handler: (ctx: RequestContext<P, Q, B>) => Effect.Effect<Reply, DomainError, AppServices>
+  readonly handler: (ctx: RequestContext<P, Q, B>) => Effect.Effect<Reply, DomainError, ApiServices>
 }
 
 /** Declares a route with its types inferred from its schemas. */

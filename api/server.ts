@@ -4,7 +4,6 @@ import type { ManagedRuntime } from "effect"
 import type { Logger } from "pino"
 import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
-import type { AppServices } from "../src/main/app.layer.js"
 import { Clock } from "../src/platform/Clock.js"
 import type { Config } from "../src/platform/config.js"
 import { Db } from "../src/platform/Db.js"
@@ -25,13 +24,14 @@ import { systemKey } from "./pipeline/system-key.js"
 import { takeBody } from "./pipeline/take-body.js"
 import type { AnyRoute } from "./route.js"
 import { type Match, Router } from "./router.js"
+import type { ApiServices } from "./services.js"
 import type { StreamedBody } from "./upload.js"
 import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from "./uws.js"
 
 export interface ApiServerOptions {
   readonly config: Config
   readonly log: Logger
-  readonly runtime: ManagedRuntime.ManagedRuntime<AppServices, never>
+  readonly runtime: ManagedRuntime.ManagedRuntime<ApiServices, never>
   readonly routes: ReadonlyArray<AnyRoute>
 }
 

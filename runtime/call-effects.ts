@@ -22,6 +22,7 @@ import { retryOnDisconnect } from "../src/platform/Db.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
 import type { ApprovalAnswer, Proposal } from "../src/providers/llm/llm.interface.js"
+import { runCallbacks } from "../src/runs/run-callbacks.js"
 import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
@@ -413,7 +414,13 @@ export class CallEffects {
     // result now; one made after the end was written applied itself (src/approvals/late-decisions.ts).
     if (live.heldOut.length > 0)
       await retryOnDisconnect(() =>
-        applyDecisionsAfterCall(sql, { id: callId, run_target_id: live.runTargetId }, live.heldOut, settings.timeScale),
+        applyDecisionsAfterCall(
+          sql,
+          { id: callId, run_target_id: live.runTargetId },
+          live.heldOut,
+          settings.timeScale,
+          runCallbacks,
+        ),
       ).catch((err: unknown) => log.error({ err, call_id: callId }, "could not apply decisions made after the hold"))
     if (s.stopped) return
     // A retry puts the target back in the queue before the call counts as ended: the other way round,

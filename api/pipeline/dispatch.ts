@@ -2,10 +2,10 @@
 // negotiation), the handler's Effect run on the app runtime, and its exit read as one outcome.
 import { Cause, Effect, Exit, type ManagedRuntime, Option } from "effect"
 import type { Principal } from "../../src/auth/principal.js"
-import type { AppServices } from "../../src/main/app.layer.js"
 import { type DomainError, ValidationFailed } from "../../src/platform/errors.js"
 import type { Reply } from "../reply.js"
 import type { AnyRoute, Method, RequestContext } from "../route.js"
+import type { ApiServices } from "../services.js"
 import type { StreamedBody } from "../upload.js"
 import { withAudit } from "./audit.js"
 import { idempotent } from "./idempotency.js"
@@ -72,7 +72,7 @@ export function requestContext(
 
 /** Runs the route's handler on the request (the context is built inside the Effect, as it runs). */
 export async function dispatch(
-  runtime: ManagedRuntime.ManagedRuntime<AppServices, never>,
+  runtime: ManagedRuntime.ManagedRuntime<ApiServices, never>,
   route: AnyRoute,
   prepare: () => RequestContext<unknown, unknown, unknown> | DomainError,
   aborted: () => boolean,

@@ -4,11 +4,11 @@ import { createHash } from "node:crypto"
 import { Cause, Effect, Exit, Option } from "effect"
 import { actorOf } from "../../src/auth/principal.js"
 import { begin, complete, release, type StoredResponse } from "../../src/idempotency/idempotency.service.js"
-import type { AppServices } from "../../src/main/app.layer.js"
 import { type DomainError, ValidationFailed } from "../../src/platform/errors.js"
 import { toHttpError } from "../error-map.js"
 import { bytes, type Reply } from "../reply.js"
 import type { AnyRoute, RequestContext } from "../route.js"
+import type { ApiServices } from "../services.js"
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 export const REPLAYED_HEADER = "Idempotent-Replayed"
@@ -17,7 +17,7 @@ export const MAX_IDEMPOTENCY_KEY = 255
 const JSON_TYPE = "application/json; charset=utf-8"
 
 type Ctx = RequestContext<unknown, unknown, unknown>
-type Handler = (ctx: Ctx) => Effect.Effect<Reply, DomainError, AppServices>
+type Handler = (ctx: Ctx) => Effect.Effect<Reply, DomainError, ApiServices>
 
 /** The key of an authenticated POST (undefined when none applies), or the 422 for a malformed one. */
 export function idempotencyKeyOf(route: AnyRoute, ctx: Ctx): string | undefined | ValidationFailed {
@@ -91,7 +91,7 @@ export function idempotent(
   route: AnyRoute,
   ctx: Ctx,
   handler: Handler,
-): Effect.Effect<Reply, DomainError, AppServices> {
+): Effect.Effect<Reply, DomainError, ApiServices> {
   const key = idempotencyKeyOf(route, ctx)
   if (key === undefined) return handler(ctx)
   if (key instanceof ValidationFailed) return Effect.fail(key)

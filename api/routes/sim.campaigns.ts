@@ -3,7 +3,7 @@
 // commands run-batch, answer, resume and stop, which the campaign's state machine accepts or refuses.
 import { Effect } from "effect"
 import { z } from "zod"
-import { SIM_CAMPAIGN_STATES } from "../../machines/sim-campaign.machine.js"
+import { CAMPAIGN_STATES } from "../../src/sim/campaign.view.js"
 import {
   answerQuestion,
   createCampaign,
@@ -94,7 +94,7 @@ const Campaign = z.object({
   id: z.number().int(),
   workflow_id: z.number().int(),
   run_id: z.number().int().describe("watch its turns on GET /api/runs/{run_id}/turns/stream"),
-  state: z.enum(SIM_CAMPAIGN_STATES).describe(SIM_CAMPAIGN_STATES_DOC),
+  state: z.enum(CAMPAIGN_STATES).describe(SIM_CAMPAIGN_STATES_DOC),
   size: z.number().int(),
   batch_size: z.number().int(),
   seed: z.number().int(),

@@ -11,7 +11,7 @@ import {
   type PreviewCaller,
   previewAudio,
   previewOpening,
-} from "../../src/previews/previews.service.js"
+} from "../../src/voices/previews.service.js"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { baseUrl } from "../base-url.js"
 import { bytes, json } from "../reply.js"

@@ -2,7 +2,7 @@
 // default 50; next_cursor beside the list, null on the last page).
 import { Effect } from "effect"
 import { z } from "zod"
-import { listRuns } from "../../src/workflows/workflows.service.js"
+import { listRuns } from "../../src/runs/runs.service.js"
 import { route } from "../route.js"
 import { Id, PageCursor, PageLimit } from "../schemas.js"
 import { callerOf } from "../session.js"

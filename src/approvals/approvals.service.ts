@@ -21,6 +21,7 @@ import { ApprovalStreams } from "./ApprovalStreams.js"
 import { announceApprovalChange } from "./approval-changes.js"
 import * as repo from "./approvals.repo.js"
 import { decisionEffects } from "./late-decisions.js"
+import { RunCallbacks } from "./RunCallbacks.js"
 
 export { CALLBACK_DELAY_MS } from "./late-decisions.js"
 
@@ -72,6 +73,7 @@ export const decideApproval = (
     const bus = yield* Bus
     const log = yield* Log
     const config = yield* AppConfig
+    const runs = yield* RunCallbacks
     if (valueMinor !== undefined) yield* checkValue(caller.tenantId, approvalId, decision, valueMinor)
     const status = decision === "approve" ? "approved" : "denied"
     const outcome = yield* Effect.promise(() =>
@@ -86,7 +88,7 @@ export const decideApproval = (
           note,
           valueMinor,
         },
-        decisionEffects(config.simTimeScale),
+        decisionEffects(config.simTimeScale, runs),
       ),
     )
     if (outcome.kind === "not_found")

@@ -1,10 +1,10 @@
 // What a decision does to its call, said as a sentence (the decide response's `effect`) and, when
 // the call is over, applied to the target's result in the deciding transaction: a concession agreed
-// after the call, a refusal, an escalation for a colleague to follow up, a callback as a new attempt.
+// after the call, a refusal, an escalation for a colleague to follow up, a callback as a new attempt
+// (asked of runs through the RunCallbacks port).
 import { fillAgreedValue, fillCallbackAt } from "../analysis/analysis.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { formatAmount } from "../platform/money.js"
-import { scheduleCallbackIn } from "../runs/runs.repo.js"
 import {
   type ApprovalRow,
   type DecidedCall,
@@ -13,6 +13,7 @@ import {
   setDecisionEffect,
   unappliedDecisions,
 } from "./approvals.repo.js"
+import type { RunCallbacksPort } from "./RunCallbacks.js"
 
 /** How far ahead an approved callback is dialed again (scaled by SIM_TIME_SCALE in simulation). */
 export const CALLBACK_DELAY_MS = 2 * 3_600_000
@@ -70,12 +71,13 @@ export async function applyAfterCall(
   row: ApprovalRow,
   call: { readonly id: number; readonly run_target_id: number },
   timeScale: number,
+  runs: RunCallbacksPort,
 ): Promise<{ lateOutcome: string; effect: string }> {
   const [target] = await tx<[{ status: string; outcome: string | null }?]>`
     select status, outcome from run_targets where id = ${call.run_target_id} for update`
   if (row.proposed_action === "callback" && row.status === "approved" && row.run_id !== null) {
     const at = new Date(Date.now() + CALLBACK_DELAY_MS * timeScale)
-    if (await scheduleCallbackIn(tx, row.run_id, call.run_target_id, at)) {
+    if (await runs.scheduleCallback(tx, row.run_id, call.run_target_id, at)) {
       // The call's analysis may already be stored: its callback_at is this callback.
       await fillCallbackAt(tx, call.id, at)
       return {
@@ -121,7 +123,7 @@ export async function applyAfterCall(
  * the call, the result.
  */
 export const decisionEffects =
-  (timeScale: number): DecisionEffects =>
+  (timeScale: number, runs: RunCallbacksPort): DecisionEffects =>
   async (tx: Tx, row: ApprovalRow, call: DecidedCall | undefined): Promise<DecisionEffect> => {
     if (call === undefined)
       return {
@@ -131,7 +133,7 @@ export const decisionEffects =
       }
     if (call.holding) return { phase: "on_hold", lateOutcome: null, effect: heardNow(row) }
     if (!call.ended) return { phase: "after_call", lateOutcome: null, effect: onceEnded(row) }
-    return { phase: "after_call", ...(await applyAfterCall(tx, row, call, timeScale)) }
+    return { phase: "after_call", ...(await applyAfterCall(tx, row, call, timeScale, runs)) }
   }
 
 /**
@@ -144,11 +146,12 @@ export const applyDecisionsAfterCall = (
   call: { readonly id: number; readonly run_target_id: number },
   approvalIds: readonly number[],
   timeScale: number,
+  runs: RunCallbacksPort,
 ): Promise<number> =>
   sql.begin(async (tx) => {
     const rows = await unappliedDecisions(tx, call.id, approvalIds)
     for (const row of rows) {
-      const { lateOutcome, effect } = await applyAfterCall(tx, row, call, timeScale)
+      const { lateOutcome, effect } = await applyAfterCall(tx, row, call, timeScale, runs)
       await setDecisionEffect(tx, row.id, lateOutcome, effect)
     }
     return rows.length

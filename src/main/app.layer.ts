@@ -2,51 +2,40 @@
 // the bottom, then the database (migrated), the bus and the providers on top.
 import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
-import { type ApprovalStreams, ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
-import { type Auth, AuthLive } from "../auth/Auth.js"
-import { type Challenge, ChallengeLive } from "../auth/Challenge.js"
+import type { ApiServices } from "../../api/services.js"
+import { CampaignMachineLive } from "../../runtime/sim-campaign.js"
+import { ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
+import { AuthLive } from "../auth/Auth.js"
+import { ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
 import { IdempotencySweeperLive } from "../idempotency/idempotency.sweeper.js"
 import { NumberAccounts } from "../numbers/numbers.parts.js"
 import { Credentials, CredentialsLive } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { type Bus, BusLive } from "../platform/Bus.js"
+import { BusLive } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import type { Config } from "../platform/config.js"
 import { Db, DbLive } from "../platform/Db.js"
 import { Instance, type ProcessInstance } from "../platform/Instance.js"
 import { Log } from "../platform/Log.js"
 import { migrate } from "../platform/Migrator.js"
-import { PreviewSweeperLive } from "../previews/previews.sweeper.js"
-import { type Llm, LlmLive } from "../providers/Llm.js"
-import { type Mail, MailLive } from "../providers/Mail.js"
-import { type Payments, PaymentsLive } from "../providers/Payments.js"
-import { type Speech, SpeechLive } from "../providers/Speech.js"
-import { type Telephony, TelephonyLive } from "../providers/Telephony.js"
-import { type TurnStreams, TurnStreamsLive } from "../turns/TurnStreams.js"
-import { type TurnWriters, TurnWritersLive } from "../turns/turn-writer.js"
-import { type VoiceSamples, VoiceSamplesLive } from "../voices/VoiceSamples.js"
+import { LlmLive } from "../providers/Llm.js"
+import { MailLive } from "../providers/Mail.js"
+import { PaymentsLive } from "../providers/Payments.js"
+import { SpeechLive } from "../providers/Speech.js"
+import { TelephonyLive } from "../providers/Telephony.js"
+import { RunCallbacksLive } from "../runs/run-callbacks.js"
+import { TurnStreamsLive } from "../turns/TurnStreams.js"
+import { TurnWritersLive } from "../turns/turn-writer.js"
+import { PreviewSweeperLive } from "../voices/previews.sweeper.js"
+import { VoiceSamplesLive } from "../voices/VoiceSamples.js"
 import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
 
-export type AppServices =
-  | AppConfig
-  | Log
-  | Clock
-  | Instance
-  | Db
-  | Bus
-  | Speech
-  | VoiceSamples
-  | Auth
-  | Challenge
-  | Mail
-  | Payments
-  | Llm
-  | Telephony
-  | TurnStreams
-  | TurnWriters
-  | ApprovalStreams
-  | Credentials
+/**
+ * What the app provides: every service a route may require (api/services.ts), which are also all
+ * the runtime host asks for. A service only the runtime used would be added to this union.
+ */
+export type AppServices = ApiServices
 
 /** Applies pending migrations once the database is up; a failure stops start-up. */
 const Migrated = Layer.effectDiscard(
@@ -91,6 +80,8 @@ export function appLayer(deps: {
     TurnStreamsLive,
     TurnWritersLive,
     ApprovalStreamsLive,
+    RunCallbacksLive,
+    CampaignMachineLive,
     credentials,
     PreviewSweeperLive,
     DemoSweeperLive,

@@ -1,16 +1,19 @@
-// SQL on runs (migrations/0004, 0005): the only file that writes them. As the api decides them:
-// starting, resuming and pausing runs, every status change a conditional update under the
+// SQL on runs (migrations/0004, 0005): the only file that writes them, and their rows as a
+// workflow's run list shows them (listRuns: live counters, outcomes, spend). As the api decides
+// them: starting, resuming and pausing runs, every status change a conditional update under the
 // workflow's row lock. As the runtime drives them: run leases (claim, renew, release), the run's
 // setup, status and snapshot, written only while this process still owns the run, so a process
 // that lost its lease changes nothing. And an approved callback that reschedules its target and
 // opens a finished run again. Its targets are in run-targets.repo.ts; its turn seqs in run_turn_seqs
 // (migrations/0029), written with the turns by src/turns/turns.repo.ts.
 
+import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
-import { runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
+import type { ListPage } from "../platform/page.cursor.js"
+import { type RunObjectRow, runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
 import { emitEvent } from "../webhooks/outbox.repo.js"
-import { listRuns, pauseLiveWorkflow } from "../workflows/workflows.repo.js"
+import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
 import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
 
 export interface RunGate {
@@ -40,6 +43,47 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
     for no key update of w`
   return row
 }
+
+/**
+ * One page of a workflow's runs, newest first (one row more to tell if there is a next), with
+ * live counters read from the attempts themselves so they are right after a takeover, the targets'
+ * final outcomes, and what the run has cost so far (settled calls and their analyses): each row the
+ * run object its events carry (RunObjectRow, src/webhooks/event-data.ts).
+ */
+export const listRuns = (sql: Sql | Tx, workflowId: number, page: ListPage) =>
+  sql<RunObjectRow[]>`
+    select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
+           w.name as workflow_name, tn.currency,
+           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('done', 'skipped'))::int
+             as targets_done,
+           (select count(*) from run_targets t where t.run_id = r.id and t.status = 'dialing')::int as targets_dialing,
+           (select coalesce(jsonb_object_agg(o.outcome, o.n), '{}'::jsonb) from (
+             select coalesce(t.outcome, t.status) as outcome, count(*)::int as n from run_targets t
+             where t.run_id = r.id and t.status in ('done', 'skipped') group by 1) o) as outcomes,
+           spend.calls_minor as spent_calls_minor, spend.analyses_minor as spent_analyses_minor,
+           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int
+             as targets_queued,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
+             and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
+           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
+             and c.answered_at is not null)::int as targets_connected,
+           (select count(*) from approvals a where a.run_id = r.id
+             and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
+           (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession'
+             and a.status in ('approved', 'denied'))::int as concessions_decided
+    from runs r
+    join workflows w on w.id = r.workflow_id
+    join tenants tn on tn.id = r.tenant_id
+    cross join lateral (
+      select coalesce(sum(c.cost_minor), 0)::bigint as calls_minor,
+        coalesce(sum(ca.charged_minor), 0)::bigint as analyses_minor
+      from calls c left join call_analyses ca on ca.call_id = c.id
+      where c.run_id = r.id
+    ) spend
+    where r.workflow_id = ${workflowId}
+      ${page.before === undefined ? sql`` : sql`and r.id < ${page.before}`}
+    order by r.id desc
+    limit ${page.limit + 1}`
 
 /** A new run over the workflow's whole audience: one run_targets row per target. */
 export const insertRun = async (
@@ -268,7 +312,7 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
 export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
   (await sql.begin((tx) => scheduleCallbackIn(tx, runId, runTargetId, at))) as boolean
 
-/** scheduleCallback inside the caller's transaction (a late decision's, src/approvals/late-decisions.ts). */
+/** scheduleCallback inside the caller's transaction (a late decision's, through run-callbacks.ts). */
 export const scheduleCallbackIn = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
   if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
   const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`

@@ -1,6 +1,7 @@
-// Starting, resuming and pausing runs, as api processes decide them: readiness and the wallet are
+// Starting, resuming and pausing runs, as api processes decide them (readiness and the wallet are
 // checked, the change is made in Postgres under the workflow's row lock, and then the runtime
-// processes are told over the bus (they also find the change on their own if the message is lost).
+// processes are told over the bus, which also find the change on their own if the message is lost),
+// and a workflow's runs as GET /api/workflows/{id}/runs lists them.
 import { Effect } from "effect"
 import { ownerEmailVerified } from "../auth/auth.repo.js"
 import { DEFAULT_PRECHECK_SECONDS, precheck } from "../billing/wallet.service.js"
@@ -8,12 +9,16 @@ import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
-import { setWorkflowStatus } from "../workflows/workflows.repo.js"
-import { readinessGaps } from "./readiness.js"
+import { runObject } from "../webhooks/event-data.js"
+import { readinessGaps } from "../workflows/readiness.js"
+import { findWorkflowDetail, setWorkflowStatus } from "../workflows/workflows.repo.js"
 import * as repo from "./runs.repo.js"
 
-export type { ReadinessGap } from "./readiness.js"
+export type { ReadinessGap } from "../workflows/readiness.js"
+
+const workflowNotFound = (id: number) => new NotFound({ message: `workflow ${id} not found` })
 
 class Refused {
   constructor(readonly error: Conflict | NotFound) {}
@@ -41,7 +46,7 @@ export const startRun = (tenantId: number, workflowId: number) =>
       sql
         .begin(async (tx) => {
           const gate = await repo.lockRunGate(tx, tenantId, workflowId)
-          if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
+          if (gate === undefined) throw new Refused(workflowNotFound(workflowId))
           if (gate.status === "retired")
             throw new Refused(new Conflict({ code: "WORKFLOW_RETIRED", message: `workflow ${workflowId} is retired` }))
           if (gate.running_run_id !== null)
@@ -113,7 +118,7 @@ export const pauseRun = (tenantId: number, workflowId: number) =>
       sql
         .begin(async (tx) => {
           const gate = await repo.lockRunGate(tx, tenantId, workflowId)
-          if (gate === undefined) throw new Refused(new NotFound({ message: `workflow ${workflowId} not found` }))
+          if (gate === undefined) throw new Refused(workflowNotFound(workflowId))
           if (gate.status === "paused") return { runId: gate.paused_run_id, changed: false }
           if (gate.status !== "live")
             throw new Refused(
@@ -139,5 +144,18 @@ export const pauseRun = (tenantId: number, workflowId: number) =>
       status: "paused" as const,
       run_id: outcome.runId,
       run_status: outcome.runId === null ? null : "paused",
+    }
+  })
+
+/** GET /api/workflows/{id}/runs: one page of the workflow's runs and the cursor of the next. */
+export const listRuns = (tenantId: number, id: number, page: ListPage) =>
+  Effect.gen(function* () {
+    const { sql } = yield* Db
+    const w = yield* Effect.promise(() => findWorkflowDetail(sql, tenantId, id))
+    if (w === undefined) return yield* Effect.fail(workflowNotFound(id))
+    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listRuns(sql, id, page)), page.limit)
+    return {
+      runs: rows.map(runObject),
+      next_cursor,
     }
   })

@@ -5,6 +5,19 @@ import { iso } from "../platform/time.js"
 import type { CampaignRow, QuestionRow, RunStats } from "./campaigns.repo.js"
 import type { Forecast, SimSample } from "./forecast.js"
 
+/** Every state the machine has, in its order: a record, so the compiler keeps it the machine's set. */
+const STATES: Readonly<Record<SimCampaignState, null>> = {
+  ready: null,
+  running: null,
+  awaiting_answer: null,
+  completed: null,
+  stopped: null,
+  failed: null,
+}
+
+/** A campaign's states as the API names them (the machine itself runs only in runtime/). */
+export const CAMPAIGN_STATES = Object.keys(STATES) as SimCampaignState[]
+
 /** Which bucket each outcome a run target can end with (calls and agent outcomes) falls in. */
 const BUCKET_OF: Readonly<Record<string, OutcomeBucket>> = {
   agreed: "agreed",

@@ -1,19 +1,12 @@
 // Simulation campaigns: a free rehearsal of a workflow against simulated callees, run by the real
 // runtime. A campaign owns a hidden workflow (the rehearsed one's rule book, persona and voice)
 // with the simulated audience and one run whose targets are held back and released a batch at a
-// time. Its state machine (machines/sim-campaign.machine.ts) is the transition function: every
-// read and command first reconciles it with what Postgres says the run has done, under the
-// campaign's row lock, then applies the command; the runtime hears of changes over the bus.
+// time. Its state machine (machines/sim-campaign.machine.ts, run by runtime/ behind the
+// CampaignMachine port) is the transition function: every read and command first reconciles it
+// with what Postgres says the run has done, under the campaign's row lock, then applies the
+// command; the runtime hears of changes over the bus.
 import { Effect } from "effect"
-import { transition } from "xstate"
-import {
-  type SimCampaignEvent,
-  type SimCampaignSnapshot,
-  type SimCampaignState,
-  simCampaignMachine,
-  simCampaignSnapshot,
-  simCampaignState,
-} from "../../machines/sim-campaign.machine.js"
+import type { SimCampaignEvent, SimCampaignSnapshot, SimCampaignState } from "../../machines/sim-campaign.machine.js"
 import { decideApproval } from "../approvals/approvals.service.js"
 import { insertSimulatedTargets } from "../audience/audience.repo.js"
 import type { Principal } from "../auth/principal.js"
@@ -37,6 +30,7 @@ import {
   insertSimulationWorkflow,
   renameSimulationWorkflow,
 } from "../workflows/workflows.repo.js"
+import { CampaignMachine, type CampaignMachinePort } from "./CampaignMachine.js"
 import { type CampaignView, campaignView, sampleOf } from "./campaign.view.js"
 import * as repo from "./campaigns.repo.js"
 import { type DialingCapacity, forecast } from "./forecast.js"
@@ -174,8 +168,8 @@ const readFacts = async (tx: Tx, c: repo.CampaignRow): Promise<Facts> => ({
   questions: await repo.heldQuestions(tx, c.run_id),
 })
 
-const snapshotOf = (c: repo.CampaignRow, state: SimCampaignState, released: number) =>
-  simCampaignSnapshot(state, { campaignId: c.id, size: c.size, batchSize: c.batch_size, released })
+const snapshotOf = (machine: CampaignMachinePort, c: repo.CampaignRow, state: SimCampaignState, released: number) =>
+  machine.snapshot(state, { campaignId: c.id, size: c.size, batchSize: c.batch_size, released })
 
 /** What Postgres says happened, as the machine's fact events (each sent only where accepted). */
 export function factEvents(size: number, f: Facts): SimCampaignEvent[] {
@@ -191,12 +185,12 @@ export function factEvents(size: number, f: Facts): SimCampaignEvent[] {
   return events
 }
 
-const reconcile = (snapshot: SimCampaignSnapshot, size: number, f: Facts) => {
+const reconcile = (machine: CampaignMachinePort, snapshot: SimCampaignSnapshot, size: number, f: Facts) => {
   let s = snapshot
   let failure: string | null = null
   for (const e of factEvents(size, f)) {
     if (!s.can(e)) continue
-    s = transition(simCampaignMachine, s, e)[0]
+    s = machine.transition(s, e)[0]
     if (e.type === "FAILED") failure = e.reason
   }
   return { snapshot: s, failure }
@@ -213,6 +207,7 @@ type Outcome =
 const transact = (tenantId: number, id: number, command: Command | undefined) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const machine = yield* CampaignMachine
     const capacity = capacityOf(yield* AppConfig)
     const outcome = yield* Effect.promise(
       () =>
@@ -220,10 +215,15 @@ const transact = (tenantId: number, id: number, command: Command | undefined) =>
           const c = await repo.lockCampaign(tx, tenantId, id)
           if (c === undefined) return { ok: false, error: notFound(id) }
           let facts = await readFacts(tx, c)
-          let { snapshot, failure } = reconcile(snapshotOf(c, c.state, facts.progress.released), c.size, facts)
+          let { snapshot, failure } = reconcile(
+            machine,
+            snapshotOf(machine, c, c.state, facts.progress.released),
+            c.size,
+            facts,
+          )
           const messages: Array<readonly [string, RunControl]> = []
           const save = async () => {
-            const state = simCampaignState(snapshot)
+            const state = machine.stateOf(snapshot)
             const saved = await repo.saveCampaign(tx, c.id, {
               state,
               released: facts.progress.released,
@@ -244,7 +244,7 @@ const transact = (tenantId: number, id: number, command: Command | undefined) =>
                 return { ok: false, error: limitConflict() }
               }
             }
-            const [next, actions] = transition(simCampaignMachine, snapshot, event)
+            const [next, actions] = machine.transition(snapshot, event)
             for (const a of actions) {
               const run: RunControl = { run_id: c.run_id, tenant_id: tenantId, command: "resume" }
               if (a.type === "releaseBatch") {
@@ -261,7 +261,8 @@ const transact = (tenantId: number, id: number, command: Command | undefined) =>
             }
             facts = await readFacts(tx, c)
             ;({ snapshot, failure } = reconcile(
-              snapshotOf(c, simCampaignState(next), facts.progress.released),
+              machine,
+              snapshotOf(machine, c, machine.stateOf(next), facts.progress.released),
               c.size,
               facts,
             ))
@@ -356,6 +357,7 @@ export const answerQuestion = (
 ) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
+    const machine = yield* CampaignMachine
     const tenantId = caller.tenantId
     const command: Command = { type: "ANSWER", questionId: a.question_id }
     // Reconciled and checked: the state accepts an answer, and the question is this campaign's.
@@ -365,8 +367,13 @@ export const answerQuestion = (
           const c = await repo.lockCampaign(tx, tenantId, id)
           if (c === undefined) return { error: notFound(id) }
           const facts = await readFacts(tx, c)
-          const { snapshot, failure } = reconcile(snapshotOf(c, c.state, facts.progress.released), c.size, facts)
-          const state = simCampaignState(snapshot)
+          const { snapshot, failure } = reconcile(
+            machine,
+            snapshotOf(machine, c, c.state, facts.progress.released),
+            c.size,
+            facts,
+          )
+          const state = machine.stateOf(snapshot)
           await repo.saveCampaign(tx, c.id, { state, released: facts.progress.released, failure: failure ?? c.failure })
           if (!snapshot.can(eventOf(command, facts))) return { error: stateConflict(state, "answer") }
           if (!(await repo.isQuestionOfRun(tx, c.run_id, a.question_id)))

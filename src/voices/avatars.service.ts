@@ -23,7 +23,6 @@ import {
 } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { iso } from "../platform/time.js"
-import { deleteVoiceClips } from "../previews/previews.repo.js"
 import { Speech } from "../providers/Speech.js"
 import {
   type ClonedVoiceParams,
@@ -33,6 +32,7 @@ import {
   type SpeechVoice,
 } from "../providers/speech/speech.interface.js"
 import * as repo from "./avatars.repo.js"
+import { deleteVoiceClips } from "./previews.repo.js"
 import { VOICES } from "./voices.catalog.js"
 
 export const SAMPLE_MIN_MS = 5_000

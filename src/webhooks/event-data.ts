@@ -70,7 +70,7 @@ export const callEndedEvent = (c: CallObjectRow): EmitInput => ({
 
 // --- runs ------------------------------------------------------------------------------------
 
-/** A run as GET /api/workflows/{id}/runs reads it (workflows.repo.ts, listRuns). */
+/** A run as GET /api/workflows/{id}/runs reads it (src/runs/runs.repo.ts, listRuns). */
 export interface RunObjectRow {
   readonly id: number
   readonly workflow_id: number
@@ -88,6 +88,7 @@ export interface RunObjectRow {
   readonly workflow_name: string
   readonly targets_done: number
   readonly targets_dialing: number
+  /** Final targets (done or skipped) by outcome (a skipped target's is why it was skipped). */
   readonly outcomes: Readonly<Record<string, number>>
   readonly spent_calls_minor: number
   readonly spent_analyses_minor: number

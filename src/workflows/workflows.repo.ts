@@ -1,7 +1,6 @@
 // SQL for workflows and their rule-book versions (migrations/0004). Every query is scoped by
 // tenant; functions that must share a transaction take its handle.
 
-import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
@@ -179,71 +178,10 @@ export const retireWorkflow = async (tx: Tx, id: number, archive: boolean): Prom
     where id = ${id}`
 }
 
-export interface RunRow {
-  readonly id: number
-  readonly workflow_id: number
-  readonly status: string
-  readonly pause_reason: string | null
-  readonly end_reason: string | null
-  readonly targets_queued: number
-  readonly started_at: Date
-  readonly ended_at: Date | null
-  readonly targets_total: number
-  readonly targets_dialed: number
-  readonly targets_connected: number
-  readonly approvals_pending: number
-  readonly concessions_decided: number
-  readonly workflow_name: string
-  readonly targets_done: number
-  readonly targets_dialing: number
-  /** Final targets (done or skipped) by outcome (a skipped target's is why it was skipped). */
-  readonly outcomes: Readonly<Record<string, number>>
-  readonly spent_calls_minor: number
-  readonly spent_analyses_minor: number
-  readonly currency: Currency
-}
-
 /**
- * One page of a workflow's runs, newest first (one row more to tell if there is a next), with
- * live counters read from the attempts themselves so they are right after a takeover, the targets'
- * final outcomes, and what the run has cost so far (settled calls and their analyses).
+ * The workflow's latest run, as far as its state goes (null before its first): read here for the
+ * workflow's own view, as runs_count is, since src/runs builds on workflows and not the reverse.
  */
-export const listRuns = (sql: Sql | Tx, workflowId: number, page: ListPage) =>
-  sql<RunRow[]>`
-    select r.id, r.workflow_id, r.status, r.pause_reason, r.end_reason, r.started_at, r.ended_at, r.targets_total,
-           w.name as workflow_name, tn.currency,
-           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('done', 'skipped'))::int
-             as targets_done,
-           (select count(*) from run_targets t where t.run_id = r.id and t.status = 'dialing')::int as targets_dialing,
-           (select coalesce(jsonb_object_agg(o.outcome, o.n), '{}'::jsonb) from (
-             select coalesce(t.outcome, t.status) as outcome, count(*)::int as n from run_targets t
-             where t.run_id = r.id and t.status in ('done', 'skipped') group by 1) o) as outcomes,
-           spend.calls_minor as spent_calls_minor, spend.analyses_minor as spent_analyses_minor,
-           (select count(*) from run_targets t where t.run_id = r.id and t.status in ('queued', 'waiting'))::int
-             as targets_queued,
-           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
-             and c.outcome is distinct from 'insufficient_funds')::int as targets_dialed,
-           (select count(distinct c.run_target_id) from calls c where c.run_id = r.id
-             and c.answered_at is not null)::int as targets_connected,
-           (select count(*) from approvals a where a.run_id = r.id
-             and ${effectiveApprovalStatus(sql, "a")} = 'pending')::int as approvals_pending,
-           (select count(*) from approvals a where a.run_id = r.id and a.proposed_action = 'concession'
-             and a.status in ('approved', 'denied'))::int as concessions_decided
-    from runs r
-    join workflows w on w.id = r.workflow_id
-    join tenants tn on tn.id = r.tenant_id
-    cross join lateral (
-      select coalesce(sum(c.cost_minor), 0)::bigint as calls_minor,
-        coalesce(sum(ca.charged_minor), 0)::bigint as analyses_minor
-      from calls c left join call_analyses ca on ca.call_id = c.id
-      where c.run_id = r.id
-    ) spend
-    where r.workflow_id = ${workflowId}
-      ${page.before === undefined ? sql`` : sql`and r.id < ${page.before}`}
-    order by r.id desc
-    limit ${page.limit + 1}`
-
-/** The workflow's latest run, as far as its state goes (null before its first). */
 export interface LatestRun {
   readonly id: number
   readonly status: string

@@ -14,9 +14,8 @@ import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { iso } from "../platform/time.js"
 import { Llm } from "../providers/Llm.js"
 import { LlmCallError } from "../providers/llm/llm.interface.js"
-import { readinessGaps, runBlock } from "../runs/readiness.js"
 import { findVoice } from "../voices/voices.catalog.js"
-import { runObject } from "../webhooks/event-data.js"
+import { readinessGaps, runBlock } from "./readiness.js"
 import { generateRuleBook } from "./rulebook.prompt.js"
 import { mergeRuleBook, type RuleBook, validateRuleBook } from "./rulebook.schema.js"
 import { effectiveSchedule, RULE_BOOK_FIELDS, type WorkflowStatus, type WorkflowUpdate } from "./workflow.schema.js"
@@ -198,7 +197,7 @@ export const createWorkflow = (caller: Principal, input: CreateInput) =>
 
 /**
  * The workflow as GET /api/workflows/{id} shows it: with whether it may run (`readiness`: the run
- * gate's own predicate, src/runs/readiness.ts, and what else POST run would refuse) and its latest
+ * gate's own predicate, readiness.ts, and what else POST run would refuse) and its latest
  * run's state, so a finished campaign reads as finished and a disabled Run says why.
  */
 export const getWorkflow = (tenantId: number, id: number) =>
@@ -408,17 +407,5 @@ export const retire = (tenantId: number, id: number, opts: { archive: boolean })
       return yield* reload(tx, tenantId, id)
     }),
   )
-
-export const listRuns = (tenantId: number, id: number, page: ListPage) =>
-  Effect.gen(function* () {
-    const { sql } = yield* Db
-    const w = yield* Effect.promise(() => repo.findWorkflowDetail(sql, tenantId, id))
-    if (w === undefined) return yield* Effect.fail(notFound(id))
-    const { rows, next_cursor } = pageOf(yield* Effect.promise(() => repo.listRuns(sql, id, page)), page.limit)
-    return {
-      runs: rows.map(runObject),
-      next_cursor,
-    }
-  })
 
 export type { RuleBook }

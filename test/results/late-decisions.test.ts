@@ -205,9 +205,10 @@ describe("a decision made as the call ends (its hold over, the goodbye still bei
       expect(listed).toMatchObject({ id: ap!.id, decided_phase: "after_call", effect })
       // Applied once: the call's end found it; a second pass finds nothing to apply.
       const { applyDecisionsAfterCall } = await import("../../src/approvals/late-decisions.js")
+      const { runCallbacks } = await import("../../src/runs/run-callbacks.js")
       const [c] = await slow.sql<[{ id: number; run_target_id: number }]>`
         select id, run_target_id from calls where id = ${ap!.call_id}`
-      expect(await applyDecisionsAfterCall(slow.sql, c, [ap!.id], 0.2)).toBe(0)
+      expect(await applyDecisionsAfterCall(slow.sql, c, [ap!.id], 0.2, runCallbacks)).toBe(0)
     } finally {
       await slow.stop()
     }

@@ -2,8 +2,8 @@
 // workspaces have their own), and the sweep that evicts unused clips and holds the store's caps.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addressBucket } from "../../src/previews/previews.service.js"
-import { sweepPreviewClips } from "../../src/previews/previews.sweeper.js"
+import { addressBucket } from "../../src/voices/previews.service.js"
+import { sweepPreviewClips } from "../../src/voices/previews.sweeper.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 

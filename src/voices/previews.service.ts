@@ -20,9 +20,9 @@ import {
   type SpeechVoice,
   type SynthesizedAudio,
 } from "../providers/speech/speech.interface.js"
-import { type AvatarRow, workflowVoice } from "../voices/avatars.repo.js"
-import { findVoice, type Voice } from "../voices/voices.catalog.js"
+import { type AvatarRow, workflowVoice } from "./avatars.repo.js"
 import { findClip, findClipMeta, insertClip, touchClip } from "./previews.repo.js"
+import { findVoice, type Voice } from "./voices.catalog.js"
 
 /** An opening line is a sentence or two; this also bounds a clip at about 30 s (~180 KB). */
 export const MAX_PREVIEW_TEXT_CHARS = 500

@@ -1,0 +1,14 @@
+// What approvals ask of runs, as a port: an approved callback becomes a new attempt on its run.
+// Declared here and implemented by src/runs (run-callbacks.ts), so approvals never imports runs.
+import { Context } from "effect"
+import type { Tx } from "../platform/Db.js"
+
+export interface RunCallbacksPort {
+  /**
+   * Inside the deciding transaction: the target of a call that has ended is dialed again at `at`
+   * (a finished run opens again for it). False when the target is not waiting on that call any more.
+   */
+  readonly scheduleCallback: (tx: Tx, runId: number, runTargetId: number, at: Date) => Promise<boolean>
+}
+
+export class RunCallbacks extends Context.Tag("parley/RunCallbacks")<RunCallbacks, RunCallbacksPort>() {}
