@@ -7,11 +7,11 @@ import { Bus } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
+import { systemSecret } from "../platform/secret-store.js"
 import { AUTH_INVALIDATE_SUBJECT } from "../platform/subjects.js"
 import { Authenticator, type RecordKeyUses } from "./authenticator.js"
 import { makeJwtKeys } from "./jwt.js"
 import type { Invalidation } from "./principal.js"
-import { systemSecret } from "./secrets.js"
 
 export class Auth extends Context.Tag("parley/Auth")<Auth, Authenticator>() {}
 
