@@ -7,13 +7,13 @@ import { Clock } from "../platform/Clock.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { NotFound } from "../platform/errors.js"
 import type { Currency } from "../platform/money.js"
-import { walletObject } from "../webhooks/event-data.js"
 import { findTenant, type TenantRow } from "../workspaces/workspaces.repo.js"
 import { callTerms } from "./call-terms.js"
 import { listEntries, postEntry } from "./ledger.repo.js"
 import * as payments from "./payments.repo.js"
 import { RATE_PER_MINUTE_MINOR, TRIAL_CREDIT_MINOR } from "./pricing.js"
 import { findWallet, openWallet, type WalletRow } from "./wallet.repo.js"
+import { walletObject } from "./wallet.view.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180
 
