@@ -2,7 +2,7 @@
 // string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
 import { z } from "zod"
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/platform/page.cursor.js"
-import { cleanWorkspaceName, WORKSPACE_NAME_MAX } from "../src/workspace/workspace-name.js"
+import { cleanWorkspaceName, WORKSPACE_NAME_MAX } from "../src/workspaces/workspace-name.js"
 
 /** A positive integer id in a path segment: "12" → 12; "abc", "1.5", "-3", "007x" are refused. */
 export const Id = z

@@ -4,6 +4,7 @@
 import { Effect } from "effect"
 import { auditRoute } from "../../src/audit/audit.service.js"
 import { routePermission } from "../../src/auth/permissions.js"
+import { auditActorOf } from "../../src/auth/principal.js"
 import type { AnyRoute } from "../route.js"
 
 /** Whether the pipeline writes the route's audit entry. */
@@ -21,8 +22,7 @@ export function withAudit(route: AnyRoute): AnyRoute["handler"] {
     Effect.tap(route.handler(ctx), (reply) =>
       ctx.principal === undefined || reply.status >= 400
         ? Effect.void
-        : auditRoute(ctx.principal, {
-            ip: ctx.clientIp,
+        : auditRoute(auditActorOf(ctx.principal, ctx.clientIp), {
             method: ctx.method,
             path: ctx.path,
             requestId: ctx.requestId,

@@ -1,9 +1,9 @@
 // GET /auth/me: who the session belongs to. Called with an API key, it describes the key instead.
 import { Effect } from "effect"
-import { findTenant, tenantView } from "../../src/auth/auth.repo.js"
 import { me } from "../../src/auth/auth.service.js"
 import { keyMay, PERMISSIONS, permissionsOf } from "../../src/auth/permissions.js"
 import { Db } from "../../src/platform/Db.js"
+import { findTenant, tenantView } from "../../src/workspaces/workspaces.repo.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

@@ -2,11 +2,12 @@
 // with a trusted base URL for its link). Throttled per client IP.
 import { Effect } from "effect"
 import { z } from "zod"
-import { COUNTRIES, signup } from "../../src/auth/auth.service.js"
 import { parseCookies } from "../../src/auth/authenticator.js"
 import { Challenge } from "../../src/auth/Challenge.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
+import { signup } from "../../src/signup/signup.service.js"
 import { AttributionFields, FIRST_TOUCH_COOKIE, parseFirstTouch } from "../../src/usage-events/attribution.js"
+import { COUNTRIES } from "../../src/workspaces/workspaces.service.js"
 import { trustedBaseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"

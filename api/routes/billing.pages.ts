@@ -5,9 +5,9 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { upiCheckoutIntent } from "../../src/billing/payments.service.js"
-import { formatMinor } from "../../src/billing/pricing.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { NotFound, ValidationFailed } from "../../src/platform/errors.js"
+import { formatAmount } from "../../src/platform/money.js"
 import { esc, page, scriptJson } from "../html.js"
 import { route } from "../route.js"
 import { QueryInt } from "../schemas.js"
@@ -82,7 +82,7 @@ export const gwUpiCheckout = route({
       }
       const script =
         config.gwUpiCheckoutScript === undefined ? "" : `<script src="${esc(config.gwUpiCheckoutScript)}"></script>`
-      const amount = esc(formatMinor(intent.amount_minor, intent.currency))
+      const amount = esc(formatAmount(intent.amount_minor, intent.currency))
       return page(
         "Pay with UPI",
         `<h1>Parley wallet top-up</h1><p>Amount: <strong>${amount}</strong></p>` +

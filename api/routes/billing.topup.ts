@@ -3,7 +3,7 @@
 
 import { Effect } from "effect"
 import { z } from "zod"
-import { auditActorOf } from "../../src/audit/audit.service.js"
+import { auditActorOf } from "../../src/auth/principal.js"
 import { setAutocharge } from "../../src/billing/autocharge.service.js"
 import { topup } from "../../src/billing/payments.service.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"

@@ -3,7 +3,7 @@
 // scope, a change admin, as every webhook setting does.
 import { Effect } from "effect"
 import { z } from "zod"
-import { getWalletThreshold, putWalletThreshold } from "../../src/webhooks/wallet-events.js"
+import { getWalletThreshold, putWalletThreshold } from "../../src/billing/wallet-events.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { callerOf } from "../session.js"

@@ -2,7 +2,8 @@
 // disclosure and the opening line ("… calling from <name>"), and what invitations say.
 import { Effect } from "effect"
 import { z } from "zod"
-import { getWorkspace, renameWorkspace } from "../../src/workspace/workspace.service.js"
+import { auditActorOf } from "../../src/auth/principal.js"
+import { getWorkspace, renameWorkspace } from "../../src/workspaces/workspaces.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { WorkspaceName } from "../schemas.js"
@@ -39,6 +40,6 @@ export const workspaceUpdate = route({
   handler: ({ principal, body, clientIp }) =>
     Effect.gen(function* () {
       const caller = yield* callerOf(principal)
-      return json(yield* renameWorkspace(caller, clientIp, body!.name))
+      return json(yield* renameWorkspace(auditActorOf(caller, clientIp), body!.name))
     }),
 })

@@ -3,16 +3,9 @@
 // transaction (recordAudit) or, for a role-gated route without its own entry, by the pipeline
 // after the handler succeeded (auditRoute). Read by owners and admins, newest first.
 import { Effect } from "effect"
-import { actorOf, type Principal } from "../auth/principal.js"
 import { Db } from "../platform/Db.js"
 import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { type AuditActor, listAudit, recordAudit } from "./audit.repo.js"
-
-/** The log's name for a caller: a user with their address and role, or an API key with its scope. */
-export const auditActorOf = (p: Principal, ip: string | null): AuditActor =>
-  p.kind === "user"
-    ? { tenantId: p.tenantId, actor: actorOf(p), email: p.email, role: p.role, ip }
-    : { tenantId: p.tenantId, actor: actorOf(p), email: null, role: `key:${p.scope}`, ip }
 
 /** Keys of a logged request body whose values are secrets: the log keeps that they were set. */
 const SECRET_KEY = /secret|password|token|api_key|card|cvv|otp|code$/i
@@ -35,13 +28,13 @@ export function redactForAudit(value: unknown, depth = 0): unknown {
  * body (secrets masked). Runs after the handler; the entry names the request id.
  */
 export const auditRoute = (
-  p: Principal,
-  r: { ip: string; method: string; path: string; requestId: string; body: unknown; status: number },
+  actor: AuditActor,
+  r: { method: string; path: string; requestId: string; body: unknown; status: number },
 ) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
     yield* Effect.promise(() =>
-      recordAudit(sql, auditActorOf(p, r.ip), {
+      recordAudit(sql, actor, {
         action: `route.${r.method.toLowerCase()}`,
         target: `${r.method} ${r.path}`,
         after: { request_id: r.requestId, status: r.status, body: redactForAudit(r.body ?? null) },

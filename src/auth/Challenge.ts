@@ -5,8 +5,8 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Db } from "../platform/Db.js"
 import { BadRequest } from "../platform/errors.js"
+import { systemSecret } from "../platform/secret-store.js"
 import { type Altcha, makeAltcha } from "./altcha.js"
-import { systemSecret } from "./secrets.js"
 
 export class Challenge extends Context.Tag("parley/Challenge")<Challenge, Altcha>() {
   /** Passes when challenges are off, or when `payload` is a fresh solution of one of ours. */

@@ -1,22 +1,8 @@
-// SQL for tenants (the only file that writes them, onboarding state included), users, email
-// verification and revoked sessions. Every query that reads a tenant's rows names the tenant.
+// SQL for users, email verification and revoked sessions (the workspace's own row is
+// src/workspaces/workspaces.repo.ts). Every query that reads a workspace's users names the tenant.
 
-import type { Mode } from "../onboarding/onboarding.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import type { Currency } from "../platform/money.js"
 import type { Role } from "./permissions.js"
-
-export interface TenantRow {
-  readonly id: number
-  readonly name: string
-  readonly status: "active" | "suspended" | "closed"
-  readonly plan_tier: string
-  readonly country: string
-  readonly currency: Currency
-  readonly onboarding_mode: "bundled" | "byok"
-  readonly trial_expires_at: Date | null
-  readonly created_at: Date
-}
 
 export interface UserRow {
   readonly id: number
@@ -30,17 +16,6 @@ export interface UserRow {
   readonly email_verified: boolean
   readonly email_verified_at: Date | null
   readonly created_at: Date
-}
-
-export const insertTenant = async (
-  tx: Tx,
-  t: { name: string; country: string; currency: Currency; trialExpiresAt: Date },
-): Promise<TenantRow> => {
-  const [row] = await tx<[TenantRow]>`
-    insert into tenants (name, country, currency, trial_expires_at)
-    values (${t.name}, ${t.country}, ${t.currency}, ${t.trialExpiresAt})
-    returning *`
-  return row
 }
 
 export const insertUser = async (
@@ -59,47 +34,9 @@ export const findUserByEmail = async (sql: Sql | Tx, email: string): Promise<Use
   return row
 }
 
-export const findUserAndTenant = async (
-  sql: Sql,
-  userId: number,
-): Promise<{ user: UserRow; tenant: TenantRow } | undefined> => {
-  const [user] = await sql<[UserRow?]>`select * from users where id = ${userId}`
-  if (!user) return undefined
-  const tenant = await findTenant(sql, user.tenant_id)
-  return tenant && { user, tenant }
-}
-
-export const findTenant = async (sql: Sql | Tx, tenantId: number): Promise<TenantRow | undefined> => {
-  const [row] = await sql<[TenantRow?]>`select * from tenants where id = ${tenantId}`
+export const findUser = async (sql: Sql | Tx, userId: number): Promise<UserRow | undefined> => {
+  const [row] = await sql<[UserRow?]>`select * from users where id = ${userId}`
   return row
-}
-
-/** The workspace's currency and plan tier (the billing pages read only these). */
-export const findTenantPlan = async (
-  sql: Sql | Tx,
-  tenantId: number,
-): Promise<{ currency: Currency; plan_tier: string }> => {
-  const [row] = await sql<
-    [{ currency: Currency; plan_tier: string }]
-  >`select currency, plan_tier from tenants where id = ${tenantId}`
-  return row
-}
-
-/** Renames the workspace; its name before (callees hear the new one from the next run on). */
-export const renameTenant = async (
-  tx: Tx,
-  tenantId: number,
-  name: string,
-): Promise<{ before: string; after: TenantRow }> => {
-  const [old] = await tx<[{ name: string }]>`select name from tenants where id = ${tenantId} for update`
-  const [row] = await tx<[TenantRow]>`update tenants set name = ${name} where id = ${tenantId} returning *`
-  return { before: old.name, after: row }
-}
-
-/** Moves the workspace onto `to` (only from `from` when given: cancelling leaves other tiers alone). */
-export const setPlanTier = async (sql: Sql | Tx, tenantId: number, to: string, from?: string): Promise<void> => {
-  if (from === undefined) await sql`update tenants set plan_tier = ${to} where id = ${tenantId}`
-  else await sql`update tenants set plan_tier = ${to} where id = ${tenantId} and plan_tier = ${from}`
 }
 
 /** The addresses of the workspace's active owners and admins, oldest account first. */
@@ -162,18 +99,6 @@ export const revokeSession = async (sql: Sql, s: { jti: string; userId: number; 
   await sql`delete from revoked_tokens where expires_at < now() - interval '1 day'`
 }
 
-/** The public shape of a tenant in auth responses. */
-export const tenantView = (t: TenantRow) => ({
-  id: t.id,
-  name: t.name,
-  status: t.status,
-  plan_tier: t.plan_tier,
-  created_at: t.created_at.toISOString(),
-  onboarding_mode: t.onboarding_mode,
-  country: t.country,
-  currency: t.currency,
-})
-
 /** The public shape of a user: never the password hash. */
 export const userView = (u: UserRow) => ({
   id: u.id,
@@ -184,23 +109,6 @@ export const userView = (u: UserRow) => ({
   email_verified: u.email_verified,
   created_at: u.created_at.toISOString(),
 })
-
-// A tenant's onboarding state (src/onboarding decides it; tenants are written only here).
-
-/** Switches the mode and resets completion; false when the tenant was already in that mode. */
-export const switchMode = async (tx: Tx, tenantId: number, mode: Mode): Promise<boolean> => {
-  const rows = await tx`
-    update tenants set onboarding_mode = ${mode}, onboarding_completed_at = null
-    where id = ${tenantId} and onboarding_mode <> ${mode} returning id`
-  return rows.length > 0
-}
-
-export const resetCompletion = (tx: Tx, tenantId: number) =>
-  tx`update tenants set onboarding_completed_at = null where id = ${tenantId} and onboarding_completed_at is not null`
-
-/** Marks onboarding done; completing again keeps the first time. */
-export const markCompleted = (tx: Tx, tenantId: number, now: Date) =>
-  tx`update tenants set onboarding_completed_at = coalesce(onboarding_completed_at, ${now}) where id = ${tenantId}`
 
 // The team (src/members decides who may change what; users are written only here).
 

@@ -1,38 +1,27 @@
-// Signup, email verification, login, logout and the current session: the rules of identity.
-// Passwords are argon2id; sessions are JWTs whose ids logout revokes; failures and signups are throttled.
+// Email verification, login, logout and the current session: the rules of identity. Signup, which
+// also makes the workspace, its wallet and trial, is src/signup (it uses the owner's account and
+// the verification link from here). Passwords are argon2id; sessions are JWTs whose ids logout
+// revokes; failures are throttled.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
-import { postEntry } from "../billing/ledger.repo.js"
-import { type Currency, TRIAL_CREDIT_MINOR } from "../billing/pricing.js"
-import { openWallet } from "../billing/wallet.repo.js"
-import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
-import { Db, isUniqueViolation } from "../platform/Db.js"
+import { Db, type Tx } from "../platform/Db.js"
 import { BadRequest, Conflict, Forbidden, RateLimited, Unauthenticated } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import * as counters from "../platform/rate-counters.repo.js"
 import { sendBestEffort } from "../providers/Mail.js"
-import { channelOf, type SignupAttribution } from "../usage-events/attribution.js"
-import { insertSignupAttribution } from "../usage-events/attribution.repo.js"
-import { defaultWorkspaceName } from "../workspace/workspace-name.js"
+import { findTenant, type TenantRow, tenantView } from "../workspaces/workspaces.repo.js"
 import { Auth } from "./Auth.js"
 import * as repo from "./auth.repo.js"
 import { sha256 } from "./authenticator.js"
 import { SESSION_SECONDS } from "./jwt.js"
-import { burnPasswordCheck, hashPassword, verifyPassword } from "./passwords.js"
+import { burnPasswordCheck, verifyPassword } from "./passwords.js"
 import type { UserPrincipal } from "./principal.js"
 import * as throttle from "./throttle.js"
 
-export const COUNTRIES = ["IN", "US", "GB", "AU", "CA", "SG", "AE"] as const
-export type Country = (typeof COUNTRIES)[number]
-
-const TRIAL_DAYS = 14
 const VERIFY_EMAIL_HOURS = 24
 
-export const currencyFor = (country: Country): Currency => (country === "IN" ? "INR" : "USD")
-
-/** Sends the verification link; false (logged) when the mailer fails: signup still succeeds. */
-const sendVerification = (to: string, token: string, baseUrl: string) => {
+/** Mails the verification link; false (logged) when the mailer fails. */
+export const sendVerification = (to: string, token: string, baseUrl: string) => {
   const link = `${baseUrl}/auth/verify-email?token=${token}`
   return sendBestEffort({
     to,
@@ -49,102 +38,18 @@ const sendVerification = (to: string, token: string, baseUrl: string) => {
 }
 
 /**
- * A workspace, its owner and the trial credit. Every attempt from one client IP counts against
- * SIGNUPS_PER_IP_HOUR before anything else (failures such as a taken email too, so the endpoint
- * cannot be used to test addresses at speed, nor to farm trial credit). The verification link is
- * mailed only with a trusted `baseUrl` (PUBLIC_BASE_URL or an allowed Host): a link built from a
- * Host the client chose would hand the token to whoever owns that host.
+ * A new verification link's token for the user, stored in `tx` as its digest (valid for
+ * VERIFY_EMAIL_HOURS; earlier ones stay valid until they expire).
  */
-export const signup = (input: {
-  email: string
-  password: string
-  fullName: string | undefined
-  /** The workspace's name; derived from the email's business or the person when absent. */
-  workspaceName?: string | undefined
-  country: Country
-  baseUrl: string | undefined
-  ip: string
-  /** Where the signup came from (stored with it for GET /api/internal/attribution/signups). */
-  attribution?: SignupAttribution
-}) =>
-  Effect.gen(function* () {
-    const { sql } = yield* Db
-    const config = yield* AppConfig
-    const log = yield* Log
-    const clock = yield* Clock
-    const now = clock.now()
-    const budget = yield* Effect.promise(() =>
-      counters.hit(sql, `signup:ip:${input.ip}`, { limit: config.signupsPerIpHour, windowMs: counters.HOUR_MS }, now),
-    )
-    if (!budget.allowed)
-      return yield* Effect.fail(
-        new RateLimited({
-          retryAfterSeconds: budget.retryAfterSeconds,
-          message: "too many signups from this address; try again later",
-        }),
-      )
-    const currency = currencyFor(input.country)
-    const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
-    const token = randomBytes(32).toString("base64url")
-    const created = yield* Effect.tryPromise({
-      try: () =>
-        sql.begin(async (tx) => {
-          const tenant = await repo.insertTenant(tx, {
-            name: defaultWorkspaceName({
-              email: input.email,
-              ...(input.fullName !== undefined && { fullName: input.fullName }),
-              ...(input.workspaceName !== undefined && { workspaceName: input.workspaceName }),
-            }),
-            country: input.country,
-            currency,
-            trialExpiresAt: new Date(now.getTime() + TRIAL_DAYS * 86_400_000),
-          })
-          const user = await repo.insertUser(tx, {
-            tenantId: tenant.id,
-            email: input.email,
-            fullName: input.fullName ?? null,
-            passwordHash,
-          })
-          await openWallet(tx, tenant.id, currency)
-          const attribution = input.attribution ?? { body: {}, firstTouch: undefined }
-          await insertSignupAttribution(tx, {
-            tenantId: tenant.id,
-            userId: user.id,
-            attribution,
-            channel: channelOf(attribution),
-            at: now,
-          })
-          await postEntry(tx, {
-            tenantId: tenant.id,
-            amountMinor: TRIAL_CREDIT_MINOR[currency],
-            kind: "trial_credit",
-            reference: "signup",
-            idempotencyKey: `trial_credit:${tenant.id}`,
-          })
-          await repo.insertEmailVerification(tx, {
-            tokenSha256: sha256(token),
-            userId: user.id,
-            expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000),
-          })
-          return { tenant, user }
-        }) as Promise<{ tenant: repo.TenantRow; user: repo.UserRow }>,
-      catch: (e) => e,
-    }).pipe(
-      Effect.catchAll((e) =>
-        isUniqueViolation(e, "users_email_key")
-          ? Effect.fail(new Conflict({ code: "EMAIL_TAKEN", message: "an account with this email already exists" }))
-          : Effect.die(e),
-      ),
-    )
-    let sent = false
-    if (input.baseUrl === undefined)
-      log.warn(
-        { userId: created.user.id },
-        "verification email not sent: no trusted base URL (set PUBLIC_BASE_URL or ALLOWED_HOSTS)",
-      )
-    else sent = yield* sendVerification(input.email, token, input.baseUrl)
-    return { tenant: repo.tenantView(created.tenant), user: repo.userView(created.user), verify_email_sent: sent }
+export const newEmailVerification = async (tx: Tx, userId: number, now: Date): Promise<string> => {
+  const token = randomBytes(32).toString("base64url")
+  await repo.insertEmailVerification(tx, {
+    tokenSha256: sha256(token),
+    userId,
+    expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000),
   })
+  return token
+}
 
 /** Verification emails a user may ask for again in an hour (the signup's own is not counted). */
 export const VERIFY_RESENDS_PER_HOUR = 5
@@ -158,9 +63,9 @@ export const resendVerification = (user: UserPrincipal, baseUrl: string | undefi
     const { sql } = yield* Db
     const clock = yield* Clock
     const now = clock.now()
-    const found = yield* Effect.promise(() => repo.findUserAndTenant(sql, user.userId))
+    const found = yield* Effect.promise(() => repo.findUser(sql, user.userId))
     if (!found) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
-    if (found.user.email_verified) return { sent: false, already_verified: true }
+    if (found.email_verified) return { sent: false, already_verified: true }
     const budget = yield* Effect.promise(() =>
       counters.hit(
         sql,
@@ -180,17 +85,8 @@ export const resendVerification = (user: UserPrincipal, baseUrl: string | undefi
       return yield* Effect.fail(
         new Conflict({ message: "no trusted base URL for the link: set PUBLIC_BASE_URL (or ALLOWED_HOSTS)" }),
       )
-    const token = randomBytes(32).toString("base64url")
-    yield* Effect.promise(() =>
-      sql.begin((tx) =>
-        repo.insertEmailVerification(tx, {
-          tokenSha256: sha256(token),
-          userId: user.userId,
-          expiresAt: new Date(now.getTime() + VERIFY_EMAIL_HOURS * 3_600_000),
-        }),
-      ),
-    )
-    const sent = yield* sendVerification(found.user.email, token, baseUrl)
+    const token = yield* Effect.promise(() => sql.begin((tx) => newEmailVerification(tx, user.userId, now)))
+    const sent = yield* sendVerification(found.email, token, baseUrl)
     return { sent, already_verified: false }
   })
 
@@ -218,7 +114,7 @@ export const verifyEmail = (token: string) =>
   })
 
 /** Issues a session for a user who has proven who they are (password or OTP). */
-export const issueSession = (user: repo.UserRow, tenant: repo.TenantRow) =>
+export const issueSession = (user: repo.UserRow, tenant: TenantRow) =>
   Effect.gen(function* () {
     const auth = yield* Auth
     const clock = yield* Clock
@@ -233,12 +129,12 @@ export const issueSession = (user: repo.UserRow, tenant: repo.TenantRow) =>
       expires_in: SESSION_SECONDS,
       expires_at: new Date(claims.exp * 1000).toISOString(),
       user: repo.userView(user),
-      tenant: repo.tenantView(tenant),
+      tenant: tenantView(tenant),
     }
   })
 
 /** Refuses sign-in for accounts that may not have a session. */
-export const assertCanSignIn = (user: repo.UserRow, tenant: repo.TenantRow) =>
+export const assertCanSignIn = (user: repo.UserRow, tenant: TenantRow) =>
   user.status !== "active" || tenant.status !== "active"
     ? Effect.fail(new Forbidden({ code: "ACCOUNT_INACTIVE", message: "this account is not active" }))
     : Effect.void
@@ -279,7 +175,7 @@ export const login = (input: { email: string; password: string; ip: string }) =>
         new Unauthenticated({ code: "INVALID_CREDENTIALS", message: "wrong email or password" }),
       )
     }
-    const tenant = yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id))
+    const tenant = yield* Effect.promise(() => findTenant(sql, user.tenant_id))
     if (!tenant) return yield* Effect.die(new Error(`user ${user.id} has no tenant`))
     yield* assertCanSignIn(user, tenant)
     yield* Effect.promise(() => throttle.clearFailures(sql, keys[0]!))
@@ -305,11 +201,12 @@ export const logout = (token: string | undefined) =>
 export const me = (principal: UserPrincipal) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const found = yield* Effect.promise(() => repo.findUserAndTenant(sql, principal.userId))
-    if (!found) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
+    const user = yield* Effect.promise(() => repo.findUser(sql, principal.userId))
+    const tenant = user && (yield* Effect.promise(() => findTenant(sql, user.tenant_id)))
+    if (!user || !tenant) return yield* Effect.fail(new Unauthenticated({ message: "invalid session token" }))
     return {
-      user: repo.userView(found.user),
-      tenant: repo.tenantView(found.tenant),
+      user: repo.userView(user),
+      tenant: tenantView(tenant),
       expires_at: new Date(principal.expiresAt * 1000).toISOString(),
     }
   })

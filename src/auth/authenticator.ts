@@ -3,7 +3,6 @@
 // process applies at once (the TTL only bounds staleness if a bus message is ever lost).
 import { createHash, hash } from "node:crypto"
 import type { Logger } from "pino"
-import { recordKeyUses } from "../keys/keys.repo.js"
 import type { BusClient } from "../platform/bus/bus.js"
 import type { WallClock } from "../platform/Clock.js"
 import type { Config } from "../platform/config.js"
@@ -27,6 +26,15 @@ const POSITIVE_TTL_MS = 30_000
 const INVALIDATION_STALL_MS = 200
 const NEGATIVE_TTL_MS = 5_000
 const CACHE_LIMIT = 50_000
+
+/** One API key's last use since the previous flush (`at` in ISO 8601). */
+export type KeyUse = { readonly id: number; readonly at: string; readonly ip: string }
+
+/**
+ * Writes a batch of API keys' last uses. A port: src/keys owns the api_keys table and provides the
+ * writer (KeyUseLog in Auth.ts, wired by src/main), so auth imports nothing of keys.
+ */
+export type RecordKeyUses = (sql: Sql, uses: readonly KeyUse[]) => Promise<void>
 
 export interface AuthRequest {
   readonly method: string
@@ -88,6 +96,7 @@ export class Authenticator {
       readonly clock: WallClock
       readonly config: Pick<Config, "allowedOrigins" | "publicBaseUrl">
       readonly log: Logger
+      readonly recordKeyUses: RecordKeyUses
     },
   ) {}
 
@@ -268,7 +277,7 @@ export class Authenticator {
     if (this.keyUses.size === 0) return 0
     const uses = [...this.keyUses].map(([id, u]) => ({ id, at: new Date(u.at).toISOString(), ip: u.ip }))
     this.keyUses.clear()
-    await recordKeyUses(this.deps.sql, uses)
+    await this.deps.recordKeyUses(this.deps.sql, uses)
     return uses.length
   }
 }

@@ -1,5 +1,6 @@
 // SQL behind the authenticator: the lookups that turn a session token or an API key into a
-// principal, the batched last-use write of API keys, and the self-generated system secrets.
+// principal, and the spent ALTCHA solutions. (API keys' last uses are written by src/keys; the
+// self-generated system secrets are src/platform/system-secrets.repo.ts.)
 import type { Sql } from "../platform/Db.js"
 import type { Scope, UserPrincipal } from "./principal.js"
 
@@ -37,13 +38,6 @@ export const findKeyBySecret = async (sql: Sql, secretSha256: Buffer): Promise<K
     from api_keys k join tenants t on t.id = k.tenant_id
     where k.secret_sha256 = ${secretSha256}`
   return row
-}
-
-/** Stores `candidate` under `name` unless one is there, and returns the stored value. */
-export const systemSecretOr = async (sql: Sql, name: string, candidate: string): Promise<string> => {
-  await sql`insert into system_secrets (name, value) values (${name}, ${candidate}) on conflict (name) do nothing`
-  const [row] = await sql<[{ value: string }]>`select value from system_secrets where name = ${name}`
-  return row.value
 }
 
 /**

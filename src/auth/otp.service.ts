@@ -10,6 +10,7 @@ import { Db, type Sql } from "../platform/Db.js"
 import { RateLimited, Unauthenticated } from "../platform/errors.js"
 import * as counters from "../platform/rate-counters.repo.js"
 import { sendBestEffort } from "../providers/Mail.js"
+import { findTenant } from "../workspaces/workspaces.repo.js"
 import * as repo from "./auth.repo.js"
 import { assertCanSignIn, issueSession } from "./auth.service.js"
 import * as otp from "./otp.repo.js"
@@ -149,7 +150,7 @@ export const verifyCode = (email: string, code: string, ip: string) =>
       Promise.all([counters.reset(sql, keys.guessAddress(email)), counters.refund(sql, keys.guessIp(ip))]),
     )
     const user = yield* Effect.promise(() => repo.findUserByEmail(sql, email))
-    const tenant = user && (yield* Effect.promise(() => repo.findTenant(sql, user.tenant_id)))
+    const tenant = user && (yield* Effect.promise(() => findTenant(sql, user.tenant_id)))
     if (!user || !tenant) return yield* Effect.fail(WRONG())
     yield* assertCanSignIn(user, tenant)
     // Receiving the code proves the address is theirs.

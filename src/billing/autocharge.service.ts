@@ -8,6 +8,7 @@ import { recordAudit } from "../audit/audit.repo.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, type FieldError, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { type Currency, formatAmount } from "../platform/money.js"
 import { Payments } from "../providers/Payments.js"
 import {
   type PaymentGateway,
@@ -16,7 +17,7 @@ import {
 } from "../providers/payments/payments.interface.js"
 import * as repo from "./payments.repo.js"
 import { applyGatewayEvent } from "./payments.service.js"
-import { AUTOCHARGE_MAX_MINOR, type Currency, formatMinor, TOPUP_MINIMUM_MINOR } from "./pricing.js"
+import { AUTOCHARGE_MAX_MINOR, TOPUP_MINIMUM_MINOR } from "./pricing.js"
 import * as wallets from "./wallet.repo.js"
 import { loadWallet } from "./wallet.service.js"
 
@@ -38,13 +39,13 @@ export const setAutocharge = (
     const max = AUTOCHARGE_MAX_MINOR[c]
     const errors: FieldError[] = []
     if (s.thresholdMinor !== null && s.thresholdMinor > max)
-      errors.push({ field: "threshold_minor", message: `must be at most ${max} (${formatMinor(max, c)})` })
+      errors.push({ field: "threshold_minor", message: `must be at most ${max} (${formatAmount(max, c)})` })
     if (s.amountMinor !== null && (s.amountMinor < TOPUP_MINIMUM_MINOR[c] || s.amountMinor > max))
       errors.push({
         field: "amount_minor",
         message:
           `must be between ${TOPUP_MINIMUM_MINOR[c]} and ${max} ` +
-          `(${formatMinor(TOPUP_MINIMUM_MINOR[c], c)} to ${formatMinor(max, c)})`,
+          `(${formatAmount(TOPUP_MINIMUM_MINOR[c], c)} to ${formatAmount(max, c)})`,
       })
     if (errors.length > 0)
       return yield* Effect.fail(

@@ -4,7 +4,7 @@
 import type { Sql, Tx } from "../platform/Db.js"
 import { ledgerPosts } from "../platform/metrics.js"
 import type { Currency } from "../platform/money.js"
-import { checkWallets, isRefill } from "../webhooks/wallet-events.js"
+import { checkWallets, isRefill } from "./wallet-events.js"
 
 export interface LedgerEntry {
   readonly id: number

@@ -2,7 +2,6 @@
 // cost in each currency. Billing reads the same constants, so the page and the wallet agree.
 import { CURRENCIES, type Currency, formatAmount } from "../platform/money.js"
 
-export { CURRENCIES, type Currency }
 export type PerCurrency<T> = Readonly<Record<Currency, T>>
 
 /** Bundled (all-inclusive) price of one connected minute, in minor units. */
@@ -85,11 +84,8 @@ export function maxConcessionMinor(currency: Currency, _planTier: string): numbe
  */
 const EXAMPLE_HOURS_PER_MONTH = 8 * 22
 
-/** Minor units to a display string: 700 INR → "₹7.00", 10 USD → "$0.10". */
-export const formatMinor: (amountMinor: number, currency: Currency) => string = formatAmount
-
 const perCurrency = <T>(f: (c: Currency) => T): PerCurrency<T> => ({ INR: f("INR"), USD: f("USD") })
-const display = (minor: PerCurrency<number>): PerCurrency<string> => perCurrency((c) => formatMinor(minor[c], c))
+const display = (minor: PerCurrency<number>): PerCurrency<string> => perCurrency((c) => formatAmount(minor[c], c))
 
 export function priceCatalogue() {
   const minutes = EXAMPLE_HOURS_PER_MONTH * 60
@@ -131,7 +127,7 @@ export function priceCatalogue() {
     examples: {
       max_utilisation_hours_per_month: EXAMPLE_HOURS_PER_MONTH,
       max_utilisation_minutes: minutes,
-      max_utilisation_cost_display: perCurrency((c) => formatMinor(minutes * RATE_PER_MINUTE_MINOR[c], c)),
+      max_utilisation_cost_display: perCurrency((c) => formatAmount(minutes * RATE_PER_MINUTE_MINOR[c], c)),
     },
   }
 }

@@ -4,12 +4,12 @@
 // in the ledger as the mandate payment received and the fee taken, which leaves the balance as it was.
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
-import { findTenantPlan, setPlanTier } from "../auth/auth.repo.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound } from "../platform/errors.js"
 import { periodic } from "../platform/periodic.js"
 import { iso } from "../platform/time.js"
+import { findTenantPlan, setPlanTier } from "../workspaces/workspaces.repo.js"
 import { postEntry } from "./ledger.repo.js"
 import { BYOK_FEE_MINOR } from "./pricing.js"
 import type { SubscriptionRow } from "./subscription.repo.js"

@@ -1,11 +1,11 @@
 // The usage API the call runtime uses: reserve a call's cost before dialing (never overdrawing),
 // settle the connected seconds at hangup and release the rest.
 import { Effect } from "effect"
-import { findTenantPlan } from "../auth/auth.repo.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
 import { InsufficientFunds } from "../platform/errors.js"
+import { findTenantPlan } from "../workspaces/workspaces.repo.js"
 import { maybeAutocharge } from "./autocharge.service.js"
 import { callTerms } from "./call-terms.js"
 import { postEntry } from "./ledger.repo.js"

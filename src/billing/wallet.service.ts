@@ -1,23 +1,40 @@
 // A wallet as its owner sees it: the balance and settings, the ledger's history, and the precheck
-// that says whether a call may be placed now (and what it would hold).
+// that says whether a call may be placed now (and what it would hold); and a new workspace's
+// wallet with its trial credit.
 import { Effect } from "effect"
-import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
-import { Db, type Sql } from "../platform/Db.js"
+import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { NotFound } from "../platform/errors.js"
-import { walletObject } from "../webhooks/event-data.js"
+import type { Currency } from "../platform/money.js"
+import { findTenant, type TenantRow } from "../workspaces/workspaces.repo.js"
 import { callTerms } from "./call-terms.js"
-import { listEntries } from "./ledger.repo.js"
+import { listEntries, postEntry } from "./ledger.repo.js"
 import * as payments from "./payments.repo.js"
-import { type Currency, RATE_PER_MINUTE_MINOR } from "./pricing.js"
-import { findWallet, type WalletRow } from "./wallet.repo.js"
+import { RATE_PER_MINUTE_MINOR, TRIAL_CREDIT_MINOR } from "./pricing.js"
+import { findWallet, openWallet, type WalletRow } from "./wallet.repo.js"
+import { walletObject } from "./wallet.view.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180
 
 /** Cost of `seconds` of a connected call at the bundled rate, billed per second, rounded up. */
 export const callCostMinor = (seconds: number, currency: Currency): number =>
   Math.ceil((seconds * RATE_PER_MINUTE_MINOR[currency]) / 60)
+
+/**
+ * A new workspace's wallet in its currency, credited with the trial (in signup's transaction; the
+ * credit's idempotency key makes it once per workspace).
+ */
+export async function openTrialWallet(tx: Tx, tenantId: number, currency: Currency): Promise<void> {
+  await openWallet(tx, tenantId, currency)
+  await postEntry(tx, {
+    tenantId,
+    amountMinor: TRIAL_CREDIT_MINOR[currency],
+    kind: "trial_credit",
+    reference: "signup",
+    idempotencyKey: `trial_credit:${tenantId}`,
+  })
+}
 
 export const loadTenant = (sql: Sql, tenantId: number) =>
   Effect.flatMap(

@@ -1,7 +1,6 @@
 // SQL of the tenant's do-not-call list, and of the per-number suppression checks (DNC entry,
 // recent contact) that GET /dnc/check answers with.
 
-import type { TenantCountry } from "../phones/phone.js"
 import type { Sql, Tx } from "../platform/Db.js"
 
 export type DncSource = "manual" | "import" | "call" | "unsubscribe" | "erasure"
@@ -20,11 +19,6 @@ export async function addDncFromCall(tx: Tx, tenantId: number, phone: string): P
     insert into dnc_entries (tenant_id, phone_e164, reason, source) values (${tenantId}, ${phone},
       'asked not to be called again', 'call')
     on conflict (tenant_id, phone_e164) do nothing`
-}
-
-export async function tenantCountry(sql: Sql, tenantId: number): Promise<TenantCountry> {
-  const [row] = await sql<[{ country: TenantCountry }]>`select country from tenants where id = ${tenantId}`
-  return row.country
 }
 
 export async function list(

@@ -8,6 +8,7 @@ import { e164Candidates, isIndian, type TenantCountry, toE164 } from "../phones/
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { type DomainError, NotFound, ValidationFailed } from "../platform/errors.js"
+import { tenantCountry } from "../workspaces/workspaces.repo.js"
 import type { DncRow, DncSource } from "./dnc.repo.js"
 import * as repo from "./dnc.repo.js"
 import { lookupNcpr } from "./ncpr.import.js"
@@ -60,7 +61,7 @@ const invalidPhone = (field: string, reason: string) =>
 /** A number as the tenant typed it → E.164 in the tenant's country, or 422 on `field`. */
 const normalised = (sql: Sql, tenantId: number, raw: string, field: string) =>
   Effect.gen(function* () {
-    const country = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
+    const country = yield* Effect.promise(() => tenantCountry(sql, tenantId))
     const phone = toE164(raw, country)
     if (!phone.ok) return yield* Effect.fail(invalidPhone(field, phone.reason))
     return phone.e164
@@ -94,7 +95,7 @@ export const addDnc = (tenantId: number, raw: string, reason: string | null, sou
 export const removeDnc = (tenantId: number, raw: string) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const country = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
+    const country = yield* Effect.promise(() => tenantCountry(sql, tenantId))
     const candidates = e164Candidates(raw, country)
     if (candidates.length === 0) {
       const r = toE164(raw, country)
@@ -200,7 +201,7 @@ export const importDnc = (
   Effect.gen(function* () {
     const { sql } = yield* Db
     const clock = yield* Clock
-    const country = yield* Effect.promise(() => repo.tenantCountry(sql, tenantId))
+    const country = yield* Effect.promise(() => tenantCountry(sql, tenantId))
     const done = yield* run(async (): Promise<Imported> => {
       if (source.kind === "json")
         return { ok: true, result: await importRows(sql, tenantId, country, source.rows, clock.now()) }

@@ -2,7 +2,6 @@
 // answers a documented set of questions itself (chat.sim.ts); a configured model gets a bounded
 // sample and calls tools that Parley runs over the stored rows (chat.tools.ts), in a bounded loop.
 import { Effect } from "effect"
-import { tenantCountry } from "../compliance/dnc.repo.js"
 import { Credentials } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Db } from "../platform/Db.js"
@@ -17,6 +16,7 @@ import {
   type ToolChatMessage,
   type ToolChatRequest,
 } from "../providers/llm/llm.interface.js"
+import { tenantCountry } from "../workspaces/workspaces.repo.js"
 import { audienceText, simAnswer } from "./chat.sim.js"
 import { createAudience, type Row, runTool, TOOLS } from "./chat.tools.js"
 import { allRows, appendMessage, getSource, listMessages, type MessageRow } from "./sources.repo.js"

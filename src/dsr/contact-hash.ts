@@ -5,8 +5,8 @@
 // but the deployment's secret can recompute a hash from a guessed number.
 
 import { createHmac } from "node:crypto"
-import { systemSecret } from "../auth/secrets.js"
 import type { Sql } from "../platform/Db.js"
+import { systemSecret } from "../platform/secret-store.js"
 
 /** Name of the deployment secret (stored via src/auth/secrets.ts) the workspace keys derive from. */
 export const DSR_SECRET_NAME = "dsr_contact_hash"

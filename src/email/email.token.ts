@@ -5,8 +5,8 @@
 // verifying under their own kid, since old keys stay stored. Tokens never expire (an unsubscribe
 // link must work for as long as the mail exists).
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { systemSecret } from "../auth/secrets.js"
 import type { Sql } from "../platform/Db.js"
+import { systemSecret } from "../platform/secret-store.js"
 import { secretExists } from "./email.repo.js"
 
 export const CURRENT_KID = "k1"

@@ -2,10 +2,11 @@
 // Postgres before its handler runs, so a duplicate in any api process finds the claim; the first
 // completed response is kept for 24 hours and replayed. A failure the client should retry (5xx,
 // a defect, an abort) releases the claim instead.
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from "node:crypto"
+import { createHash, hkdfSync, randomUUID } from "node:crypto"
 import { Duration, Effect } from "effect"
 import { Db } from "../platform/Db.js"
 import { Conflict, IdempotencyKeyReused } from "../platform/errors.js"
+import { openBytes, sealBytes } from "../platform/secret-store.js"
 import * as repo from "./idempotency.repo.js"
 
 export type { StoredResponse } from "./idempotency.repo.js"
@@ -30,28 +31,13 @@ export interface Claimed {
 /**
  * An answer that carries a secret shown once (a new API key, a webhook signing secret) is kept
  * sealed, so the database never holds it readable: the row is keyed by the Idempotency-Key's
- * SHA-256, and the body is encrypted (AES-256-GCM) under a key derived from the Idempotency-Key
- * itself, which only the client holds. A random key (a UUID) is as strong as the seal.
+ * SHA-256, and the body is sealed by the secret store (src/platform/secret-store.ts, AES-256-GCM)
+ * under a key derived from the Idempotency-Key itself, which only the client holds. A random key
+ * (a UUID) is as strong as the seal.
  */
 const sealedKey = (key: string) => `sha256:${createHash("sha256").update(key).digest("hex")}`
 const sealKey = (tenantId: number, key: string, fingerprint: Buffer) =>
   Buffer.from(hkdfSync("sha256", key, fingerprint, `parley idempotent answer ${tenantId}`, 32))
-
-const NONCE = 12
-const TAG = 16
-
-export function seal(aesKey: Buffer, body: Buffer): Buffer {
-  const nonce = randomBytes(NONCE)
-  const cipher = createCipheriv("aes-256-gcm", aesKey, nonce)
-  const sealed = Buffer.concat([cipher.update(body), cipher.final()])
-  return Buffer.concat([nonce, sealed, cipher.getAuthTag()])
-}
-
-export function unseal(aesKey: Buffer, stored: Buffer): Buffer {
-  const decipher = createDecipheriv("aes-256-gcm", aesKey, stored.subarray(0, NONCE))
-  decipher.setAuthTag(stored.subarray(stored.length - TAG))
-  return Buffer.concat([decipher.update(stored.subarray(NONCE, stored.length - TAG)), decipher.final()])
-}
 
 /** What a claim decided: run the handler under it, or answer with the stored response. */
 export type Begin =
@@ -94,13 +80,13 @@ export const begin = (
         code: "IDEMPOTENCY_IN_PROGRESS",
       })
     const response =
-      aesKey === undefined ? found.response : { ...found.response, body: unseal(aesKey, found.response.body) }
+      aesKey === undefined ? found.response : { ...found.response, body: openBytes(aesKey, found.response.body) }
     return { kind: "replay", response } as const
   })
 
 /** Keeps the completed response for replays. */
 export const complete = (c: Claimed, response: repo.StoredResponse): Effect.Effect<void, never, Db> => {
-  const kept = c.seal === undefined ? response : { ...response, body: seal(c.seal, response.body) }
+  const kept = c.seal === undefined ? response : { ...response, body: sealBytes(c.seal, response.body) }
   return Effect.flatMap(Db, ({ sql }) => Effect.promise(() => repo.complete(sql, c.tenantId, c.key, c.token, kept)))
 }
 

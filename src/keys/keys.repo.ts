@@ -1,6 +1,7 @@
 // SQL for API keys and their audit trail (api_keys, api_key_events). A key's status is derived
 // on every read, never stored: an expiry passes without anyone writing it down.
 
+import type { KeyUse } from "../auth/authenticator.js"
 import type { Scope } from "../auth/principal.js"
 import type { Sql, Tx } from "../platform/Db.js"
 
@@ -105,7 +106,7 @@ export const recordEvent = async (tx: Tx, e: KeyEvent): Promise<void> => {
 }
 
 /** Records each key's last use in one statement; an older use never overwrites a newer one. */
-export const recordKeyUses = async (sql: Sql, uses: { id: number; at: string; ip: string }[]): Promise<void> => {
+export const recordKeyUses = async (sql: Sql, uses: readonly KeyUse[]): Promise<void> => {
   await sql`
     update api_keys k set last_used_at = v.at, last_used_ip = v.ip
     from jsonb_to_recordset(${sql.json(uses)}) as v(id bigint, at timestamptz, ip text)

@@ -9,6 +9,7 @@ import { AuthLive } from "../auth/Auth.js"
 import { ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
 import { IdempotencySweeperLive } from "../idempotency/idempotency.sweeper.js"
+import { KeyUseLogLive } from "../keys/KeyUseLog.js"
 import { NumberAccounts } from "../numbers/numbers.parts.js"
 import { Credentials, CredentialsLive } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -75,7 +76,8 @@ export function appLayer(deps: {
   const credentials = numberAccounts.pipe(Layer.provideMerge(CredentialsLive))
   // Background loops with no service of their own (each checks the process role itself).
   return Layer.mergeAll(
-    AuthLive,
+    // The authenticator records API keys' last uses through the keys domain (auth's KeyUseLog port).
+    AuthLive.pipe(Layer.provide(KeyUseLogLive)),
     ChallengeLive,
     TurnStreamsLive,
     TurnWritersLive,

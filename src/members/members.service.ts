@@ -7,14 +7,13 @@
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { recordAudit } from "../audit/audit.repo.js"
-import { auditActorOf } from "../audit/audit.service.js"
 import { Auth } from "../auth/Auth.js"
 import * as users from "../auth/auth.repo.js"
 import { issueSession } from "../auth/auth.service.js"
 import { sha256 } from "../auth/authenticator.js"
 import { hashPassword } from "../auth/passwords.js"
 import { type Role, roleMay } from "../auth/permissions.js"
-import type { UserPrincipal } from "../auth/principal.js"
+import { auditActorOf, type UserPrincipal } from "../auth/principal.js"
 import { requireVerifiedOwner } from "../auth/verified-owner.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Tx } from "../platform/Db.js"
@@ -23,6 +22,7 @@ import { Log } from "../platform/Log.js"
 import * as counters from "../platform/rate-counters.repo.js"
 import { iso } from "../platform/time.js"
 import { sendBestEffort } from "../providers/Mail.js"
+import { findTenant, type TenantRow } from "../workspaces/workspaces.repo.js"
 import * as repo from "./invitations.repo.js"
 
 export const INVITATION_DAYS = 7
@@ -173,7 +173,7 @@ export const invite = (actor: MemberActor, input: { email: string; role: Invited
         before: replaced[0] && { invitation_id: replaced[0].id, email: replaced[0].email, role: replaced[0].role },
         after: { email: invitation.email, role: invitation.role, expires_at: invitation.expires_at.toISOString() },
       })
-      const tenant = await users.findTenant(tx, p.tenantId)
+      const tenant = await findTenant(tx, p.tenantId)
       return { invitation, workspace: tenant?.name ?? "a workspace" }
     })
     if (outcome === "elsewhere")
@@ -243,7 +243,7 @@ export const inspectInvitation = (token: string) =>
     const clock = yield* Clock
     const row = yield* Effect.promise(() => repo.findInvitationByToken(sql, sha256(token)))
     const usable = yield* usableInvitation(row, clock.now())
-    const tenant = yield* Effect.promise(() => users.findTenant(sql, usable.tenant_id))
+    const tenant = yield* Effect.promise(() => findTenant(sql, usable.tenant_id))
     return {
       email: usable.email,
       role: usable.role,
@@ -315,12 +315,12 @@ export const acceptInvitation = (input: {
               after: { invitation_id: row.id, email: user.email, role: user.role },
             },
           )
-          const tenant = await users.findTenant(tx, row.tenant_id)
+          const tenant = await findTenant(tx, row.tenant_id)
           return { kind: "joined" as const, user, tenant: tenant! }
         }) as Promise<
           | { kind: "gone"; row: repo.InvitationRow | undefined }
           | { kind: "taken" }
-          | { kind: "joined"; user: users.UserRow; tenant: users.TenantRow }
+          | { kind: "joined"; user: users.UserRow; tenant: TenantRow }
         >,
     )
     if (joined.kind === "gone")

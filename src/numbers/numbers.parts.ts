@@ -4,7 +4,6 @@
 // provision, import and release all use.
 import { Context, Effect } from "effect"
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
-import { findTenant, type TenantRow } from "../auth/auth.repo.js"
 import { NUMBER_MONTHLY_MINOR } from "../billing/pricing.js"
 import { type TenantCountry, toE164 } from "../phones/phone.js"
 import { AppConfig } from "../platform/AppConfig.js"
@@ -21,6 +20,7 @@ import { ProviderCallError } from "../providers/http.util.js"
 import { NumberInventoryError } from "../providers/telephony/numbers.interface.js"
 import { makeSimNumbers } from "../providers/telephony/sim.numbers.js"
 import type { TelcoAOptions } from "../providers/telephony/telco-a.numbers.js"
+import { findTenant, type TenantRow } from "../workspaces/workspaces.repo.js"
 import type { NumberRow } from "./numbers.repo.js"
 import * as repo from "./numbers.repo.js"
 

@@ -4,8 +4,7 @@
 
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
-
-export type Mode = "bundled" | "byok"
+import type { Mode } from "../workspaces/workspaces.repo.js"
 export type CredentialStatus = "validated" | "failed" | "unvalidated"
 
 export interface TenantOnboardingRow {

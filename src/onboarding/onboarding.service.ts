@@ -2,18 +2,18 @@
 // provider credentials (checked against the catalogue, validated live, stored encrypted, never
 // returned), the completion checklist, and completion itself (reset whenever what it certified changes).
 import { Effect } from "effect"
-import { markCompleted, resetCompletion, switchMode } from "../auth/auth.repo.js"
-import { type Currency, formatMinor } from "../billing/pricing.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { Conflict, EncryptionUnavailable, NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { type Currency, formatAmount } from "../platform/money.js"
 import { iso } from "../platform/time.js"
+import { type Mode, markCompleted, resetCompletion, switchMode } from "../workspaces/workspaces.repo.js"
 import { credentialCryptoFor } from "./Credentials.js"
 import { maskSecret } from "./credentials.crypto.js"
 import { type ValidationOutcome, validateCredential } from "./credentials.validators.js"
-import type { CredentialRow, CredentialStatus, Mode, ReadinessFacts } from "./onboarding.repo.js"
+import type { CredentialRow, CredentialStatus, ReadinessFacts } from "./onboarding.repo.js"
 import * as repo from "./onboarding.repo.js"
 import {
   type CredentialInput,
@@ -23,8 +23,6 @@ import {
   type ProviderId,
 } from "./providers.catalogue.js"
 import { privateUrlReason } from "./public-url.js"
-
-export type { Mode } from "./onboarding.repo.js"
 
 export type ChecklistItemId =
   | "email_verified"
@@ -144,7 +142,7 @@ export function checklistFor(
         ? {
             item: "wallet_funded",
             done: true,
-            detail: `wallet balance ${formatMinor(facts.balance_minor, tenant.currency)}`,
+            detail: `wallet balance ${formatAmount(facts.balance_minor, tenant.currency)}`,
           }
         : { item: "wallet_funded", done: false, detail: "the wallet is empty: top it up (POST /billing/topup)" },
     ]

@@ -1,9 +1,9 @@
 // The weekly report's period (from/to dates, inclusive, UTC) and its figures: what the database
 // counted, turned into rates, minutes, money and one entry per day. Pure data, no drawing.
 
-import { formatMinor } from "../billing/pricing.js"
 import type { FieldError } from "../platform/errors.js"
 import type { Currency } from "../platform/money.js"
+import { formatAmount } from "../platform/money.js"
 import type { ApprovalCounts, CallTotals, DayCount, OutcomeCount, Range } from "./reports.repo.js"
 
 /** Longest period a report covers, in days (a leap year). */
@@ -119,7 +119,7 @@ export function weeklyFigures(d: WeeklyData): WeeklyFigures {
       connected: count(connected),
       connect_rate: rate === null ? "n/a" : `${rate.toFixed(1)}%`,
       minutes_talked: minutes.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }),
-      spend: formatMinor(spend_minor, d.currency),
+      spend: formatAmount(spend_minor, d.currency),
     },
     approvals: d.approvals,
     outcomes,

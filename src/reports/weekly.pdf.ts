@@ -25,7 +25,7 @@ export function pdfText(text: string): string {
     .join("")
 }
 
-/** A formatMinor display string as the PDF writes it: "₹1,234.56" → "INR 1,234.56"; "$0.35" unchanged. */
+/** A formatAmount display string as the PDF writes it: "₹1,234.56" → "INR 1,234.56"; "$0.35" unchanged. */
 export const pdfMoney = (display: string): string => pdfText(display.replace(/₹\s?/g, "INR "))
 
 const MARGIN = 50

@@ -1,6 +1,7 @@
 // What a simulation campaign predicts for the real run: its observed rates (each with a 95% Wilson
 // interval and the sample it rests on) scaled to the workflow's audience, per hour of dialing, in minutes and money.
-import { type Currency, formatMinor, RATE_PER_MINUTE_MINOR } from "../billing/pricing.js"
+import { RATE_PER_MINUTE_MINOR } from "../billing/pricing.js"
+import { type Currency, formatAmount } from "../platform/money.js"
 
 /** z for a two-sided 95% interval. */
 export const Z95 = 1.959963984540054
@@ -149,7 +150,7 @@ export function forecast(input: ForecastInput) {
       currency,
       rate_per_minute_minor: ratePerMinute,
       minor: costMinor,
-      display: formatMinor(costMinor.value, currency),
+      display: formatAmount(costMinor.value, currency),
     },
     assumptions: {
       concurrency: capacity.concurrency,

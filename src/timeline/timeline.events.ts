@@ -1,6 +1,6 @@
 // Rows of each timeline source as the spec's event shape {at, kind, direction, workflow_id,
 // run_id, summary, payload}, with the sentence a person reads in the summary. Pure functions.
-import { type Currency, formatMinor } from "../billing/pricing.js"
+import { type Currency, formatAmount } from "../platform/money.js"
 import { iso } from "../platform/time.js"
 import { encodeCursor } from "./timeline.cursor.js"
 import type {
@@ -148,7 +148,7 @@ const proposal = (a: ApprovalRow): string => {
     case "concession":
       return a.proposed_value_minor === null
         ? "a concession"
-        : `a concession of ${formatMinor(a.proposed_value_minor, a.currency as Currency)}`
+        : `a concession of ${formatAmount(a.proposed_value_minor, a.currency as Currency)}`
     case "callback":
       return "a callback"
     case "escalate":

@@ -1,10 +1,27 @@
-// The signups-by-channel report (GET /api/internal/attribution/signups) over a window ending now.
+// Where a signup came from, recorded in its transaction, and the signups-by-channel report
+// (GET /api/internal/attribution/signups) over a window ending now.
 import { Effect } from "effect"
 import { Clock } from "../platform/Clock.js"
-import { Db } from "../platform/Db.js"
-import { signupsByChannel } from "./attribution.repo.js"
+import { Db, type Tx } from "../platform/Db.js"
+import { channelOf, type SignupAttribution } from "./attribution.js"
+import { insertSignupAttribution, signupsByChannel } from "./attribution.repo.js"
 
 export const DEFAULT_WINDOW_DAYS = 90
+
+/** Records the signup's source (none given: no fields, no first touch) with the channel it counts under. */
+export const recordSignupSource = (
+  tx: Tx,
+  s: { tenantId: number; userId: number; attribution: SignupAttribution | undefined; at: Date },
+): Promise<void> => {
+  const attribution = s.attribution ?? { body: {}, firstTouch: undefined }
+  return insertSignupAttribution(tx, {
+    tenantId: s.tenantId,
+    userId: s.userId,
+    attribution,
+    channel: channelOf(attribution),
+    at: s.at,
+  })
+}
 
 export const signupReport = (days: number) =>
   Effect.gen(function* () {

@@ -4,11 +4,12 @@
 import { Effect } from "effect"
 import { maybeAutocharge } from "../billing/autocharge.service.js"
 import { postEntry } from "../billing/ledger.repo.js"
-import { type Currency, USAGE_PRICES } from "../billing/pricing.js"
+import { USAGE_PRICES } from "../billing/pricing.js"
 import { lockWallet } from "../billing/wallet.repo.js"
 import { loadTenant } from "../billing/wallet.service.js"
 import { Db, type Tx } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
+import type { Currency } from "../platform/money.js"
 import type { Billing, InsertedEvent, UsageEventIn } from "./usage-events.repo.js"
 import * as repo from "./usage-events.repo.js"
 

@@ -1,9 +1,9 @@
 // Each outbound event's `data`: the object as its read endpoint returns it (the call of GET
 // /api/calls/{call_id}, the run of GET /api/workflows/{id}/runs, the approval of GET /api/approvals,
-// the wallet of GET /billing/balance, the message as outreach email answers), plus `version`. The
-// read endpoints build their objects with these same functions (the call's is results/call-view.ts),
-// so an event and a poll never disagree on a field. Pure: the emitting repositories read the rows in
-// their own transactions (importing any of them here would be a cycle).
+// the message as outreach email answers; the wallet's is built in billing/wallet.view.ts), plus
+// `version`. The read endpoints build their objects with these same functions (the call's is
+// results/call-view.ts), so an event and a poll never disagree on a field. Pure: the emitting
+// repositories read the rows in their own transactions (importing any of them here would be a cycle).
 //
 // `version` orders the events of one object for a receiver (delivery order is not guaranteed):
 // runs, calls, messages and wallets carry the epoch milliseconds of the row's change (the changing
@@ -17,7 +17,6 @@
 //   left), insufficient_funds (never dialed), agent_error, aborted, interrupted (its process died),
 //   handoff_failed; and any other outcome of a call that was never answered.
 
-import { RATE_PER_MINUTE_MINOR, TOPUP_PRESETS_MINOR } from "../billing/pricing.js"
 import type { Currency } from "../platform/money.js"
 import { iso } from "../platform/time.js"
 import { callView } from "../results/call-view.js"
@@ -241,53 +240,4 @@ export const messageEvent = (
   tenantId: Number(m.tenant_id),
   type,
   data: { ...messageObject(m), version: ms(m.updated_at) },
-})
-
-// --- wallets ---------------------------------------------------------------------------------
-
-export interface WalletObjectTenant {
-  readonly id: number
-  readonly plan_tier: string
-  readonly trial_expires_at: Date | null
-}
-
-export interface WalletObjectRow {
-  readonly currency: Currency
-  readonly balance_minor: number
-  readonly autocharge_enabled: boolean
-  readonly autocharge_threshold_minor: number | null
-  readonly autocharge_amount_minor: number | null
-}
-
-/** The wallet object of GET /billing/balance. */
-export const walletObject = (t: WalletObjectTenant, w: WalletObjectRow) => {
-  const rate = RATE_PER_MINUTE_MINOR[w.currency]
-  return {
-    tenant_id: t.id,
-    currency: w.currency,
-    balance_minor: w.balance_minor,
-    plan_tier: t.plan_tier,
-    trial_expires_at: t.trial_expires_at?.toISOString() ?? null,
-    minutes_remaining_at_bundled_rate: Math.floor(w.balance_minor / rate),
-    rate_per_minute_minor: rate,
-    autocharge: {
-      enabled: w.autocharge_enabled,
-      threshold_minor: w.autocharge_threshold_minor,
-      amount_minor: w.autocharge_amount_minor,
-    },
-    topup_presets_minor: TOPUP_PRESETS_MINOR[w.currency],
-  }
-}
-
-/** wallet.low / wallet.exhausted: the wallet object, the threshold it crossed, and its version. */
-export const walletEvent = (
-  type: Extract<EventType, "wallet.low" | "wallet.exhausted">,
-  t: WalletObjectTenant,
-  w: WalletObjectRow,
-  lowThresholdMinor: number,
-  changedAt: Date,
-): EmitInput => ({
-  tenantId: Number(t.id),
-  type,
-  data: { ...walletObject(t, w), low_threshold_minor: lowThresholdMinor, version: ms(changedAt) },
 })

@@ -2,7 +2,8 @@
 // workspace's limits, the personas and the objection library as a system message, the campaign
 // prompt as the user's, the rule book's JSON Schema) and, for the offline simulator, the
 // deterministic writer's book as the answer. The caller validates what comes back.
-import { formatMinor, maxConcessionMinor } from "../billing/pricing.js"
+import { maxConcessionMinor } from "../billing/pricing.js"
+import { formatAmount } from "../platform/money.js"
 import type { JsonRequest, LanguageModel } from "../providers/llm/llm.interface.js"
 import { VOICES } from "../voices/voices.catalog.js"
 import { type RuleBookRequest, ruleBookJsonSchema } from "./rulebook.schema.js"
@@ -62,7 +63,7 @@ function systemMessage(req: RuleBookRequest): string {
       "{callback_window} into plain words; use objection_id null for a handler of your own.",
     `- concession_policy.currency is ${req.currency}. ` +
       `cap_minor is in minor units (1/100) of ${req.currency}: greater than 0 and at most ${ceiling} ` +
-      `(${formatMinor(ceiling, req.currency)}) when concessions are allowed, 0 when not. ` +
+      `(${formatAmount(ceiling, req.currency)}) when concessions are allowed, 0 when not. ` +
       "Allow concessions only if the description mentions discounts, offers or waivers.",
     "- callback_policy.max_days_ahead: 1 to 30. escalation_policy: at least one trigger (each at most 200 " +
       "characters) when allowed. Keep requires_approval true unless the description says otherwise.",

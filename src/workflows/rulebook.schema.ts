@@ -3,7 +3,8 @@
 // what a book is written from (RuleBookRequest: rulebook.prompt.ts, rulebook.sim-writer.ts).
 import { z } from "zod"
 import { AnalysisSection, analysisSectionErrors } from "../analysis/analysis.schema.js"
-import { type Currency, maxConcessionMinor } from "../billing/pricing.js"
+import { maxConcessionMinor } from "../billing/pricing.js"
+import type { Currency } from "../platform/money.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
 
 export const RULE_BOOK_LANGUAGES = ["en-IN", "en-US", "en-GB", "en-AU", "hi-IN"] as const

@@ -1,7 +1,8 @@
 // The simulator's rule-book writer: turns a campaign prompt into a rule book by plain text rules,
 // deterministically, with no model account. The workflow service hands it to the language model as
 // the offline answer (rulebook.prompt.ts), so the simulator answers with it and a real model ignores it.
-import { type Currency, formatMinor, maxConcessionMinor } from "../billing/pricing.js"
+import { maxConcessionMinor } from "../billing/pricing.js"
+import { type Currency, formatAmount } from "../platform/money.js"
 import { clip, wordsOf } from "../providers/llm/sim.text.js"
 import { findVoice, VOICES, type Voice } from "../voices/voices.catalog.js"
 import { GEOGRAPHY_PERSONAS } from "../voices/voices.geography.js"
@@ -250,7 +251,7 @@ function systemPrompt(p: PromptParts): string {
     ? "Speak Hindi, simply and respectfully; use common English words where callers do."
     : `Speak ${p.voice?.accent ?? "English"}, warmly and concisely.`
   const concession = p.concession.allowed
-    ? `You may propose a concession of at most ${formatMinor(p.concession.cap_minor, p.currency)}; ` +
+    ? `You may propose a concession of at most ${formatAmount(p.concession.cap_minor, p.currency)}; ` +
       "a human approves it before you confirm it to the callee."
     : "Do not offer discounts, waivers or other concessions."
   const minutes = Math.max(1, Math.round(p.maxCallSeconds / 60))

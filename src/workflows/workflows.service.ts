@@ -3,9 +3,8 @@
 // decided under the workflow's row lock, so they hold against a run starting at the same moment.
 import { Cause, Effect } from "effect"
 import { recordAudit } from "../audit/audit.repo.js"
-import { auditActorOf } from "../audit/audit.service.js"
 import { ownerEmailVerified } from "../auth/auth.repo.js"
-import type { Principal, UserPrincipal } from "../auth/principal.js"
+import { auditActorOf, type Principal, type UserPrincipal } from "../auth/principal.js"
 import { listObjections } from "../objections/objections.repo.js"
 import { Db, type Tx } from "../platform/Db.js"
 import { Conflict, GatewayUnavailable, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"

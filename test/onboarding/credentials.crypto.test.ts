@@ -3,14 +3,9 @@
 // configuration check, and the masked hint.
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import {
-  CredentialDecryptError,
-  decodeMasterKey,
-  isMasterKey,
-  makeCredentialCrypto,
-  maskSecret,
-} from "../../src/onboarding/credentials.crypto.js"
+import { CredentialDecryptError, makeCredentialCrypto, maskSecret } from "../../src/onboarding/credentials.crypto.js"
 import { loadConfig } from "../../src/platform/config.js"
+import { decodeMasterKey, isMasterKey } from "../../src/platform/secret-store.js"
 
 const key = randomBytes(32).toString("base64")
 const crypto = makeCredentialCrypto(key)

@@ -4,7 +4,7 @@
 // isolation (another workspace's calls are not counted).
 import { inflateSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { formatMinor } from "../../src/billing/pricing.js"
+import { formatAmount } from "../../src/platform/money.js"
 import { type Period, parsePeriod, weeklyFigures } from "../../src/reports/weekly.figures.js"
 import { axisScale, pdfMoney, pdfText } from "../../src/reports/weekly.pdf.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
@@ -131,7 +131,7 @@ describe("the figures", () => {
     })
     expect(f.calls.connect_rate_pct).toBeNull()
     expect(f.display.connect_rate).toBe("n/a")
-    expect(f.display.spend).toBe(formatMinor(0, "INR"))
+    expect(f.display.spend).toBe(formatAmount(0, "INR"))
     expect(f.per_day).toHaveLength(5)
     expect(f.per_day.every((d) => d.calls === 0)).toBe(true)
     const big = weeklyFigures({
@@ -248,7 +248,7 @@ describe("GET /api/reports/weekly", () => {
     expect(labelValue(texts, "Connect rate")).toBe(`${((want.connected / want.placed) * 100).toFixed(1)}%`)
     expect(labelValue(texts, "Minutes talked")).toBe((Math.round((want.seconds / 60) * 10) / 10).toFixed(1))
     expect(want.spend).toBeGreaterThan(0)
-    expect(labelValue(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
+    expect(labelValue(texts, "Spend")).toBe(formatAmount(want.spend, "USD"))
 
     const [ws] = await srv.sql<[{ name: string }]>`select name from tenants where id = ${owner.tenantId}`
     expect(texts).toContain(`Workspace: ${ws.name}`)
@@ -274,7 +274,7 @@ describe("GET /api/reports/weekly", () => {
     expect(want.placed).toBe(1)
     expect(labelValue(texts, "Calls placed")).toBe("1")
     expect(labelValue(texts, "Calls connected")).toBe("1")
-    expect(labelValue(texts, "Spend")).toBe(formatMinor(want.spend, "USD"))
+    expect(labelValue(texts, "Spend")).toBe(formatAmount(want.spend, "USD"))
     expect(labelValue(texts, "Requested")).toBe("0")
   })
 

@@ -1,7 +1,7 @@
 // The workspace's own name: asked at signup (or derived from the business the address belongs to),
 // renamed by owners and admins, shown by GET /auth/me and /api/workspace, and heard by callees.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { businessOfEmail, defaultWorkspaceName } from "../../src/workspace/workspace-name.js"
+import { businessOfEmail, defaultWorkspaceName } from "../../src/workspaces/workspace-name.js"
 import { api, FAST_RUNTIME_ENV, type Session, uniqueEmail } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 

@@ -6,11 +6,12 @@
 // reservation given back returns a hold, not money, and counting it would re-arm wallet.low on
 // every call of a busy run whose holds straddle the line.
 import { Effect } from "effect"
-import { type Currency, RATE_PER_MINUTE_MINOR } from "../billing/pricing.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
-import { walletEvent } from "./event-data.js"
-import type { EmitInput } from "./outbox.repo.js"
-import { emitEvents } from "./outbox.repo.js"
+import type { Currency } from "../platform/money.js"
+import type { EmitInput } from "../webhooks/outbox.repo.js"
+import { emitEvents } from "../webhooks/outbox.repo.js"
+import { RATE_PER_MINUTE_MINOR } from "./pricing.js"
+import { walletEvent } from "./wallet.view.js"
 import { lowThreshold, setLowThreshold, tenantOf, walletCrossings } from "./wallet-state.repo.js"
 
 /** Minutes of calling at the bundled rate a workspace's default wallet.low threshold buys. */

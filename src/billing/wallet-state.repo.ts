@@ -3,7 +3,7 @@
 
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
-import type { WalletObjectRow, WalletObjectTenant } from "./event-data.js"
+import type { WalletObjectRow, WalletObjectTenant } from "./wallet.view.js"
 
 /** A wallet whose last posting crossed a line, with what its event carries. */
 export interface WalletCrossing extends WalletObjectRow {
