@@ -7,14 +7,7 @@ export interface FolderCycle {
   readonly folders: readonly string[]
   readonly steps: ReadonlyArray<{ readonly from: string; readonly to: string; readonly via: string }>
 }
-export const PENDING: ReadonlyArray<readonly [string, string, string]>
 export function folderOf(path: string): string | null
-export function folderGraph(
-  modules: readonly CruisedModule[],
-  pending?: ReadonlyArray<readonly [string, string, ...string[]]>,
-): Map<string, Map<string, string>>
-export function folderCycles(
-  modules: readonly CruisedModule[],
-  pending?: ReadonlyArray<readonly [string, string, ...string[]]>,
-): FolderCycle[]
+export function folderGraph(modules: readonly CruisedModule[]): Map<string, Map<string, string>>
+export function folderCycles(modules: readonly CruisedModule[]): FolderCycle[]
 export function describeCycles(cycles: readonly FolderCycle[]): string

@@ -9,23 +9,6 @@ import { pathToFileURL } from "node:url"
 
 const EXEMPT = /^(test|bench)\/|\.test\.ts$/
 
-/**
- * Folder imports that run back up and that another step of issue 35 takes away (deliverable 1: the
- * workspace's home, signup as its own orchestration, money types and the secret store in
- * platform). Each is left out of the search until then; delete its line when it is gone (the
- * check says so). Nothing else may be added here: a new cycle is fixed, not listed.
- */
-export const PENDING = [
-  ["src/auth", "src/billing", "signup opens the wallet and grants trial credit inside auth"],
-  ["src/auth", "src/keys", "auth/authenticator.ts reads keys.repo"],
-  ["src/auth", "src/onboarding", "auth.repo names onboarding.repo's types"],
-  ["src/auth", "src/usage-events", "signup records its attribution inside auth"],
-  ["src/auth", "src/workspace", "signup names the workspace inside auth"],
-  ["src/webhooks", "src/auth", "webhooks/secrets.ts uses the secret store in auth"],
-  ["src/webhooks", "src/billing", "event data takes Currency from billing/pricing.ts"],
-  ["src/dsr", "src/compliance", "erase reads tenantCountry from compliance/dnc.repo.ts"],
-]
-
 /** The folder a module belongs to, or null for what the check ignores (packages, tests). */
 export function folderOf(path) {
   if (EXEMPT.test(path) || path.startsWith("node_modules/")) return null
@@ -39,15 +22,14 @@ export function folderOf(path) {
  * The folder graph of a cruise result's modules: for each pair of folders, one file import that
  * links them (the first met), so a report can say where a cycle comes from.
  */
-export function folderGraph(modules, pending = []) {
-  const skip = new Set(pending.map(([from, to]) => `${from} ${to}`))
+export function folderGraph(modules) {
   const edges = new Map()
   for (const m of modules) {
     const from = folderOf(m.source)
     if (from === null) continue
     for (const d of m.dependencies) {
       const to = folderOf(d.resolved)
-      if (to === null || to === from || skip.has(`${from} ${to}`)) continue
+      if (to === null || to === from) continue
       if (!edges.has(from)) edges.set(from, new Map())
       const out = edges.get(from)
       if (!out.has(to)) out.set(to, `${m.source} → ${d.resolved}`)
@@ -63,8 +45,8 @@ const MAX_CYCLES = 200
  * Every elementary cycle between folders, each starting at its smallest folder (so each is listed
  * once), with the import that makes each step.
  */
-export function folderCycles(modules, pending = []) {
-  const edges = folderGraph(modules, pending)
+export function folderCycles(modules) {
+  const edges = folderGraph(modules)
   const next = (f) => [...(edges.get(f)?.keys() ?? [])].sort()
   const cycles = []
   for (const start of [...edges.keys()].sort()) {
@@ -104,13 +86,7 @@ const main = async () => {
   const { format } = await import("dependency-cruiser")
   const rules = await format(result, { outputType: "err" })
   process.stdout.write(rules.output)
-  const cycles = folderCycles(result.modules, PENDING)
-  const present = folderGraph(result.modules)
-  for (const [from, to] of PENDING)
-    if (!present.get(from)?.has(to))
-      process.stdout.write(
-        `${from} no longer imports ${to}: delete its line from PENDING in scripts/check-folders.mjs\n`,
-      )
+  const cycles = folderCycles(result.modules)
   const folders = new Set(result.modules.map((m) => folderOf(m.source)).filter((f) => f !== null))
   if (cycles.length > 0) {
     const more = cycles.length >= MAX_CYCLES ? ` (listing stopped at ${MAX_CYCLES})` : ""
