@@ -58,7 +58,7 @@ module.exports = {
       name: "only-runtime-runs-machines",
       comment:
         "Only runtime/ runs machines: elsewhere machines/ and xstate are imported for their types only " +
-        "(a domain asks the runtime over the bus or through a port, as src/sim's CampaignMachine).",
+        "(a domain asks the runtime over the bus or through a port, as src/rehearsals's CampaignMachine).",
       severity: "error",
       from: { pathNot: ["^runtime/", "^machines/", EXEMPT] },
       to: { path: ["^machines/", "^node_modules/xstate/"], dependencyTypesNot: ["type-only"] },

@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connectPostgres, redact, withDatabase } from "../src/platform/Db.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
-import { drawCallees, type SimMix } from "../src/sim/mix.js"
+import { drawCallees, type SimMix } from "../src/rehearsals/mix.js"
 import { machine, record, verifyEmail } from "./lib.js"
 import type { Heap, HostSample } from "./servers/dialer-host.js"
 

@@ -2,7 +2,7 @@
 // Postgres, renewed while it lives), drives each with a RunDriver, listens for the api's commands
 // on the bus, sweeps expired approvals, and answers rt.ping. Its periodic work runs as Effect loops
 // in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
-// process can take any run over from Postgres. A simulation campaign's run (src/sim/) is driven like
+// process can take any run over from Postgres. A simulation campaign's run (src/rehearsals/) is driven like
 // any other, on the sim carrier and free of charge.
 import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { expireAndAnnounce } from "../src/approvals/approval-changes.js"

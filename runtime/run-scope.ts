@@ -106,7 +106,7 @@ export interface RunScope {
   readonly company: string
   readonly agentName: string
   /**
-   * A simulation campaign's run (src/sim/): simulated callees are not people, so the dialer skips
+   * A simulation campaign's run (src/rehearsals/): simulated callees are not people, so the dialer skips
    * the DNC, NCPR, cool-down and calling-window checks and writes no contact or DNC record for them.
    */
   readonly simulation: boolean

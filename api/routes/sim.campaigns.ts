@@ -3,7 +3,7 @@
 // commands run-batch, answer, resume and stop, which the campaign's state machine accepts or refuses.
 import { Effect } from "effect"
 import { z } from "zod"
-import { CAMPAIGN_STATES } from "../../src/sim/campaign.view.js"
+import { CAMPAIGN_STATES } from "../../src/rehearsals/campaign.view.js"
 import {
   answerQuestion,
   createCampaign,
@@ -15,8 +15,8 @@ import {
   resumeCampaign,
   runBatch,
   stopCampaign,
-} from "../../src/sim/campaigns.service.js"
-import { DEFAULT_SIM_MIX, MAX_SEED, SIM_PERSONA_IDS } from "../../src/sim/mix.js"
+} from "../../src/rehearsals/campaigns.service.js"
+import { DEFAULT_SIM_MIX, MAX_SEED, SIM_PERSONA_IDS } from "../../src/rehearsals/mix.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { Id, QueryInt } from "../schemas.js"

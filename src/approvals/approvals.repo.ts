@@ -325,7 +325,7 @@ export const insertApproval = async (
   })) as { id: number; expires_at: Date; created_at: Date }
 
 /**
- * A simulation campaign's workflow (src/sim/): its approvals are a rehearsal's, hidden like its
+ * A simulation campaign's workflow (src/rehearsals/): its approvals are a rehearsal's, hidden like its
  * runs and calls, and send no webhook event.
  */
 const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>

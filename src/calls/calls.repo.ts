@@ -147,7 +147,7 @@ export interface AttemptEnd {
 /** An ended call as its ending statement returns it: the slot row to give back, and the call's event data. */
 interface EndedCall extends CallObjectRow {
   readonly slot_owner: string | null
-  /** A simulation campaign's call (src/sim/): a rehearsal, hidden from the workflow endpoints, sends no event. */
+  /** A rehearsal campaign's call (src/rehearsals/): hidden from the workflow endpoints, it sends no event. */
   readonly simulation: boolean
 }
 

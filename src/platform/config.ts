@@ -196,7 +196,7 @@ const Env = z.object({
   ANALYSIS_MAX_ATTEMPTS: positiveInt.max(20).default(5),
   ANALYSIS_RETRY_BACKOFF_MS: positiveInt.default(5_000),
   /**
-   * A simulation campaign's question (src/sim/): how long, in real time whatever the campaign's time
+   * A simulation campaign's question (src/rehearsals/): how long, in real time whatever the campaign's time
    * scale, its simulated call holds for the operator's answer; the question expires with it.
    */
   SIM_APPROVAL_HOLD_MS: positiveInt.default(30 * 60_000),

@@ -101,7 +101,7 @@ export const rescheduleDoneTarget = async (tx: Tx, runId: number, runTargetId: n
   return t !== undefined
 }
 
-// --- simulation campaigns (src/sim/) --------------------------------------------------------
+// --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 // A campaign's run gets all its targets at once, held back (next_attempt_at 'infinity', which the
 // dialer never reaches) and released a batch at a time.
 

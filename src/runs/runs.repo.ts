@@ -28,7 +28,7 @@ export interface RunGate {
 
 /**
  * The workflow, locked, with what decides whether it may run. A simulation campaign's hidden
- * workflow is not found here: only its campaign starts and stops its run (src/sim/).
+ * workflow is not found here: only its campaign starts and stops its run (src/rehearsals/).
  */
 export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number): Promise<RunGate | undefined> => {
   const [row] = await tx<[RunGate?]>`
@@ -226,7 +226,7 @@ export interface RunSetup {
   /** The assigned persona's greeting: the call's opening line unless a knowledge-base rule gives one. */
   readonly persona_greeting: string | null
   /**
-   * A simulation campaign's run (src/sim/): the workflow it rehearses, whose knowledge-base rules
+   * A simulation campaign's run (src/rehearsals/): the workflow it rehearses, whose knowledge-base rules
    * apply; null for a real run.
    */
   readonly simulation_of: number | null
@@ -326,7 +326,7 @@ export const scheduleCallbackIn = async (tx: Tx, runId: number, runTargetId: num
   return true
 }
 
-// --- simulation campaigns (src/sim/) --------------------------------------------------------
+// --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 
 /**
  * A simulation campaign's one run over its hidden workflow's simulated audience, running from the

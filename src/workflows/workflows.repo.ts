@@ -209,7 +209,7 @@ export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<voi
     and status = 'live'`
 }
 
-// --- simulation campaigns (src/sim/) --------------------------------------------------------
+// --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 
 /**
  * A simulation campaign's hidden workflow: a copy of the rehearsed one's rule book, persona and

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest"
 import { SIM_PERSONAS } from "../../src/personas/sim-personas.js"
 import { simCalleeFor } from "../../src/providers/telephony/sim.telephony.js"
-import { DEFAULT_SIM_MIX, drawCallees, seededRandom, unknownPersonas } from "../../src/sim/mix.js"
+import { DEFAULT_SIM_MIX, drawCallees, seededRandom, unknownPersonas } from "../../src/rehearsals/mix.js"
 
 describe("drawCallees", () => {
   it("same seed, size and mix → the same callees; another seed → others", () => {

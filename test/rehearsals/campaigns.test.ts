@@ -3,7 +3,7 @@
 // seed determinism, hidden workflows kept out of the workflow endpoints, OpenAPI, the wallet.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SIM_PERSONAS } from "../../src/personas/sim-personas.js"
-import { DEFAULT_SIM_MIX } from "../../src/sim/mix.js"
+import { DEFAULT_SIM_MIX } from "../../src/rehearsals/mix.js"
 import { campaign, type Json, type SimServer, simServer, workflow } from "./sim.support.js"
 
 let h: SimServer

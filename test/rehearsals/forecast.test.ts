@@ -1,7 +1,7 @@
 // The forecast's arithmetic against a case worked by hand: Wilson intervals, counts scaled to the
 // audience (or per 1,000), dialing speed from the dialer's limits, minutes and cost at the bundled rate.
 import { describe, expect, it } from "vitest"
-import { forecast, RING_OUT_SECONDS, SETUP_SECONDS, wilson } from "../../src/sim/forecast.js"
+import { forecast, RING_OUT_SECONDS, SETUP_SECONDS, wilson } from "../../src/rehearsals/forecast.js"
 
 describe("wilson", () => {
   it("6 of 20: p = 0.3, interval [0.1455, 0.5190] (worked by hand below)", () => {

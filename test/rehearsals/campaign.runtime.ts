@@ -1,4 +1,4 @@
-// A simulation campaign laid out in SQL as src/sim/ lays it out (migrations/0019): a hidden workflow
+// A simulation campaign laid out in SQL as src/rehearsals/ lays it out (migrations/0019): a hidden workflow
 // rehearsing a real one, its simulated audience, and one running run whose targets are held
 // ('infinity') until released. The runtime's tests drive a rehearsal with it, API or not.
 import { Bus } from "../../src/platform/Bus.js"
