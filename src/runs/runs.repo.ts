@@ -307,13 +307,10 @@ export const pauseForFunds = async (sql: Sql, runId: number, me: string): Promis
 /**
  * A callback approved after its call ended becomes a new attempt at `at`; a finished run opens
  * again to dial it, while its workflow is live and no other run of it is running. Only a target
- * that is done (not already queued again) is rescheduled.
+ * that is done (not already queued again) is rescheduled. In the caller's transaction (a late
+ * decision's, through run-callbacks.ts).
  */
-export const scheduleCallback = async (sql: Sql, runId: number, runTargetId: number, at: Date): Promise<boolean> =>
-  (await sql.begin((tx) => scheduleCallbackIn(tx, runId, runTargetId, at))) as boolean
-
-/** scheduleCallback inside the caller's transaction (a late decision's, through run-callbacks.ts). */
-export const scheduleCallbackIn = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
+export const scheduleCallback = async (tx: Tx, runId: number, runTargetId: number, at: Date): Promise<boolean> => {
   if (!(await rescheduleDoneTarget(tx, runId, runTargetId, at))) return false
   const [opened] = await tx<[(RunChange & { simulation: boolean })?]>`
     update runs set status = 'running', ended_at = null, end_reason = null, updated_at = now()
