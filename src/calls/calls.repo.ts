@@ -11,7 +11,7 @@
 import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import { holdTargetUntil, markTargetSkipped, settleTarget, type TargetNext } from "../runs/run-targets.repo.js"
+import { holdTargetUntil, markTargetSkipped, type TargetNext } from "../runs/run-targets.repo.js"
 import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
 
@@ -114,10 +114,7 @@ export const slotsInUse = async (sql: Sql, tenantId: number): Promise<number> =>
   return row.n
 }
 
-export const markAnswered = (sql: Sql, callId: number, at: Date) =>
-  sql`update calls set status = 'connected', answered_at = ${at} where id = ${callId} and status = 'dialing'`
-
-/** markAnswered for many calls in one statement (the answers that came while the last write was in flight). */
+/** Marks many calls answered in one statement (the answers that came while the last write was in flight). */
 export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: number; at: Date }>) =>
   sql`update calls c set status = 'connected', answered_at = a.at
     from unnest(${answers.map((x) => x.callId)}::bigint[], ${answers.map((x) => x.at.toISOString())}::timestamptz[])
@@ -126,7 +123,7 @@ export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: numb
 
 export type { TargetNext } from "../runs/run-targets.repo.js"
 
-/** The end of one attempt, as finishAttempt(s) record it. */
+/** The end of one attempt, as finishAttempts records it. */
 export interface AttemptEnd {
   me: string
   runId: number
@@ -164,33 +161,10 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
 
 const callEndedEvents = (calls: readonly EndedCall[]) => calls.filter((c) => !c.simulation).map(callEndedEvent)
 
-/** Ends an attempt: the call row, the target's next step, the slot and the decision, together. */
-export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
-  (await sql.begin(async (tx) => {
-    const [call] = await tx<[EndedCall?]>`
-      update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
-        cost_minor = ${f.costMinor},
-        reserved_minor = coalesce(${f.reservedMinor}, reserved_minor), ended_at = ${f.endedAt}
-      where id = ${f.callId} and status <> 'ended' and owner_instance = ${f.me}
-      returning ${endedCallColumns(tx)}`
-    if (!call) return false // finalised by a process that took the run over
-    await emitEvents(tx, callEndedEvents([call]))
-    // An answered call is queued for its analysis with its end: no sweep has to find it.
-    if (call.answered_at !== null) await enqueueCalls(tx, [Number(call.id)])
-    await settleTarget(tx, f.runTargetId, f.next)
-    if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
-    await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
-    // The slot goes back to the row it was counted in, last: that row is shared by the process's calls.
-    if (call.slot_owner !== null)
-      await tx`update dial_slot_counts set in_use = greatest(0, in_use - 1)
-        where tenant_id = ${f.tenantId} and owner_instance = ${call.slot_owner}`
-    return true
-  })) as boolean
-
 /**
- * finishAttempt for a group of attempts (the calls that ended while the previous group was being
- * written), in one transaction: the call rows, the targets' next steps and the decisions in one
- * statement each (the DNC entries pipelined), and each slot row's count given back once, last.
+ * Ends a group of attempts (the calls that ended while the previous group was being written), in
+ * one transaction: the call rows, the targets' next steps and the decisions in one statement each
+ * (the DNC entries pipelined), and each slot row's count given back once, last.
  * Per attempt, in order: whether this call ended it (false: already ended, by this group's earlier
  * entry for the same call or by a process that took the run over).
  */
@@ -224,8 +198,9 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
       done.filter((d) => d.answered_at !== null).map((d) => Number(d.id)),
     )
     const mine = done.map((d) => first.get(Number(d.id))!)
-    // The targets' next steps in one statement, as settleTarget (run-targets.repo.ts) writes each:
-    // done; waiting until the retry; or back in the queue with its last outcome kept.
+    // The targets' next steps in one statement: done; waiting until the retry; or back in the queue
+    // with its last outcome kept (attempts keeps counting it: it numbers the call rows, and
+    // (run_target_id, attempt) is unique).
     const nexts = mine.map((f) => ({
       id: f.runTargetId,
       kind: f.next.kind,
@@ -280,6 +255,10 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
     return true
   })
 }
+
+/** Ends one attempt (finishAttempts with one); false when it was already ended. */
+export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
+  (await finishAttempts(sql, [f]))[0] ?? false
 
 /** A target the dialer will not call (compliance) or holds until its window opens. */
 export const skipTarget = async (
