@@ -1,9 +1,9 @@
 // The runtime role's process host: claims runs that need an owner (leases.ts: a lease row in
 // Postgres, renewed while it lives), drives each with a RunDriver, listens for the api's commands
-// on the bus, sweeps expired approvals, and answers rt.ping. Its periodic work runs as Effect loops
-// in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
-// process can take any run over from Postgres. A simulation campaign's run (src/sim/) is driven like
-// any other, on the sim carrier and free of charge.
+// on the bus, sweeps expired approvals and hang-ups a carrier did not take, and answers rt.ping.
+// Its periodic work runs as Effect loops in one scope that stop() closes. Nothing here is the only
+// copy of anything: another runtime process can take any run over from Postgres. A simulation
+// campaign's run (src/sim/) is driven like any other, on the sim carrier and free of charge.
 import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import { callTerms } from "../src/billing/call-terms.js"
@@ -43,6 +43,7 @@ import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 import { startAnalysisWorker } from "./analysis-worker.js"
 import { startDataFetchWorker } from "./data-fetch.js"
+import { HANGUP_SWEEP_MS, sweepHangups } from "./hangups.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { ReservationBatcher } from "./reservations.js"
@@ -357,6 +358,12 @@ export const startRuntimeHost: Effect.Effect<
   yield* every(Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
   yield* every(APPROVAL_SWEEP_MS, sweepApprovals)
   yield* every(LIMITS_REFRESH_MS, refreshLimits)
+  // Hang-ups a carrier did not take, tried again through each workspace's carrier (hangups.ts).
+  const sweepLegs = () =>
+    sweepHangups({ sql, log, telephonyFor: async (tenantId) => (await providersFor(tenantId)).telephony }).catch(
+      (err: unknown) => log.error({ err }, "hang-up sweep failed"),
+    )
+  yield* every(HANGUP_SWEEP_MS, sweepLegs)
   void claim()
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.

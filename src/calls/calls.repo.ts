@@ -1,7 +1,8 @@
 // SQL of a call attempt, as the runtime's dialer runs it: the attempt that marks a target dialing
 // before the carrier is asked, the answer, the end of an attempt, targets skipped or held, calls a
-// previous owner left in flight, the tenant's dial slots (one counter row per workspace and runtime
-// process), and the decision log (dial_decisions) each of those writes. A batch of attempts begins
+// previous owner left in flight, hang-ups the carrier did not take (kept for the sweep), the
+// tenant's dial slots (one counter row per workspace and runtime process), and the decision log
+// (dial_decisions) each of those writes. A batch of attempts begins
 // in one round trip, in the database function dial_begin_attempts (migrations/0026), which marks
 // the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
 // the calling process owning the run or call. The target's other moves are written by
@@ -295,6 +296,52 @@ export interface OrphanCall {
   readonly phone_e164: string
   readonly answered_at: Date | null
   readonly last_turn_at: Date | null
+}
+
+// ---- Hang-ups the carrier did not take (runtime/hangups.ts) ------------------------------------
+
+/** Marks a call whose hang-up failed: the sweep tries again from `retryAt`, by the carrier's id of the call. */
+export const markHangupPending = async (
+  sql: Sql,
+  m: { callId: number; providerCallId: string | null; error: string; retryAt: Date },
+): Promise<void> => {
+  await sql`update calls set hangup_state = 'pending', hangup_failed_at = coalesce(hangup_failed_at, now()),
+      hangup_failures = hangup_failures + 1, hangup_error = ${m.error}, hangup_retry_at = ${m.retryAt},
+      provider_call_id = coalesce(${m.providerCallId}, provider_call_id)
+    where id = ${m.callId}`
+}
+
+/** A call whose hang-up is pending, as the sweep takes it. */
+export interface PendingHangup {
+  readonly id: number
+  readonly tenant_id: number
+  readonly run_id: number
+  readonly provider: string
+  readonly provider_call_id: string | null
+  readonly hangup_failures: number
+  readonly hangup_failed_at: Date
+}
+
+/**
+ * Up to `limit` pending hang-ups due at `asOf`, each put off to `nextAt` as it is taken, so that
+ * another process's sweep meanwhile passes it by (SKIP LOCKED: two sweeps never wait on each other).
+ */
+export const takeDueHangups = (sql: Sql, asOf: Date, nextAt: Date, limit: number) =>
+  sql<PendingHangup[]>`update calls c set hangup_retry_at = ${nextAt}
+    where c.id in (select id from calls where hangup_state = 'pending' and hangup_retry_at <= ${asOf}
+      order by hangup_retry_at limit ${limit} for update skip locked)
+    returning c.id, c.tenant_id, c.run_id, c.provider, c.provider_call_id, c.hangup_failures, c.hangup_failed_at`
+
+/** What the sweep's try did: the carrier took it (swept), or it failed again (pending, or abandoned for good). */
+export const recordHangupTry = async (
+  sql: Sql,
+  callId: number,
+  r: { state: "swept" } | { state: "pending" | "abandoned"; error: string },
+): Promise<void> => {
+  if (r.state === "swept") await sql`update calls set hangup_state = 'swept' where id = ${callId}`
+  else
+    await sql`update calls set hangup_state = ${r.state}, hangup_failures = hangup_failures + 1,
+      hangup_error = ${r.error} where id = ${callId}`
 }
 
 /** Calls a previous owner left in flight. */

@@ -10,6 +10,7 @@ import {
   type CallLeg,
   type CarrierEvent,
   type DialRequest,
+  HangupFailed,
   TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
@@ -217,14 +218,19 @@ class TelcoALeg implements CallLeg {
 
   async hangup(): Promise<void> {
     if (this.ended) return
+    let failed: HangupFailed | undefined
     if (this.pendingVoice !== undefined) {
       this.ready = "hangup"
       this.flush()
     } else {
-      // No webhook to answer: end the call through the REST API.
-      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+      // No webhook to answer: end the call through the REST API (retried on 429, 5xx and no answer).
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch((e: unknown) => {
+        failed = new HangupFailed(this.providerCallId, e)
+      })
     }
+    // Ended here either way: nothing more is said or heard on it; a failure is the caller's to record.
     this.end({ type: "HANGUP", by: "agent", at: this.now() })
+    if (failed !== undefined) throw failed
   }
 
   /**
@@ -247,7 +253,10 @@ class TelcoALeg implements CallLeg {
     try {
       await this.o.createCall({ To: operatorNumber, ...(from !== null && { From: from }), Twiml: doc })
     } catch (e) {
-      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch((h: unknown) => {
+        // The callee would wait in a conference nobody joins: the caller records it, and sees `e`.
+        throw new HangupFailed(this.providerCallId, h, e)
+      })
       throw e
     }
     return { conference_id: name }
@@ -325,6 +334,9 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
     name: "telco_a",
     get activeLegs() {
       return active
+    },
+    async hangupCall(providerCallId: string): Promise<void> {
+      await post(`${callsUrl}/${encodeURIComponent(providerCallId)}.json`, { Status: "completed" })
     },
     dial(req: DialRequest, onEvent: (e: CarrierEvent) => void): CallLeg {
       active++
