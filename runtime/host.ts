@@ -410,7 +410,7 @@ export const startRuntimeHost: Effect.Effect<
       await analysis.stop()
       // Ends every loop of the host (claims, lease renewals, sweeps, renewals and rentals).
       await Effect.runPromise(Scope.close(scope, Exit.void))
-      await bus.flush().catch(() => {})
+      await bus.flush().catch(() => {}) // a bus already gone has nothing left to send
       await turns.flush()
       await webhooksStopped
       await Promise.all(subscriptions.map((s) => s.drain()))

@@ -368,7 +368,7 @@ export async function providerFetch(
     ...(outbound.dispatcher !== undefined && { dispatcher: outbound.dispatcher }),
   })
   if (res.status >= 300 && res.status < 400 && res.status !== 304) {
-    await res.body?.cancel().catch(() => {})
+    await res.body?.cancel().catch(() => {}) // discarding an unread body: a closed stream has nothing to lose
     throw new RedirectRefused(res.status)
   }
   return res
@@ -381,7 +381,7 @@ export async function providerFetch(
 export async function readBoundedBytes(res: Response, limitBytes: number): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length") ?? Number.NaN)
   if (Number.isFinite(declared) && declared > limitBytes) {
-    await res.body?.cancel().catch(() => {})
+    await res.body?.cancel().catch(() => {}) // discarding an unread body: a closed stream has nothing to lose
     throw new ResponseTooLarge(limitBytes, res.status)
   }
   if (res.body === null) return Buffer.alloc(0)
@@ -393,7 +393,7 @@ export async function readBoundedBytes(res: Response, limitBytes: number): Promi
     if (done) break
     total += value.byteLength
     if (total > limitBytes) {
-      await reader.cancel().catch(() => {})
+      await reader.cancel().catch(() => {}) // abandoning the answer: the error thrown next says why
       throw new ResponseTooLarge(limitBytes, res.status)
     }
     chunks.push(value)
