@@ -24,9 +24,7 @@ const BACKOFF_BASE_MS = 250
 const MAX_RETRY_AFTER_MS = 5_000
 
 /** One try at a provider call: its value, or why it failed and when the provider asked us to return. */
-export type Attempt<T, E extends ProviderCallError> =
-  | { ok: true; value: T }
-  | { ok: false; error: E; retryAfterMs?: number }
+export type Attempt<T, E extends Error> = { ok: true; value: T } | { ok: false; error: E; retryAfterMs?: number }
 
 /**
  * Runs `attempt` up to MAX_ATTEMPTS times while its failures are retryable, backing off 250 ms,

@@ -3,8 +3,8 @@
 // per-attempt timeouts, bounded retries and typed errors.
 
 import { formatAmount } from "../../platform/money.js"
-import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { type Attempt, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import { BANNED_BUCKET, type CallRules } from "./agent-rules.js"
 import {
   AGENT_OUTCOMES,
@@ -66,54 +66,42 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     signal?: AbortSignal,
   ): Promise<Attempt<T, LlmCallError>> {
     // The caller gave up (its own time limit): no request, and no retry of this one.
-    const aborted = (): Attempt<T, LlmCallError> => ({
-      ok: false,
-      error: new LlmCallError("language model request aborted by its caller", false),
-    })
-    if (signal?.aborted) return aborted()
-    let res: Response
-    let text: string
-    try {
-      res = await providerFetch(
-        url,
-        {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            accept: "application/json",
-            ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
-            ...(opts.organization && { "openai-organization": opts.organization }),
-          },
-          body,
-          signal:
-            signal === undefined
-              ? AbortSignal.timeout(timeoutMs)
-              : AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
+    const aborted = () => new LlmCallError("language model request aborted by its caller", false)
+    if (signal?.aborted) return { ok: false, error: aborted() }
+    return vendorAttempt({
+      url,
+      init: {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+          ...(opts.organization && { "openai-organization": opts.organization }),
         },
-        outbound,
-        opts.fetch,
-      )
-      text = await readBounded(res, outbound.responseLimitBytes)
-    } catch (e) {
-      if (signal?.aborted) return aborted()
-      const f = fetchFailure(e, timeoutMs)
-      // The cause may carry the request (and so the key): keep it only when it cannot.
-      const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
-      return { ok: false, error: new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options) }
-    }
-    if (res.ok) return read(text, res.status)
-    const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
-    const message = `language model API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
-    if (res.status === 429 || res.status >= 500) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return {
-        ok: false,
-        error: new LlmCallError(message, true, { status: res.status }),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      }
-    }
-    // Any other 4xx (bad key, unknown model, a schema the server rejects) fails the same way every time.
-    return { ok: false, error: new LlmCallError(message, false, { status: res.status }) }
+        body,
+      },
+      timeoutMs,
+      signal,
+      outbound,
+      fetch: opts.fetch,
+      unreachable: (f, e) => {
+        if (signal?.aborted) return aborted()
+        // The cause may carry the request (and so the key): keep it only when it cannot.
+        const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
+        return new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options)
+      },
+      answered: ({ text, status }) => read(text, status),
+      refused: ({ text, status }) => {
+        const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
+        // 429 and 5xx may pass later; any other 4xx (bad key, unknown model, a schema the server
+        // rejects) fails the same way every time.
+        return new LlmCallError(
+          `language model API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
+          retryableStatus(status),
+          { status },
+        )
+      },
+    })
   }
 
   /**

@@ -4,8 +4,8 @@
 // of webhook answers: what the agent says (<Say>), then listen again (<Gather input="speech">) or
 // hang up. Webhooks reach the api process that the provider calls; the channel carries them to
 // the process holding the leg.
-import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { ProviderCallError, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import {
   type CallLeg,
   type CarrierEvent,
@@ -274,52 +274,39 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
 
   const post = (url: string, form: Record<string, string>): Promise<{ sid?: string }> =>
     withRetries<{ sid?: string }, TelephonyError>(
-      async (): Promise<Attempt<{ sid?: string }, TelephonyError>> => {
-        let res: Response
-        let text: string
-        try {
-          res = await providerFetch(
-            url,
-            {
-              method: "POST",
-              headers: {
-                authorization: auth,
-                "content-type": "application/x-www-form-urlencoded",
-                accept: "application/json",
-              },
-              body: new URLSearchParams(form).toString(),
-              // Covers the answer too: a provider dripping its body hits the same limit.
-              signal: AbortSignal.timeout(timeoutMs),
+      () =>
+        vendorAttempt({
+          url,
+          init: {
+            method: "POST",
+            headers: {
+              authorization: auth,
+              "content-type": "application/x-www-form-urlencoded",
+              accept: "application/json",
             },
-            outbound,
-            o.fetch,
-          )
-          text = await readBounded(res, outbound.responseLimitBytes)
-        } catch (e) {
-          const f = fetchFailure(e, timeoutMs)
-          return {
-            ok: false,
-            error: new TelephonyError(`telco_a ${f.message}`, f.retryable, {
+            body: new URLSearchParams(form).toString(),
+          },
+          // Covers the answer too: a provider dripping its body hits the same limit.
+          timeoutMs,
+          outbound,
+          fetch: o.fetch,
+          unreachable: (f, e) =>
+            new TelephonyError(`telco_a ${f.message}`, f.retryable, {
               cause: e,
               ...(f.status !== undefined && { status: f.status }),
             }),
-          }
-        }
-        if (res.ok) {
-          try {
-            return { ok: true, value: JSON.parse(text) as { sid?: string } }
-          } catch {
-            return { ok: true, value: {} }
-          }
-        }
-        const retryable = res.status === 429 || res.status >= 500
-        return {
-          ok: false,
-          error: new TelephonyError(`telco_a answered ${res.status}: ${text.slice(0, 200)}`, retryable, {
-            status: res.status,
-          }),
-        }
-      },
+          answered: ({ text }) => {
+            try {
+              return { ok: true, value: JSON.parse(text) as { sid?: string } }
+            } catch {
+              return { ok: true, value: {} }
+            }
+          },
+          refused: ({ status, text }) =>
+            new TelephonyError(`telco_a answered ${status}: ${text.slice(0, 200)}`, retryableStatus(status), {
+              status,
+            }),
+        }),
       (message, cause) =>
         new TelephonyError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
