@@ -3,7 +3,7 @@
 // per-attempt timeouts, bounded retries and typed errors.
 
 import { formatAmount } from "../../platform/money.js"
-import { type Attempt, withRetries } from "../http.util.js"
+import { type Attempt, parseJsonObject, withRetries } from "../http.util.js"
 import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import { BANNED_BUCKET, type CallRules } from "./agent-rules.js"
 import {
@@ -159,7 +159,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
  */
 function readCompletion(text: string, status: number): LlmAttempt {
   const fail = (message: string): LlmAttempt => ({ ok: false, error: new LlmCallError(message, false, { status }) })
-  const body = parseObject(text)
+  const body = parseJsonObject(text)
   const choices = body?.choices
   const first: unknown = Array.isArray(choices) ? choices[0] : undefined
   const message = isObject(first) ? first.message : undefined
@@ -169,7 +169,7 @@ function readCompletion(text: string, status: number): LlmAttempt {
     return fail(`language model refused: ${message.refusal.replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)}`)
   }
   const content = message.content
-  const json = typeof content === "string" ? parseObject(content) : undefined
+  const json = typeof content === "string" ? parseJsonObject(content) : undefined
   // The version that answered (an alias such as gpt-4o-mini resolves to a dated one), kept short.
   const version = typeof body?.model === "string" && body.model.trim() !== "" ? body.model.trim().slice(0, 200) : null
   if (json !== undefined) return { ok: true, value: { value: json, modelVersion: version } }
@@ -381,19 +381,9 @@ function readReply(answer: Record<string, unknown>, actions: readonly ProposalAc
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (isObject(parsed)) return parsed
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
-}
-
 /** The human part of an OpenAI-style error body (error.message, with error.code), else the text. */
 function errorDetail(text: string): string {
-  const err = parseObject(text)?.error
+  const err = parseJsonObject(text)?.error
   if (isObject(err) && typeof err.message === "string")
     return typeof err.code === "string" ? `${err.code}: ${err.message}` : err.message
   return text

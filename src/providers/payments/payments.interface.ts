@@ -1,6 +1,6 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
+import { type Attempt, ProviderCallError, parseJsonObject, withRetries } from "../http.util.js"
 import { PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
@@ -124,7 +124,7 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
           f.status === undefined ? undefined : { status: f.status },
         ),
       answered: ({ status, text }) => {
-        const body = parseObject(text)
+        const body = parseJsonObject(text)
         if (body !== undefined) return { ok: true, value: body }
         // Accepted but not understood (a wrong base URL answering 200, say): another attempt would
         // not help and might create a second checkout.
@@ -194,20 +194,9 @@ export function stringField(body: Record<string, unknown>, key: string): string 
   return typeof v === "string" && v !== "" ? v : undefined
 }
 
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
-      return parsed as Record<string, unknown>
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
-}
-
 /** The human part of a gateway error body: error.message (card) or error.description (UPI), else the text. */
 function errorDetail(text: string): string {
-  const body = parseObject(text)
+  const body = parseJsonObject(text)
   const err = body?.error
   if (typeof err === "object" && err !== null) {
     const e = err as Record<string, unknown>

@@ -2,7 +2,7 @@
 // HTTP Basic account sid and auth token): search, buy with our webhooks, take over, release.
 // telcoARequest is the account-scoped call with timeouts and retries; the calls adapter reuses it.
 import { Buffer } from "node:buffer"
-import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
+import { type Attempt, ProviderCallError, parseJsonObject, withRetries } from "../http.util.js"
 import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import {
   type AvailableNumber,
@@ -98,7 +98,7 @@ export async function telcoARequest(
           f.status === undefined ? undefined : { status: f.status },
         ),
       answered: ({ status, text }) => {
-        const body = parseObject(text)
+        const body = parseJsonObject(text)
         if (body !== undefined || text.trim() === "") return { ok: true, value: { status, body: body ?? {} } }
         return {
           ok: false,
@@ -106,7 +106,7 @@ export async function telcoARequest(
         }
       },
       refused: ({ status, text }) => {
-        const body = parseObject(text)
+        const body = parseJsonObject(text)
         const code = typeof body?.code === "number" ? body.code : undefined
         const detail = scrub(typeof body?.message === "string" ? body.message : text)
           .replace(/\s+/g, " ")
@@ -127,17 +127,6 @@ export async function telcoARequest(
         ...(cause.status !== undefined && { status: cause.status }),
       }),
   )
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
-      return parsed as Record<string, unknown>
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined)
