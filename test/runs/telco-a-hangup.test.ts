@@ -4,7 +4,6 @@
 // counted in /metrics; the sweep (runtime/hangups.ts) tries it again, reports it while it stays up,
 // hangs it up once the carrier takes it, and gives up past its limit.
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:net"
 import pino from "pino"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { reportingHangups, sweepHangups } from "../../runtime/hangups.js"
@@ -14,19 +13,11 @@ import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { type FakeTelco, type FakeTelcoAccount, startFakeTelco } from "../support/fake-telco.js"
 import { fakeOutboundCalls } from "../support/fake-telco-calls.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { freePort } from "../support/nginx.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const TOKEN = "metrics-token-for-hangups"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 
 let srv: TestServer
 let fake: FakeTelco
