@@ -84,7 +84,7 @@ export function streamMultipart(ex: Exchange, contentType: string, limit: number
     fieldsRead = resolve
     fieldsFailed = reject
   })
-  allFields.catch(() => {})
+  allFields.catch(() => {}) // observed by whoever asks for the fields; unasked for, not unhandled
 
   const malformed = (e: Error) =>
     new BadRequestBody({ code: "BAD_MULTIPART", message: `multipart body could not be read: ${e.message}` })

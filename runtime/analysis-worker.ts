@@ -148,7 +148,7 @@ export function startAnalysisWorker(deps: AnalysisDeps & { readonly bus: BusClie
       stopped = true
       await Effect.runPromise(Fiber.interrupt(poller))
       if (nudge !== undefined) clearTimeout(nudge)
-      await subscription.drain().catch(() => {})
+      await subscription.drain().catch(() => {}) // stopping: a bus already gone has nothing to drain
       let timer: NodeJS.Timeout | undefined
       await Promise.race([
         Promise.allSettled([...inFlight, ...(repairing === undefined ? [] : [repairing])]),

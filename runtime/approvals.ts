@@ -6,6 +6,7 @@ import { type Actor, createActor } from "xstate"
 import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../machines/index.js"
 import { announceApprovalChange, expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import * as approvals from "../src/approvals/approvals.repo.js"
+import { backgroundFailures } from "../src/platform/metrics.js"
 import { type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
 
@@ -88,7 +89,15 @@ export class RunApprovals {
       actions: {
         persist: () => queueMicrotask(() => writer.write(actor.getPersistedSnapshot())),
         decided: (_, r) => {
-          if (r.status === "expired") void expireAndAnnounce(deps, r.approvalId).catch(() => {})
+          if (r.status !== "expired") return
+          // Not recorded now: the host's approval sweep expires it on its next pass (expireAndAnnounce "due").
+          void expireAndAnnounce(deps, r.approvalId).catch((err: unknown) => {
+            backgroundFailures.labels("approval_expiry").inc()
+            log.error(
+              { err, approval_id: r.approvalId, run_id: input.runId, tenant_id: input.tenantId },
+              "could not record an approval's expiry; the approval sweep retries it",
+            )
+          })
         },
       },
     })

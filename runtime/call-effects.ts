@@ -27,6 +27,7 @@ import type { DueTarget } from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
+import { reportingHangups } from "./hangups.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { finishAttemptGrouped } from "./settlements.js"
 
@@ -134,7 +135,12 @@ export class CallEffects {
             } else if (e.type === "FAILED") sendBack({ type: "FAILED", reason: e.reason })
             else if (e.type !== "HANGUP") sendBack({ type: e.type })
           })
-          live.leg = leg
+          // Whoever hangs it up, a hang-up the carrier did not take is logged, counted and swept (hangups.ts).
+          live.leg = reportingHangups(
+            leg,
+            { callId: input.callId, runId: s.runId, tenantId: input.tenantId, provider: telephony.name },
+            { sql, log },
+          )
           return () => {}
         }),
         converse: fromCallback<ConverseInboundEvent, LineInput>(({ sendBack, receive, input }) => {
@@ -161,11 +167,9 @@ export class CallEffects {
           const { conference_id } = await leg.handoff(input.operatorNumber)
           return { conferenceId: conference_id, at: Date.now() }
         }),
+        // The leg's hang-up never rejects: a failure is recorded by reportingHangups.
         hangUp: fromPromise<HangUpOutput, HangUpInput>(async ({ input }) => {
-          await s.calls
-            .get(input.callId)
-            ?.leg?.hangup()
-            .catch(() => {})
+          await s.calls.get(input.callId)?.leg?.hangup()
           return { at: Date.now() }
         }),
         settle: fromPromise<void, SettleInput>(async ({ input }) => {

@@ -1,9 +1,9 @@
 // The runtime role's process host: claims runs that need an owner (leases.ts: a lease row in
 // Postgres, renewed while it lives), drives each with a RunDriver, listens for the api's commands
-// on the bus, sweeps expired approvals, and answers rt.ping. Its periodic work runs as Effect loops
-// in one scope that stop() closes. Nothing here is the only copy of anything: another runtime
-// process can take any run over from Postgres. A simulation campaign's run (src/rehearsals/) is driven like
-// any other, on the sim carrier and free of charge.
+// on the bus, sweeps expired approvals and hang-ups a carrier did not take, and answers rt.ping.
+// Its periodic work runs as Effect loops in one scope that stop() closes. Nothing here is the only
+// copy of anything: another runtime process can take any run over from Postgres. A rehearsal
+// campaign's run (src/rehearsals/) is driven like any other, on the sim carrier and free of charge.
 import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import { callTerms } from "../src/billing/call-terms.js"
@@ -46,6 +46,7 @@ import type { TelephonyProvider } from "../src/providers/telephony/telephony.int
 import { TurnWriters } from "../src/turns/turn-writer.js"
 import { startAnalysisWorker } from "./analysis-worker.js"
 import { startDataFetchWorker } from "./data-fetch.js"
+import { HANGUP_SWEEP_MS, sweepHangups } from "./hangups.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
@@ -370,6 +371,10 @@ export const startRuntimeHost: Effect.Effect<
   yield* every("lease renewal", Math.max(100, Math.floor(settings.leaseMs / 3)), () => leases.renew())
   yield* every("approval sweep", APPROVAL_SWEEP_MS, () => expireAndAnnounce({ sql, bus, log }, "due"))
   yield* every("dial limits refresh", LIMITS_REFRESH_MS, refreshLimits)
+  // Hang-ups a carrier did not take, tried again through each workspace's carrier (hangups.ts).
+  yield* every("hang-up sweep", HANGUP_SWEEP_MS, () =>
+    sweepHangups({ sql, log, telephonyFor: async (tenantId) => (await providersFor(tenantId)).telephony }),
+  )
   void claim()
 
   // Background jobs of the runtime role; every runtime process runs them, safely in parallel.
@@ -416,7 +421,7 @@ export const startRuntimeHost: Effect.Effect<
       await analysis.stop()
       // Ends every loop of the host (claims, lease renewals, sweeps, renewals and rentals).
       await Effect.runPromise(Scope.close(scope, Exit.void))
-      await bus.flush().catch(() => {})
+      await bus.flush().catch(() => {}) // a bus already gone has nothing left to send
       await turns.flush()
       await webhooksStopped
       await Promise.all(subscriptions.map((s) => s.drain()))

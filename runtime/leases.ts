@@ -76,5 +76,6 @@ export const runLeases = (o: {
     }
   }
 
+  // `claiming` logs its own failure and never rejects: the catch only keeps the type honest.
   return { claim, renew, settled: async () => void (await claiming?.catch(() => {})) }
 }

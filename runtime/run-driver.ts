@@ -6,6 +6,7 @@
 import { type Actor, createActor } from "xstate"
 import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
 import { isConnectionError, retryOnDisconnect } from "../src/platform/Db.js"
+import { backgroundFailures } from "../src/platform/metrics.js"
 import type { Currency } from "../src/platform/money.js"
 import type { CallHandoffReply } from "../src/platform/subjects.js"
 import type { AgentRule } from "../src/providers/llm/agent-rules.js"
@@ -182,12 +183,12 @@ export class RunDriver implements RunScope {
     return this.calls.has(callId) ? this.effects.handOff(callId, operatorNumber) : undefined
   }
 
-  /** Hangs up a call this run holds (a data-subject erase); the call then ends as an agent hang-up does. */
+  /**
+   * Hangs up a call this run holds (a data-subject erase); the call then ends as an agent hang-up does.
+   * The leg's hang-up never rejects: a failure is logged, counted and swept (hangups.ts).
+   */
   endCall(callId: number): void {
-    void this.calls
-      .get(callId)
-      ?.leg?.hangup()
-      .catch(() => {})
+    void this.calls.get(callId)?.leg?.hangup()
   }
 
   // ---- lifecycle -----------------------------------------------------------------------------
@@ -213,7 +214,7 @@ export class RunDriver implements RunScope {
     this.stopped = true
     this.poke()
     await this.persistence.now()
-    await repo.releaseRun(this.deps.sql, this.deps.me, this.runId).catch(() => {})
+    await repo.releaseRun(this.deps.sql, this.deps.me, this.runId).catch((err: unknown) => this.releaseFailed(err))
     this.approvals.stop()
     this.markDone()
   }
@@ -233,7 +234,7 @@ export class RunDriver implements RunScope {
     this.persistence.cancel()
     this.deps.log.warn({ run_id: this.runId }, "lost the run's lease; stopping its calls here")
     for (const c of this.calls.values()) {
-      void c.leg?.hangup().catch(() => {})
+      void c.leg?.hangup() // never rejects: a failure is recorded by reportingHangups
       c.actor.stop()
     }
     this.calls.clear()
@@ -249,7 +250,7 @@ export class RunDriver implements RunScope {
     this.poke()
     const deadline = Date.now() + timeoutMs
     while (this.calls.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    await this.loop?.catch(() => {})
+    await this.loop?.catch(() => {}) // dialLoop logs its own failure and fails the run
     // Past the deadline: the calls left are ended here, cleanly and billed once (shutdown.ts).
     if (this.calls.size > 0 && !this.lost) await endCallsAtShutdown(this)
     if (this.calls.size > 0 || this.lost) this.loseLease()
@@ -258,11 +259,22 @@ export class RunDriver implements RunScope {
       await this.deps.turns.flush()
       await this.persistence.now()
       const { sql, me } = this.deps
-      await retryOnDisconnect(() => repo.releaseRun(sql, me, this.runId), { maxMs: 3_000 }).catch(() => {})
+      await retryOnDisconnect(() => repo.releaseRun(sql, me, this.runId), { maxMs: 3_000 }).catch((err: unknown) =>
+        this.releaseFailed(err),
+      )
       this.approvals.stop()
       this.run.stop()
       this.markDone()
     }
+  }
+
+  /** The lease was not given back: the run waits for it to lapse before another process may take it. */
+  private releaseFailed(err: unknown): void {
+    backgroundFailures.labels("run_release").inc()
+    this.deps.log.error(
+      { err, run_id: this.runId, tenant_id: this.tenantId },
+      "could not give the run's lease back; it is taken over once the lease lapses",
+    )
   }
 
   get liveCalls(): number {

@@ -174,7 +174,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
         if (backlog && claimed.length > 0) {
           try {
             bus.publish(RT_WEBHOOKS_DUE)
-          } catch {}
+          } catch {} // a nudge only: the poll finds the backlog without it
         }
       } while (again && !stopping)
     } catch (err) {
@@ -353,6 +353,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     stop: async () => {
       stopping = true
       if (poller !== undefined) await Effect.runPromise(Fiber.interrupt(poller))
+      // Stopping: a subscription or listener whose connection is already gone has nothing to drain.
       await subscription.drain().catch(() => {})
       await (await listening)?.unlisten().catch(() => {})
       while (looking) await new Promise((r) => setTimeout(r, 10))

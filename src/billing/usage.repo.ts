@@ -10,47 +10,6 @@ export interface Reservation {
   readonly settled_minor: number | null
 }
 
-export const findReservation = async (tx: Tx, callRef: string): Promise<Reservation | undefined> => {
-  const [row] = await tx<
-    [Reservation?]
-  >`select call_ref, reserved_minor, status, settled_minor from usage_reservations where call_ref = ${callRef}`
-  return row
-}
-
-export const insertReservation = async (
-  tx: Tx,
-  tenantId: number,
-  callRef: string,
-  reservedMinor: number,
-): Promise<Reservation> => {
-  const [row] = await tx<[Reservation]>`
-    insert into usage_reservations (tenant_id, call_ref, reserved_minor) values (${tenantId}, ${callRef},
-      ${reservedMinor})
-    returning call_ref, reserved_minor, status, settled_minor`
-  return row
-}
-
-/** The reservation with its workspace, locked for the rest of the transaction. */
-export const lockReservation = async (
-  tx: Tx,
-  callRef: string,
-): Promise<(Reservation & { tenant_id: number }) | undefined> => {
-  const [row] = await tx<[(Reservation & { tenant_id: number })?]>`
-    select tenant_id, call_ref, reserved_minor, status, settled_minor from usage_reservations
-      where call_ref = ${callRef} for update`
-  return row
-}
-
-export const markSettled = async (
-  tx: Tx,
-  callRef: string,
-  status: Reservation["status"],
-  settledMinor: number,
-): Promise<void> => {
-  await tx`update usage_reservations set status = ${status}, settled_minor = ${settledMinor}, settled_at = now()
-    where call_ref = ${callRef}`
-}
-
 /** The reservations among `callRefs` already made (a batch's replays). */
 export const findReservations = (tx: Tx, callRefs: readonly string[]) =>
   tx<Reservation[]>`select call_ref, reserved_minor, status, settled_minor from usage_reservations
@@ -113,7 +72,7 @@ export const postReleases = async (
   for (const x of rows) ledgerPosts.labels(x.r.outcome).inc()
 }
 
-/** markSettled for many reservations in one statement. */
+/** Marks many reservations settled or released, with what each was charged, in one statement. */
 export const markSettledMany = async (
   tx: Tx,
   rows: ReadonlyArray<{ callRef: string; status: Reservation["status"]; settledMinor: number }>,

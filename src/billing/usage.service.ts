@@ -8,107 +8,11 @@ import { InsufficientFunds } from "../platform/errors.js"
 import { findTenantPlan } from "../workspaces/workspaces.repo.js"
 import { maybeAutocharge } from "./autocharge.service.js"
 import { callTerms } from "./call-terms.js"
-import { postEntry } from "./ledger.repo.js"
 import type { Reservation } from "./usage.repo.js"
 import * as repo from "./usage.repo.js"
 import { callCostMinor, loadTenant } from "./wallet.service.js"
 
 export type { Reservation } from "./usage.repo.js"
-
-/**
- * Holds the cost of `expectedSeconds` before a call is dialed (idempotent on `callRef`). Fails
- * with InsufficientFunds rather than overdraw. Nothing is held only when the workspace's terms are
- * byok now (see call-terms.ts) AND the call really goes out on its own accounts (`onOwnAccounts`:
- * a run resolves its accounts once, so a workspace that became byok-ready mid-run still pays for
- * the calls that run places on the platform's accounts).
- */
-export const reserveCall = (
-  tenantId: number,
-  callRef: string,
-  expectedSeconds: number,
-  opts: { onOwnAccounts: boolean } = { onOwnAccounts: false },
-) =>
-  Effect.gen(function* () {
-    const { sql } = yield* Db
-    const config = yield* AppConfig
-    const clock = yield* Clock
-    const tenant = yield* loadTenant(sql, tenantId)
-    const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
-    if (terms.billing === "byok" && opts.onOwnAccounts)
-      return { call_ref: callRef, reserved_minor: 0, status: "reserved", settled_minor: null } satisfies Reservation
-    const cost = callCostMinor(expectedSeconds, tenant.currency)
-    const r = yield* Effect.promise(
-      () =>
-        sql.begin(async (tx) => {
-          const existing = await repo.findReservation(tx, callRef)
-          if (existing) return existing
-          const posted = await postEntry(tx, {
-            tenantId,
-            amountMinor: -cost,
-            kind: "call_reservation",
-            reference: callRef,
-            idempotencyKey: `reserve:${callRef}`,
-          })
-          if (!posted.ok) return posted
-          return repo.insertReservation(tx, tenantId, callRef, cost)
-        }) as Promise<Reservation | { ok: false; balanceMinor: number }>,
-    )
-    if ("ok" in r)
-      return yield* Effect.fail(
-        new InsufficientFunds({
-          message: "the wallet cannot pay for this call",
-          balanceMinor: r.balanceMinor,
-          requiredMinor: cost,
-        }),
-      )
-    yield* maybeAutocharge(tenantId)
-    return r
-  })
-
-/**
- * Settles a reserved call at hangup: the connected seconds are charged (never more than was held;
- * the runtime ends a call when its reservation is used up) and the rest is released. Idempotent.
- */
-export const settleCall = (callRef: string, connectedSeconds: number) =>
-  Effect.gen(function* () {
-    const { sql } = yield* Db
-    return yield* Effect.promise(
-      () =>
-        sql.begin(async (tx) => {
-          const r = await repo.lockReservation(tx, callRef)
-          if (!r) return undefined
-          if (r.status !== "reserved")
-            return {
-              call_ref: callRef,
-              reserved_minor: r.reserved_minor,
-              status: r.status,
-              settled_minor: r.settled_minor,
-            }
-          const t = await findTenantPlan(tx, r.tenant_id)
-          const charged = Math.min(r.reserved_minor, callCostMinor(connectedSeconds, t.currency))
-          const unused = r.reserved_minor - charged
-          if (unused > 0)
-            await postEntry(tx, {
-              tenantId: r.tenant_id,
-              amountMinor: unused,
-              kind: "call_release",
-              reference: callRef,
-              idempotencyKey: `release:${callRef}`,
-            })
-          const status = connectedSeconds > 0 ? "settled" : "released"
-          await repo.markSettled(tx, callRef, status, charged)
-          return {
-            call_ref: callRef,
-            reserved_minor: r.reserved_minor,
-            status,
-            settled_minor: charged,
-          } satisfies Reservation
-        }) as Promise<Reservation | undefined>,
-    )
-  })
-
-/** Gives back a reservation whose call never connected. */
-export const releaseCall = (callRef: string) => settleCall(callRef, 0)
 
 /** What reserveCalls answers per call: held (or held before), or the balance could not pay it. */
 export type BatchReservation =
@@ -116,10 +20,14 @@ export type BatchReservation =
   | { readonly ok: false; readonly balance_minor: number; readonly required_minor: number }
 
 /**
- * reserveCall for a batch of one workspace's calls of the same expected length (a dial batch
- * starting together): the same terms, the same cost per call and the same idempotency key per
- * call, but one transaction for all of them, so the wallet is locked once per batch rather than
- * once per call. Answers in the order of `callRefs`.
+ * Holds the cost of `expectedSeconds` for each of a batch of one workspace's calls of the same
+ * expected length (a dial batch starting together) before they are dialed, never overdrawing:
+ * one transaction for all of them, so the wallet is locked once per batch rather than once per
+ * call; idempotent on each call ref (`reserve:<ref>`). Nothing is held only when the workspace's
+ * terms are byok now (see call-terms.ts) AND the calls really go out on its own accounts
+ * (`onOwnAccounts`: a run resolves its accounts once, so a workspace that became byok-ready mid-run
+ * still pays for the calls that run places on the platform's accounts). Answers in the order of
+ * `callRefs`.
  */
 export const reserveCalls = (
   tenantId: number,
@@ -160,12 +68,13 @@ export const reserveCalls = (
   })
 
 /**
- * settleCall for a group of calls (the calls that ended while the previous group was being
- * written): one transaction for all of them, each reservation settled exactly once, idempotently
- * as settleCall (a reservation already settled or released is answered as it stands; a call ref
- * twice in the group is settled once, with its first seconds). The reservations are locked in
- * call_ref order and the releases posted in workspace order, so two groups never wait on each
- * other in a cycle. Answers in the order of `items` (undefined: no reservation).
+ * Settles a group of reserved calls at hangup (the calls that ended while the previous group was
+ * being written): the connected seconds are charged (never more than was held; the runtime ends a
+ * call when its reservation is used up) and the rest released, in one transaction for all of them,
+ * each reservation settled exactly once, idempotently (a reservation already settled or released is
+ * answered as it stands; a call ref twice in the group is settled once, with its first seconds).
+ * The reservations are locked in call_ref order and the releases posted in workspace order, so two
+ * groups never wait on each other in a cycle. Answers in the order of `items` (undefined: no reservation).
  */
 export const settleCalls = (items: ReadonlyArray<{ readonly callRef: string; readonly connectedSeconds: number }>) =>
   Effect.gen(function* () {
@@ -216,3 +125,26 @@ export const settleCalls = (items: ReadonlyArray<{ readonly callRef: string; rea
     )
     return items.map((i) => byRef.get(i.callRef))
   })
+
+/** One call's hold: reserveCalls with one call ref; fails with InsufficientFunds when the wallet cannot pay it. */
+export const reserveCall = (
+  tenantId: number,
+  callRef: string,
+  expectedSeconds: number,
+  opts: { onOwnAccounts: boolean } = { onOwnAccounts: false },
+) =>
+  Effect.flatMap(reserveCalls(tenantId, [callRef], expectedSeconds, opts), ([r]) =>
+    r?.ok
+      ? Effect.succeed({ call_ref: callRef, reserved_minor: r.reserved_minor })
+      : Effect.fail(
+          new InsufficientFunds({
+            message: "the wallet cannot pay for this call",
+            balanceMinor: r?.balance_minor ?? 0,
+            requiredMinor: r?.required_minor ?? 0,
+          }),
+        ),
+  )
+
+/** One call's settlement: settleCalls with one call; undefined when it has no reservation. */
+export const settleCall = (callRef: string, connectedSeconds: number) =>
+  Effect.map(settleCalls([{ callRef, connectedSeconds }]), ([r]) => r)

@@ -1,7 +1,8 @@
 // SQL of a call attempt, as the runtime's dialer runs it: the attempt that marks a target dialing
 // before the carrier is asked, the answer, the end of an attempt, targets skipped or held, calls a
-// previous owner left in flight, the tenant's dial slots (one counter row per workspace and runtime
-// process), and the decision log (dial_decisions) each of those writes. A batch of attempts begins
+// previous owner left in flight, hang-ups the carrier did not take (kept for the sweep), the
+// tenant's dial slots (one counter row per workspace and runtime process), and the decision log
+// (dial_decisions) each of those writes. A batch of attempts begins
 // in one round trip, in the database function dial_begin_attempts (migrations/0026), which marks
 // the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
 // the calling process owning the run or call. The target's other moves are written by
@@ -11,7 +12,7 @@
 import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import { holdTargetUntil, markTargetSkipped, settleTarget, type TargetNext } from "../runs/run-targets.repo.js"
+import { holdTargetUntil, markTargetSkipped, type TargetNext } from "../runs/run-targets.repo.js"
 import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
 
@@ -114,10 +115,7 @@ export const slotsInUse = async (sql: Sql, tenantId: number): Promise<number> =>
   return row.n
 }
 
-export const markAnswered = (sql: Sql, callId: number, at: Date) =>
-  sql`update calls set status = 'connected', answered_at = ${at} where id = ${callId} and status = 'dialing'`
-
-/** markAnswered for many calls in one statement (the answers that came while the last write was in flight). */
+/** Marks many calls answered in one statement (the answers that came while the last write was in flight). */
 export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: number; at: Date }>) =>
   sql`update calls c set status = 'connected', answered_at = a.at
     from unnest(${answers.map((x) => x.callId)}::bigint[], ${answers.map((x) => x.at.toISOString())}::timestamptz[])
@@ -126,7 +124,7 @@ export const markAnsweredMany = (sql: Sql, answers: ReadonlyArray<{ callId: numb
 
 export type { TargetNext } from "../runs/run-targets.repo.js"
 
-/** The end of one attempt, as finishAttempt(s) record it. */
+/** The end of one attempt, as finishAttempts records it. */
 export interface AttemptEnd {
   me: string
   runId: number
@@ -164,33 +162,10 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
 
 const callEndedEvents = (calls: readonly EndedCall[]) => calls.filter((c) => !c.simulation).map(callEndedEvent)
 
-/** Ends an attempt: the call row, the target's next step, the slot and the decision, together. */
-export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
-  (await sql.begin(async (tx) => {
-    const [call] = await tx<[EndedCall?]>`
-      update calls set status = 'ended', outcome = ${f.outcome}, connected_seconds = ${f.connectedSeconds},
-        cost_minor = ${f.costMinor},
-        reserved_minor = coalesce(${f.reservedMinor}, reserved_minor), ended_at = ${f.endedAt}
-      where id = ${f.callId} and status <> 'ended' and owner_instance = ${f.me}
-      returning ${endedCallColumns(tx)}`
-    if (!call) return false // finalised by a process that took the run over
-    await emitEvents(tx, callEndedEvents([call]))
-    // An answered call is queued for its analysis with its end: no sweep has to find it.
-    if (call.answered_at !== null) await enqueueCalls(tx, [Number(call.id)])
-    await settleTarget(tx, f.runTargetId, f.next)
-    if (f.addToDnc) await addDncFromCall(tx, f.tenantId, f.phone)
-    await insertDecision(tx, f.tenantId, f.runId, f.callId, f.decision)
-    // The slot goes back to the row it was counted in, last: that row is shared by the process's calls.
-    if (call.slot_owner !== null)
-      await tx`update dial_slot_counts set in_use = greatest(0, in_use - 1)
-        where tenant_id = ${f.tenantId} and owner_instance = ${call.slot_owner}`
-    return true
-  })) as boolean
-
 /**
- * finishAttempt for a group of attempts (the calls that ended while the previous group was being
- * written), in one transaction: the call rows, the targets' next steps and the decisions in one
- * statement each (the DNC entries pipelined), and each slot row's count given back once, last.
+ * Ends a group of attempts (the calls that ended while the previous group was being written), in
+ * one transaction: the call rows, the targets' next steps and the decisions in one statement each
+ * (the DNC entries pipelined), and each slot row's count given back once, last.
  * Per attempt, in order: whether this call ended it (false: already ended, by this group's earlier
  * entry for the same call or by a process that took the run over).
  */
@@ -224,8 +199,9 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
       done.filter((d) => d.answered_at !== null).map((d) => Number(d.id)),
     )
     const mine = done.map((d) => first.get(Number(d.id))!)
-    // The targets' next steps in one statement, as settleTarget (run-targets.repo.ts) writes each:
-    // done; waiting until the retry; or back in the queue with its last outcome kept.
+    // The targets' next steps in one statement: done; waiting until the retry; or back in the queue
+    // with its last outcome kept (attempts keeps counting it: it numbers the call rows, and
+    // (run_target_id, attempt) is unique).
     const nexts = mine.map((f) => ({
       id: f.runTargetId,
       kind: f.next.kind,
@@ -281,6 +257,10 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
   })
 }
 
+/** Ends one attempt (finishAttempts with one); false when it was already ended. */
+export const finishAttempt = async (sql: Sql, f: AttemptEnd): Promise<boolean> =>
+  (await finishAttempts(sql, [f]))[0] ?? false
+
 /** A target the dialer will not call (compliance) or holds until its window opens. */
 export const skipTarget = async (
   sql: Sql,
@@ -316,6 +296,52 @@ export interface OrphanCall {
   readonly phone_e164: string
   readonly answered_at: Date | null
   readonly last_turn_at: Date | null
+}
+
+// ---- Hang-ups the carrier did not take (runtime/hangups.ts) ------------------------------------
+
+/** Marks a call whose hang-up failed: the sweep tries again from `retryAt`, by the carrier's id of the call. */
+export const markHangupPending = async (
+  sql: Sql,
+  m: { callId: number; providerCallId: string | null; error: string; retryAt: Date },
+): Promise<void> => {
+  await sql`update calls set hangup_state = 'pending', hangup_failed_at = coalesce(hangup_failed_at, now()),
+      hangup_failures = hangup_failures + 1, hangup_error = ${m.error}, hangup_retry_at = ${m.retryAt},
+      provider_call_id = coalesce(${m.providerCallId}, provider_call_id)
+    where id = ${m.callId}`
+}
+
+/** A call whose hang-up is pending, as the sweep takes it. */
+export interface PendingHangup {
+  readonly id: number
+  readonly tenant_id: number
+  readonly run_id: number
+  readonly provider: string
+  readonly provider_call_id: string | null
+  readonly hangup_failures: number
+  readonly hangup_failed_at: Date
+}
+
+/**
+ * Up to `limit` pending hang-ups due at `asOf`, each put off to `nextAt` as it is taken, so that
+ * another process's sweep meanwhile passes it by (SKIP LOCKED: two sweeps never wait on each other).
+ */
+export const takeDueHangups = (sql: Sql, asOf: Date, nextAt: Date, limit: number) =>
+  sql<PendingHangup[]>`update calls c set hangup_retry_at = ${nextAt}
+    where c.id in (select id from calls where hangup_state = 'pending' and hangup_retry_at <= ${asOf}
+      order by hangup_retry_at limit ${limit} for update skip locked)
+    returning c.id, c.tenant_id, c.run_id, c.provider, c.provider_call_id, c.hangup_failures, c.hangup_failed_at`
+
+/** What the sweep's try did: the carrier took it (swept), or it failed again (pending, or abandoned for good). */
+export const recordHangupTry = async (
+  sql: Sql,
+  callId: number,
+  r: { state: "swept" } | { state: "pending" | "abandoned"; error: string },
+): Promise<void> => {
+  if (r.state === "swept") await sql`update calls set hangup_state = 'swept' where id = ${callId}`
+  else
+    await sql`update calls set hangup_state = ${r.state}, hangup_failures = hangup_failures + 1,
+      hangup_error = ${r.error} where id = ${callId}`
 }
 
 /** Calls a previous owner left in flight. */

@@ -287,6 +287,8 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   } finally {
     o.signal.removeEventListener("abort", onAbort)
     interrupt = undefined
+    // A failed hang-up is the leg owner's to record (the runtime's legs log, count and sweep it):
+    // the conversation is over either way.
     await o.leg.hangup().catch(() => undefined)
   }
 }

@@ -15,8 +15,6 @@ import * as repo from "./sources.repo.js"
 import { urlRefusal } from "./url.fetch.js"
 
 export const NAME_MAX = 200
-export const SOURCE_STATUSES = ["pending", "fetching", "ready", "failed"] as const satisfies ReadonlyArray<SourceStatus>
-export const SOURCE_KINDS = ["csv", "url", "storefront"] as const satisfies ReadonlyArray<SourceKind>
 
 export interface SourceView {
   readonly id: number

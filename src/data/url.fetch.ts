@@ -55,7 +55,7 @@ export async function fetchUrlRows(
       outbound,
     )
     if (!res.ok) {
-      await res.body?.cancel().catch(() => {})
+      await res.body?.cancel().catch(() => {}) // discarding an unread body: the status is the answer
       throw new RowsFormatError(`the URL answered HTTP ${res.status}`)
     }
     contentType = res.headers.get("content-type")

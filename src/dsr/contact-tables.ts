@@ -400,7 +400,3 @@ export const EXCLUDED: readonly {
 
 /** Column names the registry test treats as holding a phone or an email. */
 export const IDENTIFIER_COLUMN = /(^|_)(phone|email|e164|msisdn|mobile)(_|$)/
-
-/** The registered tables that show rows in an export section. */
-export const tablesFor = (bundle: BundleKey): readonly ContactTable[] =>
-  CONTACT_TABLES.filter((t) => t.bundle === bundle)

@@ -57,6 +57,7 @@ export async function serve(opts: {
     if (role !== "runtime")
       api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
   } catch (e) {
+    // Tidying up a start that failed: `e`, rethrown below, is what the caller needs to see.
     await host?.stop().catch(() => {})
     await metrics?.close()
     await runtime.dispose().catch(() => {})

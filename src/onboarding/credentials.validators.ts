@@ -3,8 +3,8 @@
 // to call (the simulators), the format check the catalogue already made. A base URL from the
 // credential is the tenant's: it goes through the connect-time address guard.
 import { setTimeout as sleep } from "node:timers/promises"
-import { type Attempt, ProviderCallError, parseRetryAfter } from "../providers/http.util.js"
-import { DEFAULT_RESPONSE_LIMIT_BYTES, fetchFailure, outboundFor, providerFetch } from "../providers/outbound.js"
+import { type Attempt, ProviderCallError } from "../providers/http.util.js"
+import { DEFAULT_RESPONSE_LIMIT_BYTES, outboundFor, retryableStatus, vendorAttempt } from "../providers/outbound.js"
 import type { CheckedCredential, ProviderId } from "./providers.catalogue.js"
 
 export type ValidationOutcome =
@@ -115,54 +115,39 @@ export async function validateCredential(
   // The secret must not reach the stored error, a response or a log line, even if echoed back.
   const scrub = (s: string): string => secrets.reduce((acc, x) => (x === "" ? acc : acc.split(x).join("***")), s)
 
-  async function attempt(): Promise<Attempt<true, ProviderCallError>> {
-    let res: Response
-    try {
-      // A redirect is not an answer about the credential, and must not carry it elsewhere:
-      // providerFetch refuses it (an "answered HTTP 3xx" failure, not retried).
-      res = await providerFetch(
-        probe!.url,
-        {
-          method: "GET",
-          headers: { ...probe!.headers, authorization: probe!.authorization, accept: "application/json" },
-          signal: AbortSignal.timeout(timeoutMs),
-        },
-        outbound,
-        opts.fetch,
-      )
+  const couldNotCheck = (status: number, retryable: boolean) =>
+    new ProviderCallError(`${label} answered HTTP ${status}; the credentials could not be checked`, retryable, {
+      status,
+    })
+  const attempt = (): Promise<Attempt<true, ProviderCallError>> =>
+    vendorAttempt({
+      url: probe.url,
+      init: {
+        method: "GET",
+        headers: { ...probe.headers, authorization: probe.authorization, accept: "application/json" },
+      },
+      timeoutMs,
+      outbound,
+      fetch: opts.fetch,
       // The body is not read into any message (so nothing of it is held): only the status decides.
-      await res.body?.cancel().catch(() => {})
-    } catch (e) {
-      const f = fetchFailure(e, timeoutMs)
-      const message =
-        f.status !== undefined
-          ? `${label} ${f.message}; the credentials could not be checked`
-          : `${label} ${scrub(f.message)}`
-      return {
-        ok: false,
-        error: new ProviderCallError(message, f.retryable, f.status === undefined ? undefined : { status: f.status }),
-      }
-    }
-    if (res.status === 200) return { ok: true, value: true }
-    if (res.status === 401 || res.status === 403)
-      return {
-        ok: false,
-        error: new ProviderCallError(`${label} rejected the credentials (HTTP ${res.status})`, false, {
-          status: res.status,
-        }),
-      }
-    const retryable = res.status === 429 || res.status >= 500
-    const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-    return {
-      ok: false,
-      error: new ProviderCallError(
-        `${label} answered HTTP ${res.status}; the credentials could not be checked`,
-        retryable,
-        { status: res.status },
-      ),
-      ...(retryAfterMs !== undefined && { retryAfterMs }),
-    }
-  }
+      body: "discard",
+      // A redirect is not an answer about the credential, and must not carry it elsewhere: it is
+      // refused (an "answered HTTP 3xx" failure, not retried).
+      unreachable: (f) =>
+        new ProviderCallError(
+          f.status !== undefined
+            ? `${label} ${f.message}; the credentials could not be checked`
+            : `${label} ${scrub(f.message)}`,
+          f.retryable,
+          f.status === undefined ? undefined : { status: f.status },
+        ),
+      answered: ({ status }) =>
+        status === 200 ? { ok: true, value: true } : { ok: false, error: couldNotCheck(status, false) },
+      refused: ({ status }, kind) =>
+        kind === "auth"
+          ? new ProviderCallError(`${label} rejected the credentials (HTTP ${status})`, false, { status })
+          : couldNotCheck(status, retryableStatus(status)),
+    })
 
   let last: ProviderCallError | undefined
   for (let n = 1; n <= ATTEMPTS; n++) {

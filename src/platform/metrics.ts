@@ -317,6 +317,35 @@ export function observeDialDecision(decision: string, reason: string): void {
   dialDecisions.labels(decision, reason).inc()
 }
 
+// ---- Failures nobody waits on ---------------------------------------------------------------------
+// Each is logged too, with its context; the counters say how often, for alerts.
+
+export const hangupFailures = new Counter({
+  name: "parley_call_hangup_failures_total",
+  help:
+    "Hang-ups a carrier did not take after the adapter's retries, by provider and reason (hangup: a call's own, " +
+    "marked for the sweep; handoff: the callee of a failed hand-off; sweep: the sweep tried again and failed; " +
+    "given_up: the sweep stopped trying, the call may have stayed up)",
+  labelNames: ["provider", "reason"] as const,
+  registers,
+})
+
+export const hangupsSwept = new Counter({
+  name: "parley_call_hangups_swept_total",
+  help: "Hang-ups that failed at first and went through when the sweep tried again, by provider",
+  labelNames: ["provider"] as const,
+  registers,
+})
+
+export const backgroundFailures = new Counter({
+  name: "parley_background_failures_total",
+  help:
+    "Background steps that failed with no caller to tell, by reason (approval_expiry: an expired approval not " +
+    "recorded or announced; run_release: a run's lease not given back, so it waits for the lease to lapse)",
+  labelNames: ["reason"] as const,
+  registers,
+})
+
 // ---- Approvals ----------------------------------------------------------------------------------
 
 const approvalsPendingGauge = new Gauge({

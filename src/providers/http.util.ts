@@ -1,5 +1,5 @@
 // Pieces every provider's HTTP adapter needs when talking to a vendor API: the error it fails
-// with, reading Retry-After, and describing a network failure with its underlying cause.
+// with, retries, reading Retry-After and a JSON object answer, and describing a network failure.
 
 /** A provider call that failed; `retryable` says whether the same call may succeed later. */
 import { setTimeout as sleep } from "node:timers/promises"
@@ -24,9 +24,7 @@ const BACKOFF_BASE_MS = 250
 const MAX_RETRY_AFTER_MS = 5_000
 
 /** One try at a provider call: its value, or why it failed and when the provider asked us to return. */
-export type Attempt<T, E extends ProviderCallError> =
-  | { ok: true; value: T }
-  | { ok: false; error: E; retryAfterMs?: number }
+export type Attempt<T, E extends Error> = { ok: true; value: T } | { ok: false; error: E; retryAfterMs?: number }
 
 /**
  * Runs `attempt` up to MAX_ATTEMPTS times while its failures are retryable, backing off 250 ms,
@@ -64,4 +62,16 @@ export function describeNetworkError(e: unknown): string {
   if (!(e instanceof Error)) return String(e)
   const cause = e.cause instanceof Error ? `: ${e.cause.message}` : ""
   return `${e.message}${cause}`
+}
+
+/** The JSON object a vendor answered, or undefined for anything else (not JSON, an array, a scalar). */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>
+  } catch {
+    // Not JSON: the caller reports it.
+  }
+  return undefined
 }

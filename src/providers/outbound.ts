@@ -2,13 +2,14 @@
 // answers are read up to a size cap, and URLs a tenant supplied connect only to public addresses,
 // checked on the address actually dialled (after DNS), so a name that resolves publicly when the
 // credential is saved and privately later (DNS rebinding) is still refused. Webhook deliveries go
-// through the same guard (webhookDispatcher).
+// through the same guard (webhookDispatcher). vendorAttempt is the one vendor call every adapter
+// makes: request, bounded read, and the status classified into the adapter's own typed error.
 
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { Resolver } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
 import { Agent, buildConnector, type Dispatcher, fetch as undiciFetch } from "undici"
-import { describeNetworkError, ProviderCallError } from "./http.util.js"
+import { type Attempt, describeNetworkError, ProviderCallError, parseRetryAfter } from "./http.util.js"
 
 /** The answer size cap when the caller names none (the PROVIDER_RESPONSE_LIMIT_BYTES default). */
 export const DEFAULT_RESPONSE_LIMIT_BYTES = 2 * 1024 * 1024
@@ -368,7 +369,7 @@ export async function providerFetch(
     ...(outbound.dispatcher !== undefined && { dispatcher: outbound.dispatcher }),
   })
   if (res.status >= 300 && res.status < 400 && res.status !== 304) {
-    await res.body?.cancel().catch(() => {})
+    await res.body?.cancel().catch(() => {}) // discarding an unread body: a closed stream has nothing to lose
     throw new RedirectRefused(res.status)
   }
   return res
@@ -381,7 +382,7 @@ export async function providerFetch(
 export async function readBoundedBytes(res: Response, limitBytes: number): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length") ?? Number.NaN)
   if (Number.isFinite(declared) && declared > limitBytes) {
-    await res.body?.cancel().catch(() => {})
+    await res.body?.cancel().catch(() => {}) // discarding an unread body: a closed stream has nothing to lose
     throw new ResponseTooLarge(limitBytes, res.status)
   }
   if (res.body === null) return Buffer.alloc(0)
@@ -393,7 +394,7 @@ export async function readBoundedBytes(res: Response, limitBytes: number): Promi
     if (done) break
     total += value.byteLength
     if (total > limitBytes) {
-      await reader.cancel().catch(() => {})
+      await reader.cancel().catch(() => {}) // abandoning the answer: the error thrown next says why
       throw new ResponseTooLarge(limitBytes, res.status)
     }
     chunks.push(value)
@@ -427,4 +428,99 @@ export function fetchFailure(e: unknown, timeoutMs: number): FetchFailure {
   if (cause instanceof PrivateAddressRefused)
     return { message: `unreachable: ${cause.publicMessage}`, retryable: false, timedOut }
   return { message: `unreachable: ${describeNetworkError(e)}`, retryable: true, timedOut }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One vendor call
+
+/** A vendor's answer, read within the cap. */
+export interface VendorAnswer {
+  readonly status: number
+  readonly headers: Headers
+  /** The body (empty when the call discards it). */
+  readonly bytes: Buffer
+  /** The body as text, decoded when first asked for. */
+  readonly text: string
+}
+
+class Answer implements VendorAnswer {
+  #text: string | undefined
+  constructor(
+    readonly status: number,
+    readonly headers: Headers,
+    readonly bytes: Buffer,
+  ) {}
+  get text(): string {
+    this.#text ??= new TextDecoder().decode(this.bytes)
+    return this.#text
+  }
+}
+
+/** What a status other than 2xx says, for the adapter's typed error. */
+export type StatusKind = "rate_limited" | "unavailable" | "auth" | "refused"
+
+/** 429: rate_limited; 5xx: unavailable; 401 and 403: auth; any other (a bad request, not found): refused. */
+export const statusKind = (status: number): StatusKind =>
+  status === 429
+    ? "rate_limited"
+    : status >= 500
+      ? "unavailable"
+      : status === 401 || status === 403
+        ? "auth"
+        : "refused"
+
+/** Whether the same request may be answered otherwise later: rate limited or unavailable (429, 5xx). */
+export const retryableStatus = (status: number): boolean => status === 429 || status >= 500
+
+/** One request to a vendor, and how its outcomes become the adapter's value or typed error. */
+export interface VendorCall<T, E extends Error> {
+  readonly url: string
+  readonly init: Omit<RequestInit, "signal">
+  /** Limit for the attempt: connect, request and the whole answer (a vendor dripping its body hits it too). */
+  readonly timeoutMs: number
+  /** The caller's own abort, besides the timeout. */
+  readonly signal?: AbortSignal | undefined
+  readonly outbound: Outbound
+  /** Replaces undici's fetch (tests). */
+  readonly fetch?: typeof fetch | undefined
+  /** "discard": only the status matters and the body is never read (nothing of it is held); default "read". */
+  readonly body?: "read" | "discard"
+  /** No usable answer: unreachable, timed out, a redirect, an answer past the cap. */
+  unreachable(failure: FetchFailure, cause: unknown): E
+  /** A 2xx answer: the value, or why it is not one. */
+  answered(answer: VendorAnswer): Attempt<T, E>
+  /** Any other status. A retryable ProviderCallError carries the vendor's Retry-After with it. */
+  refused(answer: VendorAnswer, kind: StatusKind): E
+}
+
+/**
+ * One attempt at a vendor call: the request under the outbound policy (no redirect followed) with
+ * its timeout, the answer read within the cap, and the outcome handed to the adapter's own
+ * mapping. Resolves with an Attempt for withRetries (or a single try); never rejects by itself.
+ */
+export async function vendorAttempt<T, E extends Error>(call: VendorCall<T, E>): Promise<Attempt<T, E>> {
+  const timeout = AbortSignal.timeout(call.timeoutMs)
+  let answer: Answer
+  try {
+    const res = await providerFetch(
+      call.url,
+      { ...call.init, signal: call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]) },
+      call.outbound,
+      call.fetch,
+    )
+    let bytes: Buffer = Buffer.alloc(0)
+    if (call.body === "discard")
+      await res.body?.cancel().catch(() => {}) // unread: only the status decides
+    else bytes = await readBoundedBytes(res, call.outbound.responseLimitBytes)
+    answer = new Answer(res.status, res.headers, bytes)
+  } catch (e) {
+    return { ok: false, error: call.unreachable(fetchFailure(e, call.timeoutMs), e) }
+  }
+  if (answer.status >= 200 && answer.status < 300) return call.answered(answer)
+  const error = call.refused(answer, statusKind(answer.status))
+  const retryAfterMs =
+    error instanceof ProviderCallError && error.retryable
+      ? parseRetryAfter(answer.headers.get("retry-after"))
+      : undefined
+  return { ok: false, error, ...(retryAfterMs !== undefined && { retryAfterMs }) }
 }

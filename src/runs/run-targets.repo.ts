@@ -56,28 +56,12 @@ export const markTargetDialing = async (tx: Tx, runId: number, runTargetId: numb
   return target
 }
 
-export const setTargetLastCall = async (tx: Tx, runTargetId: number, callId: number): Promise<void> => {
-  await tx`update run_targets set last_call_id = ${callId} where id = ${runTargetId}`
-}
-
 /** What happens to the target once an attempt has ended. */
 export type TargetNext =
   | { readonly kind: "done"; readonly outcome: string }
   | { readonly kind: "retry"; readonly at: number; readonly outcome: string }
   /** Never reached the carrier (no funds): the target goes back to the queue. */
   | { readonly kind: "requeue"; readonly outcome: string }
-
-/** The target's next step once an attempt has ended. */
-export const settleTarget = async (tx: Tx, runTargetId: number, next: TargetNext): Promise<void> => {
-  if (next.kind === "done")
-    await tx`update run_targets set status = 'done', outcome = ${next.outcome}, updated_at = now()
-      where id = ${runTargetId}`
-  else if (next.kind === "retry")
-    await tx`update run_targets set status = 'waiting', outcome = ${next.outcome},
-      next_attempt_at = ${new Date(next.at)}, updated_at = now() where id = ${runTargetId}`
-  // attempts keeps counting it: it numbers the call rows, and (run_target_id, attempt) is unique.
-  else await tx`update run_targets set status = 'queued', updated_at = now() where id = ${runTargetId}`
-}
 
 /** A target the dialer will not call (compliance). */
 export const markTargetSkipped = async (tx: Tx, runTargetId: number, reason: string): Promise<void> => {

@@ -2,7 +2,7 @@
 // exchange (POST /admin/oauth/access_token) and the customers read (GET /admin/api/2024-01/customers.json,
 // following the Link header's next pages), every answer read bounded and no redirect followed.
 import type { Config } from "../platform/config.js"
-import { fetchFailure, type Outbound, outboundFor, providerFetch, readBounded } from "../providers/outbound.js"
+import { type Outbound, outboundFor, type VendorAnswer, vendorAttempt } from "../providers/outbound.js"
 import {
   STOREFRONT_SCOPES,
   type StorefrontAdapter,
@@ -75,19 +75,23 @@ export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): Storefr
   const outbound: Outbound = outboundFor(config, "tenant")
   const root = (shop: string) => config.storefront.baseUrlOverride ?? `https://${shop}`
 
-  async function call(url: string, init: RequestInit, timeoutMs: number): Promise<{ res: Response; text: string }> {
-    try {
-      const res = await providerFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) }, outbound, doFetch)
-      return { res, text: await readBounded(res, outbound.responseLimitBytes) }
-    } catch (e) {
-      throw new StorefrontUnavailable(`the shop is ${fetchFailure(e, timeoutMs).message}`)
-    }
-  }
-
-  const judge = (res: Response, what: string) => {
-    if (res.status >= 400 && res.status < 500)
-      throw new StorefrontRefused(`the shop refused ${what} (HTTP ${res.status})`)
-    if (!res.ok) throw new StorefrontUnavailable(`the shop answered HTTP ${res.status} to ${what}`)
+  /** One request, its answer read bounded; a 4xx is StorefrontRefused, anything else unusable StorefrontUnavailable. */
+  async function call(url: string, init: RequestInit, timeoutMs: number, what: string): Promise<VendorAnswer> {
+    const r = await vendorAttempt<VendorAnswer, Error>({
+      url,
+      init,
+      timeoutMs,
+      outbound,
+      fetch: doFetch,
+      unreachable: (f) => new StorefrontUnavailable(`the shop is ${f.message}`),
+      answered: (answer) => ({ ok: true, value: answer }),
+      refused: ({ status }) =>
+        status >= 400 && status < 500
+          ? new StorefrontRefused(`the shop refused ${what} (HTTP ${status})`)
+          : new StorefrontUnavailable(`the shop answered HTTP ${status} to ${what}`),
+    })
+    if (!r.ok) throw r.error
+    return r.value
   }
 
   return {
@@ -103,7 +107,7 @@ export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): Storefr
       return `https://${shop}/admin/oauth/authorize?${q.toString()}`
     },
     async exchangeCode(shop, code) {
-      const { res, text } = await call(
+      const { text } = await call(
         `${root(shop)}/admin/oauth/access_token`,
         {
           method: "POST",
@@ -111,8 +115,8 @@ export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): Storefr
           body: JSON.stringify({ client_id: app.apiKey, client_secret: app.apiSecret, code }),
         },
         EXCHANGE_TIMEOUT_MS,
+        "the code",
       )
-      judge(res, "the code")
       let body: { access_token?: unknown; scope?: unknown }
       try {
         body = JSON.parse(text) as typeof body
@@ -139,12 +143,12 @@ export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): Storefr
         const left = deadline - Date.now()
         if (left <= 0)
           throw new StorefrontUnavailable(`the shop's customers were not read within ${READ_TIMEOUT_MS} ms`)
-        const { res, text } = await call(
+        const { text, headers } = await call(
           url,
           { headers: { "x-shopify-access-token": accessToken, accept: "application/json" } },
           left,
+          "the customers read",
         )
-        judge(res, "the customers read")
         let body: { customers?: unknown }
         try {
           body = JSON.parse(text) as typeof body
@@ -154,7 +158,7 @@ export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): Storefr
         if (!Array.isArray(body?.customers)) throw new StorefrontUnavailable("the shop's answer has no customers list")
         for (const c of body.customers as ApiCustomer[])
           if (c !== null && typeof c === "object") out.push(toCustomer(c))
-        url = nextLink(res.headers.get("link"))
+        url = nextLink(headers.get("link"))
       }
       return out.slice(0, MAX_CUSTOMERS)
     },

@@ -26,10 +26,8 @@ import { iso } from "../platform/time.js"
 import { Speech } from "../providers/Speech.js"
 import {
   type ClonedVoiceParams,
-  clonedSpeechVoice,
   type SampleFormat,
   SpeechSynthesisError,
-  type SpeechVoice,
 } from "../providers/speech/speech.interface.js"
 import * as repo from "./avatars.repo.js"
 import { deleteVoiceClips } from "./previews.repo.js"
@@ -88,10 +86,6 @@ export const avatarView = (r: repo.AvatarRow & { workflow_ids?: number[] }) => (
   created_at: iso(r.created_at),
 })
 export type AvatarView = ReturnType<typeof avatarView>
-
-/** The SpeechVoice a cloned voice speaks `language` with. */
-export const avatarSpeechVoice = (a: repo.AvatarRow, language: string): SpeechVoice =>
-  clonedSpeechVoice(a.params, language, a.provider_voice_id)
 
 const invalid = (field: "sample" | "name", message: string) =>
   new ValidationFailed({ message: `${field}: ${message}`, errors: [{ field, message }] })

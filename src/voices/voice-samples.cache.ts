@@ -60,7 +60,7 @@ async function writeAtomically(path: string, data: Uint8Array | string): Promise
     await writeFile(tmp, data)
     await rename(tmp, path)
   } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined)
+    await rm(tmp, { force: true }).catch(() => undefined) // tidying a temporary file: `err` below is the failure
     throw err
   }
 }

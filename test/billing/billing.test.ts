@@ -14,7 +14,7 @@ import {
   TRIAL_CREDIT_MINOR,
 } from "../../src/billing/pricing.js"
 import { addMonth, renewDueSubscriptions } from "../../src/billing/subscription.service.js"
-import { releaseCall, reserveCall, settleCall } from "../../src/billing/usage.service.js"
+import { reserveCall, settleCall } from "../../src/billing/usage.service.js"
 import { precheck } from "../../src/billing/wallet.service.js"
 import type { AppServices } from "../../src/main/app.layer.js"
 import { signGeneric } from "../../src/providers/payments/signatures.js"
@@ -263,8 +263,10 @@ describe("on the stub gateway", () => {
       expect(held).toMatchObject({
         call_ref: "call-1",
         reserved_minor: Math.ceil((180 * RATE_PER_MINUTE_MINOR.USD) / 60),
-        status: "reserved",
       })
+      expect(await srv.sql`select status from usage_reservations where call_ref = 'call-1'`).toEqual([
+        { status: "reserved" },
+      ])
       expect(await balanceOf(srv, s.tenantId)).toBe(start - held.reserved_minor)
       expect(await run(srv, reserveCall(s.tenantId, "call-1", 180))).toMatchObject({
         reserved_minor: held.reserved_minor,
@@ -277,7 +279,7 @@ describe("on the stub gateway", () => {
       await run(srv, settleCall("call-1", 61))
       expect(await balanceOf(srv, s.tenantId)).toBe(start - cost)
       await run(srv, reserveCall(s.tenantId, "call-2", 60))
-      expect(await run(srv, releaseCall("call-2"))).toMatchObject({ status: "released", settled_minor: 0 })
+      expect(await run(srv, settleCall("call-2", 0))).toMatchObject({ status: "released", settled_minor: 0 })
       expect(await balanceOf(srv, s.tenantId)).toBe(start - cost)
       await ledgerAgrees(srv, s.tenantId)
     })

@@ -68,7 +68,7 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
         busReconnects.inc()
       }
     }
-  })().catch(() => {})
+  })().catch(() => {}) // the status iterator ends with the connection: nothing is left to track
 
   // The server's limit can differ per server and change across reconnects.
   const maxPayload = (): number => Math.min(opts.maxPayload ?? DEFAULT_MAX_PAYLOAD, nc.info?.max_payload ?? Infinity)
@@ -120,7 +120,7 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
         // flight has reached the callback (and so the mailbox); then the mailbox is worked off.
         drainP ??= natsSub
           .drain()
-          .catch(() => {})
+          .catch(() => {}) // a connection already closed has nothing in flight: the mailbox is worked off all the same
           .then(() => mailbox.idle())
           .then(() => {
             mailbox.close()

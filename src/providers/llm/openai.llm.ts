@@ -3,8 +3,8 @@
 // per-attempt timeouts, bounded retries and typed errors.
 
 import { formatAmount } from "../../platform/money.js"
-import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { type Attempt, parseJsonObject, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import { BANNED_BUCKET, type CallRules } from "./agent-rules.js"
 import {
   AGENT_OUTCOMES,
@@ -66,54 +66,42 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     signal?: AbortSignal,
   ): Promise<Attempt<T, LlmCallError>> {
     // The caller gave up (its own time limit): no request, and no retry of this one.
-    const aborted = (): Attempt<T, LlmCallError> => ({
-      ok: false,
-      error: new LlmCallError("language model request aborted by its caller", false),
-    })
-    if (signal?.aborted) return aborted()
-    let res: Response
-    let text: string
-    try {
-      res = await providerFetch(
-        url,
-        {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            accept: "application/json",
-            ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
-            ...(opts.organization && { "openai-organization": opts.organization }),
-          },
-          body,
-          signal:
-            signal === undefined
-              ? AbortSignal.timeout(timeoutMs)
-              : AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
+    const aborted = () => new LlmCallError("language model request aborted by its caller", false)
+    if (signal?.aborted) return { ok: false, error: aborted() }
+    return vendorAttempt({
+      url,
+      init: {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+          ...(opts.organization && { "openai-organization": opts.organization }),
         },
-        outbound,
-        opts.fetch,
-      )
-      text = await readBounded(res, outbound.responseLimitBytes)
-    } catch (e) {
-      if (signal?.aborted) return aborted()
-      const f = fetchFailure(e, timeoutMs)
-      // The cause may carry the request (and so the key): keep it only when it cannot.
-      const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
-      return { ok: false, error: new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options) }
-    }
-    if (res.ok) return read(text, res.status)
-    const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
-    const message = `language model API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
-    if (res.status === 429 || res.status >= 500) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return {
-        ok: false,
-        error: new LlmCallError(message, true, { status: res.status }),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      }
-    }
-    // Any other 4xx (bad key, unknown model, a schema the server rejects) fails the same way every time.
-    return { ok: false, error: new LlmCallError(message, false, { status: res.status }) }
+        body,
+      },
+      timeoutMs,
+      signal,
+      outbound,
+      fetch: opts.fetch,
+      unreachable: (f, e) => {
+        if (signal?.aborted) return aborted()
+        // The cause may carry the request (and so the key): keep it only when it cannot.
+        const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
+        return new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options)
+      },
+      answered: ({ text, status }) => read(text, status),
+      refused: ({ text, status }) => {
+        const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
+        // 429 and 5xx may pass later; any other 4xx (bad key, unknown model, a schema the server
+        // rejects) fails the same way every time.
+        return new LlmCallError(
+          `language model API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
+          retryableStatus(status),
+          { status },
+        )
+      },
+    })
   }
 
   /**
@@ -171,7 +159,7 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
  */
 function readCompletion(text: string, status: number): LlmAttempt {
   const fail = (message: string): LlmAttempt => ({ ok: false, error: new LlmCallError(message, false, { status }) })
-  const body = parseObject(text)
+  const body = parseJsonObject(text)
   const choices = body?.choices
   const first: unknown = Array.isArray(choices) ? choices[0] : undefined
   const message = isObject(first) ? first.message : undefined
@@ -181,7 +169,7 @@ function readCompletion(text: string, status: number): LlmAttempt {
     return fail(`language model refused: ${message.refusal.replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)}`)
   }
   const content = message.content
-  const json = typeof content === "string" ? parseObject(content) : undefined
+  const json = typeof content === "string" ? parseJsonObject(content) : undefined
   // The version that answered (an alias such as gpt-4o-mini resolves to a dated one), kept short.
   const version = typeof body?.model === "string" && body.model.trim() !== "" ? body.model.trim().slice(0, 200) : null
   if (json !== undefined) return { ok: true, value: { value: json, modelVersion: version } }
@@ -393,19 +381,9 @@ function readReply(answer: Record<string, unknown>, actions: readonly ProposalAc
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (isObject(parsed)) return parsed
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
-}
-
 /** The human part of an OpenAI-style error body (error.message, with error.code), else the text. */
 function errorDetail(text: string): string {
-  const err = parseObject(text)?.error
+  const err = parseJsonObject(text)?.error
   if (isObject(err) && typeof err.message === "string")
     return typeof err.code === "string" ? `${err.code}: ${err.message}` : err.message
   return text

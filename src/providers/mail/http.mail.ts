@@ -2,8 +2,8 @@
 // out, the shape the common providers share): per-attempt timeout, bounded retries, typed errors.
 
 import { randomUUID } from "node:crypto"
-import { type Attempt, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { type Attempt, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import { fromOnBehalf, MailDeliveryError, type MailProvider, type OutgoingMail } from "./mail.interface.js"
 
 export interface HttpMailOptions {
@@ -33,65 +33,50 @@ export function makeHttpMail(opts: HttpMailOptions): MailProvider {
   // The key must never reach a log line or an error message, even if a provider echoes it back.
   const scrub = (s: string): string => (opts.apiKey === "" ? s : s.split(opts.apiKey).join("***"))
 
-  async function attempt(body: string, idempotencyKey: string): Promise<MailAttempt> {
-    let res: Response
-    let text: string
-    try {
-      res = await providerFetch(
-        url,
-        {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${opts.apiKey}`,
-            "content-type": "application/json",
-            accept: "application/json",
-            // Lets the provider drop the duplicate when an attempt timed out after it had in fact
-            // accepted the message and we send it again.
-            "idempotency-key": idempotencyKey,
-          },
-          body,
-          signal: AbortSignal.timeout(timeoutMs),
+  const attempt = (body: string, idempotencyKey: string): Promise<MailAttempt> =>
+    vendorAttempt({
+      url,
+      init: {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${opts.apiKey}`,
+          "content-type": "application/json",
+          accept: "application/json",
+          // Lets the provider drop the duplicate when an attempt timed out after it had in fact
+          // accepted the message and we send it again.
+          "idempotency-key": idempotencyKey,
         },
-        outbound,
-        opts.fetch,
-      )
-      text = await readBounded(res, outbound.responseLimitBytes)
-    } catch (e) {
-      const f = fetchFailure(e, timeoutMs)
-      return {
-        ok: false,
-        error: new MailDeliveryError(`mail API ${scrub(f.message)}`, f.retryable, {
+        body,
+      },
+      timeoutMs,
+      outbound,
+      fetch: opts.fetch,
+      unreachable: (f, e) =>
+        new MailDeliveryError(`mail API ${scrub(f.message)}`, f.retryable, {
           cause: e,
           ...(f.status !== undefined && { status: f.status }),
         }),
-      }
-    }
-    if (res.ok) {
-      const id = parseId(text)
-      if (id !== undefined) return { ok: true, value: id }
-      // Accepted but not understood (a wrong base URL answering 200, say): sending again would
-      // not help, and might deliver twice.
-      return {
-        ok: false,
-        error: new MailDeliveryError(`mail API answered ${res.status} without a message id`, false, {
-          status: res.status,
-        }),
-      }
-    }
-    const detail = scrub(text.slice(0, ERROR_DETAIL_CHARS)).replace(/\s+/g, " ").trim()
-    const message = `mail API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
-    if (res.status === 429 || res.status >= 500) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return {
-        ok: false,
-        error: new MailDeliveryError(message, true, { status: res.status }),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      }
-    }
-    // Any other 4xx is about this request (bad address, bad key, bad payload): it will fail the
-    // same way every time.
-    return { ok: false, error: new MailDeliveryError(message, false, { status: res.status }) }
-  }
+      answered: ({ status, text }) => {
+        const id = parseId(text)
+        if (id !== undefined) return { ok: true, value: id }
+        // Accepted but not understood (a wrong base URL answering 200, say): sending again would
+        // not help, and might deliver twice.
+        return {
+          ok: false,
+          error: new MailDeliveryError(`mail API answered ${status} without a message id`, false, { status }),
+        }
+      },
+      refused: ({ status, text }) => {
+        const detail = scrub(text.slice(0, ERROR_DETAIL_CHARS)).replace(/\s+/g, " ").trim()
+        // 429 and 5xx may pass later; any other 4xx is about this request (bad address, bad key,
+        // bad payload): it will fail the same way every time.
+        return new MailDeliveryError(
+          `mail API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
+          retryableStatus(status),
+          { status },
+        )
+      },
+    })
 
   return {
     name: "http",

@@ -1,7 +1,7 @@
 // The payment-gateway contract: one top-up intent in, a checkout the payer is sent to out. The stub,
 // the card gateway (gw_card) and the UPI gateway (gw_upi) implement it; webhooks settle intents.
-import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { type Attempt, ProviderCallError, parseJsonObject, withRetries } from "../http.util.js"
+import { PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 
 export type GatewayName = "gw_card" | "gw_upi" | "stub"
 
@@ -108,60 +108,44 @@ export async function postToGateway(call: GatewayPost): Promise<Record<string, u
   const secrets = call.secrets.filter((s) => s !== "")
   const scrub = (s: string): string => secrets.reduce((acc, secret) => acc.split(secret).join("***"), s)
 
-  async function attempt(): Promise<GatewayAttempt> {
-    let res: Response
-    let text: string
-    try {
+  const attempt = (): Promise<GatewayAttempt> =>
+    vendorAttempt({
+      url: call.url,
+      init: { method: "POST", headers: { accept: "application/json", ...call.headers }, body: call.body },
+      timeoutMs: call.timeoutMs,
       // GW_*_API_URL are the platform's own: no address guard, but no redirects and a capped answer.
-      res = await providerFetch(
-        call.url,
-        {
-          method: "POST",
-          headers: { accept: "application/json", ...call.headers },
-          body: call.body,
-          signal: AbortSignal.timeout(call.timeoutMs),
-        },
-        PLATFORM_DEFAULT,
-        call.fetch,
-      )
-      text = await readBounded(res, PLATFORM_DEFAULT.responseLimitBytes)
-    } catch (e) {
-      const f = fetchFailure(e, call.timeoutMs)
+      outbound: PLATFORM_DEFAULT,
+      fetch: call.fetch,
       // The cause may carry the request (and so the credentials): keep none.
-      return {
-        ok: false,
-        error: new PaymentGatewayError(
+      unreachable: (f) =>
+        new PaymentGatewayError(
           `${call.gateway} API ${scrub(f.message)}`,
           f.retryable,
           f.status === undefined ? undefined : { status: f.status },
         ),
-      }
-    }
-    if (res.ok) {
-      const body = parseObject(text)
-      if (body !== undefined) return { ok: true, value: body }
-      // Accepted but not understood (a wrong base URL answering 200, say): another attempt would
-      // not help and might create a second checkout.
-      return {
-        ok: false,
-        error: new PaymentGatewayError(`${call.gateway} API answered ${res.status} without a JSON object`, false, {
-          status: res.status,
-        }),
-      }
-    }
-    const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
-    const message = `${call.gateway} API answered ${res.status}${detail === "" ? "" : `: ${detail}`}`
-    if (res.status === 429 || res.status >= 500 || (call.alsoRetry ?? []).includes(res.status)) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return {
-        ok: false,
-        error: new PaymentGatewayError(message, true, { status: res.status }),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      }
-    }
-    // Any other 4xx (bad key, bad parameters) fails the same way every time.
-    return { ok: false, error: new PaymentGatewayError(message, false, { status: res.status }) }
-  }
+      answered: ({ status, text }) => {
+        const body = parseJsonObject(text)
+        if (body !== undefined) return { ok: true, value: body }
+        // Accepted but not understood (a wrong base URL answering 200, say): another attempt would
+        // not help and might create a second checkout.
+        return {
+          ok: false,
+          error: new PaymentGatewayError(`${call.gateway} API answered ${status} without a JSON object`, false, {
+            status,
+          }),
+        }
+      },
+      refused: ({ status, text }) => {
+        const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
+        // 429, 5xx and the gateway's own retryable statuses may pass later; any other 4xx (bad key,
+        // bad parameters) fails the same way every time.
+        return new PaymentGatewayError(
+          `${call.gateway} API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
+          retryableStatus(status) || (call.alsoRetry ?? []).includes(status),
+          { status },
+        )
+      },
+    })
 
   return withRetries(
     attempt,
@@ -210,20 +194,9 @@ export function stringField(body: Record<string, unknown>, key: string): string 
   return typeof v === "string" && v !== "" ? v : undefined
 }
 
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
-      return parsed as Record<string, unknown>
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
-}
-
 /** The human part of a gateway error body: error.message (card) or error.description (UPI), else the text. */
 function errorDetail(text: string): string {
-  const body = parseObject(text)
+  const body = parseJsonObject(text)
   const err = body?.error
   if (typeof err === "object" && err !== null) {
     const e = err as Record<string, unknown>

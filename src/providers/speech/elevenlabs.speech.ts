@@ -2,8 +2,8 @@
 // voice id, and text is spoken by voice id as MP3; the key goes in the vendor's xi-api-key header.
 import { parseBuffer } from "music-metadata"
 import { FormData } from "undici"
-import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBoundedBytes } from "../outbound.js"
+import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import { deriveVoiceParams } from "./clone.analysis.js"
 import {
   type ClonedVoice,
@@ -71,7 +71,7 @@ function failure(status: number, text: string, what: string, notFound: SpeechErr
   const detail = errorDetail(text)
   const message = `speech API answered ${status} to ${what}${detail === "" ? "" : `: ${detail}`}`
   const code = status === 404 ? notFound : status === 429 ? "BUSY" : undefined
-  return new SpeechApiError(message, status === 429 || status >= 500, code, { status })
+  return new SpeechApiError(message, retryableStatus(status), code, { status })
 }
 
 const speechError = (e: unknown, fallback: SpeechErrorCode): SpeechSynthesisError => {
@@ -89,41 +89,38 @@ export function makeElevenLabsSpeech(opts: ElevenLabsOptions): SpeechProvider {
   const scrub = (s: string): string => s.split(opts.apiKey).join("***")
 
   /** One request; the answer's bytes on 2xx, else a ProviderCallError saying whether to retry. */
-  async function call(
+  const call = (
     method: "POST" | "DELETE",
     path: string,
     body: string | FormData | undefined,
     what: string,
     notFound: SpeechErrorCode,
-  ): Promise<Attempt<{ bytes: Uint8Array; type: string }, SpeechApiError>> {
-    try {
-      const res = await providerFetch(
-        `${base}${path}`,
-        {
-          method,
-          headers: {
-            "xi-api-key": opts.apiKey,
-            accept: path.startsWith("/text-to-speech/") ? "audio/mpeg" : "application/json",
-            ...(typeof body === "string" && { "content-type": "application/json" }),
-          },
-          // undici's own FormData, which its fetch encodes as multipart/form-data.
-          ...(body !== undefined && { body: body as unknown as RequestInit["body"] }),
-          signal: AbortSignal.timeout(timeoutMs),
+  ): Promise<Attempt<{ bytes: Uint8Array; type: string }, SpeechApiError>> =>
+    vendorAttempt({
+      url: `${base}${path}`,
+      init: {
+        method,
+        headers: {
+          "xi-api-key": opts.apiKey,
+          accept: path.startsWith("/text-to-speech/") ? "audio/mpeg" : "application/json",
+          ...(typeof body === "string" && { "content-type": "application/json" }),
         },
-        outbound,
-        opts.fetch,
-      )
-      const bytes = await readBoundedBytes(res, outbound.responseLimitBytes)
-      if (res.ok) return { ok: true, value: { bytes, type: res.headers.get("content-type") ?? "" } }
-      const error = failure(res.status, scrub(new TextDecoder().decode(bytes)), what, notFound)
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return { ok: false, error, ...(retryAfterMs !== undefined && { retryAfterMs }) }
-    } catch (e) {
-      const f = fetchFailure(e, timeoutMs)
-      const options = f.status === undefined ? {} : { status: f.status }
-      return { ok: false, error: new SpeechApiError(`speech API ${scrub(f.message)}`, f.retryable, undefined, options) }
-    }
-  }
+        // undici's own FormData, which its fetch encodes as multipart/form-data.
+        ...(body !== undefined && { body: body as unknown as RequestInit["body"] }),
+      },
+      timeoutMs,
+      outbound,
+      fetch: opts.fetch,
+      unreachable: (f) =>
+        new SpeechApiError(
+          `speech API ${scrub(f.message)}`,
+          f.retryable,
+          undefined,
+          f.status === undefined ? {} : { status: f.status },
+        ),
+      answered: ({ bytes, headers }) => ({ ok: true, value: { bytes, type: headers.get("content-type") ?? "" } }),
+      refused: ({ status, text }) => failure(status, scrub(text), what, notFound),
+    })
 
   const once = async <T>(attempt: Promise<Attempt<T, SpeechApiError>>): Promise<T> => {
     const result = await attempt

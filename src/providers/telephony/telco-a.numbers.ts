@@ -2,8 +2,8 @@
 // HTTP Basic account sid and auth token): search, buy with our webhooks, take over, release.
 // telcoARequest is the account-scoped call with timeouts and retries; the calls adapter reuses it.
 import { Buffer } from "node:buffer"
-import { type Attempt, ProviderCallError, parseRetryAfter, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { type Attempt, ProviderCallError, parseJsonObject, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import {
   type AvailableNumber,
   type NumberInventory,
@@ -75,66 +75,49 @@ export async function telcoARequest(
     `${trimSlash(account.apiUrl)}/2010-04-01/Accounts/${encodeURIComponent(account.accountSid)}` + `${req.path}${query}`
   const what = `telco_a ${req.method} ${req.path}`
 
-  async function attempt(): Promise<Attempt<{ status: number; body: Record<string, unknown> }, TelcoAApiError>> {
-    let res: Response
-    let text: string
-    try {
-      res = await providerFetch(
-        url,
-        {
-          method: req.method,
-          headers: {
-            accept: "application/json",
-            authorization: `Basic ${basic}`,
-            ...(req.form !== undefined && { "content-type": "application/x-www-form-urlencoded" }),
-          },
-          ...(req.form !== undefined && { body: new URLSearchParams(req.form).toString() }),
-          signal: AbortSignal.timeout(timeoutMs),
+  const attempt = (): Promise<Attempt<{ status: number; body: Record<string, unknown> }, TelcoAApiError>> =>
+    vendorAttempt({
+      url,
+      init: {
+        method: req.method,
+        headers: {
+          accept: "application/json",
+          authorization: `Basic ${basic}`,
+          ...(req.form !== undefined && { "content-type": "application/x-www-form-urlencoded" }),
         },
-        outbound,
-        opts.fetch,
-      )
-      text = await readBounded(res, outbound.responseLimitBytes)
-    } catch (e) {
-      const f = fetchFailure(e, timeoutMs)
-      return {
-        ok: false,
-        error: new TelcoAApiError(
+        ...(req.form !== undefined && { body: new URLSearchParams(req.form).toString() }),
+      },
+      timeoutMs,
+      outbound,
+      fetch: opts.fetch,
+      unreachable: (f) =>
+        new TelcoAApiError(
           `${what}: ${scrub(f.message)}`,
           f.retryable,
           undefined,
           f.status === undefined ? undefined : { status: f.status },
         ),
-      }
-    }
-    const body = parseObject(text)
-    if (res.ok) {
-      if (body !== undefined || text.trim() === "") return { ok: true, value: { status: res.status, body: body ?? {} } }
-      return {
-        ok: false,
-        error: new TelcoAApiError(`${what}: answered ${res.status} without a JSON object`, false, undefined, {
-          status: res.status,
-        }),
-      }
-    }
-    const code = typeof body?.code === "number" ? body.code : undefined
-    const detail = scrub(typeof body?.message === "string" ? body.message : text)
-      .replace(/\s+/g, " ")
-      .trim()
-      .slice(0, ERROR_DETAIL_CHARS)
-    const message =
-      `${what}: answered ${res.status}${code === undefined ? "" : ` (code ${code})`}` +
-      `${detail === "" ? "" : `: ${detail}`}`
-    if (res.status === 429 || res.status >= 500) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"))
-      return {
-        ok: false,
-        error: new TelcoAApiError(message, true, code, { status: res.status }),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      }
-    }
-    return { ok: false, error: new TelcoAApiError(message, false, code, { status: res.status }) }
-  }
+      answered: ({ status, text }) => {
+        const body = parseJsonObject(text)
+        if (body !== undefined || text.trim() === "") return { ok: true, value: { status, body: body ?? {} } }
+        return {
+          ok: false,
+          error: new TelcoAApiError(`${what}: answered ${status} without a JSON object`, false, undefined, { status }),
+        }
+      },
+      refused: ({ status, text }) => {
+        const body = parseJsonObject(text)
+        const code = typeof body?.code === "number" ? body.code : undefined
+        const detail = scrub(typeof body?.message === "string" ? body.message : text)
+          .replace(/\s+/g, " ")
+          .trim()
+          .slice(0, ERROR_DETAIL_CHARS)
+        const message =
+          `${what}: answered ${status}${code === undefined ? "" : ` (code ${code})`}` +
+          `${detail === "" ? "" : `: ${detail}`}`
+        return new TelcoAApiError(message, retryableStatus(status), code, { status })
+      },
+    })
 
   return withRetries(
     attempt,
@@ -144,17 +127,6 @@ export async function telcoARequest(
         ...(cause.status !== undefined && { status: cause.status }),
       }),
   )
-}
-
-function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
-      return parsed as Record<string, unknown>
-  } catch {
-    // Not JSON: the caller reports it.
-  }
-  return undefined
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined)

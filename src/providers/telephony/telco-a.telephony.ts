@@ -4,12 +4,13 @@
 // of webhook answers: what the agent says (<Say>), then listen again (<Gather input="speech">) or
 // hang up. Webhooks reach the api process that the provider calls; the channel carries them to
 // the process holding the leg.
-import { type Attempt, ProviderCallError, withRetries } from "../http.util.js"
-import { fetchFailure, type Outbound, PLATFORM_DEFAULT, providerFetch, readBounded } from "../outbound.js"
+import { ProviderCallError, withRetries } from "../http.util.js"
+import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
 import {
   type CallLeg,
   type CarrierEvent,
   type DialRequest,
+  HangupFailed,
   TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
@@ -217,14 +218,19 @@ class TelcoALeg implements CallLeg {
 
   async hangup(): Promise<void> {
     if (this.ended) return
+    let failed: HangupFailed | undefined
     if (this.pendingVoice !== undefined) {
       this.ready = "hangup"
       this.flush()
     } else {
-      // No webhook to answer: end the call through the REST API.
-      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+      // No webhook to answer: end the call through the REST API (retried on 429, 5xx and no answer).
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch((e: unknown) => {
+        failed = new HangupFailed(this.providerCallId, e)
+      })
     }
+    // Ended here either way: nothing more is said or heard on it; a failure is the caller's to record.
     this.end({ type: "HANGUP", by: "agent", at: this.now() })
+    if (failed !== undefined) throw failed
   }
 
   /**
@@ -247,7 +253,10 @@ class TelcoALeg implements CallLeg {
     try {
       await this.o.createCall({ To: operatorNumber, ...(from !== null && { From: from }), Twiml: doc })
     } catch (e) {
-      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch(() => {})
+      await this.o.fetchCall(this.providerCallId, { Status: "completed" }).catch((h: unknown) => {
+        // The callee would wait in a conference nobody joins: the caller records it, and sees `e`.
+        throw new HangupFailed(this.providerCallId, h, e)
+      })
       throw e
     }
     return { conference_id: name }
@@ -265,52 +274,39 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
 
   const post = (url: string, form: Record<string, string>): Promise<{ sid?: string }> =>
     withRetries<{ sid?: string }, TelephonyError>(
-      async (): Promise<Attempt<{ sid?: string }, TelephonyError>> => {
-        let res: Response
-        let text: string
-        try {
-          res = await providerFetch(
-            url,
-            {
-              method: "POST",
-              headers: {
-                authorization: auth,
-                "content-type": "application/x-www-form-urlencoded",
-                accept: "application/json",
-              },
-              body: new URLSearchParams(form).toString(),
-              // Covers the answer too: a provider dripping its body hits the same limit.
-              signal: AbortSignal.timeout(timeoutMs),
+      () =>
+        vendorAttempt({
+          url,
+          init: {
+            method: "POST",
+            headers: {
+              authorization: auth,
+              "content-type": "application/x-www-form-urlencoded",
+              accept: "application/json",
             },
-            outbound,
-            o.fetch,
-          )
-          text = await readBounded(res, outbound.responseLimitBytes)
-        } catch (e) {
-          const f = fetchFailure(e, timeoutMs)
-          return {
-            ok: false,
-            error: new TelephonyError(`telco_a ${f.message}`, f.retryable, {
+            body: new URLSearchParams(form).toString(),
+          },
+          // Covers the answer too: a provider dripping its body hits the same limit.
+          timeoutMs,
+          outbound,
+          fetch: o.fetch,
+          unreachable: (f, e) =>
+            new TelephonyError(`telco_a ${f.message}`, f.retryable, {
               cause: e,
               ...(f.status !== undefined && { status: f.status }),
             }),
-          }
-        }
-        if (res.ok) {
-          try {
-            return { ok: true, value: JSON.parse(text) as { sid?: string } }
-          } catch {
-            return { ok: true, value: {} }
-          }
-        }
-        const retryable = res.status === 429 || res.status >= 500
-        return {
-          ok: false,
-          error: new TelephonyError(`telco_a answered ${res.status}: ${text.slice(0, 200)}`, retryable, {
-            status: res.status,
-          }),
-        }
-      },
+          answered: ({ text }) => {
+            try {
+              return { ok: true, value: JSON.parse(text) as { sid?: string } }
+            } catch {
+              return { ok: true, value: {} }
+            }
+          },
+          refused: ({ status, text }) =>
+            new TelephonyError(`telco_a answered ${status}: ${text.slice(0, 200)}`, retryableStatus(status), {
+              status,
+            }),
+        }),
       (message, cause) =>
         new TelephonyError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
     )
@@ -325,6 +321,9 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
     name: "telco_a",
     get activeLegs() {
       return active
+    },
+    async hangupCall(providerCallId: string): Promise<void> {
+      await post(`${callsUrl}/${encodeURIComponent(providerCallId)}.json`, { Status: "completed" })
     },
     dial(req: DialRequest, onEvent: (e: CarrierEvent) => void): CallLeg {
       active++

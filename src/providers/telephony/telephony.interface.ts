@@ -30,7 +30,11 @@ export interface CallLeg {
   say(text: string): Promise<{ durationMs: number }>
   /** The callee's next utterance, or null when they hung up / stayed silent to the end. */
   listen(): Promise<{ text: string; at: number } | null>
-  /** Ends the call from our side; a no-op once it has ended. */
+  /**
+   * Ends the call from our side; a no-op once it has ended. Rejects with HangupFailed when the
+   * carrier did not take it (after the adapter's own retries): the leg has ended here all the same,
+   * but the carrier's call may still be up.
+   */
   hangup(): Promise<void>
   /**
    * Patch-in: moves the callee into a recorded conference, dials `operatorNumber` into it and drops
@@ -52,8 +56,36 @@ export interface TelephonyProvider {
   dial(req: DialRequest, onEvent: (e: CarrierEvent) => void): CallLeg
   /** Legs dialed and not yet ended, for metrics. */
   readonly activeLegs: number
+  /**
+   * Ends a call by the carrier's id, without its leg (the hang-up sweep, runtime/hangups.ts); rejects
+   * with TelephonyError when the carrier does not take it. Optional: a carrier whose hang-ups cannot
+   * fail (the simulator) has none.
+   */
+  hangupCall?(providerCallId: string): Promise<void>
 }
 
 export class TelephonyError extends ProviderCallError {
-  override readonly name = "TelephonyError"
+  override readonly name: string = "TelephonyError"
+}
+
+/**
+ * Our hang-up did not reach the carrier: the leg has ended here, but the carrier's call (id
+ * `providerCallId`; "" when the carrier had not yet given one) may still be up. `after`: the failure
+ * the hang-up was cleaning up after (a hand-off whose operator could not be called), which is what
+ * the caller of that step should see.
+ */
+export class HangupFailed extends TelephonyError {
+  override readonly name: string = "HangupFailed"
+  constructor(
+    readonly providerCallId: string,
+    cause: unknown,
+    readonly after?: unknown,
+  ) {
+    const status = cause instanceof ProviderCallError ? cause.status : undefined
+    super(
+      `the carrier did not take the hang-up of call ${providerCallId === "" ? "(no id yet)" : providerCallId}`,
+      true,
+      { cause, ...(status !== undefined && { status }) },
+    )
+  }
 }
