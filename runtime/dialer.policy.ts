@@ -2,7 +2,7 @@
 // decision-log entry each decision becomes. Callee time zones are in timezones.ts, the calling
 // window in calling-window.ts (re-exported here). No I/O, no timers: time comes in.
 import { isRetryableOutcome, RETRYABLE_OUTCOMES, type RetryableOutcome } from "../machines/index.js"
-import { observeDialDecision } from "../src/platform/metrics.js"
+import { observeDialDecision } from "../src/dialing/dialing.metrics.js"
 import type { WindowCheck } from "./calling-window.js"
 import { DAY, MINUTE } from "./timezones.js"
 

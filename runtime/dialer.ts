@@ -8,11 +8,11 @@ import type { DecisionEntry } from "../src/calls/calls.repo.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
 import { erasedAmong } from "../src/dsr/suppression.js"
-import { callsStarted } from "../src/platform/metrics.js"
 import * as targets from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
 import { callingWindowCheck, Decision } from "./dialer.policy.js"
 import type { RunScope } from "./run-scope.js"
+import { callsStarted } from "./runtime.metrics.js"
 
 const COOLDOWN_MS = 7 * 86_400_000
 /** Targets one batch considers at most (their attempts begin in one round trip). */

@@ -6,9 +6,9 @@
 import type { Logger } from "pino"
 import * as calls from "../src/calls/calls.repo.js"
 import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
-import { hangupFailures, hangupsSwept } from "../src/platform/metrics.js"
 import { ProviderCallError } from "../src/providers/http.util.js"
 import { type CallLeg, HangupFailed, type TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
+import { hangupFailures, hangupsSwept } from "./runtime.metrics.js"
 
 /** How often the sweep looks, and how long a failed hang-up waits before it is tried again. */
 export const HANGUP_SWEEP_MS = 30_000

@@ -21,7 +21,6 @@ import { Clock } from "../src/platform/Clock.js"
 import { Db, retryOnDisconnect } from "../src/platform/Db.js"
 import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
-import { trackRuntime } from "../src/platform/metrics.js"
 import { periodic } from "../src/platform/periodic.js"
 import {
   type ApprovalDecided,
@@ -50,6 +49,7 @@ import { HANGUP_SWEEP_MS, sweepHangups } from "./hangups.js"
 import { runLeases } from "./leases.js"
 import { Pacer, SlotCounter } from "./pacing.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
+import { trackRuntime } from "./runtime.metrics.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
 import { startWebhookDelivery } from "./webhook-delivery.js"
@@ -176,7 +176,10 @@ export const startRuntimeHost: Effect.Effect<
     },
   })
   const drivers = new Map<number, RunDriver>()
-  trackRuntime(() => ({ runs: drivers.size, calls: [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0) }))
+  const untrackRuntime = trackRuntime({
+    runs: () => drivers.size,
+    calls: () => [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0),
+  })
   let stopping = false
 
   // The settlements of calls ending together go in one transaction per group (runtime/settlements.ts).
@@ -387,6 +390,7 @@ export const startRuntimeHost: Effect.Effect<
       // Hand-over (docs/operations.md): claim nothing more, and leave the queue groups first, so
       // wakes and pings go to the other runtime processes from now on.
       stopping = true
+      untrackRuntime()
       // Webhook posts in flight finish (each within WEBHOOK_TIMEOUT_MS) beside the calls.
       const webhooksStopped = webhooks.stop()
       await Promise.all(

@@ -15,12 +15,6 @@ import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
 import type { Config } from "../src/platform/config.js"
 import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
 import { Log } from "../src/platform/Log.js"
-import {
-  trackWebhookQueue,
-  webhookAttemptsFailed,
-  webhookLagSeconds,
-  webhooksDelivered,
-} from "../src/platform/metrics.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
 import { periodic } from "../src/platform/periodic.js"
 import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
@@ -50,6 +44,12 @@ import {
 } from "../src/webhooks/outbox.repo.js"
 import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
 import { signWebhook } from "../src/webhooks/signing.js"
+import {
+  trackWebhookQueue,
+  webhookAttemptsFailed,
+  webhookLagSeconds,
+  webhooksDelivered,
+} from "../src/webhooks/webhooks.metrics.js"
 
 /** How often a process looks for due deliveries when no nudge came: the backstop of commit → first attempt. */
 const POLL_MS = 250
@@ -334,7 +334,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     }
   }
 
-  trackWebhookQueue(() => queueState(sql))
+  const untrackQueue = trackWebhookQueue(() => queueState(sql))
   const subscription: BusSubscription = bus.subscribe(RT_WEBHOOKS_DUE, nudged, { queue: RUNTIME_QUEUE })
   // On real PostgreSQL the commit of a delivery wakes every runtime process at once (a NOTIFY sent by
   // the statements that make deliveries due, outbox.repo.ts); the poll is the backstop. The embedded
@@ -352,6 +352,7 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     poke: nudged,
     stop: async () => {
       stopping = true
+      untrackQueue()
       if (poller !== undefined) await Effect.runPromise(Fiber.interrupt(poller))
       // Stopping: a subscription or listener whose connection is already gone has nothing to drain.
       await subscription.drain().catch(() => {})

@@ -1,6 +1,6 @@
 // observe: counts each finished request for /metrics (route template, method, status, duration),
 // beside logRequest's line. A counter and a histogram observation through cached children.
-import { observeRequest } from "../../src/platform/metrics.js"
+import { observeRequest } from "../../src/platform/http.metrics.js"
 import type { Incoming } from "./incoming.js"
 import type { Finished } from "./log-request.js"
 

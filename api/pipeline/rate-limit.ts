@@ -5,7 +5,7 @@
 import type { Logger } from "pino"
 import type { Sql } from "../../src/platform/Db.js"
 import { RateLimited } from "../../src/platform/errors.js"
-import { rateLimited } from "../../src/platform/metrics.js"
+import { rateLimited } from "../../src/platform/http.metrics.js"
 import { type Verdict, WorkspaceRateLimiter } from "../../src/platform/workspace-rate.js"
 import { leaseRequests } from "../../src/platform/workspace-rate.repo.js"
 import { type HttpError, toHttpError } from "../error-map.js"

@@ -3,7 +3,7 @@
 import type { Logger } from "pino"
 import type { Principal } from "../../src/auth/principal.js"
 import { isConnectionError, isStatementTimeout } from "../../src/platform/Db.js"
-import { trackSse } from "../../src/platform/metrics.js"
+import { trackSse } from "../../src/platform/http.metrics.js"
 import { DATABASE_TIMEOUT, DATABASE_UNAVAILABLE, type HttpError, INTERNAL_ERROR } from "../error-map.js"
 import { type Exchange, openStream, sendWhole } from "../http.js"
 import type { Headers, Reply } from "../reply.js"

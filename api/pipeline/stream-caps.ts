@@ -2,7 +2,7 @@
 // workspace, may hold open at once in this api process; past either cap, 429 before the head is written.
 import type { Principal } from "../../src/auth/principal.js"
 import { RateLimited } from "../../src/platform/errors.js"
-import { type SseRefusal, sseRefused } from "../../src/platform/metrics.js"
+import { type SseRefusal, sseRefused } from "../../src/platform/http.metrics.js"
 import { type HttpError, toHttpError } from "../error-map.js"
 import type { Reply } from "../reply.js"
 

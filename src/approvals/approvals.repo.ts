@@ -401,3 +401,9 @@ export const pendingApprovalsOfRun = (sql: Sql, runId: number) =>
   sql<PendingApprovalRow[]>`
     select id, tenant_id, run_id, call_id, proposed_action, proposed_value_minor, expires_at, snapshot, machine_version
     from approvals where run_id = ${runId} and status = 'pending'`
+
+/** How many approvals wait for a decision, in every workspace (the partial index on pending ones keeps it cheap). */
+export async function countPendingApprovals(sql: Sql): Promise<number> {
+  const [row] = await sql<[{ n: number }]>`select count(*)::int as n from approvals where status = 'pending'`
+  return row.n
+}

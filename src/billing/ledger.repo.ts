@@ -2,8 +2,8 @@
 // balance and appends its entry in one transaction, idempotently on a key, never below zero.
 
 import type { Sql, Tx } from "../platform/Db.js"
-import { ledgerPosts } from "../platform/metrics.js"
 import type { Currency } from "../platform/money.js"
+import { ledgerPosts } from "./ledger.metrics.js"
 import { checkWallets, isRefill } from "./wallet-events.js"
 
 export interface LedgerEntry {

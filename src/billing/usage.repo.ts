@@ -1,6 +1,6 @@
 // SQL for usage reservations: the cost held for one call before it is dialed, settled at hangup.
 import type { Tx } from "../platform/Db.js"
-import { ledgerPosts } from "../platform/metrics.js"
+import { ledgerPosts } from "./ledger.metrics.js"
 import { checkWallets } from "./wallet-events.js"
 
 export interface Reservation {

@@ -15,6 +15,7 @@ import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { type BadRequest, RateLimited, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
+import { oncePerDatabase } from "../platform/per-database.js"
 import { hit } from "../platform/rate-counters.repo.js"
 import { RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import { insertRun } from "../runs/runs.repo.js"
@@ -35,29 +36,25 @@ export const DEMO_COUNTRIES: readonly string[] = ["IN", "US", "GB", "AU", "CA", 
 const CALLABLE_TYPES: ReadonlySet<string | undefined> = new Set(["MOBILE", "FIXED_LINE", "FIXED_LINE_OR_MOBILE"])
 const DAY_MS = 86_400_000
 
-// One demo workspace per database; tests run several servers (databases) in one process.
-const workspaces = new WeakMap<Sql, Promise<number>>()
-
-/** The demo workspace's tenant id, created (once, across processes) on first use. */
+/** The demo workspace's tenant id (one per database), created once, across processes, on first use. */
 export const demoWorkspace: Effect.Effect<number, never, Db | Clock> = Effect.gen(function* () {
   const { sql } = yield* Db
   const clock = yield* Clock
-  let found = workspaces.get(sql)
-  if (found === undefined) {
-    found = sql.begin(async (tx) => {
+  return yield* Effect.promise(() => demoWorkspaceOf(sql, clock.now()))
+})
+
+const demoWorkspaceOf = oncePerDatabase(
+  (sql: Sql, now: Date) =>
+    sql.begin(async (tx) => {
       await repo.lockDemoWorkspace(tx)
       const existing = await repo.findDemoWorkspace(tx)
       if (existing !== undefined) return existing
       // No wallet and no trial: the runtime bills its calls to nobody (runtime/host.ts).
-      const tenant = await insertTenant(tx, { ...DEMO_WORKSPACE, trialExpiresAt: clock.now() })
+      const tenant = await insertTenant(tx, { ...DEMO_WORKSPACE, trialExpiresAt: now })
       await repo.markDemoWorkspace(tx, tenant.id)
       return tenant.id
-    }) as Promise<number>
-    workspaces.set(sql, found)
-    found.catch(() => workspaces.delete(sql))
-  }
-  return yield* Effect.promise(() => found)
-})
+    }) as Promise<number>,
+)
 
 const phoneInvalid = (message: string) =>
   new ValidationFailed({ message: `phone: ${message}`, errors: [{ field: "phone", message }] })

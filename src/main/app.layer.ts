@@ -5,6 +5,7 @@ import type { Logger } from "pino"
 import type { ApiServices } from "../../api/services.js"
 import { CampaignMachineLive } from "../../runtime/sim-campaign.js"
 import { ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
+import { ApprovalMetricsLive } from "../approvals/approvals.metrics.js"
 import { AuthLive } from "../auth/Auth.js"
 import { ChallengeLive } from "../auth/Challenge.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
@@ -82,6 +83,7 @@ export function appLayer(deps: {
     TurnStreamsLive,
     TurnWritersLive,
     ApprovalStreamsLive,
+    ApprovalMetricsLive,
     RunCallbacksLive,
     CampaignMachineLive,
     credentials,

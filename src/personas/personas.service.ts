@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import { audienceGroups } from "../audience/audience.repo.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
+import { oncePerDatabase } from "../platform/per-database.js"
 import { iso } from "../platform/time.js"
 import { findAvatar } from "../voices/avatars.repo.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
@@ -73,17 +74,7 @@ export const personaView = (r: repo.PersonaRow & { workflow_ids?: number[] }): P
 const CATALOGUE_ORDER = new Map(VOICES.map((v, i) => [v.id, i]))
 
 /** The built-in rows, made to match the catalogue once per database client. */
-const builtinIds = new WeakMap<Sql, Promise<Map<string, number>>>()
-const builtins = (sql: Sql): Promise<Map<string, number>> => {
-  let ids = builtinIds.get(sql)
-  if (ids === undefined) {
-    ids = repo.upsertBuiltins(sql, VOICES)
-    builtinIds.set(sql, ids)
-    // A failed sync is tried again by the next caller.
-    ids.catch(() => builtinIds.delete(sql))
-  }
-  return ids
-}
+const builtins = oncePerDatabase((sql: Sql) => repo.upsertBuiltins(sql, VOICES))
 
 const personaNotFound = (id: number) => new NotFound({ message: `persona ${id} not found` })
 const workflowNotFound = (id: number) => new NotFound({ message: `workflow ${id} not found` })

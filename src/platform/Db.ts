@@ -5,9 +5,9 @@ import { join, resolve } from "node:path"
 import { Cause, Context, Effect, Layer, Runtime } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "./AppConfig.js"
+import { instrumentDatabase } from "./db.metrics.js"
 import { StartupError } from "./errors.js"
 import { Log } from "./Log.js"
-import { instrumentDatabase } from "./metrics.js"
 import {
   applyWasmTierUp,
   type EmbeddedOptions,
@@ -196,7 +196,10 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       Effect.sync(() => connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs })),
       (s) => Effect.promise(() => s.end({ timeout: 5 })),
     )
-    instrumentDatabase(sql, max)
+    yield* Effect.acquireRelease(
+      Effect.sync(() => instrumentDatabase(sql, max)),
+      (untrack) => Effect.sync(untrack),
+    )
     // Fail start-up here, naming the database, rather than on the first request.
     yield* Effect.tryPromise({
       try: () => sql`select 1`,

@@ -5,7 +5,7 @@
 // the cap, without slowing the others; quiet clients get keepalives; a stopping process tells every
 // client to reconnect elsewhere. A hub says only where its clients live and what they are sent.
 import type { Logger } from "pino"
-import { sseDropped } from "./metrics.js"
+import { sseDropped } from "./http.metrics.js"
 
 /** What a hub needs from a client's connection (the HTTP layer's stream writer). */
 export interface StreamSink {

@@ -10,6 +10,7 @@
 // before a request reached any process is in its answer (read-after-write across processes, with
 // nothing to invalidate). Idle keys hold nothing, so a flood of distinct keys cannot grow memory
 // beyond the loads in flight.
+import { perDatabase } from "./per-database.js"
 
 interface Next<T> {
   readonly load: () => Promise<T>
@@ -76,11 +77,5 @@ export class SharedReads {
   }
 }
 
-const perDatabase = new WeakMap<object, SharedReads>()
-
 /** The shared reads of one database client (each server in a process has its own). */
-export function sharedReadsOf(db: object): SharedReads {
-  let reads = perDatabase.get(db)
-  if (reads === undefined) perDatabase.set(db, (reads = new SharedReads()))
-  return reads
-}
+export const sharedReadsOf = perDatabase(() => new SharedReads())

@@ -1,9 +1,10 @@
 // What a run's calls came to, for the workspace that ran them: one call in full (GET /api/calls/{id}) and
 // a run's results per target as JSON pages or one streamed CSV file (a few at once per workspace).
 import { Effect } from "effect"
-import { Db } from "../platform/Db.js"
+import { Db, type Sql } from "../platform/Db.js"
 import { NotFound, RateLimited } from "../platform/errors.js"
 import { encodeListCursor } from "../platform/page.cursor.js"
+import { perDatabase } from "../platform/per-database.js"
 import { iso } from "../platform/time.js"
 import { CALL_TURNS_MAX, callView } from "./call-view.js"
 import { type ChunkWriter, type PagePlan, writeResultsCsv } from "./results.csv.js"
@@ -25,10 +26,12 @@ export const CSV_EXPORTS_PER_WORKSPACE = 2
 const CSV_RETRY_AFTER_S = 5
 /** A slot whose file is never written (a HEAD request, a client gone before the first byte) comes back after this. */
 const UNUSED_SLOT_MS = 10_000
-const exportsRunning = new Map<number, number>()
+/** Exports streaming per workspace, per database (workspace ids are the database's). */
+const exportsOf = perDatabase(() => new Map<number, number>())
 
 /** A slot for one of the workspace's CSV exports, and how to give it back (once); undefined: none free. */
-function takeExportSlot(tenantId: number): (() => void) | undefined {
+function takeExportSlot(sql: Sql, tenantId: number): (() => void) | undefined {
+  const exportsRunning = exportsOf(sql)
   const n = exportsRunning.get(tenantId) ?? 0
   if (n >= CSV_EXPORTS_PER_WORKSPACE) return undefined
   exportsRunning.set(tenantId, n + 1)
@@ -143,7 +146,7 @@ export const resultsCsv = (tenantId: number, runId: number) =>
   Effect.gen(function* () {
     const { sql, run, fields } = yield* runOf(tenantId, runId)
     const names = fields.map((f) => f.name)
-    const release = takeExportSlot(tenantId)
+    const release = takeExportSlot(sql, tenantId)
     if (release === undefined)
       return yield* Effect.fail(
         new RateLimited({

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { Db } from "../platform/Db.js"
 import { NotFound, ValidationFailed } from "../platform/errors.js"
 import type { StreamSink } from "../platform/live-hub.js"
+import { perDatabase } from "../platform/per-database.js"
 import { TurnStreams } from "./TurnStreams.js"
 import { TurnWriters } from "./turn-writer.js"
 import * as repo from "./turns.repo.js"
@@ -79,7 +80,7 @@ export interface TurnInput {
 }
 
 /** Runs known to be the tenant's (a run never changes workspace), so a busy run is looked up once. */
-const knownRuns = new Map<string, number>()
+const knownRunsOf = perDatabase(() => new Map<string, number>())
 const KNOWN_RUN_MS = 60_000
 const KNOWN_RUNS_MAX = 10_000
 
@@ -92,6 +93,7 @@ export const ingestTurns = (tenantId: number, turns: readonly TurnInput[], field
   Effect.gen(function* () {
     const { sql } = yield* Db
     const now = Date.now()
+    const knownRuns = knownRunsOf(sql)
     for (const runId of new Set(turns.map((t) => t.run_id))) {
       const key = `${tenantId}.${runId}`
       if ((knownRuns.get(key) ?? 0) > now) continue

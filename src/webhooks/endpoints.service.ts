@@ -8,6 +8,7 @@ import { Db, type Sql } from "../platform/Db.js"
 import { Conflict, NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { type ListPage, pageOf } from "../platform/page.cursor.js"
+import { oncePerDatabase } from "../platform/per-database.js"
 import { iso } from "../platform/time.js"
 import { attemptJson } from "./deliveries.view.js"
 import * as repo from "./endpoints.repo.js"
@@ -90,16 +91,8 @@ export type EndpointJson = ReturnType<typeof endpointJson>
 // --- the secret box ----------------------------------------------------------------------------
 
 // One key lookup per database client for the life of the process: the key never changes.
-const boxes = new WeakMap<Sql, Promise<SecretBox>>()
-const secretBoxFor = (config: Config, sql: Sql): Promise<SecretBox> => {
-  let box = boxes.get(sql)
-  if (box === undefined) {
-    box = webhookSecretKey(config, sql).then(webhookSecretBox)
-    box.catch(() => boxes.delete(sql))
-    boxes.set(sql, box)
-  }
-  return box
-}
+const boxOf = oncePerDatabase((sql: Sql, config: Config) => webhookSecretKey(config, sql).then(webhookSecretBox))
+const secretBoxFor = (config: Config, sql: Sql): Promise<SecretBox> => boxOf(sql, config)
 
 // --- operations --------------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ import pino from "pino"
 import { afterEach, describe, expect, it } from "vitest"
 import { ApprovalHub } from "../../src/approvals/approval-hub.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
+import { sseDropped } from "../../src/platform/http.metrics.js"
 import { type StreamSink, sinkVerdict } from "../../src/platform/live-hub.js"
-import { sseDropped } from "../../src/platform/metrics.js"
 import { approvalsSubject } from "../../src/platform/subjects.js"
 
 const CAP = 1000

@@ -2,7 +2,6 @@
 // server, for single-process deployments and tests.
 
 import { randomBytes } from "node:crypto"
-import { busOut } from "../metrics.js"
 import {
   type BusClient,
   BusError,
@@ -15,6 +14,7 @@ import {
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"
+import { busOut } from "./bus.metrics.js"
 import { assertQueue, assertSubject, decodeJson, decodeString, encodePayload, Mailbox } from "./bus.shared.js"
 
 const DEFAULT_TIMEOUT_MS = 5000

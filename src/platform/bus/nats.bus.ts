@@ -14,7 +14,6 @@ import {
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node"
-import { busIn, busOut, busReconnects } from "../metrics.js"
 import {
   type BusClient,
   BusError,
@@ -28,6 +27,7 @@ import {
   type RequestOptions,
   type SubscribeOptions,
 } from "./bus.js"
+import { busIn, busOut, busReconnects } from "./bus.metrics.js"
 import { assertQueue, assertSubject, decodeJson, decodeString, encodePayload, Mailbox } from "./bus.shared.js"
 
 export interface NatsBusOptions {
