@@ -65,17 +65,17 @@ module.exports = {
     },
     {
       name: "console-app-is-browser-only",
-      comment: "The console (api/console/app/) runs in the browser: only preact, uplot and its own files.",
+      comment: "The console (console/) runs in the browser: only preact, uplot and its own files.",
       severity: "error",
-      from: { path: "^api/console/app/" },
-      to: { pathNot: ["^api/console/app/", "^node_modules/(preact|uplot)/"] },
+      from: { path: "^console/" },
+      to: { pathNot: ["^console/", "^node_modules/(preact|uplot)/"] },
     },
     {
       name: "nothing-imports-the-console-app",
       comment: "The server serves the console's built files; no server or test code imports its sources.",
       severity: "error",
-      from: { pathNot: "^api/console/app/" },
-      to: { path: "^api/console/app/" },
+      from: { pathNot: "^console/" },
+      to: { path: "^console/" },
     },
     {
       name: "no-circular",

@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
+import { isBanned, prepareCallRules, ruleFor } from "../src/kb/rule-matching.js"
 import { redact } from "../src/platform/Db.js"
-import { type AgentRule, isBanned, prepareCallRules, ruleFor } from "../src/providers/llm/agent-rules.js"
+import type { AgentRule } from "../src/providers/llm/llm.interface.js"
 import { cpuMicros, machine, type ServerProcess, scratchDatabase, startProcess, verifyEmail } from "./lib.js"
 
 const ROUNDS = Number(process.env.BENCH_KB_RUN_ROUNDS ?? 7)

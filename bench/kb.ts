@@ -6,15 +6,9 @@
 // csv-parse alone (bench/kb.import.ts).
 import { loadavg } from "node:os"
 import { converse } from "../src/calls/conversation.js"
-import {
-  type AgentRule,
-  type CallRules,
-  isBanned,
-  NO_RULES,
-  prepareCallRules,
-  ruleFor,
-} from "../src/providers/llm/agent-rules.js"
-import type { AgentReply, LanguageModel, ReplyRequest } from "../src/providers/llm/llm.interface.js"
+import { replyRules } from "../src/kb/reply-rules.js"
+import { type CallRules, isBanned, NO_RULES, prepareCallRules, ruleFor } from "../src/kb/rule-matching.js"
+import type { AgentReply, AgentRule, LanguageModel, ReplyRequest } from "../src/providers/llm/llm.interface.js"
 import { makeSimLlm, simulateReply } from "../src/providers/llm/sim.llm.js"
 import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import { type LibraryObjection, type RuleBook, validateRuleBook } from "../src/workflows/rulebook.schema.js"
@@ -171,9 +165,12 @@ const cpuMicros = (): number => {
   return u.user + u.system
 }
 
-/** The loop's work for one agent turn: the reply, then the guard's check of it. */
+/** `req` told of `rules`, as the conversation loop tells the model (the trigger look-up of the line heard). */
+const told = (req: ReplyRequest, rules: CallRules): ReplyRequest => ({ ...req, ...replyRules(rules, req.history) })
+
+/** The loop's work for one agent turn: the request told of the rules, the reply, then the guard's check of it. */
 function turn(req: ReplyRequest, rules: CallRules): AgentReply {
-  const reply = simulateReply(req)
+  const reply = simulateReply(told(req, rules))
   if (isBanned(reply.text, rules)) throw new Error(`the simulator said a banned line: ${reply.text}`)
   return reply
 }
@@ -192,14 +189,14 @@ export async function benchKb(): Promise<void> {
   const { turns, calls } = await recordTurns(book)
   const prepared = calls.map((name) => prepareCallRules(rules, { name, ...AGENT }))
   const none = turns.map((t) => ({ req: t.req, rules: NO_RULES }))
-  const withRules = turns.map((t) => ({ req: { ...t.req, rules: prepared[t.call]! }, rules: prepared[t.call]! }))
+  const withRules = turns.map((t) => ({ req: t.req, rules: prepared[t.call]! }))
 
   // How often the rules change what is said, so the cost is measured on turns they touch.
   let triggered = 0
   let replaced = 0
   for (let i = 0; i < turns.length; i++) {
     const a = simulateReply(none[i]!.req).text
-    const b = simulateReply(withRules[i]!.req).text
+    const b = simulateReply(told(withRules[i]!.req, withRules[i]!.rules)).text
     if (a !== b) {
       if (isBanned(a, withRules[i]!.rules)) replaced++
       else triggered++
@@ -239,7 +236,7 @@ export async function benchKb(): Promise<void> {
   }
 
   // The matching alone: the ban check of each reply (fresh each time) and the trigger look-up of each line heard.
-  const replies = withRules.map((t) => simulateReply(t.req).text)
+  const replies = withRules.map((t) => simulateReply(told(t.req, t.rules)).text)
   const heard = turns.map((t) => t.req.history.at(-1)?.text ?? "")
   const match: Record<"ban" | "trigger", number[]> = { ban: [], trigger: [] }
   for (let round = 0; round < ROUNDS; round++) {
@@ -320,7 +317,8 @@ export async function benchKb(): Promise<void> {
     `(process.cpuUsage), medians.\n\n` +
     `| per agent turn | without rules µs | with 200 rules µs | overhead |\n` +
     `|---|---:|---:|---:|\n` +
-    `| reply loop: \`simulateReply\` (its \`ruleFor\` and ban check) + the guard's \`isBanned\` | ` +
+    `| reply loop: \`replyRules\` (the trigger look-up), \`simulateReply\` (its ban check) + the guard's ` +
+    `\`isBanned\` | ` +
     `${m.none.toFixed(2)} | ${m.rules.toFixed(2)} | +${(m.rules - m.none).toFixed(2)} µs, ${pct(m.overhead)} ` +
     `(paired median) |\n` +
     `| \`prepareCallRules\` once per call (${m.prep.toFixed(2)} µs), spread over its ` +

@@ -5,7 +5,7 @@
 import type { Logger } from "pino"
 import { activeAgentRules } from "../src/kb/kb.repo.js"
 import type { Sql } from "../src/platform/Db.js"
-import type { AgentRule } from "../src/providers/llm/agent-rules.js"
+import type { AgentRule } from "../src/providers/llm/llm.interface.js"
 
 export class RunRules {
   private rules: ReadonlyArray<AgentRule> = []

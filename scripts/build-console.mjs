@@ -1,4 +1,4 @@
-// Builds the operator console (api/console/app/) with esbuild: one minified script and its CSS,
+// Builds the operator console (console/) with esbuild: one minified script and its CSS,
 // named by content hash, plus index.html and a manifest. Run directly, it writes dist/console/;
 // imported, bundleConsole() builds in memory (the api serves that when running from source).
 import { createHash } from "node:crypto"
@@ -7,7 +7,7 @@ import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-export const APP_DIR = join(root, "api", "console", "app")
+export const APP_DIR = join(root, "console")
 export const OUT_DIR = join(root, "dist", "console")
 
 const TYPES = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" }

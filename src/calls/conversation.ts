@@ -4,7 +4,8 @@
 // The loop owns the leg from the first word to the hang-up: it always hangs up before resolving.
 // It also holds the knowledge base's banned lines for any model: a reply that says one is asked
 // again once, then replaced by a neutral line (the simulator never needs this; a real model may).
-import { type CallRules, firstAllowed, isBanned, NEUTRAL_LINES, NO_RULES } from "../providers/llm/agent-rules.js"
+import { replyRules } from "../kb/reply-rules.js"
+import { type CallRules, firstAllowed, isBanned, NO_RULES } from "../kb/rule-matching.js"
 import {
   AGENT_OUTCOMES,
   type AgentReply,
@@ -13,8 +14,10 @@ import {
   type DecisionStatus,
   fillPlaceholders,
   type LanguageModel,
+  NEUTRAL_LINES,
   type Proposal,
   type ProposalAction,
+  type ReplyRequest,
   type TranscriptLine,
 } from "../providers/llm/llm.interface.js"
 import type { CallLeg } from "../providers/telephony/telephony.interface.js"
@@ -133,15 +136,14 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     avoid?: ReadonlyArray<string>,
   ): Promise<AgentReply | "error" | Aborted> => {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const request = {
+      const request: ReplyRequest = {
         ruleBook: book,
         history: history.slice(),
         callee: o.callee,
         agentName: o.agentName,
         company: o.company,
         ...(decision !== undefined && { decision }),
-        ...(rules !== NO_RULES && { rules }),
-        ...(avoid !== undefined && { avoid }),
+        ...replyRules(rules, history, avoid),
       }
       const answer = await race(
         settled(() => o.llm.reply(request)).then(

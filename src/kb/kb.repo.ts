@@ -1,7 +1,7 @@
 // SQL of the knowledge base: rules, feedback, the links between them and their timeline events.
 // The only writer of kb_rules and kb_events (feedback and its links: feedback.repo.ts).
 import type { Sql, Tx } from "../platform/Db.js"
-import type { AgentRule, RuleTrigger } from "../providers/llm/agent-rules.js"
+import type { AgentRule, RuleTrigger } from "../providers/llm/llm.interface.js"
 
 /** The active rules that apply to a run of `workflowId`: the workspace's and the workflow's, by priority. */
 export async function activeAgentRules(sql: Sql | Tx, tenantId: number, workflowId: number): Promise<AgentRule[]> {

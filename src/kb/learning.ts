@@ -32,10 +32,10 @@
 //   and de-filled as on the call) is the line; else the handler whose trigger shares the most
 //   content words with the callee's turn just before the agent's; else unknown.
 
-import { BANNED_BUCKET, normaliseLine, type RuleTrigger } from "../providers/llm/agent-rules.js"
-import { fillPlaceholders } from "../providers/llm/llm.interface.js"
+import { fillPlaceholders, type RuleTrigger } from "../providers/llm/llm.interface.js"
 import { wordsOf } from "../providers/llm/sim.text.js"
 import type { LearntKind, NewRule, RuleRow } from "./kb.repo.js"
+import { BANNED_BUCKET, normaliseLine } from "./rule-matching.js"
 
 export type Verdict = LearntKind
 export const VERDICTS = ["reward", "punish", "ban"] as const satisfies ReadonlyArray<Verdict>

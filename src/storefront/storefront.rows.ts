@@ -1,25 +1,14 @@
-// The connected shop's customers as data-source rows, for the data-fetch worker; and which
-// storefront adapter the deployment uses (the HTTP one with STOREFRONT_API_KEY/SECRET, else the simulator).
+// The connected shop's customers as data-source rows, for the data-fetch worker: the stored token
+// decrypted and the deployment's storefront adapter (src/providers/Storefront.ts) asked.
 import { credentialCryptoFor } from "../onboarding/Credentials.js"
 import type { Config } from "../platform/config.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import type { StorefrontAdapter } from "./storefront.adapter.js"
-import { makeHttpStorefront } from "./storefront.http.js"
+import { storefrontAdapterFor } from "../providers/Storefront.js"
+import type { StorefrontConfig } from "../providers/storefront/http.storefront.js"
 import { getConnection } from "./storefront.repo.js"
-import { makeSimStorefront } from "./storefront.sim.js"
-
-export type StorefrontConfig = Pick<
-  Config,
-  "storefront" | "allowPrivateProviderUrls" | "providerResponseLimitBytes" | "credentialsMasterKey"
->
 
 /** The AAD the token is encrypted under, as provider credentials are (tenant, "provider"). */
 export const TOKEN_AAD_PROVIDER = "storefront"
-
-/** The adapter for this deployment's configuration. */
-export function storefrontAdapterFor(config: StorefrontConfig): StorefrontAdapter {
-  return config.storefront.app === undefined ? makeSimStorefront() : makeHttpStorefront(config)
-}
 
 /**
  * The workspace's shop's customers, one flat object per customer. Rejects with an Error whose
@@ -28,7 +17,7 @@ export function storefrontAdapterFor(config: StorefrontConfig): StorefrontAdapte
  */
 export async function storefrontRows(
   sql: Sql | Tx,
-  config: StorefrontConfig,
+  config: StorefrontConfig & Pick<Config, "credentialsMasterKey">,
   tenantId: number,
 ): Promise<Record<string, unknown>[]> {
   const conn = await getConnection(sql, tenantId)

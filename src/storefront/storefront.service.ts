@@ -20,9 +20,10 @@ import {
 import { Log } from "../platform/Log.js"
 import { DATA_SOURCE_FETCH, type DataSourceFetch } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
-import { StorefrontRefused, verifyQueryHmac } from "./storefront.adapter.js"
+import { storefrontAdapterFor } from "../providers/Storefront.js"
+import { StorefrontRefused, verifyQueryHmac } from "../providers/storefront/storefront.interface.js"
 import * as repo from "./storefront.repo.js"
-import { storefrontAdapterFor, TOKEN_AAD_PROVIDER } from "./storefront.rows.js"
+import { TOKEN_AAD_PROVIDER } from "./storefront.rows.js"
 
 /** How long an install state may be used. */
 export const STATE_TTL_SECONDS = 600

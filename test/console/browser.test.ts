@@ -6,7 +6,7 @@
 // API key, and read the reports. Each step asserts what the page shows and what the database
 // holds; every page is photographed (the README's pictures: UPDATE_SCREENSHOTS=1 writes them to
 // test/console/screenshots/). Selection is by role and accessible name (the names are listed at
-// the top of api/console/app/main.tsx).
+// the top of console/main.tsx).
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { Effect } from "effect"

@@ -3,7 +3,7 @@
 // on a new audience never says it; a banned rule created while a run is dialing reaches that run's
 // next calls, which never say it, and the calls still complete.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { normaliseLine } from "../../src/providers/llm/agent-rules.js"
+import { normaliseLine } from "../../src/kb/rule-matching.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 

@@ -4,20 +4,22 @@
 // line, and the conversation loop's guard against a model that insists on a banned line.
 import { describe, expect, it } from "vitest"
 import { type ConversationTurn, converse } from "../../src/calls/conversation.js"
+import { replyRules } from "../../src/kb/reply-rules.js"
 import {
-  type AgentRule,
+  type CallRules,
   firstAllowed,
   isBanned,
-  NEUTRAL_LINES,
   NO_RULES,
   normaliseLine,
   prepareCallRules,
   ruleFor,
-} from "../../src/providers/llm/agent-rules.js"
+} from "../../src/kb/rule-matching.js"
 import {
   type AgentReply,
+  type AgentRule,
   fillPlaceholders,
   type LanguageModel,
+  NEUTRAL_LINES,
   type ReplyRequest,
 } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm, simulateReply } from "../../src/providers/llm/sim.llm.js"
@@ -155,6 +157,14 @@ describe("agent rules: matching", () => {
     expect(ruleFor("Expensive, too.", null, r)).toBeUndefined()
     expect(ruleFor("I'm busy", "timing", r)).toBeUndefined()
     expect(ruleFor("pricey", "price", NO_RULES)).toBeUndefined()
+    // What a model is given to make the same choice: the categories' rules that outrank the phrase's, then it.
+    const given = (heard: string) => r.triggeredBy(heard).map((t) => [t.rule.id, t.category])
+    expect(given("It's a bit PRICEY for me.")).toEqual([
+      [byCategory.id, "price"],
+      [byPhrase.id, null],
+    ])
+    expect(given("I'm busy")).toEqual([[byCategory.id, "price"]])
+    expect(NO_RULES.triggeredBy("pricey")).toEqual([])
   })
 
   it("chooses the first allowed line", () => {
@@ -166,14 +176,21 @@ describe("agent rules: matching", () => {
 
 // ---------------------------------------------------------------------------------------------
 
-const request = (history: Array<["agent" | "callee", string]>, over: Partial<ReplyRequest> = {}): ReplyRequest => ({
-  ruleBook: BOOK,
-  history: history.map(([speaker, text]) => ({ speaker, text })),
-  callee: { name: WHO.name },
-  agentName: WHO.agentName,
-  company: WHO.company,
-  ...over,
-})
+/** A reply request after `history`, told of `rules` (and the lines to `avoid`) as the conversation loop tells it. */
+const request = (
+  history: Array<["agent" | "callee", string]>,
+  o: { rules?: CallRules; avoid?: string[] } = {},
+): ReplyRequest => {
+  const lines = history.map(([speaker, text]) => ({ speaker, text }))
+  return {
+    ruleBook: BOOK,
+    history: lines,
+    callee: { name: WHO.name },
+    agentName: WHO.agentName,
+    company: WHO.company,
+    ...replyRules(o.rules ?? NO_RULES, lines, o.avoid),
+  }
+}
 const OPENING: ["agent", string] = ["agent", "Hello, do you have a minute?"]
 const NEED = "Honestly, I don't really need this."
 const NEED_RESPONSE = "Understood. May I ask what you use today?"
@@ -244,15 +261,20 @@ describe("the simulator honours the rules", () => {
       fillPlaceholders(NEUTRAL_LINES[0]!, WHO),
     )
     // An ending keeps its outcome with another line.
-    const agreed = request([OPENING, ["callee", "Sure."], ["agent", "Shall we?"], ["callee", "Yes, let's do it."]])
-    const plain = simulateReply(agreed)
+    const agreed: Array<["agent" | "callee", string]> = [
+      OPENING,
+      ["callee", "Sure."],
+      ["agent", "Shall we?"],
+      ["callee", "Yes, let's do it."],
+    ]
+    const plain = simulateReply(request(agreed))
     expect(plain.end).toEqual({ outcome: "agreed" })
-    const banned = simulateReply({ ...agreed, rules: prepareCallRules([ban("noted that you're in")], WHO) })
+    const banned = simulateReply(request(agreed, { rules: prepareCallRules([ban("noted that you're in")], WHO) }))
     expect(banned.end).toEqual({ outcome: "agreed" })
     expect(banned.text).not.toBe(plain.text)
     expect(banned.text).not.toMatch(/noted that you're in/)
     // Told to avoid a line, it does.
-    const avoided = simulateReply({ ...agreed, avoid: [plain.text] })
+    const avoided = simulateReply(request(agreed, { avoid: [plain.text] }))
     expect(avoided.text).not.toBe(plain.text)
     expect(avoided.end).toEqual({ outcome: "agreed" })
   })

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest"
 import { RunRules } from "../../runtime/run-rules.js"
 import type { Sql } from "../../src/platform/Db.js"
-import type { AgentRule } from "../../src/providers/llm/agent-rules.js"
+import type { AgentRule } from "../../src/providers/llm/llm.interface.js"
 
 const rule = (id: number, body: string): AgentRule => ({
   id,

@@ -5,8 +5,8 @@
 // spin the dialer nor let the run complete, and released ones dialed at once.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { normaliseLine } from "../../src/kb/rule-matching.js"
 import { renderMetrics } from "../../src/platform/metrics.js"
-import { normaliseLine } from "../../src/providers/llm/agent-rules.js"
 import { drawCallees } from "../../src/rehearsals/mix.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { type FakeTelco, startFakeTelco } from "../support/fake-telco.js"

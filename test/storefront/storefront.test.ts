@@ -5,7 +5,7 @@
 import { createHmac, randomBytes } from "node:crypto"
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SIM_SIGNING_SECRET } from "../../src/storefront/storefront.sim.js"
+import { SIM_SIGNING_SECRET } from "../../src/providers/storefront/sim.storefront.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { type FakeShop, startFakeShop } from "./storefront.support.js"

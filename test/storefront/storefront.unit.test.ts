@@ -3,8 +3,8 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/platform/config.js"
-import { signQuery, verifyQueryHmac } from "../../src/storefront/storefront.adapter.js"
-import { DEMO_CUSTOMER_COUNT, demoCustomers } from "../../src/storefront/storefront.sim.js"
+import { DEMO_CUSTOMER_COUNT, demoCustomers } from "../../src/providers/storefront/sim.storefront.js"
+import { signQuery, verifyQueryHmac } from "../../src/providers/storefront/storefront.interface.js"
 
 const DOC_QUERY =
   "code=0907a61c0c8d55e99db179b68161bc00&shop=some-shop.myshopify.com&state=0.6784241404160823&timestamp=1337178173"

@@ -6,11 +6,12 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { replyRules } from "../../src/kb/reply-rules.js"
+import { prepareCallRules } from "../../src/kb/rule-matching.js"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { makeLlm } from "../../src/providers/accounts.js"
 import { Llm, LlmLive } from "../../src/providers/Llm.js"
-import { prepareCallRules } from "../../src/providers/llm/agent-rules.js"
 import { LlmCallError, type ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
 import { toStrictJsonSchema } from "../../src/providers/llm/openai.schema.js"
@@ -763,7 +764,7 @@ describe("OpenAI-compatible adapter: replies", () => {
       { name: "Asha", agentName: "Priya", company: "Acme" },
     )
     fake.script(answer({ text: "It pays for itself, Asha.", propose: null, end: null }))
-    await llm().reply(replyRequest({ rules }))
+    await llm().reply(replyRequest(replyRules(rules, [])))
     const messages = fake.requests[0]!.body.messages as Array<{ role: string; content: string }>
     expect(messages.map((m) => m.role)).toEqual(["system", "assistant", "user"])
     const system = messages[0]!.content
@@ -780,7 +781,7 @@ describe("OpenAI-compatible adapter: replies", () => {
     expect(section).not.toContain("[banned_phrases]")
 
     fake.script(answer({ text: "Would it help to hear the price?", propose: null, end: null }))
-    await llm().reply(replyRequest({ rules, avoid: ["Buy now, Asha!"] }))
+    await llm().reply(replyRequest(replyRules(rules, [], ["Buy now, Asha!"])))
     const again = fake.requests[1]!.body.messages as Array<{ role: string; content: string }>
     expect(again.map((m) => m.role)).toEqual(["system", "assistant", "user", "system"])
     expect(again.at(-1)!.content).toMatch(/refused.*Do not say: "Buy now, Asha!"$/)

@@ -4,7 +4,6 @@
 // OpenAI-compatible adapter implement the same interface.
 import type { Currency } from "../../platform/money.js"
 import { ProviderCallError } from "../http.util.js"
-import type { CallRules } from "./agent-rules.js"
 
 export { fillPlaceholders } from "./placeholders.js"
 
@@ -157,6 +156,44 @@ export interface AgentBrief {
   readonly escalation_policy: AgentPolicy & { readonly triggers: ReadonlyArray<string> }
 }
 
+/** What makes a knowledge-base rule apply to a callee's line. */
+export interface RuleTrigger {
+  /** The rule applies when the callee says any of these (case and punctuation aside). */
+  readonly phrases: ReadonlyArray<string>
+  /** …or when the callee's objection is of this category (`price`, `timing`, …). */
+  readonly category: string | null
+}
+
+/** One active knowledge-base rule that applies to a call (the workspace's and the workflow's), as the agent sees it. */
+export interface AgentRule {
+  readonly id: number
+  readonly bucket: string
+  readonly title: string
+  /** The instruction; for a banned line the line itself. May use {name}, {agent_name}, {company}. */
+  readonly body: string
+  /** null: the rule always applies (a general instruction). */
+  readonly trigger: RuleTrigger | null
+  readonly priority: number
+}
+
+/** A call's knowledge-base rules as the model reads them: filled for this callee, highest priority first. */
+export interface AgentRules {
+  /** The rules to follow, each with when it applies (every rule but the banned lines). */
+  readonly instructions: ReadonlyArray<AgentRule>
+  /** The lines never to say, as written. */
+  readonly banned: ReadonlyArray<string>
+}
+
+/**
+ * A rule the callee's latest line calls for. `category` null: the line says one of the rule's
+ * phrases, so it applies; else it applies when the model judges the line an objection of that
+ * category.
+ */
+export interface TriggeredRule {
+  readonly rule: AgentRule
+  readonly category: string | null
+}
+
 /**
  * What the human decided about the call's latest proposal: for an approved concession, value_minor
  * is the amount approved (the approver's, else the proposal's), the one the agent offers.
@@ -180,16 +217,25 @@ export interface ReplyRequest {
    */
   decision?: Decided
   /**
-   * The knowledge-base rules that apply to this call, prepared once per call (agent-rules.ts):
-   * banned lines the agent must never say, instructions for matching callee lines, an opening.
-   * Absent or NO_RULES: the rule book alone.
+   * The knowledge-base rules that apply to this call. The caller matches them (src/kb/), so a model
+   * is given what matching decided, never the matching. Absent: the rule book alone.
    */
-  rules?: CallRules
+  rules?: AgentRules
+  /**
+   * The rules the callee's latest line calls for, highest priority first: the model follows the
+   * first that applies (see TriggeredRule). Absent or empty: none, or the agent spoke last.
+   */
+  triggered?: ReadonlyArray<TriggeredRule>
   /**
    * Lines the model just answered with that were refused (they say a banned line): the model is
    * asked again and must not say them.
    */
   avoid?: ReadonlyArray<string>
+  /**
+   * Whether the caller refuses a line (it says a banned line, or one of `avoid`): a model that
+   * checks its own answer before giving it (the simulator) asks. Absent: nothing is refused.
+   */
+  refuses?: (text: string) => boolean
 }
 
 /**
@@ -207,6 +253,13 @@ export const AGENT_OUTCOMES = [
   "no_decision",
 ] as const
 export type AgentOutcome = (typeof AGENT_OUTCOMES)[number]
+
+/** Lines an agent can say in place of a refused one without promising anything. */
+export const NEUTRAL_LINES: ReadonlyArray<string> = [
+  "I see, {name}. Could you tell me a little more about that?",
+  "Understood, {name}. Is there anything I can clarify for you?",
+  "Thank you, {name}. What would help you decide?",
+]
 
 export interface AgentReply {
   /** What the agent says next; never empty. */

@@ -5,11 +5,11 @@
 import { formatAmount } from "../../platform/money.js"
 import { type Attempt, parseJsonObject, withRetries } from "../http.util.js"
 import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
-import { BANNED_BUCKET, type CallRules } from "./agent-rules.js"
 import {
   AGENT_OUTCOMES,
   type AgentBrief,
   type AgentReply,
+  type AgentRules,
   type ChatMessage,
   fillPlaceholders,
   type JsonAnswer,
@@ -322,17 +322,16 @@ function replyMessages(req: ReplyRequest): ChatMessage[] {
  * The call's knowledge-base rules as instructions, highest priority first, then the banned lines.
  * They come after the rule book, and say they outrank it: a supervisor wrote them from past calls.
  */
-function rulesSection(rules: CallRules | undefined): string[] {
-  if (rules === undefined || rules.rules.length === 0) return []
+function rulesSection(rules: AgentRules | undefined): string[] {
+  if (rules === undefined) return []
   const out: string[] = []
-  const instructions = rules.rules.filter((r) => r.bucket !== BANNED_BUCKET)
-  if (instructions.length > 0) {
+  if (rules.instructions.length > 0) {
     out.push(
       "",
       "Knowledge-base rules from your supervisors (highest priority first; they override the objection handlers " +
         "above where they apply):",
     )
-    for (const r of instructions) {
+    for (const r of rules.instructions) {
       const when: string[] = []
       if (r.trigger !== null && r.trigger.phrases.length > 0)
         when.push(`when the callee says ${r.trigger.phrases.map((p) => `"${p}"`).join(" or ")}`)
@@ -340,10 +339,9 @@ function rulesSection(rules: CallRules | undefined): string[] {
       out.push(`- [${r.bucket}] ${r.title}: ${r.body}${when.length === 0 ? "" : ` (${when.join("; or ")})`}`)
     }
   }
-  const banned = rules.rules.filter((r) => r.bucket === BANNED_BUCKET)
-  if (banned.length > 0) {
+  if (rules.banned.length > 0) {
     out.push("", "Never say any of these lines, nor anything close to them:")
-    for (const r of banned) out.push(`- "${r.body}"`)
+    for (const line of rules.banned) out.push(`- "${line}"`)
   }
   return out
 }

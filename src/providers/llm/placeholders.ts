@@ -1,5 +1,5 @@
 // The rule book's placeholders ({name}, {agent_name}, {company}) filled for one call: shared by the
-// agent loop, the adapters and the knowledge-base rules (agent-rules.ts), so it stands alone.
+// agent loop, the adapters and the knowledge-base rules (src/kb/rule-matching.ts), so it stands alone.
 
 /**
  * `text` with the rule book's placeholders filled for one call. Without a callee name the

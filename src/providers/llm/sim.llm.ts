@@ -5,15 +5,6 @@
 
 import { formatAmount } from "../../platform/money.js"
 import {
-  type CallRules,
-  firstAllowed,
-  isBanned,
-  NEUTRAL_LINES,
-  NO_RULES,
-  normaliseLine,
-  ruleFor,
-} from "./agent-rules.js"
-import {
   type AgentBrief,
   type AgentObjectionHandler,
   type AgentOutcome,
@@ -23,6 +14,7 @@ import {
   type JsonRequest,
   type LanguageModel,
   LlmCallError,
+  NEUTRAL_LINES,
   type ProposalAction,
   type ReplyRequest,
   type ToolChatAnswer,
@@ -86,25 +78,22 @@ export function simConcessionMinor(book: AgentBrief): number {
 
 /**
  * The simulator's next agent line: a pure function of the request. The call's rules are honoured
- * deterministically: a rule whose trigger the callee's line meets speaks its body in place of the
- * rule book's handler, and a line that would say a banned phrase (or one in `avoid`) becomes the
+ * deterministically: a rule the callee's line calls for speaks its body in place of the rule
+ * book's handler, and a line the caller refuses (a banned line, or one in `avoid`) becomes the
  * first allowed of the handler's response, the pitch and the neutral lines, keeping what the
  * reply proposes or ends with.
  */
 export function simulateReply(req: ReplyRequest): AgentReply {
-  const rules = req.rules ?? NO_RULES
-  const reply = answer(req, rules)
-  const avoided = req.avoid !== undefined && req.avoid.length > 0 ? req.avoid.map(normaliseLine) : undefined
-  if (rules.bannedCount === 0 && avoided === undefined) return reply
-  const refused = (text: string): boolean => isBanned(text, rules) || avoided?.includes(normaliseLine(text)) === true
-  if (!refused(reply.text)) return reply
+  const reply = answer(req)
+  const refuses = req.refuses
+  if (refuses === undefined || !refuses(reply.text)) return reply
   const last = req.history.at(-1)
   const handler = last?.speaker === "callee" ? bestHandler(req.ruleBook, lower(last.text)) : undefined
   const fill = filler(req)
   const candidates = [handler?.response, pitch(req.ruleBook), ...NEUTRAL_LINES].flatMap((c) =>
     c === undefined ? [] : [fill(c)],
   )
-  const allowed = avoided === undefined ? firstAllowed(candidates, rules) : candidates.find((c) => !refused(c))
+  const allowed = candidates.find((c) => !refuses(c))
   // Nothing allowed to say: the banned line stands, and the conversation loop apologises.
   return allowed === undefined ? reply : { ...reply, text: allowed }
 }
@@ -123,8 +112,8 @@ const filler =
     return filled === "" ? "I see." : filled
   }
 
-/** What the simulator would say, from the rule book and the rules' triggers; banned lines aside. */
-function answer(req: ReplyRequest, rules: CallRules): AgentReply {
+/** What the simulator would say, from the rule book and the rules the callee's line calls for; refusals aside. */
+function answer(req: ReplyRequest): AgentReply {
   const book = req.ruleBook
   const fill = filler(req)
   const say = (text: string): AgentReply => ({ text: fill(text) })
@@ -258,10 +247,12 @@ function answer(req: ReplyRequest, rules: CallRules): AgentReply {
       "agreed",
     )
 
-  // A knowledge-base rule whose trigger this line meets comes before the rule book's handler. A
-  // callee who agrees raises no objection, so only their words can meet a trigger.
+  // A knowledge-base rule this line calls for comes before the rule book's handler; the handler's
+  // category is the objection's. A callee who agrees raises no objection, so only their words can
+  // call for a rule.
   const handler = agrees ? undefined : bestHandler(book, heard)
-  const rule = ruleFor(last.text, handler?.category ?? null, rules)
+  const category = handler?.category ?? null
+  const rule = req.triggered?.find((t) => t.category === null || t.category === category)?.rule
   if (rule !== undefined) return say(rule.body)
   if (declining)
     return say(

@@ -1,33 +1,14 @@
-// The knowledge-base rules an agent follows on a call, as plain data (src/kb/ owns them), and the
-// pure matching every turn needs: is a line banned, which rule's trigger does a callee line meet.
-// A run's rules are compiled once (normalised, indexed by a word's hash); each call fills in its
-// callee's name only where a line needs it; a turn costs a hash look-up per word said, not a test
-// per rule, whichever model answers.
-import { fillPlaceholders } from "./placeholders.js"
+// The matching of a call's knowledge-base rules, every turn: is a line banned, which rules does a
+// callee line call for. The conversation loop does it for any model, and gives the model what it
+// decided as data (llm.interface.ts's AgentRules, TriggeredRule). A run's rules are compiled once
+// (normalised, indexed by a word's hash); each call fills in its callee's name only where a line
+// needs it; a turn costs a hash look-up per word said, not a test per rule.
+import { type AgentRule, fillPlaceholders, type TriggeredRule } from "../providers/llm/llm.interface.js"
 
 /** The bucket whose rules forbid a line: the rule's body is the line never to say. */
 export const BANNED_BUCKET = "banned_phrases"
 /** The bucket whose highest-priority rule replaces the rule book's opening line. */
 export const OPENING_BUCKET = "opening"
-
-export interface RuleTrigger {
-  /** The rule applies when the callee says any of these (case and punctuation aside). */
-  readonly phrases: ReadonlyArray<string>
-  /** …or when the callee's objection is of this category (`price`, `timing`, …). */
-  readonly category: string | null
-}
-
-/** One active rule that applies to a call (the workspace's and the workflow's), as the agent sees it. */
-export interface AgentRule {
-  readonly id: number
-  readonly bucket: string
-  readonly title: string
-  /** The instruction; for BANNED_BUCKET the line itself. May use {name}, {agent_name}, {company}. */
-  readonly body: string
-  /** null: the rule always applies (a general instruction). */
-  readonly trigger: RuleTrigger | null
-  readonly priority: number
-}
 
 /**
  * A run's rules compiled once (the runtime hands every call the same array until the rules
@@ -65,6 +46,8 @@ const MARKS = /zqxcallee|zqxagent|zqxcompany/g
 const hasMark = (word: string): boolean => word.includes("zqx")
 /** Never found in a padded line: what an empty banned line compares as. */
 const NOTHING = "\u0000"
+/** No place in a rule list: what a search for none starts from. */
+const NONE = Number.POSITIVE_INFINITY
 
 const compiledOf = new WeakMap<ReadonlyArray<AgentRule>, Compiled>()
 
@@ -214,7 +197,33 @@ export class CallRules {
     const c = this.c
     if (c.triggered.length === 0) return undefined
     const byCategory = category === null ? undefined : c.categoryFirst.get(category)
-    let best = byCategory ?? Number.POSITIVE_INFINITY
+    const t = c.triggered[this.saidRef(heard, byCategory ?? NONE)]
+    return t === undefined ? undefined : this.filled(t.rule)
+  }
+
+  /**
+   * What a model is given to choose ruleFor's answer by judging the category itself: each
+   * category's first rule that outranks the best rule whose phrase `heard` says, then that rule.
+   */
+  triggeredBy(heard: string): ReadonlyArray<TriggeredRule> {
+    const c = this.c
+    if (c.triggered.length === 0) return []
+    const said = this.saidRef(heard, NONE)
+    const out: TriggeredRule[] = []
+    // Filled in rule order, so the categories come highest priority first.
+    for (const [category, ref] of c.categoryFirst) {
+      if (ref >= said) break
+      out.push({ rule: this.filled(c.triggered[ref]!.rule), category })
+    }
+    const t = c.triggered[said]
+    if (t !== undefined) out.push({ rule: this.filled(t.rule), category: null })
+    return out
+  }
+
+  /** The first place in `triggered`, before `below`, of a rule whose phrase `heard` says; else `below`. */
+  private saidRef(heard: string, below: number): number {
+    const c = this.c
+    let best = below
     const n = c.phraseIndex.size > 0 ? hashWords(heard) : 0
     if (anyIn(c.phraseBits, n)) {
       const padded = ` ${normaliseLine(heard)} `
@@ -223,8 +232,7 @@ export class CallRules {
         if (entries !== undefined) for (const e of entries) if (e.ref < best && padded.includes(e.padded)) best = e.ref
       }
     }
-    const t = c.triggered[best]
-    return t === undefined ? undefined : this.filled(t.rule)
+    return best
   }
 
   private filled(r: AgentRule): AgentRule {
@@ -388,13 +396,6 @@ export function isBanned(text: string, rules: CallRules): boolean {
 export function ruleFor(heard: string, category: string | null, rules: CallRules): AgentRule | undefined {
   return rules.ruleFor(heard, category)
 }
-
-/** Lines an agent can say in place of a banned one without promising anything. */
-export const NEUTRAL_LINES: ReadonlyArray<string> = [
-  "I see, {name}. Could you tell me a little more about that?",
-  "Understood, {name}. Is there anything I can clarify for you?",
-  "Thank you, {name}. What would help you decide?",
-]
 
 /** The first of `candidates` that says no banned line, or undefined when each does. */
 export function firstAllowed(candidates: ReadonlyArray<string>, rules: CallRules): string | undefined {

@@ -1,15 +1,15 @@
 // The Shopify-style HTTP adapter: the authorize URL on the shop's admin, the code-for-token
 // exchange (POST /admin/oauth/access_token) and the customers read (GET /admin/api/2024-01/customers.json,
 // following the Link header's next pages), every answer read bounded and no redirect followed.
-import type { Config } from "../platform/config.js"
-import { type Outbound, outboundFor, type VendorAnswer, vendorAttempt } from "../providers/outbound.js"
+import type { Config } from "../../platform/config.js"
+import { type Outbound, outboundFor, type VendorAnswer, vendorAttempt } from "../outbound.js"
 import {
   STOREFRONT_SCOPES,
   type StorefrontAdapter,
   type StorefrontCustomer,
   StorefrontRefused,
   StorefrontUnavailable,
-} from "./storefront.adapter.js"
+} from "./storefront.interface.js"
 
 const EXCHANGE_TIMEOUT_MS = 10_000
 const READ_TIMEOUT_MS = 30_000
@@ -18,7 +18,8 @@ const PAGE_SIZE = 250
 export const MAX_CUSTOMERS = 100_000
 const API_VERSION = "2024-01"
 
-type Cfg = Pick<Config, "storefront" | "allowPrivateProviderUrls" | "providerResponseLimitBytes">
+/** What the adapter reads of the configuration. */
+export type StorefrontConfig = Pick<Config, "storefront" | "allowPrivateProviderUrls" | "providerResponseLimitBytes">
 
 /** A field of a customer as the platform sends it. */
 interface ApiCustomer {
@@ -67,7 +68,7 @@ function nextLink(link: string | null): string | undefined {
   return undefined
 }
 
-export function makeHttpStorefront(config: Cfg, doFetch?: typeof fetch): StorefrontAdapter {
+export function makeHttpStorefront(config: StorefrontConfig, doFetch?: typeof fetch): StorefrontAdapter {
   const app = config.storefront.app
   if (app === undefined)
     throw new Error("the HTTP storefront adapter needs STOREFRONT_API_KEY and STOREFRONT_API_SECRET")

@@ -8,7 +8,7 @@ import {
   type StorefrontCustomer,
   StorefrontRefused,
   signQuery,
-} from "./storefront.adapter.js"
+} from "./storefront.interface.js"
 
 /** The secret the simulated platform signs its redirects with (public: it protects nothing real). */
 export const SIM_SIGNING_SECRET = "parley-storefront-simulator"
