@@ -10,6 +10,7 @@ const SYSTEM = [
   // several processes on one database and bus: takeover, hand-over, nginx in front, faults
   "test/integration/**/*.test.ts",
   // the console in Chromium
+  "test/console/browser.test.ts",
   "test/console/*.browser.test.ts",
   // a server as its own process: start-up refusals, signals, crashes, raw sockets, fuzzing
   "test/http/lifecycle.test.ts",

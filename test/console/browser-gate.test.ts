@@ -32,7 +32,9 @@ describe("the browser suites' gate", () => {
     const ci = readFileSync(join(PROJECT_ROOT, ".ci", "run"), "utf8")
     const exported = ci.indexOf("export REQUIRE_BROWSER=1")
     expect(exported).toBeGreaterThan(0)
-    // Before the first test run, so every run (real services, embedded, faults) inherits it.
-    expect(exported).toBeLessThan(ci.indexOf("npm test"))
+    // Before the first test run (a line that runs it, not a comment), so every run inherits it.
+    const firstRun = ci.search(/^[^#\n]*npm (test|run test:system)/m)
+    expect(firstRun).toBeGreaterThan(0)
+    expect(exported).toBeLessThan(firstRun)
   })
 })

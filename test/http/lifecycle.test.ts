@@ -1,7 +1,9 @@
 // The process as an operator meets it: configuration errors stop start-up naming the variable,
 // roles that need shared services say so, SIGTERM drains in-flight work and exits 0.
 import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import { type AddressInfo, createServer } from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ConfigError, loadConfig } from "../../src/platform/config.js"
@@ -263,3 +265,63 @@ function readSlowly(
     done,
   }
 }
+
+describe("the listening port", () => {
+  /** A free port, as the kernel hands one out and takes it back. */
+  const freePort = () =>
+    new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
+  const start = (port: number, dataDir: string) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main/main.ts", "serve", "--role", "all"], {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: "",
+        NATS_URL: "",
+        DATA_DIR: dataDir,
+        LOG_LEVEL: "info",
+        HOST: "127.0.0.1",
+        PORT: String(port),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    })
+    let output = ""
+    const started = new Promise<boolean>((resolve) => {
+      const seen = (d: Buffer) => {
+        output += d
+        if (output.includes("parley started")) resolve(true)
+      }
+      child.stdout.on("data", seen)
+      child.stderr.on("data", seen)
+      child.once("exit", () => resolve(false))
+    })
+    return { child, started, output: () => output }
+  }
+
+  it("is the server's alone: a second server on it fails to start instead of sharing its requests", async () => {
+    const port = await freePort()
+    const dirs = [mkdtempSync(join(tmpdir(), "parley-port-")), mkdtempSync(join(tmpdir(), "parley-port-"))]
+    const children: ReturnType<typeof start>[] = []
+    try {
+      const first = start(port, dirs[0]!)
+      children.push(first)
+      expect(await first.started).toBe(true)
+      const second = start(port, dirs[1]!)
+      children.push(second)
+      expect(await second.started).toBe(false)
+      expect(second.child.exitCode).not.toBe(0)
+      expect(second.output()).toMatch(new RegExp(`could not listen on 127\\.0\\.0\\.1:${port}`))
+    } finally {
+      for (const { child } of children) {
+        if (child.exitCode !== null || child.signalCode !== null) continue
+        child.kill("SIGTERM")
+        await new Promise((r) => child.once("exit", r))
+      }
+      for (const d of dirs) rmSync(d, { recursive: true, force: true })
+    }
+  }, 90_000)
+})
