@@ -1,17 +1,17 @@
 // One run's dial loop: picks the targets whose turn has come, screens each (DNC, NCPR, cool-down,
 // calling window), paces it (carrier and tenant rate, concurrency slots: the account's and plan's
-// limits under the deployment's ceilings, src/plans/), and begins the batch's attempts in Postgres
+// limits under the deployment's ceilings, src/dialing/), and begins the batch's attempts in Postgres
 // in one round trip before the call actors dial. Sleeps when there is nothing to do; poke() wakes it. A
 // simulation campaign's callees are not people and go out on no carrier: no screening, no pacing.
 import { runStatus } from "../machines/index.js"
 import type { DecisionEntry } from "../src/calls/calls.repo.js"
 import * as calls from "../src/calls/calls.repo.js"
 import { ncprBlocks } from "../src/compliance/ncpr.import.js"
+import { callingWindowCheck, Decision } from "../src/dialing/dialer.policy.js"
 import { erasedAmong } from "../src/dsr/suppression.js"
 import { callsStarted } from "../src/platform/metrics.js"
 import * as targets from "../src/runs/run-targets.repo.js"
 import * as repo from "../src/runs/runs.repo.js"
-import { callingWindowCheck, Decision } from "./dialer.policy.js"
 import type { RunScope } from "./run-scope.js"
 
 const COOLDOWN_MS = 7 * 86_400_000

@@ -10,10 +10,11 @@ import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { reserveCalls, settleCalls } from "../src/billing/usage.service.js"
 import { isDemoWorkspace } from "../src/demo/demo.repo.js"
+import { carrierAccountCaps, type DialLimits, effectiveDialLimits, workspaceCaps } from "../src/dialing/dial-limits.js"
+import { workspaceDialCaps } from "../src/dialing/dial-limits.repo.js"
+import { Pacer, SlotCounter } from "../src/dialing/pacing.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
-import { carrierAccountCaps, type DialLimits, effectiveDialLimits, workspaceCaps } from "../src/plans/dial-limits.js"
-import { workspaceDialCaps } from "../src/plans/dial-limits.repo.js"
 import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
 import { BatchWriter } from "../src/platform/batch-writer.js"
@@ -48,7 +49,6 @@ import { startAnalysisWorker } from "./analysis-worker.js"
 import { startDataFetchWorker } from "./data-fetch.js"
 import { HANGUP_SWEEP_MS, sweepHangups } from "./hangups.js"
 import { runLeases } from "./leases.js"
-import { Pacer, SlotCounter } from "./pacing.js"
 import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
 import { busWebhookChannel } from "./telco-channel.js"
 import { TurnSink } from "./turns.js"
@@ -123,7 +123,7 @@ export const startRuntimeHost: Effect.Effect<
     }
     return key
   }
-  // A workspace's dial limits (src/plans/): its plan's or its own, under the DIALER_* ceilings; one
+  // A workspace's dial limits (src/dialing/): its plan's or its own, under the DIALER_* ceilings; one
   // shared object per workspace that its run drivers read and refreshLimits() updates.
   const ceilings: DialLimits = {
     callsPerSecond: config.dialer.cpsPerTenant,

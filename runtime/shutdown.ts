@@ -5,7 +5,7 @@
 // The endings are grouped (runtime/settlements.ts): thousands of calls are settled and recorded in
 // a few transactions, not several round trips each.
 import type { AttemptEnd } from "../src/calls/calls.repo.js"
-import { Decision } from "./dialer.policy.js"
+import { Decision } from "../src/dialing/dialer.policy.js"
 import { billedSeconds, type LiveCall, type RunScope } from "./run-scope.js"
 import { finishAttemptGrouped } from "./settlements.js"
 

@@ -165,7 +165,7 @@ const Env = z.object({
   RUN_CLAIM_INTERVAL_MS: positiveInt.max(60_000).default(1_000),
   /**
    * Deployment-wide ceilings on calls started per second, per carrier account and per workspace:
-   * the limits themselves are the account's (telco_a: 3/s) and the workspace plan's (src/plans/).
+   * the limits themselves are the account's (telco_a: 3/s) and the workspace plan's (src/dialing/).
    */
   DIALER_CPS_PER_CARRIER: z.coerce.number().positive().max(100_000).default(1000),
   DIALER_CPS_PER_TENANT: z.coerce.number().positive().max(100_000).default(1000),
