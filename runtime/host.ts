@@ -45,14 +45,14 @@ import { Telephony } from "../src/providers/Telephony.js"
 import { makeSimTelephony } from "../src/providers/telephony/sim.telephony.js"
 import type { TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
 import { TurnWriters } from "../src/turns/turn-writer.js"
-import { startAnalysisWorker } from "./analysis-worker.js"
-import { startDataFetchWorker } from "./data-fetch.js"
-import { HANGUP_SWEEP_MS, sweepHangups } from "./hangups.js"
-import { runLeases } from "./leases.js"
-import { type DialerSettings, type DriverDeps, RunDriver } from "./run-driver.js"
-import { busWebhookChannel } from "./telco-channel.js"
-import { TurnSink } from "./turns.js"
-import { startWebhookDelivery } from "./webhook-delivery.js"
+import { HANGUP_SWEEP_MS, sweepHangups } from "./actors/hangups.js"
+import { runLeases } from "./actors/leases.js"
+import { type DialerSettings, type DriverDeps, RunDriver } from "./actors/run-driver.js"
+import { TurnSink } from "./actors/turns.js"
+import { busWebhookChannel } from "./host/telco-channel.js"
+import { startAnalysisWorker } from "./workers/analysis-worker.js"
+import { startDataFetchWorker } from "./workers/data-fetch.js"
+import { startWebhookDelivery } from "./workers/webhook-delivery.js"
 
 export interface RuntimeHost {
   /** Runs this process owns right now. */
@@ -162,7 +162,7 @@ export const startRuntimeHost: Effect.Effect<
     terms: (tenantId) => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined),
   })
   const turns = new TurnSink(yield* TurnWriters, log)
-  // Post-call analysis (runtime/analysis-worker.ts): on the workspace's own model when it has one.
+  // Post-call analysis (runtime/workers/analysis-worker.ts): on the workspace's own model when it has one.
   const analysis = startAnalysisWorker({
     sql,
     bus,
@@ -179,7 +179,7 @@ export const startRuntimeHost: Effect.Effect<
   trackRuntime(() => ({ runs: drivers.size, calls: [...drivers.values()].reduce((n, d) => n + d.liveCalls, 0) }))
   let stopping = false
 
-  // The settlements of calls ending together go in one transaction per group (runtime/settlements.ts).
+  // The settlements of calls ending together go in one transaction per group (runtime/actors/settlements.ts).
   const settlements = new BatchWriter<"settle", { callRef: string; seconds: number }, Charged | undefined>(
     async (_, items) => {
       const group = items.map((i) => ({ callRef: i.callRef, connectedSeconds: i.seconds }))

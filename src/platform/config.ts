@@ -186,7 +186,7 @@ const Env = z.object({
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
   /**
-   * Post-call analysis (runtime/analysis-worker.ts): how often a runtime process looks for ended
+   * Post-call analysis (runtime/workers/analysis-worker.ts): how often a runtime process looks for ended
    * calls to analyse, how many it analyses at once, how long one attempt may take (the lease is
    * twice that), how many attempts a call gets, and the first retry's delay (doubling, at most 10 min).
    */

@@ -14,18 +14,18 @@ import {
   type LineInput,
   type ReserveFundsInput,
   type SettleInput,
-} from "../machines/index.js"
-import { applyDecisionsAfterCall, CALLBACK_DELAY_MS } from "../src/approvals/late-decisions.js"
-import * as calls from "../src/calls/calls.repo.js"
-import { converse } from "../src/calls/conversation.js"
-import { Decision, type DialDecision, retryDecision } from "../src/dialing/dialer.policy.js"
-import { retryOnDisconnect } from "../src/platform/Db.js"
-import type { CallHandoffReply } from "../src/platform/subjects.js"
-import { prepareCallRules } from "../src/providers/llm/agent-rules.js"
-import type { ApprovalAnswer, Proposal } from "../src/providers/llm/llm.interface.js"
-import { runCallbacks } from "../src/runs/run-callbacks.js"
-import type { DueTarget } from "../src/runs/run-targets.repo.js"
-import * as repo from "../src/runs/runs.repo.js"
+} from "../../machines/index.js"
+import { applyDecisionsAfterCall, CALLBACK_DELAY_MS } from "../../src/approvals/late-decisions.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import { converse } from "../../src/calls/conversation.js"
+import { Decision, type DialDecision, retryDecision } from "../../src/dialing/dialer.policy.js"
+import { retryOnDisconnect } from "../../src/platform/Db.js"
+import type { CallHandoffReply } from "../../src/platform/subjects.js"
+import { prepareCallRules } from "../../src/providers/llm/agent-rules.js"
+import type { ApprovalAnswer, Proposal } from "../../src/providers/llm/llm.interface.js"
+import { runCallbacks } from "../../src/runs/run-callbacks.js"
+import type { DueTarget } from "../../src/runs/run-targets.repo.js"
+import * as repo from "../../src/runs/runs.repo.js"
 import type { Attempt } from "./dialer.js"
 import { reportingHangups } from "./hangups.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
@@ -183,7 +183,7 @@ export class CallEffects {
                   live.turns,
                   s.ruleBook.max_call_seconds,
                 )
-          // Grouped with the other calls ending now (runtime/settlements.ts, wired by the host): one
+          // Grouped with the other calls ending now (runtime/actors/settlements.ts, wired by the host): one
           // transaction per group, so a burst of endings takes one connection, not one per call.
           const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0
@@ -392,7 +392,7 @@ export class CallEffects {
           ? 0
           : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
       // Idempotent (the call ends once): Postgres out of reach is waited out, or the target stays in progress.
-      // Grouped with the other attempts ending now (runtime/settlements.ts).
+      // Grouped with the other attempts ending now (runtime/actors/settlements.ts).
       const end: calls.AttemptEnd = {
         me: s.deps.me,
         runId: s.runId,

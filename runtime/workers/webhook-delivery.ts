@@ -9,23 +9,23 @@ import { join } from "node:path"
 import { Duration, Effect, Fiber } from "effect"
 import type { Logger } from "pino"
 import { request } from "undici"
-import { adminEmails } from "../src/auth/auth.repo.js"
-import { BatchWriter } from "../src/platform/batch-writer.js"
-import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
-import type { Config } from "../src/platform/config.js"
-import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
-import { Log } from "../src/platform/Log.js"
+import { adminEmails } from "../../src/auth/auth.repo.js"
+import { BatchWriter } from "../../src/platform/batch-writer.js"
+import type { BusClient, BusSubscription } from "../../src/platform/bus/bus.js"
+import type { Config } from "../../src/platform/config.js"
+import { retryOnDisconnect, type Sql } from "../../src/platform/Db.js"
+import { Log } from "../../src/platform/Log.js"
 import {
   trackWebhookQueue,
   webhookAttemptsFailed,
   webhookLagSeconds,
   webhooksDelivered,
-} from "../src/platform/metrics.js"
-import { PROJECT_ROOT } from "../src/platform/paths.js"
-import { periodic } from "../src/platform/periodic.js"
-import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
-import type { MailProvider } from "../src/providers/mail/mail.interface.js"
-import { PrivateAddressRefused, webhookDispatcher } from "../src/providers/outbound.js"
+} from "../../src/platform/metrics.js"
+import { PROJECT_ROOT } from "../../src/platform/paths.js"
+import { periodic } from "../../src/platform/periodic.js"
+import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../../src/platform/subjects.js"
+import type { MailProvider } from "../../src/providers/mail/mail.interface.js"
+import { PrivateAddressRefused, webhookDispatcher } from "../../src/providers/outbound.js"
 import {
   type AttemptResult,
   describeAttempt,
@@ -37,8 +37,8 @@ import {
   RESPONSE_DRAIN_MS,
   RESPONSE_READ_BYTES,
   retryDelayMs,
-} from "../src/webhooks/delivery.js"
-import { disableFailingEndpoint, trackEndpointHealth } from "../src/webhooks/endpoints.repo.js"
+} from "../../src/webhooks/delivery.js"
+import { disableFailingEndpoint, trackEndpointHealth } from "../../src/webhooks/endpoints.repo.js"
 import {
   type AttemptRecord,
   type ClaimedDelivery,
@@ -47,9 +47,9 @@ import {
   recordAttempt,
   recordAttempts,
   WEBHOOKS_DUE_CHANNEL,
-} from "../src/webhooks/outbox.repo.js"
-import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
-import { signWebhook } from "../src/webhooks/signing.js"
+} from "../../src/webhooks/outbox.repo.js"
+import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../../src/webhooks/secrets.js"
+import { signWebhook } from "../../src/webhooks/signing.js"
 
 /** How often a process looks for due deliveries when no nudge came: the backstop of commit → first attempt. */
 const POLL_MS = 250

@@ -4,15 +4,15 @@
 // batch's attempts in Postgres in one round trip before the call actors dial. Sleeps when there is
 // nothing to do; poke() wakes it. A simulation campaign's callees are not people and go out on no
 // carrier: no screening, no pacing.
-import { runStatus } from "../machines/index.js"
-import type { DecisionEntry } from "../src/calls/calls.repo.js"
-import * as calls from "../src/calls/calls.repo.js"
-import { Decision } from "../src/dialing/dialer.policy.js"
-import { screenTarget } from "../src/dialing/screening.js"
-import { erasedAmong } from "../src/dsr/suppression.js"
-import { callsStarted } from "../src/platform/metrics.js"
-import * as targets from "../src/runs/run-targets.repo.js"
-import * as repo from "../src/runs/runs.repo.js"
+import { runStatus } from "../../machines/index.js"
+import type { DecisionEntry } from "../../src/calls/calls.repo.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import { Decision } from "../../src/dialing/dialer.policy.js"
+import { screenTarget } from "../../src/dialing/screening.js"
+import { erasedAmong } from "../../src/dsr/suppression.js"
+import { callsStarted } from "../../src/platform/metrics.js"
+import * as targets from "../../src/runs/run-targets.repo.js"
+import * as repo from "../../src/runs/runs.repo.js"
 import type { RunScope } from "./run-scope.js"
 
 /** Targets one batch considers at most (their attempts begin in one round trip). */

@@ -3,9 +3,9 @@
 // A reload that fails keeps the rules the run had; the next call to start tries again. A simulation
 // campaign's run follows the rules of the workflow it rehearses (the driver passes that workflow's id).
 import type { Logger } from "pino"
-import { activeAgentRules } from "../src/kb/kb.repo.js"
-import type { Sql } from "../src/platform/Db.js"
-import type { AgentRule } from "../src/providers/llm/agent-rules.js"
+import { activeAgentRules } from "../../src/kb/kb.repo.js"
+import type { Sql } from "../../src/platform/Db.js"
+import type { AgentRule } from "../../src/providers/llm/agent-rules.js"
 
 export class RunRules {
   private rules: ReadonlyArray<AgentRule> = []
