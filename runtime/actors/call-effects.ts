@@ -116,7 +116,7 @@ export class CallEffects {
     this.provided = callMachine.provide({
       actors: {
         reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
-          // Grouped with the other calls starting now (runtime/reservations.ts, wired by the host).
+          // Grouped with the other calls starting now (runtime/host/call-money.ts, wired by the host).
           const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
           if (!r.ok) throw new Error("insufficient_funds")
           liveOf(input.callId).reservedMinor = r.reservedMinor
@@ -183,7 +183,7 @@ export class CallEffects {
                   live.turns,
                   s.ruleBook.max_call_seconds,
                 )
-          // Grouped with the other calls ending now (runtime/actors/settlements.ts, wired by the host): one
+          // Grouped with the other calls ending now (runtime/host/call-money.ts, wired by the host): one
           // transaction per group, so a burst of endings takes one connection, not one per call.
           const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0

@@ -1,5 +1,5 @@
 // The knowledge-base rules one owned run follows: loaded when the run starts, reloaded when the
-// bus says its workspace's rules changed (host.ts dispatches kb.rules.<tenant>), never polled.
+// bus says its workspace's rules changed (host/bus-commands.ts dispatches kb.rules.<tenant>), never polled.
 // A reload that fails keeps the rules the run had; the next call to start tries again. A simulation
 // campaign's run follows the rules of the workflow it rehearses (the driver passes that workflow's id).
 import type { Logger } from "pino"
