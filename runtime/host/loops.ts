@@ -43,7 +43,7 @@ export const forkHostLoops = (
     yield* every("lease renewal", Math.max(100, Math.floor(d.leaseMs / 3)), () => leases.renew())
     yield* every("approval sweep", APPROVAL_SWEEP_MS, () => expireAndAnnounce({ sql, bus, log }, "due"))
     yield* every("dial limits refresh", LIMITS_REFRESH_MS, d.refreshLimits)
-    // Hang-ups a carrier did not take, tried again through each workspace's carrier (hangups.ts).
+    // Hang-ups a carrier did not take, tried again through each workspace's carrier (actors/hangups.ts).
     yield* every("hang-up sweep", HANGUP_SWEEP_MS, () => sweepHangups({ sql, log, telephonyFor: d.telephonyFor }))
   })
 
