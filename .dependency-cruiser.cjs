@@ -1,8 +1,9 @@
 // The layering of ARCHITECTURE.md as a check (`npm run check`, run by .ci/run): each rule below
 // fails the build. Layers, lowest first: machines/ (pure XState), src/platform/ (knows no domain),
 // src/providers/ (adapters; know no domain), src/<domain>/ (services and repositories), then
-// runtime/ and api/, which only src/main/ wires together. Tests (test/, *.test.ts) and benches are
-// exempt. These rules see files: scripts/check-folders.mjs, run after them, finds folder cycles.
+// runtime/ (its host over its rooms, actors/ and workers/) and api/, which only src/main/ wires
+// together. Tests (test/, *.test.ts) and benches are exempt. These rules see files:
+// scripts/check-folders.mjs, run after them, finds folder cycles.
 
 /** Domains: every src/ folder except the platform, the providers and the start-up wiring. */
 const DOMAIN = "^src/(?!platform/|providers/|main/)"
@@ -45,6 +46,22 @@ module.exports = {
       severity: "error",
       from: { path: "^api/", pathNot: EXEMPT },
       to: { path: "^runtime/" },
+    },
+    {
+      name: "runtime-host-on-top",
+      comment:
+        "runtime/'s rooms stand under its host: the actors (runtime/actors/) and the workers (runtime/workers/) " +
+        "never import what wires them (runtime/host.ts, runtime/host/).",
+      severity: "error",
+      from: { path: "^runtime/(actors|workers)/", pathNot: EXEMPT },
+      to: { path: "^runtime/host(\\.ts$|/)" },
+    },
+    {
+      name: "runtime-workers-apart",
+      comment: "A background worker (runtime/workers/) owns no actor: it imports no other runtime/ room.",
+      severity: "error",
+      from: { path: "^runtime/workers/", pathNot: EXEMPT },
+      to: { path: "^runtime/(?!workers/)" },
     },
     {
       name: "api-never-imports-main",

@@ -24,7 +24,7 @@ const GAP_MS = 20
 const ROUND_TRIPS = 500
 /** The sim's agent voice (src/providers/telephony/sim.telephony.ts), to check speech is not in the figure. */
 const WORDS_PER_SECOND = 2.6
-/** The TurnSink's longest batch wait (runtime/turns.ts). */
+/** The TurnSink's longest batch wait (runtime/actors/turns.ts). */
 
 /** Epoch ms with sub-millisecond resolution, on this process's monotonic clock. */
 const now = (): number => performance.timeOrigin + performance.now()

@@ -1,4 +1,4 @@
-// bench/webhooks: how fast the delivery worker (runtime/webhook-delivery.ts) drains a backlog of
+// bench/webhooks: how fast the delivery worker (runtime/workers/webhook-delivery.ts) drains a backlog of
 // webhook deliveries to a local receiver (claim by lease, sign, POST, record the attempt) against a
 // bare undici POST loop of the same bodies at the same concurrency to the same receiver; and the
 // delay from an event's commit to its first attempt: by the poll alone, woken by the commit's NOTIFY,
@@ -10,7 +10,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pino from "pino"
 import { Agent, request, fetch as undiciFetch } from "undici"
-import { startWebhookDelivery } from "../runtime/webhook-delivery.js"
+import { startWebhookDelivery } from "../runtime/workers/webhook-delivery.js"
 import { makeMemoryBus } from "../src/platform/bus/memory.bus.js"
 import { loadConfig } from "../src/platform/config.js"
 import { redact, type Sql } from "../src/platform/Db.js"

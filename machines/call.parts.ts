@@ -49,7 +49,8 @@ export type KnownCallOutcome =
 
 /**
  * Outcomes another attempt may change: the line was busy, nobody answered, the carrier failed.
- * The one list: the call's output and the dialer's retry policy (runtime/dialer.policy.ts) use it.
+ * The one list: the call's output uses it; the dialer's retry policy (src/dialing/dialer.policy.ts)
+ * spells it again, held to it by its type.
  */
 export const RETRYABLE_OUTCOMES = ["busy", "no_answer", "failed"] as const
 export type RetryableOutcome = (typeof RETRYABLE_OUTCOMES)[number]

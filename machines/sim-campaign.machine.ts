@@ -1,6 +1,6 @@
 // The lifecycle of a simulation campaign: which command (run a batch, answer, resume, stop) its state
 // accepts, and what the facts read from Postgres (a question, a finished batch, the end) move it to.
-// Pure: src/rehearsals/campaigns.service.ts feeds it events (through runtime/sim-campaign.ts, its
+// Pure: src/rehearsals/campaigns.service.ts feeds it events (through runtime/actors/sim-campaign.ts, its
 // CampaignMachine port) and performs the actions it emits.
 import { assign, type SnapshotFrom, setup } from "xstate"
 

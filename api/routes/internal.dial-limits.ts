@@ -2,7 +2,7 @@
 // X-Tenant-Id, as every internal route): its plan's, the ones an admin set for it, and what applies.
 import { Effect } from "effect"
 import { z } from "zod"
-import { clearDialLimits, getDialLimits, setDialLimits } from "../../src/plans/dial-limits.service.js"
+import { clearDialLimits, getDialLimits, setDialLimits } from "../../src/dialing/dial-limits.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 import { systemTenantOf } from "../session.js"

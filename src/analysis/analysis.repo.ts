@@ -65,7 +65,7 @@ export interface SweepMark {
 }
 
 /**
- * The repair sweep's step (runtime/analysis-worker.ts): the next `limit` answered calls after `from`
+ * The repair sweep's step (runtime/workers/analysis-worker.ts): the next `limit` answered calls after `from`
  * by when they ended (one range of calls_answered_ended_idx), and a pending row for each lacking
  * one — a call ended by a process that did not enqueue it in its hangup transaction (an older
  * version during an upgrade). Returns how many were looked at and added, and where to go on from

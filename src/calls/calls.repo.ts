@@ -298,7 +298,7 @@ export interface OrphanCall {
   readonly last_turn_at: Date | null
 }
 
-// ---- Hang-ups the carrier did not take (runtime/hangups.ts) ------------------------------------
+// ---- Hang-ups the carrier did not take (runtime/actors/hangups.ts) ------------------------------------
 
 /** Marks a call whose hang-up failed: the sweep tries again from `retryAt`, by the carrier's id of the call. */
 export const markHangupPending = async (

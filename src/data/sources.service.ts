@@ -190,7 +190,7 @@ export const requestFetch = (tenantId: number, id: number) =>
   })
 
 // ---------------------------------------------------------------------------------------------
-// The fetch, run by a runtime process (runtime/data-fetch.ts)
+// The fetch, run by a runtime process (runtime/workers/data-fetch.ts)
 
 export interface FetchDeps {
   readonly sql: Sql

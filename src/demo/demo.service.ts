@@ -49,7 +49,7 @@ const demoWorkspaceOf = oncePerDatabase(
       await repo.lockDemoWorkspace(tx)
       const existing = await repo.findDemoWorkspace(tx)
       if (existing !== undefined) return existing
-      // No wallet and no trial: the runtime bills its calls to nobody (runtime/host.ts).
+      // No wallet and no trial: the runtime bills its calls to nobody (runtime/host/run-providers.ts).
       const tenant = await insertTenant(tx, { ...DEMO_WORKSPACE, trialExpiresAt: now })
       await repo.markDemoWorkspace(tx, tenant.id)
       return tenant.id

@@ -3,7 +3,7 @@
 import { Effect, Layer } from "effect"
 import type { Logger } from "pino"
 import type { ApiServices } from "../../api/services.js"
-import { CampaignMachineLive } from "../../runtime/sim-campaign.js"
+import { CampaignMachineLive } from "../../runtime/actors/sim-campaign.js"
 import { ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
 import { ApprovalMetricsLive } from "../approvals/approvals.metrics.js"
 import { AuthLive } from "../auth/Auth.js"

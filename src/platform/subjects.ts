@@ -105,14 +105,14 @@ export interface DataSourceFetch {
 }
 
 /**
- * Work queue nudge: calls ended, so post-call analysis has work (runtime/analysis-worker.ts). Any one
+ * Work queue nudge: calls ended, so post-call analysis has work (runtime/workers/analysis-worker.ts). Any one
  * runtime process takes it (queue group RUNTIME_QUEUE) and looks at once rather than at its next
  * poll; the rows in call_analyses decide who analyses what, not who heard this. No payload.
  */
 export const RT_ANALYSIS_DUE = "rt.analysis.due"
 
 /**
- * Work queue nudge: webhook deliveries are due (runtime/webhook-delivery.ts). Any one runtime
+ * Work queue nudge: webhook deliveries are due (runtime/workers/webhook-delivery.ts). Any one runtime
  * process takes it (queue group RUNTIME_QUEUE) and claims at once rather than at its next poll; the
  * deliveries' leases decide who posts what, not who heard this. No payload.
  */

@@ -1,5 +1,5 @@
 // The campaign's state machine as this domain asks for it, as a port: a snapshot of a stored
-// campaign, its state, and one transition. Implemented where machines run (runtime/sim-campaign.ts).
+// campaign, its state, and one transition. Implemented where machines run (runtime/actors/sim-campaign.ts).
 
 import { Context } from "effect"
 import type {

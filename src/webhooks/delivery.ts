@@ -1,6 +1,6 @@
 // The rules of webhook delivery, free of I/O: what an endpoint's answer (or its silence) means for
 // the delivery, when the next attempt is due, and when an endpoint has failed long enough to be
-// disabled. The worker that applies them is runtime/webhook-delivery.ts.
+// disabled. The worker that applies them is runtime/workers/webhook-delivery.ts.
 
 /** Delays before the 2nd … 7th attempt (spec section 6): 1 min, 5 min, 30 min, 2 h, 12 h, 24 h. */
 export const RETRY_SCHEDULE_MS: readonly number[] = [

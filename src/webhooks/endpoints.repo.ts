@@ -160,7 +160,7 @@ export const listAttempts = (
     order by a.id desc
     limit ${page.limit}`
 
-// ---- Endpoint health, written by the delivery worker (runtime/webhook-delivery.ts) ----
+// ---- Endpoint health, written by the delivery worker (runtime/workers/webhook-delivery.ts) ----
 
 /**
  * After an attempt on the endpoint: a success clears the failing streak, a failure starts it at

@@ -2,7 +2,7 @@
 // that makes a fact true (a call ending, a run starting, an approval decided …): it inserts the event
 // and one pending delivery per enabled endpoint of the workspace subscribed to its type, in one
 // statement, so the event exists if and only if that transaction commits. Runtime processes deliver
-// the pending rows (runtime/webhook-delivery.ts).
+// the pending rows (runtime/workers/webhook-delivery.ts).
 import { randomBytes } from "node:crypto"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { DeliveredType, EventType } from "./events.js"
@@ -12,7 +12,7 @@ export const newEventId = (): string => `evt_${randomBytes(16).toString("hex")}`
 /**
  * The Postgres channel a statement that makes deliveries due notifies. A NOTIFY is delivered when its
  * transaction commits, and only then, once however many statements sent it: so a runtime process
- * listening on it (runtime/webhook-delivery.ts, on real PostgreSQL) claims within milliseconds of the
+ * listening on it (runtime/workers/webhook-delivery.ts, on real PostgreSQL) claims within milliseconds of the
  * commit, and never before it. The poll stays as the backstop.
  */
 export const WEBHOOKS_DUE_CHANNEL = "parley_webhooks_due"
@@ -120,7 +120,7 @@ export async function retryDelivery(sql: Sql, tenantId: number, deliveryId: numb
 }
 
 // ---------------------------------------------------------------------------------------------
-// Delivery (runtime/webhook-delivery.ts)
+// Delivery (runtime/workers/webhook-delivery.ts)
 
 /** A delivery a runtime process holds the lease of, with what it needs to post it. */
 export interface ClaimedDelivery {

@@ -1,7 +1,8 @@
 // The layering check fails when it should: a tree planted with a folder cycle (made of file imports
-// that are no cycle), an api file importing the composition root and a domain running a machine
-// is cruised with the project's own rules (.dependency-cruiser.cjs) and folder check
-// (scripts/check-folders.mjs), and each names its violation; the project's tree passes both.
+// that are no cycle), an api file importing the composition root, a domain running a machine and
+// runtime rooms importing the host and each other is cruised with the project's own rules
+// (.dependency-cruiser.cjs) and folder check (scripts/check-folders.mjs), and each names its
+// violation; the project's tree passes both.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -38,6 +39,9 @@ const PLANTED: Readonly<Record<string, string>> = {
     "export const host = () => createActor(thingMachine).start()\n",
   // The console, one of the roots cruised, with nothing to find.
   "console/main.tsx": "export const main = () => null\n",
+  // An actor reaches up to the host that wires it; a worker reaches into the actors.
+  "runtime/actors/driver.ts": 'import { host } from "../host.js"\nexport const driver = host\n',
+  "runtime/workers/worker.ts": 'import { driver } from "../actors/driver.js"\nexport const worker = driver\n',
   // Enough of xstate to resolve, and of the project's tsconfig to read.
   "node_modules/xstate/package.json": '{ "name": "xstate", "type": "module", "exports": { ".": "./index.js" } }\n',
   "node_modules/xstate/index.js": "export const setup = () => ({})\nexport const createActor = () => ({})\n",
@@ -69,18 +73,20 @@ beforeAll(async () => {
 })
 
 describe("the layering check", () => {
-  it("names a planted folder cycle, an api import of src/main and a domain running a machine", async () => {
+  it("names a planted folder cycle, api importing src/main, a domain running a machine, crossed rooms", async () => {
     const result = await cruiseTree(planted)
     expect(violationsOf(result)).toEqual(
       expect.arrayContaining([
         { rule: "api-never-imports-main", from: "api/route.ts", to: "src/main/app.layer.ts" },
         { rule: "only-runtime-runs-machines", from: "src/c/runner.ts", to: "machines/thing.machine.ts" },
         { rule: "only-runtime-runs-machines", from: "src/c/runner.ts", to: "node_modules/xstate/index.js" },
+        { rule: "runtime-host-on-top", from: "runtime/actors/driver.ts", to: "runtime/host.ts" },
+        { rule: "runtime-workers-apart", from: "runtime/workers/worker.ts", to: "runtime/actors/driver.ts" },
       ]),
     )
     // Only those: a type-only import of a machine and the runtime running it are allowed, and the
     // folder cycle is no file cycle, so depcruise's own rules do not see it...
-    expect(violationsOf(result)).toHaveLength(3)
+    expect(violationsOf(result)).toHaveLength(5)
     // ...and the folder check does, naming the imports that make it.
     expect(folderCycles(result.modules)).toEqual([
       {

@@ -4,7 +4,7 @@
 import { type Challenge, solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { callingWindowCheck } from "../../runtime/calling-window.js"
+import { callingWindowCheck } from "../../src/dialing/calling-window.js"
 import { FAST_RUNTIME_ENV } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { postCall, waitDone } from "./demo.support.js"

@@ -1,8 +1,8 @@
-// A run's knowledge-base rules in the runtime (runtime/run-rules.ts), against a scripted database:
+// A run's knowledge-base rules in the runtime (runtime/actors/run-rules.ts), against a scripted database:
 // a call waits for a reload in flight, a slow older answer never overwrites a newer one, a failed
 // reload keeps the rules the run had (logged) and the next call tries again.
 import { describe, expect, it } from "vitest"
-import { RunRules } from "../../runtime/run-rules.js"
+import { RunRules } from "../../runtime/actors/run-rules.js"
 import type { Sql } from "../../src/platform/Db.js"
 import type { AgentRule } from "../../src/providers/llm/llm.interface.js"
 

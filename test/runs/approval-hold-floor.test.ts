@@ -2,7 +2,7 @@
 // never under APPROVAL_HOLD_FLOOR_MS (20 s by default), so the README's SIM_TIME_SCALE=0.1 leaves a
 // supervisor 20 s, not 3 s. Through the real server with the product's default hold and floor.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { realHoldMs } from "../../runtime/run-scope.js"
+import { realHoldMs } from "../../runtime/actors/run-scope.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { api } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"

@@ -1,11 +1,11 @@
-// Dial limits that belong to the account and the plan (src/plans/), and the workspace's slot
+// Dial limits that belong to the account and the plan (src/dialing/), and the workspace's slot
 // counter rows (migrations/0026): attempts from several runtime processes at once never exceed the
 // workspace's cap; a slot comes back when its call ends, whoever ends it; a dead process's slots
 // stop counting with its lease. The admin endpoint sets a workspace's own limits; a run follows
 // them; and on the default settings a simulator campaign starts its calls at once, not at 3/s.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as calls from "../../src/calls/calls.repo.js"
-import { carrierAccountCaps, effectiveDialLimits, workspaceCaps } from "../../src/plans/dial-limits.js"
+import { carrierAccountCaps, effectiveDialLimits, workspaceCaps } from "../../src/dialing/dial-limits.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 

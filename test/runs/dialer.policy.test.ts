@@ -11,7 +11,7 @@ import {
   retryDecision,
   type WindowCheck,
   type WindowCheckInput,
-} from "../../runtime/dialer.policy.js"
+} from "../../src/dialing/dialer.policy.js"
 import type { Schedule, ScheduleKind } from "../../src/workflows/workflow.schema.js"
 
 const US_ALL = [

@@ -1,12 +1,12 @@
-// Run leases (runtime/leases.ts): a run whose lease lapsed while its driver here went on (Postgres
+// Run leases (runtime/actors/leases.ts): a run whose lease lapsed while its driver here went on (Postgres
 // away longer than the lease, so no renewal) is claimed back by the same process without a second
 // driver: two drivers of one run took each other's calls for gone and completed the run while a
 // call was still talking (the fault suite's unfinished targets). A driver that lost the lease, or
 // none at all, is replaced as before.
 import pino from "pino"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { runLeases } from "../../runtime/leases.js"
-import type { RunDriver } from "../../runtime/run-driver.js"
+import { runLeases } from "../../runtime/actors/leases.js"
+import type { RunDriver } from "../../runtime/actors/run-driver.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 

@@ -1,7 +1,7 @@
 // The runtime's pacing of wallet work: settlements are limited in flight (the grouping of
 // reservations is the batch writer's: test/platform/batch-writer.test.ts).
 import { describe, expect, it } from "vitest"
-import { Limiter } from "../../runtime/pacing.js"
+import { Limiter } from "../../src/dialing/pacing.js"
 
 describe("Limiter", () => {
   it("never runs more than its maximum at once, and runs every task", async () => {

@@ -3,7 +3,7 @@
 
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { Pacer, SlotCounter, TokenBucket } from "../../runtime/pacing.js"
+import { Pacer, SlotCounter, TokenBucket } from "../../src/dialing/pacing.js"
 
 /** Tokens a bucket hands out to a caller polling every millisecond over [0, ms]. */
 function drain(bucket: TokenBucket, ms: number, start = 0): number {

@@ -1,4 +1,4 @@
-// Call endings in groups (runtime/settlements.ts; src/billing: settleCalls): a group settles each
+// Call endings in groups (runtime/actors/settlements.ts; src/billing: settleCalls): a group settles each
 // reservation exactly once, charging what a single settlement charges, idempotently (a replayed
 // group, a call twice in a group, a call settled alone before) and the wallet agreeing with its
 // ledger; the grouper puts whatever arrives while a group is written into the next one.

@@ -1,12 +1,12 @@
 // A hang-up that telco_a does not take, against the local fake telco: the adapter retries it
 // (a 500 then a 200 goes through); one answered 500 every time ends the leg here but leaves the call
 // row marked (hangup_state pending, with the carrier's call id), logged with the call's context and
-// counted in /metrics; the sweep (runtime/hangups.ts) tries it again, reports it while it stays up,
+// counted in /metrics; the sweep (runtime/actors/hangups.ts) tries it again, reports it while it stays up,
 // hangs it up once the carrier takes it, and gives up past its limit.
 import { randomBytes } from "node:crypto"
 import pino from "pino"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { reportingHangups, sweepHangups } from "../../runtime/hangups.js"
+import { reportingHangups, sweepHangups } from "../../runtime/actors/hangups.js"
 import { makeTelcoATelephony } from "../../src/providers/telephony/telco-a.telephony.js"
 import type { CallLeg, CarrierEvent, TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"

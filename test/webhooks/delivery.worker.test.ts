@@ -5,7 +5,7 @@
 
 import pino from "pino"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startWebhookDelivery } from "../../runtime/webhook-delivery.js"
+import { startWebhookDelivery } from "../../runtime/workers/webhook-delivery.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { renderMetrics } from "../../src/platform/metrics.js"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"

@@ -14,7 +14,7 @@ export const callingEnv = {
   RUN_CLAIM_INTERVAL_MS: positiveInt.max(60_000).default(1_000),
   /**
    * Deployment-wide ceilings on calls started per second, per carrier account and per workspace:
-   * the limits themselves are the account's (telco_a: 3/s) and the workspace plan's (src/plans/).
+   * the limits themselves are the account's (telco_a: 3/s) and the workspace plan's (src/dialing/).
    */
   DIALER_CPS_PER_CARRIER: z.coerce.number().positive().max(100_000).default(1000),
   DIALER_CPS_PER_TENANT: z.coerce.number().positive().max(100_000).default(1000),
@@ -35,7 +35,7 @@ export const callingEnv = {
   /** How long a proposal stays decidable (not scaled). */
   APPROVAL_TTL_MS: positiveInt.default(24 * 3_600_000),
   /**
-   * Post-call analysis (runtime/analysis-worker.ts): how often a runtime process looks for ended
+   * Post-call analysis (runtime/workers/analysis-worker.ts): how often a runtime process looks for ended
    * calls to analyse, how many it analyses at once, how long one attempt may take (the lease is
    * twice that), how many attempts a call gets, and the first retry's delay (doubling, at most 10 min).
    */

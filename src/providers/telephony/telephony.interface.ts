@@ -57,7 +57,7 @@ export interface TelephonyProvider {
   /** Legs dialed and not yet ended, for metrics. */
   readonly activeLegs: number
   /**
-   * Ends a call by the carrier's id, without its leg (the hang-up sweep, runtime/hangups.ts); rejects
+   * Ends a call by the carrier's id, without its leg (the hang-up sweep, runtime/actors/hangups.ts); rejects
    * with TelephonyError when the carrier does not take it. Optional: a carrier whose hang-ups cannot
    * fail (the simulator) has none.
    */

@@ -4,16 +4,16 @@
 
 import type { Logger } from "pino"
 import type { Actor } from "xstate"
-import type { callMachine, runMachine } from "../machines/index.js"
-import type { DialLimits } from "../src/plans/dial-limits.js"
-import type { BusClient } from "../src/platform/bus/bus.js"
-import type { Sql } from "../src/platform/Db.js"
-import type { Currency } from "../src/platform/money.js"
-import type { AgentRule, ApprovalAnswer, LanguageModel } from "../src/providers/llm/llm.interface.js"
-import type { CallLeg, TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
-import type { RuleBook } from "../src/workflows/rulebook.schema.js"
-import type { Schedule } from "../src/workflows/workflow.schema.js"
-import type { Pacer, SlotCounter } from "./pacing.js"
+import type { callMachine, runMachine } from "../../machines/index.js"
+import type { DialLimits } from "../../src/dialing/dial-limits.js"
+import type { Pacer, SlotCounter } from "../../src/dialing/pacing.js"
+import type { BusClient } from "../../src/platform/bus/bus.js"
+import type { Sql } from "../../src/platform/Db.js"
+import type { Currency } from "../../src/platform/money.js"
+import type { AgentRule, ApprovalAnswer, LanguageModel } from "../../src/providers/llm/llm.interface.js"
+import type { CallLeg, TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
+import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
+import type { Schedule } from "../../src/workflows/workflow.schema.js"
 import type { TurnSink } from "./turns.js"
 
 /** What the dialer needs from the process that hosts it. */
@@ -32,7 +32,7 @@ export interface DriverDeps {
   readonly settings: DialerSettings
   /**
    * The workspace's dial limits now (its carrier account's and plan's under the deployment's
-   * ceilings, src/plans/): the host refreshes `current` every few seconds.
+   * ceilings, src/dialing/): the host refreshes `current` every few seconds.
    */
   readonly limits: { readonly current: DialLimits }
   /** Money, from the billing service: reserve before dialing, settle at hangup (both idempotent). */

@@ -3,11 +3,11 @@
 // group, each reservation settled once) and the attempt's end (src/calls: finishAttempts, one
 // transaction per group). One at a time, a burst of endings (a busy minute, or a shutdown ending
 // thousands of calls) took a pool connection and several round trips per call.
-import { type AttemptEnd, finishAttempts } from "../src/calls/calls.repo.js"
-import { BatchWriter } from "../src/platform/batch-writer.js"
-import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
+import { type AttemptEnd, finishAttempts } from "../../src/calls/calls.repo.js"
+import { BatchWriter } from "../../src/platform/batch-writer.js"
+import { retryOnDisconnect, type Sql } from "../../src/platform/Db.js"
 
-/** One process's attempt endings per database (runtime/call-effects.ts, runtime/shutdown.ts). */
+/** One process's attempt endings per database (runtime/actors/call-effects.ts, runtime/actors/shutdown.ts). */
 const endings = new WeakMap<Sql, BatchWriter<"end", AttemptEnd, boolean>>()
 
 /**

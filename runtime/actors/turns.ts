@@ -9,7 +9,7 @@
 // appends turns to the call through POST /internal/turns (that outcome_id, its own turn index as
 // `seq`) is idempotent against the runtime's turns and its own retries alike.
 import type { Logger } from "pino"
-import type { TurnWriter } from "../src/turns/turn-writer.js"
+import type { TurnWriter } from "../../src/turns/turn-writer.js"
 
 export interface TurnIn {
   readonly tenantId: number

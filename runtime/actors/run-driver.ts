@@ -4,16 +4,22 @@
 // truth (leases, attempts, outcomes); the actors hold the lifecycle; the bus carries turns.
 
 import { type Actor, createActor } from "xstate"
-import { MACHINE_VERSIONS, type RunSnapshot, type RunStatusChange, runMachine, runStatus } from "../machines/index.js"
-import { isConnectionError, retryOnDisconnect } from "../src/platform/Db.js"
-import { backgroundFailures } from "../src/platform/metrics.js"
-import type { Currency } from "../src/platform/money.js"
-import type { CallHandoffReply } from "../src/platform/subjects.js"
-import type { AgentRule } from "../src/providers/llm/llm.interface.js"
-import * as repo from "../src/runs/runs.repo.js"
-import { findVoice } from "../src/voices/voices.catalog.js"
-import type { RuleBook } from "../src/workflows/rulebook.schema.js"
-import type { Schedule } from "../src/workflows/workflow.schema.js"
+import {
+  MACHINE_VERSIONS,
+  type RunSnapshot,
+  type RunStatusChange,
+  runMachine,
+  runStatus,
+} from "../../machines/index.js"
+import { isConnectionError, retryOnDisconnect } from "../../src/platform/Db.js"
+import { backgroundFailures } from "../../src/platform/metrics.js"
+import type { Currency } from "../../src/platform/money.js"
+import type { CallHandoffReply } from "../../src/platform/subjects.js"
+import type { AgentRule } from "../../src/providers/llm/llm.interface.js"
+import * as repo from "../../src/runs/runs.repo.js"
+import { findVoice } from "../../src/voices/voices.catalog.js"
+import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
+import type { Schedule } from "../../src/workflows/workflow.schema.js"
 import { RunApprovals } from "./approvals.js"
 import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"

@@ -2,8 +2,8 @@
 // runtime/ runs machines: snapshots of stored campaigns and xstate's pure transition function.
 import { Layer } from "effect"
 import { transition } from "xstate"
-import { simCampaignMachine, simCampaignSnapshot, simCampaignState } from "../machines/sim-campaign.machine.js"
-import { CampaignMachine } from "../src/rehearsals/CampaignMachine.js"
+import { simCampaignMachine, simCampaignSnapshot, simCampaignState } from "../../machines/sim-campaign.machine.js"
+import { CampaignMachine } from "../../src/rehearsals/CampaignMachine.js"
 
 export const CampaignMachineLive: Layer.Layer<CampaignMachine> = Layer.succeed(CampaignMachine, {
   snapshot: simCampaignSnapshot,

@@ -2,15 +2,15 @@
 // each request reaches one process; the source's row claim (pending → fetching) keeps one fetch per source.
 
 import type { Logger } from "pino"
-import { objectRows, RowsFormatError } from "../src/data/rows.parse.js"
-import type { SourceRow } from "../src/data/sources.repo.js"
-import { performFetch } from "../src/data/sources.service.js"
-import { fetchUrlRows } from "../src/data/url.fetch.js"
-import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
-import type { Config } from "../src/platform/config.js"
-import type { Sql } from "../src/platform/Db.js"
-import { DATA_SOURCE_FETCH, type DataSourceFetch, RUNTIME_QUEUE } from "../src/platform/subjects.js"
-import { storefrontRows } from "../src/storefront/storefront.rows.js"
+import { objectRows, RowsFormatError } from "../../src/data/rows.parse.js"
+import type { SourceRow } from "../../src/data/sources.repo.js"
+import { performFetch } from "../../src/data/sources.service.js"
+import { fetchUrlRows } from "../../src/data/url.fetch.js"
+import type { BusClient, BusSubscription } from "../../src/platform/bus/bus.js"
+import type { Config } from "../../src/platform/config.js"
+import type { Sql } from "../../src/platform/Db.js"
+import { DATA_SOURCE_FETCH, type DataSourceFetch, RUNTIME_QUEUE } from "../../src/platform/subjects.js"
+import { storefrontRows } from "../../src/storefront/storefront.rows.js"
 
 export interface DataFetchDeps {
   readonly sql: Sql

@@ -1,11 +1,11 @@
 // The knowledge-base rules one owned run follows: loaded when the run starts, reloaded when the
-// bus says its workspace's rules changed (host.ts dispatches kb.rules.<tenant>), never polled.
+// bus says its workspace's rules changed (host/bus-commands.ts dispatches kb.rules.<tenant>), never polled.
 // A reload that fails keeps the rules the run had; the next call to start tries again. A simulation
 // campaign's run follows the rules of the workflow it rehearses (the driver passes that workflow's id).
 import type { Logger } from "pino"
-import { activeAgentRules } from "../src/kb/kb.repo.js"
-import type { Sql } from "../src/platform/Db.js"
-import type { AgentRule } from "../src/providers/llm/llm.interface.js"
+import { activeAgentRules } from "../../src/kb/kb.repo.js"
+import type { Sql } from "../../src/platform/Db.js"
+import type { AgentRule } from "../../src/providers/llm/llm.interface.js"
 
 export class RunRules {
   private rules: ReadonlyArray<AgentRule> = []

@@ -1,6 +1,6 @@
 // The calling window: whether now is inside the workflow's calling hours in every zone the callee
 // may be in, and if not, why and when it next is. Pure: time comes in.
-import { DEFAULT_CALLING_HOURS, type Schedule, type ScheduleKind } from "../src/workflows/workflow.schema.js"
+import { DEFAULT_CALLING_HOURS, type Schedule, type ScheduleKind } from "../workflows/workflow.schema.js"
 import { calleeTimeZones, DAY, DEFAULT_FALLBACK_TZ, MINUTE, mod, zoneOffsetMs } from "./timezones.js"
 
 const WEEKDAY_NAMES = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"] as const

@@ -1,20 +1,20 @@
 // One run's dial loop: picks the targets whose turn has come, screens each (DNC, NCPR, cool-down,
-// calling window), paces it (carrier and tenant rate, concurrency slots: the account's and plan's
-// limits under the deployment's ceilings, src/plans/), and begins the batch's attempts in Postgres
-// in one round trip before the call actors dial. Sleeps when there is nothing to do; poke() wakes it. A
-// simulation campaign's callees are not people and go out on no carrier: no screening, no pacing.
-import { runStatus } from "../machines/index.js"
-import type { DecisionEntry } from "../src/calls/calls.repo.js"
-import * as calls from "../src/calls/calls.repo.js"
-import { ncprBlocks } from "../src/compliance/ncpr.import.js"
-import { erasedAmong } from "../src/dsr/suppression.js"
-import * as targets from "../src/runs/run-targets.repo.js"
-import * as repo from "../src/runs/runs.repo.js"
-import { callingWindowCheck, Decision } from "./dialer.policy.js"
+// calling window: src/dialing/screening.ts), paces it (carrier and tenant rate, concurrency slots:
+// the account's and plan's limits under the deployment's ceilings, src/dialing/), and begins the
+// batch's attempts in Postgres in one round trip before the call actors dial. Sleeps when there is
+// nothing to do; poke() wakes it. A simulation campaign's callees are not people and go out on no
+// carrier: no screening, no pacing.
+import { runStatus } from "../../machines/index.js"
+import type { DecisionEntry } from "../../src/calls/calls.repo.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import { Decision } from "../../src/dialing/dialer.policy.js"
+import { screenTarget } from "../../src/dialing/screening.js"
+import { erasedAmong } from "../../src/dsr/suppression.js"
+import * as targets from "../../src/runs/run-targets.repo.js"
+import * as repo from "../../src/runs/runs.repo.js"
+import { callsStarted } from "../runtime.metrics.js"
 import type { RunScope } from "./run-scope.js"
-import { callsStarted } from "./runtime.metrics.js"
 
-const COOLDOWN_MS = 7 * 86_400_000
 /** Targets one batch considers at most (their attempts begin in one round trip). */
 const BATCH_MAX = 100
 /** Call actors started between two yields to the event loop. */
@@ -216,8 +216,8 @@ export class Dialer {
   }
 
   /**
-   * The compliance checks of one target: skipped or held (written), or the callee's time zones
-   * when it may be dialed now. DNC, erasure, NCPR, cool-down and calling window, in that order.
+   * The compliance checks of one target (src/dialing/screening.ts): skipped or held (written), or
+   * the callee's time zones when it may be dialed now.
    */
   private async screen(
     t: targets.DueTarget,
@@ -226,43 +226,19 @@ export class Dialer {
   ): Promise<ReadonlyArray<string> | undefined> {
     const s = this.scope
     const { sql, settings } = s.deps
-    if (t.on_dnc) {
-      await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "dnc_listed"))
-      return undefined
-    }
-    if (t.phone_e164.startsWith("erased:") || erased.has(t.phone_e164)) {
-      await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "contact_erased"))
-      return undefined
-    }
-    if (
-      t.ncpr_preference !== null &&
-      t.phone_e164.startsWith("+91") &&
-      ncprBlocks(t.ncpr_preference, s.ruleBook.ncpr_category)
-    ) {
-      const decision = Decision.skip(t.target_id, now, "ncpr_registered", { preference: t.ncpr_preference })
-      await calls.skipTarget(sql, s.tenantId, s.runId, t.id, decision)
-      return undefined
-    }
-    // The cool-down protects people from other campaigns; this run's own retries are its business.
-    if (t.attempts === 0 && t.last_contacted_at !== null && now - t.last_contacted_at.getTime() < COOLDOWN_MS) {
-      const detail = { last_contacted_at: t.last_contacted_at.toISOString() }
-      await calls.skipTarget(sql, s.tenantId, s.runId, t.id, Decision.skip(t.target_id, now, "cooldown", detail))
-      return undefined
-    }
-    const window = callingWindowCheck({
-      phoneE164: t.phone_e164,
+    const screened = screenTarget({
+      target: t,
+      now,
+      erased,
+      ncprCategory: s.ruleBook.ncpr_category,
       schedule: s.schedule,
       scheduleKind: s.scheduleKind,
-      now,
-      any: settings.callingHoursAny,
+      callingHoursAny: settings.callingHoursAny,
     })
-    if (!window.ok) {
-      const decision = Decision.fromWindow(t.target_id, now, window)
-      if (window.nextOpenAt === null) await calls.skipTarget(sql, s.tenantId, s.runId, t.id, decision)
-      else await calls.holdTarget(sql, s.tenantId, s.runId, t.id, new Date(window.nextOpenAt), decision)
-      return undefined
-    }
-    return window.zones
+    if (screened.dial) return screened.zones
+    if (screened.holdUntil === null) await calls.skipTarget(sql, s.tenantId, s.runId, t.id, screened.decision)
+    else await calls.holdTarget(sql, s.tenantId, s.runId, t.id, new Date(screened.holdUntil), screened.decision)
+    return undefined
   }
 }
 

@@ -1,7 +1,7 @@
 // Saves one run actor's snapshot in the run's row: at once when its state changed, else at most
 // once a second, and never after the run's lease was lost.
-import { MACHINE_VERSIONS } from "../machines/index.js"
-import * as repo from "../src/runs/runs.repo.js"
+import { MACHINE_VERSIONS } from "../../machines/index.js"
+import * as repo from "../../src/runs/runs.repo.js"
 import type { RunScope } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
 

@@ -4,11 +4,15 @@
 // call row (calls.hangup_state), where sweepHangups, run by every runtime process, tries again until
 // the carrier takes it or HANGUP_GIVE_UP_MS has passed, reporting each call that stays up.
 import type { Logger } from "pino"
-import * as calls from "../src/calls/calls.repo.js"
-import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
-import { ProviderCallError } from "../src/providers/http.util.js"
-import { type CallLeg, HangupFailed, type TelephonyProvider } from "../src/providers/telephony/telephony.interface.js"
-import { hangupFailures, hangupsSwept } from "./runtime.metrics.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import { retryOnDisconnect, type Sql } from "../../src/platform/Db.js"
+import { ProviderCallError } from "../../src/providers/http.util.js"
+import {
+  type CallLeg,
+  HangupFailed,
+  type TelephonyProvider,
+} from "../../src/providers/telephony/telephony.interface.js"
+import { hangupFailures, hangupsSwept } from "../runtime.metrics.js"
 
 /** How often the sweep looks, and how long a failed hang-up waits before it is tried again. */
 export const HANGUP_SWEEP_MS = 30_000

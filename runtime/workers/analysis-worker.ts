@@ -1,12 +1,12 @@
 // The post-call analysis worker of a runtime process: claims due rows by lease and analyses a few at a
 // time (src/analysis/analysis.service.ts); calls are queued at hangup, a background sweep repairs misses.
 import { Duration, Effect, Fiber } from "effect"
-import { claimDue, enqueueMissing, type SweepMark } from "../src/analysis/analysis.repo.js"
-import { type AnalysisDeps, analyseBatch } from "../src/analysis/analysis.service.js"
-import type { BusClient } from "../src/platform/bus/bus.js"
-import { Log } from "../src/platform/Log.js"
-import { periodic } from "../src/platform/periodic.js"
-import { RT_ANALYSIS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
+import { claimDue, enqueueMissing, type SweepMark } from "../../src/analysis/analysis.repo.js"
+import { type AnalysisDeps, analyseBatch } from "../../src/analysis/analysis.service.js"
+import type { BusClient } from "../../src/platform/bus/bus.js"
+import { Log } from "../../src/platform/Log.js"
+import { periodic } from "../../src/platform/periodic.js"
+import { RT_ANALYSIS_DUE, RUNTIME_QUEUE } from "../../src/platform/subjects.js"
 
 export interface AnalysisWorker {
   /** A call ended here: some runtime process looks for work soon (one nudge per burst of hangups). */

@@ -1,6 +1,7 @@
 // One run's calls: the call machine with this run's effects (reserve funds, place the call,
-// converse, leave a message, hang up, settle), a call actor per attempt, the end of an attempt in
-// Postgres (its outcome, retry and decision), and the finalising of calls a dead owner left behind.
+// converse: call-conversation.ts, leave a message, hang up, settle), a call actor per attempt whose
+// end attempt-end.ts records, a patch-in to an operator, and the finalising of calls a dead owner
+// left behind.
 import { createActor, fromCallback, fromPromise, waitFor } from "xstate"
 import {
   type ApprovalRequest,
@@ -14,25 +15,17 @@ import {
   type LineInput,
   type ReserveFundsInput,
   type SettleInput,
-} from "../machines/index.js"
-import { applyDecisionsAfterCall, CALLBACK_DELAY_MS } from "../src/approvals/late-decisions.js"
-import * as calls from "../src/calls/calls.repo.js"
-import { converse } from "../src/calls/conversation.js"
-import { prepareCallRules } from "../src/kb/rule-matching.js"
-import { retryOnDisconnect } from "../src/platform/Db.js"
-import type { CallHandoffReply } from "../src/platform/subjects.js"
-import type { ApprovalAnswer, Proposal } from "../src/providers/llm/llm.interface.js"
-import { runCallbacks } from "../src/runs/run-callbacks.js"
-import type { DueTarget } from "../src/runs/run-targets.repo.js"
-import * as repo from "../src/runs/runs.repo.js"
+} from "../../machines/index.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import { Decision } from "../../src/dialing/dialer.policy.js"
+import { retryOnDisconnect } from "../../src/platform/Db.js"
+import type { CallHandoffReply } from "../../src/platform/subjects.js"
+import type { DueTarget } from "../../src/runs/run-targets.repo.js"
+import { endAttempt } from "./attempt-end.js"
+import { converseOn } from "./call-conversation.js"
 import type { Attempt } from "./dialer.js"
-import { Decision, type DialDecision, retryDecision } from "./dialer.policy.js"
 import { reportingHangups } from "./hangups.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
-import { finishAttemptGrouped } from "./settlements.js"
-
-/** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
-const TRANSCRIPT_EXCERPT_LINES = 6
 
 type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
 
@@ -116,7 +109,7 @@ export class CallEffects {
     this.provided = callMachine.provide({
       actors: {
         reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
-          // Grouped with the other calls starting now (runtime/reservations.ts, wired by the host).
+          // Grouped with the other calls starting now (runtime/host/call-money.ts, wired by the host).
           const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
           if (!r.ok) throw new Error("insufficient_funds")
           liveOf(input.callId).reservedMinor = r.reservedMinor
@@ -154,11 +147,11 @@ export class CallEffects {
               e.type === "APPROVAL_DECIDED" ? { status: e.decision, value_minor: e.valueMinor } : { status: "timeout" },
             )
           })
-          void this.converseOn(live, input, stop.signal, "human", (e) => sendBack(e))
+          void converseOn(s, live, input, stop.signal, "human", (e) => sendBack(e))
           return () => stop.abort()
         }),
         leaveMessage: fromPromise<void, LineInput>(async ({ input, signal }) => {
-          await this.converseOn(liveOf(input.callId), input, signal, "machine", () => {})
+          await converseOn(s, liveOf(input.callId), input, signal, "machine", () => {})
         }),
         // The conversation stopped on leaving `connected`; the leg joins the conference and drops.
         handOff: fromPromise<HandOffOutput, HandOffInput>(async ({ input }) => {
@@ -183,7 +176,7 @@ export class CallEffects {
                   live.turns,
                   s.ruleBook.max_call_seconds,
                 )
-          // Grouped with the other calls ending now (runtime/settlements.ts, wired by the host): one
+          // Grouped with the other calls ending now (runtime/host/call-money.ts, wired by the host): one
           // transaction per group, so a burst of endings takes one connection, not one per call.
           const r = await money.settle(`call:${input.callId}`, seconds)
           live.chargedMinor = r?.chargedMinor ?? 0
@@ -246,7 +239,7 @@ export class CallEffects {
       complete: () => {
         // A call stopped without finishing (its run moved to another process) ends there, not here.
         const output = actor.getSnapshot().output as CallOutput | undefined
-        if (output !== undefined) void this.end(a.callId, live, output)
+        if (output !== undefined) void endAttempt(s, a.callId, live, output)
       },
       error: (err) => {
         log.error({ err, call_id: a.callId }, "call actor failed")
@@ -260,7 +253,7 @@ export class CallEffects {
           settled: false,
           turns: live.turns,
         }
-        void this.end(a.callId, live, failed)
+        void endAttempt(s, a.callId, live, failed)
       },
     })
     actor.start()
@@ -287,158 +280,5 @@ export class CallEffects {
     } catch (err) {
       return { status: "refused", reason: "failed", message: err instanceof Error ? err.message : String(err) }
     }
-  }
-
-  /** Runs the agent loop on the call's leg, reporting turns to the call actor and the run's stream. */
-  private async converseOn(
-    live: LiveCall,
-    input: LineInput,
-    signal: AbortSignal,
-    answeredBy: "human" | "machine",
-    sendBack: (e: { type: string; [k: string]: unknown }) => void,
-  ): Promise<void> {
-    const s = this.scope
-    const leg = live.leg
-    if (leg === undefined) {
-      sendBack({ type: "CALLEE_HUNG_UP", at: Date.now() })
-      return
-    }
-    // Each call takes the run's rules as they are when it is answered: a change reaches the next call.
-    const who = { name: live.name, agentName: s.agentName, company: s.company }
-    const rules = prepareCallRules(await s.agentRules(), who)
-    const result = await converse({
-      leg,
-      llm: s.deps.llm,
-      ruleBook: s.ruleBook,
-      callee: { name: live.name },
-      agentName: s.agentName,
-      company: s.company,
-      rules,
-      answeredBy,
-      signal,
-      onTurn: (turn) => {
-        live.turns++
-        live.recent.push(`${turn.speaker}: ${turn.text}`)
-        if (live.recent.length > TRANSCRIPT_EXCERPT_LINES) live.recent.shift()
-        s.deps.turns.push({
-          tenantId: s.tenantId,
-          runId: s.runId,
-          targetId: input.targetId,
-          callId: input.callId,
-          turnIndex: turn.turnIndex,
-          speaker: turn.speaker,
-          text: turn.text,
-          at: turn.at,
-        })
-        sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
-      },
-      requestApproval: (p: Proposal) =>
-        new Promise<ApprovalAnswer>((resolve) => {
-          live.pendingDecision = resolve
-          sendBack({ type: "PROPOSE", action: p.action, valueMinor: p.value_minor, rationale: p.rationale })
-        }),
-    }).catch((err: unknown) => {
-      s.deps.log.error({ err, call_id: input.callId }, "conversation failed")
-      return { outcome: "agent_error", turns: live.turns, calleeHungUp: false }
-    })
-    if (signal.aborted) return
-    sendBack({ type: "CONVERSATION_ENDED", outcome: result.outcome, at: Date.now() })
-  }
-
-  /** An attempt ended: its slot freed, its outcome, retry and decision recorded, the run told. */
-  private async end(callId: number, live: LiveCall, out: CallOutput): Promise<void> {
-    const s = this.scope
-    if (!s.calls.has(callId)) return
-    s.calls.delete(callId)
-    const { settings, sql, log, slots } = s.deps
-    slots.leave([`tenant:${s.tenantId}`, `workflow:${s.workflowId}`])
-    const now = Date.now()
-    const outcome = out.outcome ?? "failed"
-    let next: calls.TargetNext
-    let decision: DialDecision
-    if (!out.funded) {
-      next = { kind: "requeue", outcome }
-      decision = Decision.hold(live.targetId, now, "insufficient_funds", { call_id: callId })
-    } else {
-      const detail = { call_id: callId, outcome, connected_seconds: out.connectedSeconds, turns: out.turns }
-      if (outcome === "callback_scheduled" && live.attempt < settings.maxAttempts) {
-        // The callee agreed to a later call: a new attempt at that time, which is not a retry.
-        const at = now + CALLBACK_DELAY_MS * settings.timeScale
-        next = { kind: "retry", at, outcome }
-        decision = Decision.retry(
-          live.targetId,
-          now,
-          "callback_scheduled",
-          { ...detail, retry_at: at },
-          live.chargedMinor,
-        )
-      } else {
-        const r = retryDecision({
-          outcome,
-          attempt: live.attempt,
-          maxAttempts: settings.maxAttempts,
-          baseBackoffMs: settings.retryBackoffMs,
-          timeScale: settings.timeScale,
-          now,
-          seed: live.targetId,
-        })
-        next = r.retry ? { kind: "retry", at: r.at, outcome } : { kind: "done", outcome }
-        decision = Decision.fromRetry(live.targetId, now, r, detail, live.chargedMinor)
-      }
-    }
-    try {
-      const seconds =
-        live.answeredAtMs === null
-          ? 0
-          : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
-      // Idempotent (the call ends once): Postgres out of reach is waited out, or the target stays in progress.
-      // Grouped with the other attempts ending now (runtime/settlements.ts).
-      const end: calls.AttemptEnd = {
-        me: s.deps.me,
-        runId: s.runId,
-        tenantId: s.tenantId,
-        callId,
-        runTargetId: live.runTargetId,
-        outcome,
-        connectedSeconds: seconds,
-        costMinor: live.chargedMinor,
-        reservedMinor: live.reservedMinor,
-        endedAt: new Date(now),
-        next,
-        decision,
-        // A simulated callee is not a person: their "do not call me" goes on nobody's list.
-        addToDnc: outcome === "do_not_call" && !s.simulation,
-        phone: live.phone,
-      }
-      await finishAttemptGrouped(sql, end)
-    } catch (err) {
-      log.error({ err, call_id: callId }, "could not record the end of a call")
-    }
-    // Decisions that came after the callee stopped holding (before the end was written) reach the
-    // result now; one made after the end was written applied itself (src/approvals/late-decisions.ts).
-    if (live.heldOut.length > 0)
-      await retryOnDisconnect(() =>
-        applyDecisionsAfterCall(
-          sql,
-          { id: callId, run_target_id: live.runTargetId },
-          live.heldOut,
-          settings.timeScale,
-          runCallbacks,
-        ),
-      ).catch((err: unknown) => log.error({ err, call_id: callId }, "could not apply decisions made after the hold"))
-    if (s.stopped) return
-    // A retry puts the target back in the queue before the call counts as ended: the other way round,
-    // the run's last call ending on an empty queue completes the run with this target still waiting.
-    if (next.kind === "retry" && s.run.getSnapshot().context.queueEmpty) s.run.send({ type: "TARGETS_ADDED" })
-    s.run.send({ type: "CALL_ENDED", final: next.kind === "done" })
-    // A simulation is never short of funds (it reserves nothing) and never touches a workflow's status.
-    if (next.kind === "requeue" && !s.simulation) {
-      await repo
-        .pauseForFunds(sql, s.runId, s.deps.me)
-        .catch((err: unknown) => log.error({ err }, "could not pause for funds"))
-      if (s.run.getSnapshot().can({ type: "PAUSE", reason: "insufficient_funds" }))
-        s.run.send({ type: "PAUSE", reason: "insufficient_funds" })
-    }
-    s.poke()
   }
 }

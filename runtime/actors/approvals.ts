@@ -3,10 +3,10 @@
 // approval actor and to the call that waits on it. A new approval and an expiry are announced to
 // the supervisors' queues (approvals.<tenant>) once committed.
 import { type Actor, createActor } from "xstate"
-import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../machines/index.js"
-import { announceApprovalChange, expireAndAnnounce } from "../src/approvals/approval-changes.js"
-import * as approvals from "../src/approvals/approvals.repo.js"
-import { backgroundFailures } from "../src/platform/metrics.js"
+import { type ApprovalInput, type ApprovalRequest, approvalMachine, MACHINE_VERSIONS } from "../../machines/index.js"
+import { announceApprovalChange, expireAndAnnounce } from "../../src/approvals/approval-changes.js"
+import * as approvals from "../../src/approvals/approvals.repo.js"
+import { backgroundFailures } from "../../src/platform/metrics.js"
 import { type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
 

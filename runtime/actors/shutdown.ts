@@ -2,10 +2,10 @@
 // out before they finished on their own: each is hung up and ended here, by its owner, as
 // `interrupted` — charged once for the time it was connected, its target done (never dialed
 // again), its dial slot freed — so the process that takes the run over finds nothing to finalise.
-// The endings are grouped (runtime/settlements.ts): thousands of calls are settled and recorded in
+// The endings are grouped (runtime/actors/settlements.ts): thousands of calls are settled and recorded in
 // a few transactions, not several round trips each.
-import type { AttemptEnd } from "../src/calls/calls.repo.js"
-import { Decision } from "./dialer.policy.js"
+import type { AttemptEnd } from "../../src/calls/calls.repo.js"
+import { Decision } from "../../src/dialing/dialer.policy.js"
 import { billedSeconds, type LiveCall, type RunScope } from "./run-scope.js"
 import { finishAttemptGrouped } from "./settlements.js"
 

@@ -1,38 +1,31 @@
 // The webhook delivery worker of a runtime process: claims due deliveries by lease (any number of
 // processes side by side, each delivery posted by one at a time), posts each signed event to its
-// endpoint and records the attempt, its verdict (src/webhooks/delivery.ts) and the endpoint's health.
-// A nudge on rt.webhooks.due (queue group) or the poll finds work; a process killed mid-post leaves
-// a lease that runs out, and another process posts the event again (at least once). Claims keep to
-// per-endpoint and per-workspace caps, so receivers that hang cannot hold every slot.
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
+// endpoint (webhook-post.ts) and records the attempt, its verdict (src/webhooks/delivery.ts) and
+// the endpoint's health. A nudge on rt.webhooks.due (queue group) or the poll finds work; a process
+// killed mid-post leaves a lease that runs out, and another process posts the event again (at least
+// once). Claims keep to per-endpoint and per-workspace caps, so receivers that hang cannot hold
+// every slot.
 import { Duration, Effect, Fiber } from "effect"
 import type { Logger } from "pino"
-import { request } from "undici"
-import { adminEmails } from "../src/auth/auth.repo.js"
-import { BatchWriter } from "../src/platform/batch-writer.js"
-import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
-import type { Config } from "../src/platform/config.js"
-import { retryOnDisconnect, type Sql } from "../src/platform/Db.js"
-import { Log } from "../src/platform/Log.js"
-import { PROJECT_ROOT } from "../src/platform/paths.js"
-import { periodic } from "../src/platform/periodic.js"
-import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../src/platform/subjects.js"
-import type { MailProvider } from "../src/providers/mail/mail.interface.js"
-import { PrivateAddressRefused, webhookDispatcher } from "../src/providers/outbound.js"
+import { adminEmails } from "../../src/auth/auth.repo.js"
+import { BatchWriter } from "../../src/platform/batch-writer.js"
+import type { BusClient, BusSubscription } from "../../src/platform/bus/bus.js"
+import type { Config } from "../../src/platform/config.js"
+import { retryOnDisconnect, type Sql } from "../../src/platform/Db.js"
+import { Log } from "../../src/platform/Log.js"
+import { periodic } from "../../src/platform/periodic.js"
+import { RT_WEBHOOKS_DUE, RUNTIME_QUEUE } from "../../src/platform/subjects.js"
+import type { MailProvider } from "../../src/providers/mail/mail.interface.js"
 import {
-  type AttemptResult,
   describeAttempt,
   failedTooLong,
   IN_FLIGHT_PER_ENDPOINT,
   IN_FLIGHT_PER_FAILING_ENDPOINT,
   IN_FLIGHT_PER_WORKSPACE,
   judge,
-  RESPONSE_DRAIN_MS,
-  RESPONSE_READ_BYTES,
   retryDelayMs,
-} from "../src/webhooks/delivery.js"
-import { disableFailingEndpoint, trackEndpointHealth } from "../src/webhooks/endpoints.repo.js"
+} from "../../src/webhooks/delivery.js"
+import { disableFailingEndpoint, trackEndpointHealth } from "../../src/webhooks/endpoints.repo.js"
 import {
   type AttemptRecord,
   type ClaimedDelivery,
@@ -41,15 +34,14 @@ import {
   recordAttempt,
   recordAttempts,
   WEBHOOKS_DUE_CHANNEL,
-} from "../src/webhooks/outbox.repo.js"
-import { type SecretBox, webhookSecretBox, webhookSecretKey } from "../src/webhooks/secrets.js"
-import { signWebhook } from "../src/webhooks/signing.js"
+} from "../../src/webhooks/outbox.repo.js"
 import {
   trackWebhookQueue,
   webhookAttemptsFailed,
   webhookLagSeconds,
   webhooksDelivered,
-} from "../src/webhooks/webhooks.metrics.js"
+} from "../../src/webhooks/webhooks.metrics.js"
+import { webhookPoster } from "./webhook-post.js"
 
 /** How often a process looks for due deliveries when no nudge came: the backstop of commit → first attempt. */
 const POLL_MS = 250
@@ -63,12 +55,6 @@ const IDLE_POLL_MS = 2_000
 const CONCURRENCY = 32
 /** The lease outlasts the attempt's timeout by this much (recording it, a slow database). */
 const LEASE_MARGIN_MS = 5_000
-/** How much of a failed answer's body is kept in last_error. */
-const ERROR_SNIPPET_CHARS = 200
-
-const USER_AGENT = `Parley-Webhooks/${
-  (JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version: string }).version
-}`
 
 export interface WebhookDeliveryDeps {
   readonly sql: Sql
@@ -93,23 +79,12 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
   const timeoutMs = config.webhookTimeoutMs
   const scale = config.webhookRetryScale
   const leaseMs = timeoutMs + LEASE_MARGIN_MS
-  // Endpoint URLs are the tenant's: always the guarded dispatcher (loopback too under
-  // ALLOW_PRIVATE_PROVIDER_URLS, no other private range).
-  const dispatcher = webhookDispatcher(config)
+  const post = webhookPoster({ sql, log, config })
   const caps = {
     perEndpoint: IN_FLIGHT_PER_ENDPOINT,
     perFailingEndpoint: IN_FLIGHT_PER_FAILING_ENDPOINT,
     perWorkspace: IN_FLIGHT_PER_WORKSPACE,
   }
-  // The key is read once (a database row when no master key is set); a failed read is tried again.
-  let box: Promise<SecretBox> | undefined
-  const secretBox = (): Promise<SecretBox> =>
-    (box ??= webhookSecretKey(config, sql)
-      .then(webhookSecretBox)
-      .catch((e: unknown) => {
-        box = undefined
-        throw e
-      }))
 
   // The successes finishing together are recorded in one statement (with up to CONCURRENCY posts in
   // flight, one each cost a pool connection and a round trip per delivery).
@@ -264,55 +239,6 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     if (disabled !== undefined) await endpointDisabled(d.endpoint_id, disabled)
   }
 
-  /** One POST of the stored body, signed with every live secret; never throws. */
-  const post = async (d: ClaimedDelivery): Promise<{ result: AttemptResult; snippet: string }> => {
-    let secrets: string[]
-    try {
-      const b = await secretBox()
-      secrets = [b.open(d.secret_ciphertext, d.tenant_id)]
-      if (d.previous_secret_ciphertext !== null) secrets.push(b.open(d.previous_secret_ciphertext, d.tenant_id))
-    } catch (err) {
-      log.error({ err, endpoint_id: d.endpoint_id }, "webhook signing secret unreadable")
-      return { result: { kind: "unsignable", message: "the endpoint's signing secret could not be read" }, snippet: "" }
-    }
-    const raw = Buffer.from(d.body, "utf8")
-    try {
-      // undici's request API, not fetch: the same dispatcher (so the same connect-time address guard)
-      // at a quarter of fetch's CPU per request (bench/webhooks); it follows no redirect.
-      const res = await request(d.url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "user-agent": USER_AGENT,
-          "x-svc-event-id": d.event_id,
-          "x-svc-signature": signWebhook(raw, secrets, Date.now() / 1000),
-        },
-        body: raw,
-        signal: AbortSignal.timeout(timeoutMs),
-        dispatcher,
-      })
-      // The verdict is the status line's. The body is read only for a failure's snippet and to
-      // leave the connection reusable: at most RESPONSE_READ_BYTES, given up after RESPONSE_DRAIN_MS
-      // (or the attempt's timeout), neither of which changes the verdict.
-      const status = res.statusCode
-      const body = await readAtMost(res.body, RESPONSE_READ_BYTES, RESPONSE_DRAIN_MS)
-      if (status >= 300 && status < 400) return { result: { kind: "redirect", status }, snippet: "" }
-      const ok = status >= 200 && status < 300
-      return { result: { kind: "answered", status }, snippet: ok ? "" : printable(body) }
-    } catch (e) {
-      const refused = refusal(e)
-      if (refused !== undefined) {
-        // The address is the operator's to know (an internal DNS answer); the workspace reads the host only.
-        log.warn(
-          { endpoint_id: d.endpoint_id, host: refused.host, address: refused.address },
-          "webhook delivery refused: not a public address",
-        )
-        return { result: { kind: "refused_private", message: refused.publicMessage }, snippet: "" }
-      }
-      return { result: failure(e), snippet: "" }
-    }
-  }
-
   const endpointDisabled = async (endpointId: number, ep: { tenant_id: number; url: string }): Promise<void> => {
     log.warn({ endpoint_id: endpointId, tenant_id: ep.tenant_id }, "webhook endpoint disabled: failing for 5 days")
     if (deps.mail === undefined) return
@@ -362,59 +288,6 @@ export function startWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery
     },
   }
 }
-
-/** The address guard's refusal, when that is why the attempt failed. */
-function refusal(e: unknown): PrivateAddressRefused | undefined {
-  if (e instanceof PrivateAddressRefused) return e
-  const cause = e instanceof Error ? e.cause : undefined
-  return cause instanceof PrivateAddressRefused ? cause : undefined
-}
-
-/** How an attempt that got no usable answer failed (the address guard's refusals are told apart before). */
-function failure(e: unknown): AttemptResult {
-  if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) return { kind: "timeout" }
-  const cause = e instanceof Error ? e.cause : undefined
-  const detail = cause instanceof Error ? `: ${cause.message}` : ""
-  return { kind: "network", message: `${e instanceof Error ? e.message : String(e)}${detail}` }
-}
-
-/**
- * Up to `limit` bytes of the answer, read for at most `ms`; the rest is never read (the connection is
- * closed instead). A body that stalls, fails or is cut off leaves what arrived before.
- */
-async function readAtMost(
-  body: AsyncIterable<Buffer> & { destroy(): unknown },
-  limit: number,
-  ms: number,
-): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let total = 0
-  const timer = setTimeout(() => body.destroy(), ms)
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk)
-      total += chunk.byteLength
-      if (total >= limit) {
-        body.destroy()
-        break
-      }
-    }
-  } catch {
-    // Given up (the drain's bound, the attempt's timeout) or the receiver hung up: what arrived stands.
-  } finally {
-    clearTimeout(timer)
-  }
-  return Buffer.concat(chunks).subarray(0, limit)
-}
-
-/** A receiver's answer as it may appear in the deliveries list: short, one line, printable. */
-const printable = (body: Buffer): string =>
-  body
-    .subarray(0, ERROR_SNIPPET_CHARS * 4)
-    .toString("utf8")
-    .replace(/[^\x20-\x7e]+/g, " ")
-    .trim()
-    .slice(0, ERROR_SNIPPET_CHARS)
 
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)

@@ -3,9 +3,9 @@
 // drives, and tells a driver whose lease another process took to stop. The lease row decides, never
 // a message: any number of processes may claim side by side.
 import type { Logger } from "pino"
-import * as calls from "../src/calls/calls.repo.js"
-import type { Sql } from "../src/platform/Db.js"
-import * as repo from "../src/runs/runs.repo.js"
+import * as calls from "../../src/calls/calls.repo.js"
+import type { Sql } from "../../src/platform/Db.js"
+import * as repo from "../../src/runs/runs.repo.js"
 import type { RunDriver } from "./run-driver.js"
 
 export interface RunLeases {

@@ -1,9 +1,9 @@
 // Delivers telco_a webhooks to the leg they belong to: each leg subscribes to its call's subject
 // while it lives, and the api process that received the webhook asks over the bus.
 import type { Logger } from "pino"
-import type { BusClient } from "../src/platform/bus/bus.js"
-import { rtTelcoCall, type TelcoWebhookMessage } from "../src/platform/subjects.js"
-import type { WebhookChannel } from "../src/providers/telephony/telco-a.telephony.js"
+import type { BusClient } from "../../src/platform/bus/bus.js"
+import { rtTelcoCall, type TelcoWebhookMessage } from "../../src/platform/subjects.js"
+import type { WebhookChannel } from "../../src/providers/telephony/telco-a.telephony.js"
 
 export function busWebhookChannel(bus: BusClient, log: Logger): WebhookChannel {
   return {
