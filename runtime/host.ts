@@ -9,7 +9,6 @@ import { expireAndAnnounce } from "../src/approvals/approval-changes.js"
 import { callTerms } from "../src/billing/call-terms.js"
 import { renewalLoop } from "../src/billing/subscription.service.js"
 import { reserveCalls, settleCalls } from "../src/billing/usage.service.js"
-import { isDemoWorkspace } from "../src/demo/demo.repo.js"
 import { numberRentalLoop } from "../src/numbers/rental.service.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
 import { carrierAccountCaps, type DialLimits, effectiveDialLimits, workspaceCaps } from "../src/plans/dial-limits.js"
@@ -268,7 +267,7 @@ export const startRuntimeHost: Effect.Effect<
       const providers = await providersFor(claimed.tenant_id)
       const limits = await loadLimits(claimed.tenant_id)
       let runDeps: DriverDeps
-      if (setup.simulation_of !== null) {
+      if (setup.kind === "rehearsal") {
         // A rehearsal: the sim carrier whatever accounts the workspace has, the workspace's language
         // model as its real runs use, nothing reserved or charged, and no carrier pacing to share.
         const timeScale = setup.sim_time_scale ?? config.simTimeScale
@@ -282,7 +281,7 @@ export const startRuntimeHost: Effect.Effect<
           carrierKey: "sim",
         }
       } else {
-        const demo = await isDemoWorkspace(sql, claimed.tenant_id)
+        const demo = setup.kind === "demo"
         runDeps = {
           ...deps,
           limits,

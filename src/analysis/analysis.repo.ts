@@ -175,8 +175,7 @@ export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: 
   const rows = await sql<(Omit<CallWork, "callback_at"> & { callback_at: Date | string | null })[]>`
     select c.id as call_id, c.tenant_id, tn.currency, c.run_id, c.phone_e164, c.outcome, c.connected_seconds,
       c.ended_at, t.name as callee_name, rb.body as rule_book,
-      (w.simulation_of is not null or exists (select 1 from demo_workspace d where d.tenant_id = c.tenant_id)) as free,
-      w.simulation_of is not null as simulation,
+      w.kind in ('rehearsal', 'demo') as free, w.kind = 'rehearsal' as simulation,
       coalesce((
         select json_agg(json_build_object('speaker', x.speaker, 'text', x.text) order by x.turn_index)
         from (select speaker, left(text, 2000) as text, turn_index from turns

@@ -329,7 +329,7 @@ export const insertApproval = async (
  * runs and calls, and send no webhook event.
  */
 const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>
-  (await tx`select 1 from workflows where id = ${workflowId} and simulation_of is not null`).length > 0
+  (await tx`select 1 from workflows where id = ${workflowId} and kind = 'rehearsal'`).length > 0
 
 /**
  * approval.resolved for approvals another domain settled in its own transaction (a data-subject
@@ -340,7 +340,7 @@ export async function emitResolvedApprovals(tx: Tx, tenantId: number, ids: reado
   const rows = await tx<ApprovalRow[]>`
     select ${columns(tx)} from approvals
     where tenant_id = ${tenantId} and id = any(${tx.array([...ids])}::bigint[]) and status <> 'pending'
-      and not exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
+      and not exists (select 1 from workflows w where w.id = approvals.workflow_id and w.kind = 'rehearsal')
     order by id`
   await emitEvents(
     tx,
@@ -370,8 +370,7 @@ export const expireApprovals = (sql: Sql, which: number | "due"): Promise<Expire
       update approvals set status = 'expired' where status = 'pending' and expires_at <= now()
         and ${which === "due" ? tx`true` : tx`id = ${which}`}
       returning tenant_id, ${columns(tx)},
-        exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
-          as rehearsal`
+        exists (select 1 from workflows w where w.id = approvals.workflow_id and w.kind = 'rehearsal') as rehearsal`
     await emitEvents(
       tx,
       rows.filter((r) => !r.rehearsal).map((r) => approvalEvent(Number(r.tenant_id), r)),

@@ -17,7 +17,7 @@ export async function attachTarget(sql: Sql, tenantId: number, workflowId: numbe
   const [row] = await sql<[AttachTarget?]>`
     select w.status, w.archived_at is not null as archived, t.country
     from workflows w join tenants t on t.id = w.tenant_id
-    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null`
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.kind <> 'rehearsal'`
   return row
 }
 

@@ -157,7 +157,7 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
     ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner,
     (select au.name from audience_targets au where au.id = ${c}.target_id) as name,
     (select t.currency from tenants t where t.id = ${c}.tenant_id) as currency,
-    exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.simulation_of is not null) as simulation`
+    exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.kind = 'rehearsal') as simulation`
 }
 
 const callEndedEvents = (calls: readonly EndedCall[]) => calls.filter((c) => !c.simulation).map(callEndedEvent)

@@ -172,6 +172,7 @@ export const placeDemoCall = (
       () =>
         sql.begin(async (tx) => {
           const workflowId = await insertWorkflow(tx, {
+            kind: "demo",
             tenantId,
             name: "Public demo call",
             persona,
