@@ -31,6 +31,7 @@ import { TurnWritersLive } from "../turns/turn-writer.js"
 import { PreviewSweeperLive } from "../voices/previews.sweeper.js"
 import { VoiceSamplesLive } from "../voices/VoiceSamples.js"
 import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
+import { WorkflowVoicesLive } from "../workflows/workflow-voices.js"
 
 /**
  * What the app provides: every service a route may require (api/services.ts), which are also all
@@ -83,6 +84,7 @@ export function appLayer(deps: {
     TurnWritersLive,
     ApprovalStreamsLive,
     RunCallbacksLive,
+    WorkflowVoicesLive,
     CampaignMachineLive,
     credentials,
     PreviewSweeperLive,

@@ -221,6 +221,21 @@ export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<voi
     and status = 'live'`
 }
 
+/** The workflow speaks as this persona (src/personas/ decides the assignment under the workflow's lock). */
+export const setWorkflowPersona = async (tx: Tx, workflowId: number, personaId: number): Promise<void> => {
+  await tx`update workflows set persona_id = ${personaId}, updated_at = now() where id = ${workflowId}`
+}
+
+/** The workflow's cloned voice (null: its persona's), decided by src/voices under the workflow's lock. */
+export const setWorkflowVoice = async (tx: Tx, workflowId: number, voiceId: number | null): Promise<void> => {
+  await tx`update workflows set voice_avatar_id = ${voiceId}, updated_at = now() where id = ${workflowId}`
+}
+
+/** A cloned voice being deleted leaves the workflows it was assigned to (src/voices, in its transaction). */
+export const clearVoiceFromWorkflows = async (tx: Tx, voiceId: number): Promise<void> => {
+  await tx`update workflows set voice_avatar_id = null where voice_avatar_id = ${voiceId}`
+}
+
 // --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 
 /**
