@@ -5,14 +5,14 @@
 // (dial_decisions) each of those writes. A batch of attempts begins
 // in one round trip, in the database function dial_begin_attempts (migrations/0026), which marks
 // the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
-// the calling process owning the run or call. The target's other moves are written by
-// src/runs/run-targets.repo.ts, the DNC entry of a callee who asked not to be called again by
-// src/compliance/dnc.repo.ts, and an answered call's place in the post-call analysis queue by
-// src/analysis/analysis.repo.ts, inside these transactions.
+// the calling process owning the run or call. The targets' other moves (an ended attempt's next
+// step among them) are written by src/runs/run-targets.repo.ts, the DNC entry of a callee who asked
+// not to be called again by src/compliance/dnc.repo.ts, and an answered call's place in the
+// post-call analysis queue by src/analysis/analysis.repo.ts, inside these transactions.
 import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import { holdTargetUntil, markTargetSkipped, type TargetNext } from "../runs/run-targets.repo.js"
+import { holdTargetUntil, markTargetSkipped, moveTargetsOn, type TargetNext } from "../runs/run-targets.repo.js"
 import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
 
@@ -199,23 +199,7 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
       done.filter((d) => d.answered_at !== null).map((d) => Number(d.id)),
     )
     const mine = done.map((d) => first.get(Number(d.id))!)
-    // The targets' next steps in one statement: done; waiting until the retry; or back in the queue
-    // with its last outcome kept (attempts keeps counting it: it numbers the call rows, and
-    // (run_target_id, attempt) is unique).
-    const nexts = mine.map((f) => ({
-      id: f.runTargetId,
-      kind: f.next.kind,
-      outcome: f.next.outcome,
-      at: f.next.kind === "retry" ? new Date(f.next.at).toISOString() : null,
-    }))
-    await tx`update run_targets t set
-        status = case u.kind when 'done' then 'done' when 'retry' then 'waiting' else 'queued' end,
-        outcome = case when u.kind = 'requeue' then t.outcome else u.outcome end,
-        next_attempt_at = case when u.kind = 'retry' then u.at else t.next_attempt_at end,
-        updated_at = now()
-      from jsonb_to_recordset(${tx.json(nexts as never)}::jsonb) as u(id bigint, kind text, outcome text,
-        at timestamptz)
-      where t.id = u.id`
+    await moveTargetsOn(tx, mine)
     await Promise.all(mine.filter((f) => f.addToDnc).map((f) => addDncFromCall(tx, f.tenantId, f.phone)))
     const decisions = mine.map((f) => ({
       tenant_id: f.tenantId,

@@ -10,6 +10,7 @@
 
 import { emitResolvedApprovals } from "../approvals/approvals.repo.js"
 import type { Tx } from "../platform/Db.js"
+import { eraseContactTargets } from "../runs/run-targets.repo.js"
 
 export interface EraseTarget {
   readonly tenantId: number
@@ -153,15 +154,7 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Erased> {
   // Calls and run targets stay (usage and ledger entries reference calls as `call:<id>`), hashed;
   // a run target not dialled yet is skipped for good.
   count("calls", await tx`update calls set phone_e164 = ${t.marker} where id = any(${tx.array(callIds)}::bigint[])`)
-  count(
-    "run_targets",
-    await tx`
-    update run_targets set phone_e164 = ${t.marker},
-      status = case when status in ('queued', 'waiting') then 'skipped' else status end,
-      outcome = case when status in ('queued', 'waiting') then 'erased' else outcome end, updated_at = now()
-    where tenant_id = ${T}
-      and (target_id = any(${tx.array(targetIds)}::bigint[]) or phone_e164 = any(${tx.array(phones)}::text[]))`,
-  )
+  count("run_targets", { count: await eraseContactTargets(tx, T, t.marker, targetIds, phones) })
   count("audience_targets", await tx`delete from audience_targets where id = any(${tx.array(targetIds)}::bigint[])`)
   await tx`
     delete from audience_staging where phone_e164 = any(${tx.array(phones)}::text[])
