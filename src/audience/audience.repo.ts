@@ -122,7 +122,7 @@ export async function merge(
     cooldownSince: Date
     now: Date
     extra: Readonly<Record<string, unknown>>
-    /** Numbers of erased data subjects (src/dsr/suppression.ts): refused as rejected_erased. */
+    /** Numbers of erased data subjects (src/erasure/suppression.ts): refused as rejected_erased. */
     erased?: readonly string[]
   },
 ): Promise<MergeOutcome> {

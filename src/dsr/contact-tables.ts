@@ -50,7 +50,7 @@ export type Finder = "column" | "target" | "call" | "turn" | "run" | "jsonb" | "
  * What erase does with the contact's rows.
  * - delete: the rows go.
  * - hash: the row stays for audit; each identifier column is replaced with `erased:<hash>`
- *   (contact-hash.ts erasedMarker), free-text/JSONB columns that held the identifier are cleared.
+ *   (src/erasure/contact-hash.ts erasedMarker), free-text/JSONB columns that held the identifier are cleared.
  * - cancel: pending rows are cancelled first (approvals), then the row is treated as `hash`.
  */
 export type EraseAction = "delete" | "hash" | "cancel"
