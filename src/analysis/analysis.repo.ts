@@ -284,3 +284,15 @@ export const findAnalysis = async (sql: Sql, tenantId: number, callId: number): 
     select * from call_analyses where call_id = ${callId} and tenant_id = ${tenantId}`
   return row
 }
+
+/**
+ * A data-subject erase (src/dsr/): the analyses of the contact's calls are what they said, summarised and
+ * extracted, so they go with the transcript (the worker then claims nothing of theirs: an attempt in
+ * flight stores nothing, as its conditional update finds no row, and the sweep does not enqueue a call
+ * whose phone is erased). The rows deleted.
+ */
+export const deleteCallAnalyses = async (tx: Tx, tenantId: number, callIds: readonly number[]): Promise<number> =>
+  (
+    await tx`
+    delete from call_analyses where tenant_id = ${tenantId} and call_id = any(${tx.array([...callIds])}::bigint[])`
+  ).count

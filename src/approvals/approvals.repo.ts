@@ -3,6 +3,7 @@
 // approval of the workspace changes, and what it did to the call's result is written with it), and
 // as the runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
 
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import { approvalEvent } from "../webhooks/event-data.js"
@@ -400,3 +401,30 @@ export const pendingApprovalsOfRun = (sql: Sql, runId: number) =>
   sql<PendingApprovalRow[]>`
     select id, tenant_id, run_id, call_id, proposed_action, proposed_value_minor, expires_at, snapshot, machine_version
     from approvals where run_id = ${runId} and status = 'pending'`
+
+/**
+ * A data-subject erase (src/dsr/): the contact's pending approvals are cancelled, and every approval of
+ * theirs is kept for audit without them (the marker for the phone, the contact scrubbed from the rest).
+ */
+export async function eraseContactApprovals(
+  tx: Tx,
+  m: ContactMatch,
+  phones: readonly string[],
+  callIds: readonly number[],
+): Promise<{ cancelled: { id: number; decided_at: Date }[]; scrubbed: number }> {
+  const theirs = () => tx`target_phone = any(${tx.array([...phones])}::text[])
+    or call_id = any(${tx.array([...callIds])}::bigint[])`
+  const cancelled = (
+    await tx<{ id: number; decided_at: Date }[]>`
+    update approvals set status = 'denied', decided_at = now(), note = 'cancelled: data-subject erase'
+    where tenant_id = ${m.tenantId} and status = 'pending' and (${theirs()} or ${m.mentions("context")})
+    returning id, decided_at`
+  ).map((r) => ({ id: Number(r.id), decided_at: r.decided_at }))
+  const scrubbed = await tx`
+    update approvals set
+      target_phone = case when target_phone is null then null else ${m.marker} end,
+      context = ${m.scrub("context")}::jsonb, rationale = ${m.scrub("rationale")}, note = ${m.scrub("note")},
+      snapshot = ${m.scrub("snapshot")}::jsonb
+    where tenant_id = ${m.tenantId} and (${theirs()} or ${m.mentions("context")} or ${m.mentions("snapshot")})`
+  return { cancelled, scrubbed: scrubbed.count }
+}

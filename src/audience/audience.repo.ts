@@ -1,6 +1,7 @@
 // SQL of audience attaches: the workflow check, the upload record, batches into audience_staging,
 // and the one set-based merge that filters, de-duplicates, upserts and counts.
 
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { TenantCountry } from "../phones/phone.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { AudienceGroup } from "../voices/voices.geography.js"
@@ -265,4 +266,37 @@ export async function audienceGroups(sql: Sql | Tx, workflowId: number): Promise
     select min(phone_e164) as sample, count(*)::int as n from audience_targets
     where workflow_id = ${workflowId}
     group by left(phone_e164, 5)`
+}
+
+// --- a data-subject erase (src/dsr/) ---------------------------------------------------------------
+
+/** The contact's audience targets (by number, or for an email by a field holding it) and their numbers. */
+export async function contactTargets(tx: Tx, m: ContactMatch): Promise<{ ids: number[]; phones: string[] }> {
+  const ids = (
+    await tx<{ id: number }[]>`
+    select id from audience_targets where tenant_id = ${m.tenantId}
+      and ${m.kind === "phone" ? tx`phone_e164 = ${m.identifier}` : m.mentions("fields")}`
+  ).map((r) => r.id)
+  const phones =
+    m.kind === "phone"
+      ? [m.identifier]
+      : (
+          await tx<{ phone_e164: string }[]>`
+          select distinct phone_e164 from audience_targets where id = any(${tx.array(ids)}::bigint[])`
+        ).map((r) => r.phone_e164)
+  return { ids, phones }
+}
+
+/** The contact's targets go, and any upload row still staged with their numbers; the targets deleted. */
+export async function deleteContactTargets(
+  tx: Tx,
+  tenantId: number,
+  targetIds: readonly number[],
+  phones: readonly string[],
+): Promise<number> {
+  const deleted = await tx`delete from audience_targets where id = any(${tx.array([...targetIds])}::bigint[])`
+  await tx`
+    delete from audience_staging where phone_e164 = any(${tx.array([...phones])}::text[])
+      and upload_id in (select id from audience_uploads where tenant_id = ${tenantId})`
+  return deleted.count
 }

@@ -11,6 +11,7 @@
 // post-call analysis queue by src/analysis/analysis.repo.ts, inside these transactions.
 import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { holdTargetUntil, markTargetSkipped, moveTargetsOn, type TargetNext } from "../runs/run-targets.repo.js"
 import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
@@ -348,3 +349,47 @@ export const renewDialSlots = async (sql: Sql, me: string, leaseMs: number): Pro
     where owner_instance = ${me}`
   await sql`delete from dial_slot_counts where expires_at < now() - interval '1 hour'`
 }
+
+// --- a data-subject erase (src/dsr/) ---------------------------------------------------------------
+
+/** The workspace's calls with this number not over yet (the runtime still holds them). */
+export const liveCallsWith = async (
+  tx: Tx,
+  tenantId: number,
+  phone: string,
+): Promise<{ id: number; run_id: number }[]> => [
+  ...(await tx<{ id: number; run_id: number }[]>`
+    select id, run_id from calls where tenant_id = ${tenantId} and phone_e164 = ${phone} and status <> 'ended'`),
+]
+
+/** The contact's calls: to one of its targets or numbers. */
+export const contactCallIds = async (
+  tx: Tx,
+  tenantId: number,
+  targetIds: readonly number[],
+  phones: readonly string[],
+): Promise<number[]> =>
+  (
+    await tx<{ id: number }[]>`
+    select id from calls where tenant_id = ${tenantId} and (target_id = any(${tx.array([...targetIds])}::bigint[])
+      or phone_e164 = any(${tx.array([...phones])}::text[]))`
+  ).map((r) => r.id)
+
+/** The calls stay (usage and ledger entries reference them as `call:<id>`), the marker for the number. */
+export const eraseCallPhones = async (tx: Tx, callIds: readonly number[], marker: string): Promise<number> =>
+  (await tx`update calls set phone_e164 = ${marker} where id = any(${tx.array([...callIds])}::bigint[])`).count
+
+/** The numbers' cool-down records go (dial_begin_attempts writes them). */
+export const forgetRecentContacts = async (tx: Tx, tenantId: number, phones: readonly string[]): Promise<number> =>
+  (
+    await tx`
+    delete from recent_contacts where tenant_id = ${tenantId} and phone_e164 = any(${tx.array([...phones])}::text[])`
+  ).count
+
+/** The decision log is kept, the contact scrubbed out of its details and reasons. */
+export const scrubDialDecisions = async (tx: Tx, m: ContactMatch): Promise<number> =>
+  (
+    await tx`
+    update dial_decisions set detail = ${m.scrub("detail")}::jsonb, reason = ${m.scrub("reason")}
+    where tenant_id = ${m.tenantId} and (${m.mentions("detail")} or ${m.mentions("reason")})`
+  ).count

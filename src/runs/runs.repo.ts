@@ -8,6 +8,7 @@
 // (migrations/0029), written with the turns by src/turns/turns.repo.ts.
 
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
@@ -360,3 +361,11 @@ export const runEndOf = async (
   >`select status, end_reason from runs where id = ${runId}`
   return row
 }
+
+/** A data-subject erase (src/dsr/): the contact scrubbed out of the workspace's run snapshots. */
+export const scrubRunSnapshots = async (tx: Tx, m: ContactMatch): Promise<number> =>
+  (
+    await tx`
+    update runs set snapshot = ${m.scrub("snapshot")}::jsonb
+    where tenant_id = ${m.tenantId} and ${m.mentions("snapshot")}`
+  ).count
