@@ -31,7 +31,7 @@ export interface AnalysisRow {
 /** Which calls get a pending row: answered, ended, not erased, of a rule book that does not turn analysis off. */
 const enqueueable = (sql: Sql | Tx) => sql`
   c.answered_at is not null and c.status = 'ended'
-    -- an erased contact's call (src/dsr/erase.repo.ts deleted its analysis) is not analysed again
+    -- an erased contact's call (its erase deleted its analysis: deleteCallAnalyses) is not analysed again
     and c.phone_e164 not like 'erased:%'
     and coalesce(rb.body -> 'analysis' ->> 'enabled', 'true') <> 'false'`
 

@@ -2,7 +2,8 @@
 // about them, how a contact's rows are found, which part of the export shows them and what erase does.
 // Export (src/dsr/export.*) and erase (src/dsr/erase.*) both walk it; test/dsr/registry.test.ts fails
 // when a migration adds a phone/email column that is neither registered here nor listed in EXCLUDED.
-// Data only: the SQL that follows these descriptions lives in src/dsr/export.repo.ts (and the erase repo).
+// Data only: the SQL that follows these descriptions lives in src/dsr/export.repo.ts and, for the
+// erase, in each table's own repository (src/dsr/erase.repo.ts runs their parts).
 
 /** The identifier kind a column holds. */
 export type IdentifierKind = "phone" | "email"
@@ -394,7 +395,7 @@ export const EXCLUDED: readonly {
     columns: ["actor_email"],
     why:
       "Who changed the workspace's team, keys and settings (operators). An erase still scrubs any contact it " +
-      "quotes (src/dsr/erase.repo.ts), so a request body that named a contact keeps no copy.",
+      "quotes (pseudonymiseAudit, src/audit/audit.repo.ts), so a request body that named a contact keeps no copy.",
   },
 ]
 
