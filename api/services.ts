@@ -20,6 +20,7 @@ import type { CampaignMachine } from "../src/rehearsals/CampaignMachine.js"
 import type { TurnStreams } from "../src/turns/TurnStreams.js"
 import type { TurnWriters } from "../src/turns/turn-writer.js"
 import type { VoiceSamples } from "../src/voices/VoiceSamples.js"
+import type { WorkflowVoices } from "../src/voices/WorkflowVoices.js"
 
 export type ApiServices =
   | AppConfig
@@ -42,3 +43,4 @@ export type ApiServices =
   | Credentials
   | RunCallbacks
   | CampaignMachine
+  | WorkflowVoices

@@ -77,7 +77,7 @@ export class RunDriver implements RunScope {
     this.currency = setup.currency
     this.company = setup.tenant_name
     this.agentName = setup.persona_agent_name ?? findVoice(this.ruleBook.persona)?.name ?? "Alex"
-    this.simulation = setup.simulation_of !== null
+    this.simulation = setup.kind === "rehearsal"
     this.rulesWorkflowId = setup.simulation_of ?? claim.workflow_id
     this.approvals = new RunApprovals(this)
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))

@@ -4,7 +4,6 @@
 // free of charge; the public demo's calls are free too.
 import type { Logger } from "pino"
 import { callTerms } from "../../src/billing/call-terms.js"
-import { isDemoWorkspace } from "../../src/demo/demo.repo.js"
 import type { CredentialsService } from "../../src/onboarding/Credentials.js"
 import type { BusClient } from "../../src/platform/bus/bus.js"
 import type { WallClock } from "../../src/platform/Clock.js"
@@ -70,7 +69,7 @@ export const runProviders = (d: {
     const providers = await providersFor(claimed.tenant_id)
     const limits = await loadLimits(claimed.tenant_id)
     let runDeps: DriverDeps
-    if (setup.simulation_of !== null) {
+    if (setup.kind === "rehearsal") {
       // A rehearsal: the sim carrier whatever accounts the workspace has, the workspace's language
       // model as its real runs use, nothing reserved or charged, and no carrier pacing to share.
       const timeScale = setup.sim_time_scale ?? config.simTimeScale
@@ -84,7 +83,7 @@ export const runProviders = (d: {
         carrierKey: "sim",
       }
     } else {
-      const demo = await isDemoWorkspace(sql, claimed.tenant_id)
+      const demo = setup.kind === "demo"
       runDeps = {
         ...deps,
         limits,

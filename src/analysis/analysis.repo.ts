@@ -31,7 +31,7 @@ export interface AnalysisRow {
 /** Which calls get a pending row: answered, ended, not erased, of a rule book that does not turn analysis off. */
 const enqueueable = (sql: Sql | Tx) => sql`
   c.answered_at is not null and c.status = 'ended'
-    -- an erased contact's call (src/dsr/erase.repo.ts deleted its analysis) is not analysed again
+    -- an erased contact's call (its erase deleted its analysis: deleteCallAnalyses) is not analysed again
     and c.phone_e164 not like 'erased:%'
     and coalesce(rb.body -> 'analysis' ->> 'enabled', 'true') <> 'false'`
 
@@ -175,8 +175,7 @@ export const loadCallWork = async (sql: Sql, callIds: readonly number[], turns: 
   const rows = await sql<(Omit<CallWork, "callback_at"> & { callback_at: Date | string | null })[]>`
     select c.id as call_id, c.tenant_id, tn.currency, c.run_id, c.phone_e164, c.outcome, c.connected_seconds,
       c.ended_at, t.name as callee_name, rb.body as rule_book,
-      (w.simulation_of is not null or exists (select 1 from demo_workspace d where d.tenant_id = c.tenant_id)) as free,
-      w.simulation_of is not null as simulation,
+      w.kind in ('rehearsal', 'demo') as free, w.kind = 'rehearsal' as simulation,
       coalesce((
         select json_agg(json_build_object('speaker', x.speaker, 'text', x.text) order by x.turn_index)
         from (select speaker, left(text, 2000) as text, turn_index from turns
@@ -285,3 +284,15 @@ export const findAnalysis = async (sql: Sql, tenantId: number, callId: number): 
     select * from call_analyses where call_id = ${callId} and tenant_id = ${tenantId}`
   return row
 }
+
+/**
+ * A data-subject erase (src/dsr/): the analyses of the contact's calls are what they said, summarised and
+ * extracted, so they go with the transcript (the worker then claims nothing of theirs: an attempt in
+ * flight stores nothing, as its conditional update finds no row, and the sweep does not enqueue a call
+ * whose phone is erased). The rows deleted.
+ */
+export const deleteCallAnalyses = async (tx: Tx, tenantId: number, callIds: readonly number[]): Promise<number> =>
+  (
+    await tx`
+    delete from call_analyses where tenant_id = ${tenantId} and call_id = any(${tx.array([...callIds])}::bigint[])`
+  ).count

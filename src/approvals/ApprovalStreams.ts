@@ -7,7 +7,7 @@ import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Log } from "../platform/Log.js"
 import { ApprovalHub } from "./approval-hub.js"
-import { countPending } from "./approvals.repo.js"
+import { countPending } from "./approval-queue.repo.js"
 
 export class ApprovalStreams extends Context.Tag("parley/ApprovalStreams")<ApprovalStreams, ApprovalHub>() {}
 

@@ -20,7 +20,7 @@ export const approvalFrame = (c: ApprovalChanged): string =>
 export const pendingFrame = (pending: number, at: Date): string =>
   `event: pending\ndata: ${JSON.stringify({ pending, at: at.toISOString() })}\n\n`
 
-/** Reads a workspace's pending approvals count (approvals.repo.ts countPending). */
+/** Reads a workspace's pending approvals count (approval-queue.repo.ts countPending). */
 export type PendingCounter = (tenantId: number) => Promise<number>
 
 export class ApprovalWatcher extends LiveClient {

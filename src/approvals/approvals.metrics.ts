@@ -4,7 +4,7 @@ import { Effect, Layer } from "effect"
 import { Histogram } from "prom-client"
 import { Db } from "../platform/Db.js"
 import { registers, ScrapedGauge } from "../platform/metrics.js"
-import { countPendingApprovals } from "./approvals.repo.js"
+import { countPendingApprovals } from "./approval-queue.repo.js"
 
 const approvalsPending = new ScrapedGauge(
   "parley_approvals_pending",

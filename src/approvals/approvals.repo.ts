@@ -1,8 +1,10 @@
-// SQL for approvals: as the api sees them (listing with the polling filters and a supervisor's
-// order, the pending count, and the decision, made atomically in Postgres: only a pending, unexpired
-// approval of the workspace changes, and what it did to the call's result is written with it), and
-// as the runtime writes them (a proposal's row, its actor's snapshot, expiry, and the expiry sweep).
+// SQL for approvals, the only writer of them: as the api decides them (atomically in Postgres: only
+// a pending, unexpired approval of the workspace changes, and what it did to the call's result is
+// written with it), as the runtime writes them (a proposal's row, its actor's snapshot, expiry, and
+// the expiry sweep) and as a data-subject erase cancels and scrubs them. The queue's reads (the
+// polling filters, a supervisor's order, the pending count) are in approval-queue.repo.ts.
 
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import { approvalEvent } from "../webhooks/event-data.js"
@@ -74,7 +76,7 @@ export const approvalPhase = (sql: Sql | Tx, alias: string) => {
 }
 
 /** Every column of the approval object, for `approvals` rows (read, inserted or updated). */
-const columns = (sql: Sql | Tx) => sql`
+export const approvalColumns = (sql: Sql | Tx) => sql`
   approvals.id, approvals.workflow_id, approvals.run_id, approvals.call_id, approvals.target_phone,
   approvals.proposed_action, approvals.proposed_value_minor, approvals.currency, approvals.rationale, approvals.context,
   ${effectiveApprovalStatus(sql, "approvals")} as status,
@@ -92,80 +94,6 @@ const columns = (sql: Sql | Tx) => sql`
   (select au.name from calls tc join audience_targets au on au.id = tc.target_id where tc.id = approvals.call_id)
     as target_name,
   (select w.name from workflows w where w.id = approvals.workflow_id) as workflow_name`
-
-export interface ListFilter {
-  readonly workflowId?: number | undefined
-  readonly status?: ApprovalStatus | undefined
-  readonly decidedAfter?: Date | undefined
-  readonly createdAfter?: Date | undefined
-  readonly beforeId?: number | undefined
-  /** Pending approvals in this phase only. */
-  readonly phase?: ApprovalPhase | undefined
-  /**
-   * newest (default): by id, newest first (by decision time with decidedAfter). time_left: pending
-   * ones on hold first, soonest hold_until first; then pending ones after their call, soonest
-   * expires_at first; then the rest, newest first.
-   */
-  readonly order?: "newest" | "time_left" | undefined
-  readonly limit: number
-}
-
-/**
- * The stored statuses an effective status can come from: the same filter, said so the planner can
- * use the status indexes (a poll for pending ones no longer walks every decided approval). Literals,
- * not parameters, so a cached generic plan can use them too.
- */
-const storedStatusIn = (sql: Sql, effective: ApprovalStatus) => {
-  switch (effective) {
-    case "pending":
-      return sql`and status = 'pending'`
-    case "approved":
-      return sql`and status = 'approved'`
-    case "denied":
-      return sql`and status = 'denied'`
-    case "expired":
-      return sql`and status in ('pending', 'expired')`
-  }
-}
-
-export const listApprovals = (sql: Sql, tenantId: number, f: ListFilter) =>
-  sql<ApprovalRow[]>`
-    select ${columns(sql)} from approvals
-    where tenant_id = ${tenantId}
-      ${f.workflowId === undefined ? sql`` : sql`and workflow_id = ${f.workflowId}`}
-      ${f.status === undefined ? sql`` : sql`and ${effectiveApprovalStatus(sql, "approvals")} = ${f.status}`}
-      ${f.status === undefined ? sql`` : storedStatusIn(sql, f.status)}
-      ${f.decidedAfter === undefined ? sql`` : sql`and decided_at > ${f.decidedAfter}`}
-      ${f.createdAfter === undefined ? sql`` : sql`and created_at > ${f.createdAfter}`}
-      ${f.beforeId === undefined ? sql`` : sql`and id < ${f.beforeId}`}
-      ${f.phase === undefined ? sql`` : sql`and status = 'pending' and ${approvalPhase(sql, "approvals")} = ${f.phase}`}
-    order by ${
-      f.order === "time_left"
-        ? timeLeftOrder(sql)
-        : f.decidedAfter === undefined
-          ? sql`id desc`
-          : sql`decided_at desc, id desc`
-    }
-    limit ${f.limit}`
-
-/** A supervisor's order: who is held first (soonest hold end first), then who else can still be decided. */
-const timeLeftOrder = (sql: Sql) => {
-  const status = effectiveApprovalStatus(sql, "approvals")
-  const phase = approvalPhase(sql, "approvals")
-  return sql`(case when ${status} <> 'pending' then 2 when ${phase} = 'on_hold' then 0 else 1 end),
-    (case when ${status} = 'pending' and ${phase} = 'on_hold' then (context ->> 'hold_until')::timestamptz end)
-      asc nulls last,
-    (case when ${status} = 'pending' then expires_at end) asc,
-    id desc`
-}
-
-/** The workspace's approvals a decision is still waiting on (as GET /api/approvals?status=pending lists them). */
-export const countPending = async (sql: Sql, tenantId: number): Promise<number> => {
-  const [row] = await sql<[{ n: number }]>`
-    select count(*)::int as n from approvals
-    where tenant_id = ${tenantId} and status = 'pending' and expires_at > now()`
-  return Number(row.n)
-}
 
 /** What deciding an approval checks before it tries: its action, and the cap of the rule book its run follows. */
 export interface DecisionTarget {
@@ -267,12 +195,12 @@ export const decide = async (
       from calls c join approvals a on a.id = ${decided.id}
       where c.id = ${decided.call_id}
       for share of c`
-    const [row] = await tx<[ApprovalRow]>`select ${columns(tx)} from approvals where id = ${decided.id}`
+    const [row] = await tx<[ApprovalRow]>`select ${approvalColumns(tx)} from approvals where id = ${decided.id}`
     const e = await effects(tx, row, call)
     const [final] = await tx<[ApprovalRow]>`
       update approvals set decided_phase = ${e.phase}, late_outcome = ${e.lateOutcome}, effect = ${e.effect}
       where id = ${decided.id}
-      returning ${columns(tx)}`
+      returning ${approvalColumns(tx)}`
     if (!(await isRehearsal(tx, final.workflow_id))) await emitEvents(tx, [approvalEvent(d.tenantId, final)])
     return { kind: "decided", row: final }
   })) as DecideOutcome
@@ -283,7 +211,7 @@ export const decide = async (
  */
 export const unappliedDecisions = (tx: Tx, callId: number, ids: readonly number[]) =>
   tx<ApprovalRow[]>`
-    select ${columns(tx)} from approvals
+    select ${approvalColumns(tx)} from approvals
     where call_id = ${callId} and id = any(${tx.array([...ids])}::bigint[]) and status in ('approved', 'denied')
       and late_outcome is null
     order by decided_at, id
@@ -319,7 +247,7 @@ export const insertApproval = async (
       values (${a.tenantId}, ${a.workflowId}, ${a.runId}, ${a.callId}, ${a.phone}, ${a.action}, ${a.valueMinor},
         ${a.currency}, ${a.rationale},
               ${tx.json(a.context as never)}, now() + ${a.ttlMs} * interval '1 millisecond')
-      returning ${columns(tx)}`
+      returning ${approvalColumns(tx)}`
     if (!(await isRehearsal(tx, a.workflowId))) await emitEvents(tx, [approvalEvent(a.tenantId, row)])
     return { id: row.id, expires_at: row.expires_at, created_at: row.created_at }
   })) as { id: number; expires_at: Date; created_at: Date }
@@ -329,7 +257,7 @@ export const insertApproval = async (
  * runs and calls, and send no webhook event.
  */
 const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>
-  (await tx`select 1 from workflows where id = ${workflowId} and simulation_of is not null`).length > 0
+  (await tx`select 1 from workflows where id = ${workflowId} and kind = 'rehearsal'`).length > 0
 
 /**
  * approval.resolved for approvals another domain settled in its own transaction (a data-subject
@@ -338,9 +266,9 @@ const isRehearsal = async (tx: Tx, workflowId: number): Promise<boolean> =>
 export async function emitResolvedApprovals(tx: Tx, tenantId: number, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return
   const rows = await tx<ApprovalRow[]>`
-    select ${columns(tx)} from approvals
+    select ${approvalColumns(tx)} from approvals
     where tenant_id = ${tenantId} and id = any(${tx.array([...ids])}::bigint[]) and status <> 'pending'
-      and not exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
+      and not exists (select 1 from workflows w where w.id = approvals.workflow_id and w.kind = 'rehearsal')
     order by id`
   await emitEvents(
     tx,
@@ -369,9 +297,8 @@ export const expireApprovals = (sql: Sql, which: number | "due"): Promise<Expire
     const rows = await tx<(ApprovalRow & { tenant_id: number; rehearsal: boolean })[]>`
       update approvals set status = 'expired' where status = 'pending' and expires_at <= now()
         and ${which === "due" ? tx`true` : tx`id = ${which}`}
-      returning tenant_id, ${columns(tx)},
-        exists (select 1 from workflows w where w.id = approvals.workflow_id and w.simulation_of is not null)
-          as rehearsal`
+      returning tenant_id, ${approvalColumns(tx)},
+        exists (select 1 from workflows w where w.id = approvals.workflow_id and w.kind = 'rehearsal') as rehearsal`
     await emitEvents(
       tx,
       rows.filter((r) => !r.rehearsal).map((r) => approvalEvent(Number(r.tenant_id), r)),
@@ -402,8 +329,29 @@ export const pendingApprovalsOfRun = (sql: Sql, runId: number) =>
     select id, tenant_id, run_id, call_id, proposed_action, proposed_value_minor, expires_at, snapshot, machine_version
     from approvals where run_id = ${runId} and status = 'pending'`
 
-/** How many approvals wait for a decision, in every workspace (the partial index on pending ones keeps it cheap). */
-export async function countPendingApprovals(sql: Sql): Promise<number> {
-  const [row] = await sql<[{ n: number }]>`select count(*)::int as n from approvals where status = 'pending'`
-  return row.n
+/**
+ * A data-subject erase (src/dsr/): the contact's pending approvals are cancelled, and every approval of
+ * theirs is kept for audit without them (the marker for the phone, the contact scrubbed from the rest).
+ */
+export async function eraseContactApprovals(
+  tx: Tx,
+  m: ContactMatch,
+  phones: readonly string[],
+  callIds: readonly number[],
+): Promise<{ cancelled: { id: number; decided_at: Date }[]; scrubbed: number }> {
+  const theirs = () => tx`target_phone = any(${tx.array([...phones])}::text[])
+    or call_id = any(${tx.array([...callIds])}::bigint[])`
+  const cancelled = (
+    await tx<{ id: number; decided_at: Date }[]>`
+    update approvals set status = 'denied', decided_at = now(), note = 'cancelled: data-subject erase'
+    where tenant_id = ${m.tenantId} and status = 'pending' and (${theirs()} or ${m.mentions("context")})
+    returning id, decided_at`
+  ).map((r) => ({ id: Number(r.id), decided_at: r.decided_at }))
+  const scrubbed = await tx`
+    update approvals set
+      target_phone = case when target_phone is null then null else ${m.marker} end,
+      context = ${m.scrub("context")}::jsonb, rationale = ${m.scrub("rationale")}, note = ${m.scrub("note")},
+      snapshot = ${m.scrub("snapshot")}::jsonb
+    where tenant_id = ${m.tenantId} and (${theirs()} or ${m.mentions("context")} or ${m.mentions("snapshot")})`
+  return { cancelled, scrubbed: scrubbed.count }
 }

@@ -18,6 +18,7 @@ import { iso } from "../platform/time.js"
 import { approvalObject } from "../webhooks/event-data.js"
 import { ApprovalStreams } from "./ApprovalStreams.js"
 import { announceApprovalChange } from "./approval-changes.js"
+import * as queue from "./approval-queue.repo.js"
 import { observeApprovalDecision } from "./approvals.metrics.js"
 import * as repo from "./approvals.repo.js"
 import { decisionEffects } from "./late-decisions.js"
@@ -28,10 +29,10 @@ export { CALLBACK_DELAY_MS } from "./late-decisions.js"
 /** The approval object of GET /api/approvals, built as the approval.* events build theirs. */
 export const approvalView = (r: repo.ApprovalRow) => approvalObject(r)
 
-export const listApprovals = (tenantId: number, f: repo.ListFilter) =>
+export const listApprovals = (tenantId: number, f: queue.ListFilter) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const rows = yield* Effect.promise(() => repo.listApprovals(sql, tenantId, f))
+    const rows = yield* Effect.promise(() => queue.listApprovals(sql, tenantId, f))
     return rows.map(approvalView)
   })
 

@@ -1,7 +1,7 @@
 // What a decision does to its call, said as a sentence (the decide response's `effect`) and, when
 // the call is over, applied to the target's result in the deciding transaction: a concession agreed
 // after the call, a refusal, an escalation for a colleague to follow up, a callback as a new attempt
-// (asked of runs through the RunCallbacks port).
+// (the target's result and the callback asked of runs through the RunCallbacks port).
 import { fillAgreedValue, fillCallbackAt } from "../analysis/analysis.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { formatAmount } from "../platform/money.js"
@@ -113,8 +113,7 @@ export async function applyAfterCall(
     if (value !== null) await fillAgreedValue(tx, call.id, Number(value))
     effect = `The call had ended: the result now records the agreed ${amountOf(row) ?? "discount"}; no one is called.`
   }
-  await tx`update run_targets set outcome = ${outcome}, updated_at = now()
-    where id = ${call.run_target_id} and status = 'done' and outcome = 'pending_approval'`
+  await runs.recordLateOutcome(tx, call.run_target_id, outcome)
   return { lateOutcome: outcome, effect }
 }
 

@@ -1,6 +1,7 @@
 // SQL of audience attaches: the workflow check, the upload record, batches into audience_staging,
 // and the one set-based merge that filters, de-duplicates, upserts and counts.
 
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { TenantCountry } from "../phones/phone.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { AudienceGroup } from "../voices/voices.geography.js"
@@ -17,7 +18,7 @@ export async function attachTarget(sql: Sql, tenantId: number, workflowId: numbe
   const [row] = await sql<[AttachTarget?]>`
     select w.status, w.archived_at is not null as archived, t.country
     from workflows w join tenants t on t.id = w.tenant_id
-    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null`
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.kind <> 'rehearsal'`
   return row
 }
 
@@ -122,7 +123,7 @@ export async function merge(
     cooldownSince: Date
     now: Date
     extra: Readonly<Record<string, unknown>>
-    /** Numbers of erased data subjects (src/dsr/suppression.ts): refused as rejected_erased. */
+    /** Numbers of erased data subjects (src/erasure/suppression.ts): refused as rejected_erased. */
     erased?: readonly string[]
   },
 ): Promise<MergeOutcome> {
@@ -265,4 +266,37 @@ export async function audienceGroups(sql: Sql | Tx, workflowId: number): Promise
     select min(phone_e164) as sample, count(*)::int as n from audience_targets
     where workflow_id = ${workflowId}
     group by left(phone_e164, 5)`
+}
+
+// --- a data-subject erase (src/dsr/) ---------------------------------------------------------------
+
+/** The contact's audience targets (by number, or for an email by a field holding it) and their numbers. */
+export async function contactTargets(tx: Tx, m: ContactMatch): Promise<{ ids: number[]; phones: string[] }> {
+  const ids = (
+    await tx<{ id: number }[]>`
+    select id from audience_targets where tenant_id = ${m.tenantId}
+      and ${m.kind === "phone" ? tx`phone_e164 = ${m.identifier}` : m.mentions("fields")}`
+  ).map((r) => r.id)
+  const phones =
+    m.kind === "phone"
+      ? [m.identifier]
+      : (
+          await tx<{ phone_e164: string }[]>`
+          select distinct phone_e164 from audience_targets where id = any(${tx.array(ids)}::bigint[])`
+        ).map((r) => r.phone_e164)
+  return { ids, phones }
+}
+
+/** The contact's targets go, and any upload row still staged with their numbers; the targets deleted. */
+export async function deleteContactTargets(
+  tx: Tx,
+  tenantId: number,
+  targetIds: readonly number[],
+  phones: readonly string[],
+): Promise<number> {
+  const deleted = await tx`delete from audience_targets where id = any(${tx.array([...targetIds])}::bigint[])`
+  await tx`
+    delete from audience_staging where phone_e164 = any(${tx.array([...phones])}::text[])
+      and upload_id in (select id from audience_uploads where tenant_id = ${tenantId})`
+  return deleted.count
 }

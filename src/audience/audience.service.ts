@@ -4,7 +4,7 @@
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
 import { COOLDOWN_MS } from "../compliance/dnc.service.js"
-import { erasedAmong } from "../dsr/suppression.js"
+import { erasedAmong } from "../erasure/suppression.js"
 import { CsvFormatError } from "../phones/csv.js"
 import type { TenantCountry } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"

@@ -1,5 +1,6 @@
 // SQL of the audit log (audit_events, append-only by trigger): member, key, money-setting and
 // role-gated changes, each written in the transaction that makes it true.
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { ListPage } from "../platform/page.cursor.js"
 
@@ -64,3 +65,18 @@ export const listAudit = (
       ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
       ${actionFilter(sql, action)}
     order by id desc limit ${page.limit + 1}`
+
+/**
+ * A data-subject erase (src/dsr/), the one change the append-only log takes (its trigger lets this
+ * transaction through): the contact's phone or email becomes the marker wherever it appears.
+ */
+export async function pseudonymiseAudit(tx: Tx, m: ContactMatch): Promise<number> {
+  await tx`select set_config('parley.audit_pseudonymise', 'on', true)`
+  const rewritten = await tx`
+    update audit_events set actor_email = ${m.scrub("actor_email")}, target = ${m.scrub("target")},
+      before = ${m.scrub("before")}::jsonb, after = ${m.scrub("after")}::jsonb
+    where tenant_id = ${m.tenantId} and (${m.mentions("actor_email")} or ${m.mentions("target")}
+      or ${m.mentions("before")} or ${m.mentions("after")})`
+  await tx`select set_config('parley.audit_pseudonymise', 'off', true)`
+  return rewritten.count
+}

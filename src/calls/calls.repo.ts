@@ -5,14 +5,15 @@
 // (dial_decisions) each of those writes. A batch of attempts begins
 // in one round trip, in the database function dial_begin_attempts (migrations/0026), which marks
 // the targets dialing as markTargetDialing in run-targets.repo.ts does. Writes are conditional on
-// the calling process owning the run or call. The target's other moves are written by
-// src/runs/run-targets.repo.ts, the DNC entry of a callee who asked not to be called again by
-// src/compliance/dnc.repo.ts, and an answered call's place in the post-call analysis queue by
-// src/analysis/analysis.repo.ts, inside these transactions.
+// the calling process owning the run or call. The targets' other moves (an ended attempt's next
+// step among them) are written by src/runs/run-targets.repo.ts, the DNC entry of a callee who asked
+// not to be called again by src/compliance/dnc.repo.ts, and an answered call's place in the
+// post-call analysis queue by src/analysis/analysis.repo.ts, inside these transactions.
 import { enqueueCalls } from "../analysis/analysis.repo.js"
 import { addDncFromCall } from "../compliance/dnc.repo.js"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
-import { holdTargetUntil, markTargetSkipped, type TargetNext } from "../runs/run-targets.repo.js"
+import { holdTargetUntil, markTargetSkipped, moveTargetsOn, type TargetNext } from "../runs/run-targets.repo.js"
 import { type CallObjectRow, callEndedEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
 
@@ -157,7 +158,7 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
     ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner,
     (select au.name from audience_targets au where au.id = ${c}.target_id) as name,
     (select t.currency from tenants t where t.id = ${c}.tenant_id) as currency,
-    exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.simulation_of is not null) as simulation`
+    exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.kind = 'rehearsal') as simulation`
 }
 
 const callEndedEvents = (calls: readonly EndedCall[]) => calls.filter((c) => !c.simulation).map(callEndedEvent)
@@ -199,23 +200,7 @@ export const finishAttempts = async (sql: Sql, fs: readonly AttemptEnd[]): Promi
       done.filter((d) => d.answered_at !== null).map((d) => Number(d.id)),
     )
     const mine = done.map((d) => first.get(Number(d.id))!)
-    // The targets' next steps in one statement: done; waiting until the retry; or back in the queue
-    // with its last outcome kept (attempts keeps counting it: it numbers the call rows, and
-    // (run_target_id, attempt) is unique).
-    const nexts = mine.map((f) => ({
-      id: f.runTargetId,
-      kind: f.next.kind,
-      outcome: f.next.outcome,
-      at: f.next.kind === "retry" ? new Date(f.next.at).toISOString() : null,
-    }))
-    await tx`update run_targets t set
-        status = case u.kind when 'done' then 'done' when 'retry' then 'waiting' else 'queued' end,
-        outcome = case when u.kind = 'requeue' then t.outcome else u.outcome end,
-        next_attempt_at = case when u.kind = 'retry' then u.at else t.next_attempt_at end,
-        updated_at = now()
-      from jsonb_to_recordset(${tx.json(nexts as never)}::jsonb) as u(id bigint, kind text, outcome text,
-        at timestamptz)
-      where t.id = u.id`
+    await moveTargetsOn(tx, mine)
     await Promise.all(mine.filter((f) => f.addToDnc).map((f) => addDncFromCall(tx, f.tenantId, f.phone)))
     const decisions = mine.map((f) => ({
       tenant_id: f.tenantId,
@@ -364,3 +349,47 @@ export const renewDialSlots = async (sql: Sql, me: string, leaseMs: number): Pro
     where owner_instance = ${me}`
   await sql`delete from dial_slot_counts where expires_at < now() - interval '1 hour'`
 }
+
+// --- a data-subject erase (src/dsr/) ---------------------------------------------------------------
+
+/** The workspace's calls with this number not over yet (the runtime still holds them). */
+export const liveCallsWith = async (
+  tx: Tx,
+  tenantId: number,
+  phone: string,
+): Promise<{ id: number; run_id: number }[]> => [
+  ...(await tx<{ id: number; run_id: number }[]>`
+    select id, run_id from calls where tenant_id = ${tenantId} and phone_e164 = ${phone} and status <> 'ended'`),
+]
+
+/** The contact's calls: to one of its targets or numbers. */
+export const contactCallIds = async (
+  tx: Tx,
+  tenantId: number,
+  targetIds: readonly number[],
+  phones: readonly string[],
+): Promise<number[]> =>
+  (
+    await tx<{ id: number }[]>`
+    select id from calls where tenant_id = ${tenantId} and (target_id = any(${tx.array([...targetIds])}::bigint[])
+      or phone_e164 = any(${tx.array([...phones])}::text[]))`
+  ).map((r) => r.id)
+
+/** The calls stay (usage and ledger entries reference them as `call:<id>`), the marker for the number. */
+export const eraseCallPhones = async (tx: Tx, callIds: readonly number[], marker: string): Promise<number> =>
+  (await tx`update calls set phone_e164 = ${marker} where id = any(${tx.array([...callIds])}::bigint[])`).count
+
+/** The numbers' cool-down records go (dial_begin_attempts writes them). */
+export const forgetRecentContacts = async (tx: Tx, tenantId: number, phones: readonly string[]): Promise<number> =>
+  (
+    await tx`
+    delete from recent_contacts where tenant_id = ${tenantId} and phone_e164 = any(${tx.array([...phones])}::text[])`
+  ).count
+
+/** The decision log is kept, the contact scrubbed out of its details and reasons. */
+export const scrubDialDecisions = async (tx: Tx, m: ContactMatch): Promise<number> =>
+  (
+    await tx`
+    update dial_decisions set detail = ${m.scrub("detail")}::jsonb, reason = ${m.scrub("reason")}
+    where tenant_id = ${m.tenantId} and (${m.mentions("detail")} or ${m.mentions("reason")})`
+  ).count

@@ -1,7 +1,7 @@
 // SQL behind the telephony webhooks an api process answers: whose call a webhook names, the
 // greeting context of a number's workflow, the record of calls to our numbers (inbound_calls), and
 // signed callbacks about calls we do not know (telco_unmatched_callbacks).
-import type { Sql } from "../platform/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export interface GreetingContext {
   readonly tenant_name: string
@@ -87,3 +87,8 @@ export const recordUnmatchedCallback = async (
     values (${c.tenantId}, 'telco_a', ${c.kind}, ${c.method}, ${c.providerCallId}, ${c.callStatus},
       ${c.durationSeconds})`
 }
+
+/** A data-subject erase (src/dsr/): calls from the number are kept (billing), the marker for the number. */
+export const eraseInboundCaller = async (tx: Tx, tenantId: number, phone: string, marker: string): Promise<number> =>
+  (await tx`update inbound_calls set from_e164 = ${marker} where tenant_id = ${tenantId} and from_e164 = ${phone}`)
+    .count

@@ -102,3 +102,10 @@ export async function suppression(
         and last_contacted_at > ${cooldownSince}) as in_cooldown`
   return row
 }
+
+/** A data-subject erase (src/dsr/): the number's DNC entry is kept (it still holds), the marker for the number. */
+export async function eraseDncPhone(tx: Tx, tenantId: number, phone: string, marker: string): Promise<number> {
+  const kept =
+    await tx`update dnc_entries set phone_e164 = ${marker} where tenant_id = ${tenantId} and phone_e164 = ${phone}`
+  return kept.count
+}

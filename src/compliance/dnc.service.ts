@@ -2,7 +2,7 @@
 // the check of one number against everything that keeps it from being dialled.
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
-import { isErasedIdentifier } from "../dsr/suppression.js"
+import { isErasedIdentifier } from "../erasure/suppression.js"
 import { CsvFormatError, type CsvLayout, inBatches, PHONE_HEADERS, readCsv, withoutNul } from "../phones/csv.js"
 import { e164Candidates, isIndian, type TenantCountry, toE164 } from "../phones/phone.js"
 import { Clock } from "../platform/Clock.js"

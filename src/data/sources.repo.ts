@@ -1,6 +1,7 @@
 // SQL of data sources: the sources, their rows (replaced atomically on each fetch) and their chat.
 // The only writer of data_sources, data_source_rows and data_source_messages.
 
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 
 export type SourceKind = "csv" | "url" | "storefront"
@@ -209,4 +210,18 @@ export async function listMessages(
     where source_id = ${sourceId} and tenant_id = ${tenantId} ${after}
     order by id limit ${page.limit}`
   return [...rows]
+}
+
+/** A data-subject erase (src/dsr/): rows naming the contact go, and the chat messages quoting them. */
+export async function eraseContactData(
+  tx: Tx,
+  m: ContactMatch,
+): Promise<{ data_source_rows: number; data_source_messages: number }> {
+  const rows = await tx`
+    delete from data_source_rows where source_id in (select id from data_sources where tenant_id = ${m.tenantId})
+      and ${m.holds("data")}`
+  const messages = await tx`
+    delete from data_source_messages
+    where tenant_id = ${m.tenantId} and (${m.mentions("text")} or ${m.mentions("data")})`
+  return { data_source_rows: rows.count, data_source_messages: messages.count }
 }

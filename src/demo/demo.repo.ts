@@ -19,12 +19,6 @@ export const markDemoWorkspace = async (tx: Tx, tenantId: number): Promise<void>
   await tx`insert into demo_workspace (tenant_id) values (${tenantId})`
 }
 
-/** Whether a tenant is the platform's demo workspace (the runtime bills its calls to nobody). */
-export const isDemoWorkspace = async (sql: Sql, tenantId: number): Promise<boolean> => {
-  const [row] = await sql`select 1 from demo_workspace where tenant_id = ${tenantId}`
-  return row !== undefined
-}
-
 // --- demo calls -----------------------------------------------------------------------------
 
 export interface DemoCallRow {

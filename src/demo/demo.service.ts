@@ -169,6 +169,7 @@ export const placeDemoCall = (
       () =>
         sql.begin(async (tx) => {
           const workflowId = await insertWorkflow(tx, {
+            kind: "demo",
             tenantId,
             name: "Public demo call",
             persona,

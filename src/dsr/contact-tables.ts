@@ -2,7 +2,8 @@
 // about them, how a contact's rows are found, which part of the export shows them and what erase does.
 // Export (src/dsr/export.*) and erase (src/dsr/erase.*) both walk it; test/dsr/registry.test.ts fails
 // when a migration adds a phone/email column that is neither registered here nor listed in EXCLUDED.
-// Data only: the SQL that follows these descriptions lives in src/dsr/export.repo.ts (and the erase repo).
+// Data only: the SQL that follows these descriptions lives in src/dsr/export.repo.ts and, for the
+// erase, in each table's own repository (src/dsr/erase.repo.ts runs their parts).
 
 /** The identifier kind a column holds. */
 export type IdentifierKind = "phone" | "email"
@@ -50,7 +51,7 @@ export type Finder = "column" | "target" | "call" | "turn" | "run" | "jsonb" | "
  * What erase does with the contact's rows.
  * - delete: the rows go.
  * - hash: the row stays for audit; each identifier column is replaced with `erased:<hash>`
- *   (contact-hash.ts erasedMarker), free-text/JSONB columns that held the identifier are cleared.
+ *   (src/erasure/contact-hash.ts erasedMarker), free-text/JSONB columns that held the identifier are cleared.
  * - cancel: pending rows are cancelled first (approvals), then the row is treated as `hash`.
  */
 export type EraseAction = "delete" | "hash" | "cancel"
@@ -394,7 +395,7 @@ export const EXCLUDED: readonly {
     columns: ["actor_email"],
     why:
       "Who changed the workspace's team, keys and settings (operators). An erase still scrubs any contact it " +
-      "quotes (src/dsr/erase.repo.ts), so a request body that named a contact keeps no copy.",
+      "quotes (pseudonymiseAudit, src/audit/audit.repo.ts), so a request body that named a contact keeps no copy.",
   },
 ]
 

@@ -10,13 +10,14 @@ import { announceApprovalChange } from "../approvals/approval-changes.js"
 import { recordAudit } from "../audit/audit.repo.js"
 import type { Principal } from "../auth/principal.js"
 import { actorOf, auditActorOf } from "../auth/principal.js"
+import { contactHash, dsrSecret, erasedMarker } from "../erasure/contact-hash.js"
+import { markErased } from "../erasure/erased-contacts.repo.js"
 import { Bus } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, type RunControl } from "../platform/subjects.js"
 import { tenantCountry } from "../workspaces/workspaces.repo.js"
-import { contactHash, dsrSecret, erasedMarker } from "./contact-hash.js"
 import * as dsr from "./dsr.repo.js"
 import { eraseContact, liveCalls } from "./erase.repo.js"
 import { parseIdentifier } from "./identifier.js"
@@ -67,7 +68,7 @@ export const eraseSubject = (principal: Principal, raw: string, ip: string | nul
     const { erased, erasedAt, receipt, cancelled } = yield* Effect.promise(() =>
       sql.begin(async (tx) => {
         const { counts: erased, cancelledApprovals: cancelled } = await eraseContact(tx, target)
-        const erasedAt = await dsr.markErased(tx, tenantId, hash, id.kind)
+        const erasedAt = await markErased(tx, tenantId, hash, id.kind)
         const receipt = await dsr.recordRequest(tx, {
           tenantId,
           action: "erase",

@@ -6,12 +6,12 @@
 // previews of the agent and voice_avatars samples of operators), so there is no recordings_zip_url.
 import { Effect } from "effect"
 import { actorOf, type Principal } from "../auth/principal.js"
+import { contactHashFor } from "../erasure/contact-hash.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
 import type { TimelineEvent } from "../timeline/timeline.events.js"
 import { cursorOf, getTimeline, TIMELINE_MAX_N } from "../timeline/timeline.service.js"
-import { contactHashFor } from "./contact-hash.js"
 import { recordRequest } from "./dsr.repo.js"
 import * as repo from "./export.repo.js"
 import { parseIdentifier } from "./identifier.js"

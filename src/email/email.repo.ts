@@ -1,5 +1,6 @@
 // SQL of outreach email: messages and their states, the per-address event log (the message.*
 // timeline source), channel preferences, suppressions, soft-bounce counts and webhook dedup.
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import { type MessageObjectRow, messageEvent } from "../webhooks/event-data.js"
 import { emitEvents } from "../webhooks/outbox.repo.js"
@@ -240,4 +241,33 @@ export async function recordWebhookEvent(
       ${sql.json(e.payload as never)})
     on conflict (provider, dedup_key) do nothing returning 1`
   return rows.length > 0
+}
+
+/**
+ * A data-subject erase (src/dsr/): the address's events, preferences and suppressions go (the erase's
+ * hash suppresses it instead), its messages are kept (billing) with the marker for the address; an
+ * email's soft-bounce count and provider webhooks naming it go too. The rows per table.
+ */
+export async function eraseContactEmail(
+  tx: Tx,
+  m: ContactMatch,
+): Promise<{ email_events: number; email_messages: number; email_preferences: number; email_suppressions: number }> {
+  const T = m.tenantId
+  const id = m.identifier
+  const events = await tx`delete from email_events where tenant_id = ${T} and lower(to_email) = ${id}`
+  const messages = await tx`
+    update email_messages set to_email = ${m.marker}, subject = ${m.scrub("subject")}, error = ${m.scrub("error")}
+    where tenant_id = ${T} and lower(to_email) = ${id}`
+  const preferences = await tx`delete from email_preferences where tenant_id = ${T} and lower(email) = ${id}`
+  const suppressions = await tx`delete from email_suppressions where tenant_id = ${T} and lower(email) = ${id}`
+  if (m.kind === "email") {
+    await tx`delete from email_soft_bounces where email = ${id}`
+    await tx`delete from email_webhook_events where lower(email) = ${id} or ${m.mentions("payload")}`
+  }
+  return {
+    email_events: events.count,
+    email_messages: messages.count,
+    email_preferences: preferences.count,
+    email_suppressions: suppressions.count,
+  }
 }

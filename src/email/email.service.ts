@@ -5,7 +5,7 @@
 // Channel "transactional" is never blocked (verification and sign-in codes go through the auth
 // services directly and never look at preferences either) and carries no unsubscribe link.
 import { Effect } from "effect"
-import { isErasedIdentifier } from "../dsr/suppression.js"
+import { isErasedIdentifier } from "../erasure/suppression.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, GatewayUnavailable, NotFound } from "../platform/errors.js"
 import { Mail } from "../providers/Mail.js"

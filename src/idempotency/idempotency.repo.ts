@@ -1,6 +1,7 @@
 // SQL of idempotent retries: the claim on (workspace, key) taken before a handler runs, the
 // response kept once it completes, the release after a failure. The only writer of idempotency_keys.
-import type { Sql } from "../platform/Db.js"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
+import type { Sql, Tx } from "../platform/Db.js"
 
 export interface StoredResponse {
   readonly status: number
@@ -90,4 +91,11 @@ export async function pruneExpired(sql: Sql, limit: number): Promise<number> {
     delete from idempotency_keys
     where ctid in (select ctid from idempotency_keys where expires_at <= now() limit ${limit})`
   return res.count
+}
+
+/** A data-subject erase (src/dsr/): a kept answer that may repeat the contact goes (a retry then runs anew). */
+export async function forgetAnswersNaming(tx: Tx, m: ContactMatch): Promise<number> {
+  const gone = await tx`
+    delete from idempotency_keys where tenant_id = ${m.tenantId} and ${m.mentions("encode(body, 'escape')")}`
+  return gone.count
 }

@@ -192,3 +192,17 @@ export async function listFeedback(sql: Q, tenantId: number, f: FeedbackFilter):
     limit ${f.limit}`
   return [...rows]
 }
+
+/** A data-subject erase (src/dsr/): the verdicts on the contact's turns go, with their links to rules. */
+export async function deleteFeedbackOnTurns(
+  tx: Tx,
+  tenantId: number,
+  turnIds: readonly number[],
+): Promise<{ kb_rule_feedback: number; kb_feedback: number }> {
+  const links = await tx`
+    delete from kb_rule_feedback where feedback_id in
+      (select id from kb_feedback where tenant_id = ${tenantId} and turn_id = any(${tx.array([...turnIds])}::bigint[]))`
+  const verdicts = await tx`
+    delete from kb_feedback where tenant_id = ${tenantId} and turn_id = any(${tx.array([...turnIds])}::bigint[])`
+  return { kb_rule_feedback: links.count, kb_feedback: verdicts.count }
+}

@@ -1,5 +1,6 @@
 // SQL of the knowledge base: rules, feedback, the links between them and their timeline events.
 // The only writer of kb_rules and kb_events (feedback and its links: feedback.repo.ts).
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { AgentRule, RuleTrigger } from "../providers/llm/llm.interface.js"
 
@@ -269,3 +270,11 @@ export async function archiveBuckets(
     returning id::int as id, workflow_id::int as workflow_id`
   return [...rows]
 }
+
+/** A data-subject erase (src/dsr/): the timeline keeps its events, the contact scrubbed out of them. */
+export const scrubKbEvents = async (tx: Tx, m: ContactMatch): Promise<number> =>
+  (
+    await tx`
+    update kb_events set detail = ${m.scrub("detail")}::jsonb
+    where tenant_id = ${m.tenantId} and ${m.mentions("detail")}`
+  ).count

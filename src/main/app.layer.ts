@@ -32,6 +32,7 @@ import { TurnWritersLive } from "../turns/turn-writer.js"
 import { PreviewSweeperLive } from "../voices/previews.sweeper.js"
 import { VoiceSamplesLive } from "../voices/VoiceSamples.js"
 import { WebhookRetentionSweeperLive } from "../webhooks/retention.sweeper.js"
+import { WorkflowVoicesLive } from "../workflows/workflow-voices.js"
 
 /**
  * What the app provides: every service a route may require (api/services.ts), which are also all
@@ -85,6 +86,7 @@ export function appLayer(deps: {
     ApprovalStreamsLive,
     ApprovalMetricsLive,
     RunCallbacksLive,
+    WorkflowVoicesLive,
     CampaignMachineLive,
     credentials,
     PreviewSweeperLive,

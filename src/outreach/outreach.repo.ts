@@ -36,12 +36,12 @@ export const outreachSource = async (
     await sql<OutreachSource[]>`
       select w.id, w.status, w.rule_book_id, (w.compliance ? 'consent_attested_at') as attested
       from workflows w
-      where w.tenant_id = ${tenantId} and w.simulation_of is null
+      where w.tenant_id = ${tenantId} and w.kind <> 'rehearsal'
         ${
           workflowId !== undefined
             ? sql`and w.id = ${workflowId}`
             : sql`and w.status <> 'retired' and w.rule_book_id is not null and w.compliance ? 'consent_attested_at'
-                  and not (w.compliance ? 'outreach_of')`
+                  and w.kind <> 'outreach'`
         }
       order by (w.status = 'live') desc, w.updated_at desc, w.id desc
       limit 1`

@@ -1,6 +1,7 @@
-// SQL for personas (migrations/0017, table personas) and their assignment to workflows:
-// workflows.persona_id is written here only. Workspace queries are scoped by tenant; built-ins
-// (tenant_id null) are read by every workspace and written only by upsertBuiltins.
+// SQL for personas (migrations/0017, table personas) and the reads their assignment to workflows
+// decides on (workflows.persona_id itself is written by src/workflows/workflows.repo.ts). Workspace
+// queries are scoped by tenant; built-ins (tenant_id null) are read by every workspace and written
+// only by upsertBuiltins.
 import type { Sql, Tx } from "../platform/Db.js"
 
 export interface PersonaRow {
@@ -153,8 +154,4 @@ export async function workflowsOf(tx: Tx, personaId: number, lock: "share" | "up
     where w.persona_id = ${personaId}
     order by w.id
     ${locking}`
-}
-
-export async function setWorkflowPersona(tx: Tx, workflowId: number, personaId: number): Promise<void> {
-  await tx`update workflows set persona_id = ${personaId}, updated_at = now() where id = ${workflowId}`
 }

@@ -10,6 +10,7 @@ import { iso } from "../platform/time.js"
 import { findAvatar } from "../voices/avatars.repo.js"
 import { findVoice, VOICES } from "../voices/voices.catalog.js"
 import { languageFamily } from "../workflows/rulebook.schema.js"
+import { setWorkflowPersona } from "../workflows/workflows.repo.js"
 import { dominantCountry, geographyDefault } from "./geography.js"
 import { attributesProblem, type CreatePersona, mergedAttributes, type UpdatePersona } from "./persona.schema.js"
 import * as repo from "./personas.repo.js"
@@ -273,7 +274,7 @@ export const deletePersona = (tenantId: number, id: number) =>
       const reassigned: Array<{ workflow_id: number; persona_id: number }> = []
       for (const w of users) {
         const fallback = await defaultFor(tx, w, ids)
-        await repo.setWorkflowPersona(tx, w.id, fallback)
+        await setWorkflowPersona(tx, w.id, fallback)
         reassigned.push({ workflow_id: w.id, persona_id: fallback })
       }
       await repo.softDeletePersona(tx, id)
@@ -315,7 +316,7 @@ export const assignPersona = (tenantId: number, workflowId: number, personaId: n
         persona = await repo.findPersona(tx, tenantId, await defaultFor(tx, w, ids))
         if (persona === undefined) throw new Error("a built-in persona is missing")
       }
-      await repo.setWorkflowPersona(tx, workflowId, persona.id)
+      await setWorkflowPersona(tx, workflowId, persona.id)
       return {
         workflow_id: workflowId,
         persona_id: persona.id,

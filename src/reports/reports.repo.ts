@@ -54,7 +54,7 @@ export const findTenant = async (sql: Sql, tenantId: number): Promise<ReportTena
 const placedIn = (sql: Sql, tenantId: number, r: Range) => sql`
   c.tenant_id = ${tenantId} and c.started_at >= ${r.start} and c.started_at < ${r.end}
   and c.outcome is distinct from 'insufficient_funds'
-  and not exists (select 1 from workflows w where w.id = c.workflow_id and w.simulation_of is not null)`
+  and not exists (select 1 from workflows w where w.id = c.workflow_id and w.kind = 'rehearsal')`
 
 export const callTotals = async (sql: Sql, tenantId: number, r: Range): Promise<CallTotals> => {
   const [row] = await sql<[CallTotals]>`
@@ -95,6 +95,6 @@ export const approvalCounts = async (sql: Sql, tenantId: number, r: Range, now: 
            count(*) filter (where ${effectiveApprovalStatus(sql, "a", now)} = 'pending')::int as pending
     from approvals a
     where a.tenant_id = ${tenantId} and a.created_at >= ${r.start} and a.created_at < ${r.end}
-      and not exists (select 1 from workflows w where w.id = a.workflow_id and w.simulation_of is not null)`
+      and not exists (select 1 from workflows w where w.id = a.workflow_id and w.kind = 'rehearsal')`
   return row
 }

@@ -1,8 +1,8 @@
 // SQL on a run's targets (run_targets, migrations/0005): the only file that writes them. A run's
 // targets are created with the run (src/runs/runs.repo.ts), read by the dialer (due, pending), and
 // moved along by a call attempt (src/calls/calls.repo.ts: dialing, then done, retry or queued
-// again), by the dialer's compliance checks (skipped, held) and by an approved callback. Functions
-// that must share their caller's transaction take its handle.
+// again), by the dialer's compliance checks (skipped, held), by an approval decided after its call
+// and by a data-subject erase. Functions that must share their caller's transaction take its handle.
 import type { Sql, Tx } from "../platform/Db.js"
 
 /** One run_targets row per target of the workflow's audience; returns how many were written. */
@@ -63,6 +63,31 @@ export type TargetNext =
   /** Never reached the carrier (no funds): the target goes back to the queue. */
   | { readonly kind: "requeue"; readonly outcome: string }
 
+/**
+ * The targets' next steps once their attempts ended, in one statement: done; waiting until the
+ * retry; or back in the queue with its last outcome kept (attempts keeps counting it: it numbers
+ * the call rows, and (run_target_id, attempt) is unique). Inside the attempts' ending transaction.
+ */
+export const moveTargetsOn = async (
+  tx: Tx,
+  ends: ReadonlyArray<{ readonly runTargetId: number; readonly next: TargetNext }>,
+): Promise<void> => {
+  const nexts = ends.map((f) => ({
+    id: f.runTargetId,
+    kind: f.next.kind,
+    outcome: f.next.outcome,
+    at: f.next.kind === "retry" ? new Date(f.next.at).toISOString() : null,
+  }))
+  await tx`update run_targets t set
+      status = case u.kind when 'done' then 'done' when 'retry' then 'waiting' else 'queued' end,
+      outcome = case when u.kind = 'requeue' then t.outcome else u.outcome end,
+      next_attempt_at = case when u.kind = 'retry' then u.at else t.next_attempt_at end,
+      updated_at = now()
+    from jsonb_to_recordset(${tx.json(nexts as never)}::jsonb) as u(id bigint, kind text, outcome text,
+      at timestamptz)
+    where t.id = u.id`
+}
+
 /** A target the dialer will not call (compliance). */
 export const markTargetSkipped = async (tx: Tx, runTargetId: number, reason: string): Promise<void> => {
   await tx`update run_targets set status = 'skipped', outcome = ${reason}, updated_at = now()
@@ -84,6 +109,35 @@ export const rescheduleDoneTarget = async (tx: Tx, runId: number, runTargetId: n
     returning id`
   return t !== undefined
 }
+
+/**
+ * A decision made after its call ended writes the target's result, if the call ended owing it
+ * (src/approvals/late-decisions.ts, through the RunCallbacks port, in the deciding transaction).
+ */
+export const recordLateOutcome = async (tx: Tx, runTargetId: number, outcome: string): Promise<void> => {
+  await tx`update run_targets set outcome = ${outcome}, updated_at = now()
+    where id = ${runTargetId} and status = 'done' and outcome = 'pending_approval'`
+}
+
+/**
+ * A data-subject erase (src/dsr/): the contact's targets keep their place in their runs with the
+ * marker instead of the phone, and one not dialled yet is skipped for good. The rows changed.
+ */
+export const eraseContactTargets = async (
+  tx: Tx,
+  tenantId: number,
+  marker: string,
+  targetIds: readonly number[],
+  phones: readonly string[],
+): Promise<number> =>
+  (
+    await tx`
+    update run_targets set phone_e164 = ${marker},
+      status = case when status in ('queued', 'waiting') then 'skipped' else status end,
+      outcome = case when status in ('queued', 'waiting') then 'erased' else outcome end, updated_at = now()
+    where tenant_id = ${tenantId} and (target_id = any(${tx.array([...targetIds])}::bigint[])
+      or phone_e164 = any(${tx.array([...phones])}::text[]))`
+  ).count
 
 // --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 // A campaign's run gets all its targets at once, held back (next_attempt_at 'infinity', which the

@@ -8,12 +8,13 @@
 // (migrations/0029), written with the turns by src/turns/turns.repo.ts.
 
 import { effectiveApprovalStatus } from "../approvals/approvals.repo.js"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import type { ListPage } from "../platform/page.cursor.js"
 import { type RunObjectRow, runEndedEvent, runStartedEvent } from "../webhooks/event-data.js"
 import { emitEvent } from "../webhooks/outbox.repo.js"
-import { pauseLiveWorkflow } from "../workflows/workflows.repo.js"
+import { pauseLiveWorkflow, type WorkflowKind } from "../workflows/workflows.repo.js"
 import { insertHeldRunTargets, insertRunTargets, rescheduleDoneTarget } from "./run-targets.repo.js"
 
 export interface RunGate {
@@ -39,7 +40,7 @@ export const lockRunGate = async (tx: Tx, tenantId: number, workflowId: number):
            (select r.id from runs r where r.workflow_id = w.id and r.status = 'paused' order by r.id desc limit 1)
              as paused_run_id
     from workflows w
-    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.simulation_of is null
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId} and w.kind <> 'rehearsal'
     for no key update of w`
   return row
 }
@@ -129,7 +130,7 @@ const emitRunEvent = async (tx: Tx, c: RunChange, started?: { resumed: boolean }
 
 /** RETURNING of a run's change: what emitRunEvent needs, and whether it is a simulation campaign's run. */
 const changeColumns = (tx: Tx) => tx`runs.id, runs.tenant_id, runs.workflow_id, runs.updated_at,
-  exists (select 1 from workflows w where w.id = runs.workflow_id and w.simulation_of is not null) as simulation`
+  exists (select 1 from workflows w where w.id = runs.workflow_id and w.kind = 'rehearsal') as simulation`
 
 /** Resumes a paused run: it keeps its id, and the targets it has not finished are queued again. */
 export const resumeRun = async (tx: Tx, runId: number): Promise<{ id: number; queued: number }> => {
@@ -225,10 +226,9 @@ export interface RunSetup {
   readonly persona_agent_name: string | null
   /** The assigned persona's greeting: the call's opening line unless a knowledge-base rule gives one. */
   readonly persona_greeting: string | null
-  /**
-   * A simulation campaign's run (src/rehearsals/): the workflow it rehearses, whose knowledge-base rules
-   * apply; null for a real run.
-   */
+  /** What the run's workflow is for: a rehearsal runs on the sim carrier, a demo call is billed to nobody. */
+  readonly kind: WorkflowKind
+  /** A rehearsal's run (src/rehearsals/): the workflow it rehearses, whose knowledge-base rules apply. */
   readonly simulation_of: number | null
   /** The simulation campaign's time scale (sim_campaigns.time_scale); null: SIM_TIME_SCALE, or a real run. */
   readonly sim_time_scale: number | null
@@ -239,7 +239,7 @@ export const loadRunSetup = async (sql: Sql, runId: number): Promise<RunSetup | 
     select rb.body as rule_book, w.schedule, w.schedule_kind, t.currency, t.name as tenant_name,
       w.name as workflow_name,
       coalesce(p.agent_name, (select b.name from personas b where b.builtin_voice = p.voice)) as persona_agent_name,
-      p.greeting as persona_greeting, w.simulation_of::int as simulation_of,
+      p.greeting as persona_greeting, w.kind, w.simulation_of::int as simulation_of,
       (select c.time_scale from sim_campaigns c where c.sim_workflow_id = w.id order by c.id desc limit 1)
         as sim_time_scale
     from runs r
@@ -361,3 +361,11 @@ export const runEndOf = async (
   >`select status, end_reason from runs where id = ${runId}`
   return row
 }
+
+/** A data-subject erase (src/dsr/): the contact scrubbed out of the workspace's run snapshots. */
+export const scrubRunSnapshots = async (tx: Tx, m: ContactMatch): Promise<number> =>
+  (
+    await tx`
+    update runs set snapshot = ${m.scrub("snapshot")}::jsonb
+    where tenant_id = ${m.tenantId} and ${m.mentions("snapshot")}`
+  ).count

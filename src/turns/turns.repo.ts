@@ -1,7 +1,7 @@
 // SQL for reading turns (stream history, live calls) and storing them: the runtime's own and those
 // external orchestrators send through POST /internal/turns, a batch per statement, with their
 // run-wide seqs taken from the run's row in run_turn_seqs (migrations/0029) by the same statement.
-import type { Sql } from "../platform/Db.js"
+import type { Sql, Tx } from "../platform/Db.js"
 import type { TurnMessage } from "./turn.message.js"
 
 export const findRunOfTenant = async (
@@ -161,3 +161,20 @@ export const callsOfRun = async (sql: Sql, tenantId: number, runId: number, call
     await sql<Array<{ id: number }>>`
       select id from calls where tenant_id = ${tenantId} and run_id = ${runId} and id = any(${callIds}::bigint[])`
   ).map((r) => r.id)
+
+/** A data-subject erase (src/dsr/): the turns of the contact's calls or targets. */
+export const contactTurnIds = async (
+  tx: Tx,
+  tenantId: number,
+  callIds: readonly number[],
+  targetIds: readonly number[],
+): Promise<number[]> =>
+  (
+    await tx<{ id: number }[]>`
+    select id from turns where tenant_id = ${tenantId} and (call_id = any(${tx.array([...callIds])}::bigint[])
+      or target_id = any(${tx.array([...targetIds])}::bigint[]))`
+  ).map((r) => r.id)
+
+/** A data-subject erase (src/dsr/): the contact's turns go; the rows deleted. */
+export const deleteTurns = async (tx: Tx, turnIds: readonly number[]): Promise<number> =>
+  (await tx`delete from turns where id = any(${tx.array([...turnIds])}::bigint[])`).count

@@ -1,5 +1,6 @@
 // SQL of usage_events: the events internal callers report, one row per (workspace, event id), and
 // how each was billed. The wallet changes only through the ledger (billing/ledger.repo.ts).
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Tx } from "../platform/Db.js"
 
 export interface UsageEventIn {
@@ -99,4 +100,12 @@ export async function markBilling(
       )}::bigint[]
     ) as t(id, s, r, c, l)
     where u.id = t.id`
+}
+
+/** A data-subject erase (src/dsr/): usage events are kept (billing), the contact scrubbed out of their attributes. */
+export async function scrubUsageEvents(tx: Tx, m: ContactMatch): Promise<number> {
+  const kept = await tx`
+    update usage_events set attributes = ${m.scrub("attributes")}::jsonb
+    where tenant_id = ${m.tenantId} and ${m.mentions("attributes")}`
+  return kept.count
 }

@@ -1,7 +1,9 @@
-// SQL for cloned voices (migrations/0016, table voice_avatars) and their assignment to workflows:
-// workflows.voice_avatar_id is written here only. Workspace queries are scoped by tenant.
+// SQL for cloned voices (migrations/0016, table voice_avatars) and their assignment to workflows,
+// decided here under the rows' locks and written by workflows through the WorkflowVoices port.
+// Workspace queries are scoped by tenant.
 import type { Sql, Tx } from "../platform/Db.js"
 import type { ClonedVoiceParams, SampleFormat } from "../providers/speech/speech.interface.js"
+import type { WorkflowVoicesPort } from "./WorkflowVoices.js"
 
 export interface AvatarRow {
   readonly id: number
@@ -86,7 +88,12 @@ export type DeleteOutcome =
  * (which holds the voice row shared) lands before the check, and a workflow going live (which
  * locks its own row) either is seen live or finds the voice gone.
  */
-export async function deleteAvatar(sql: Sql, tenantId: number, id: number): Promise<DeleteOutcome> {
+export async function deleteAvatar(
+  sql: Sql,
+  tenantId: number,
+  id: number,
+  workflows: WorkflowVoicesPort,
+): Promise<DeleteOutcome> {
   return sql.begin(async (tx): Promise<DeleteOutcome> => {
     const [row] = await tx<AvatarRow[]>`
       select ${COLUMNS(tx)} from voice_avatars
@@ -97,7 +104,7 @@ export async function deleteAvatar(sql: Sql, tenantId: number, id: number): Prom
       select id, status from workflows where voice_avatar_id = ${id} order by id for no key update`
     const live = users.filter((w) => w.status === "live").map((w) => w.id)
     if (live.length > 0) return { kind: "live", workflowIds: live }
-    if (users.length > 0) await tx`update workflows set voice_avatar_id = null where voice_avatar_id = ${id}`
+    if (users.length > 0) await workflows.unassignEverywhere(tx, id)
     await tx`update voice_avatars set deleted_at = now() where id = ${id}`
     return { kind: "deleted", row, sampleInUse: await sampleInUse(tx, row.sample_sha256) }
   })
@@ -137,6 +144,7 @@ export async function assignAvatar(
   tenantId: number,
   workflowId: number,
   voiceId: number | null,
+  workflows: WorkflowVoicesPort,
 ): Promise<AssignOutcome> {
   return sql.begin(async (tx): Promise<AssignOutcome> => {
     const [w] = await tx<{ status: string; archived: boolean }[]>`
@@ -152,7 +160,7 @@ export async function assignAvatar(
         for share`
       if (v === undefined) return { kind: "no_voice" }
     }
-    await tx`update workflows set voice_avatar_id = ${voiceId}, updated_at = now() where id = ${workflowId}`
+    await workflows.assign(tx, workflowId, voiceId)
     return { kind: "assigned" }
   })
 }

@@ -32,6 +32,7 @@ import {
 import * as repo from "./avatars.repo.js"
 import { deleteVoiceClips } from "./previews.repo.js"
 import { VOICES } from "./voices.catalog.js"
+import { WorkflowVoices } from "./WorkflowVoices.js"
 
 export const SAMPLE_MIN_MS = 5_000
 export const SAMPLE_MAX_MS = 5 * 60_000
@@ -314,7 +315,8 @@ const voiceNotFound = (id: number) => new NotFound({ message: `voice ${id} not f
 export const deleteVoice = (tenantId: number, id: number) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const outcome = yield* Effect.promise(() => repo.deleteAvatar(sql, tenantId, id))
+    const workflows = yield* WorkflowVoices
+    const outcome = yield* Effect.promise(() => repo.deleteAvatar(sql, tenantId, id, workflows))
     if (outcome.kind === "not_found") return yield* Effect.fail(voiceNotFound(id))
     if (outcome.kind === "live")
       return yield* Effect.fail(
@@ -352,7 +354,8 @@ const forgetAtVendor = (row: repo.AvatarRow) =>
 export const assignVoice = (tenantId: number, workflowId: number, voiceId: number | null) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
-    const outcome = yield* Effect.promise(() => repo.assignAvatar(sql, tenantId, workflowId, voiceId))
+    const workflows = yield* WorkflowVoices
+    const outcome = yield* Effect.promise(() => repo.assignAvatar(sql, tenantId, workflowId, voiceId, workflows))
     switch (outcome.kind) {
       case "no_workflow":
         return yield* Effect.fail(new NotFound({ message: `workflow ${workflowId} not found` }))

@@ -4,6 +4,7 @@
 // statement, so the event exists if and only if that transaction commits. Runtime processes deliver
 // the pending rows (runtime/workers/webhook-delivery.ts).
 import { randomBytes } from "node:crypto"
+import type { ContactMatch } from "../erasure/contact-match.repo.js"
 import type { Sql, Tx } from "../platform/Db.js"
 import type { DeliveredType, EventType } from "./events.js"
 
@@ -372,4 +373,27 @@ export async function queueState(sql: Sql): Promise<QueueState> {
       coalesce((select greatest(extract(epoch from now() - min(next_attempt_at)), 0)::float8
         from webhook_deliveries where status = 'pending' and next_attempt_at <= now()), 0) as oldest_due_seconds`
   return { queued: row.queued, oldestDueSeconds: row.oldest_due_seconds }
+}
+
+/**
+ * A data-subject erase (src/dsr/): outbound events of the contact's calls (call.*, approval.* and
+ * call.analyzed carry data.call_id) or quoting the identifier (message.* carry the address) go, their
+ * deliveries and attempts with them (on delete cascade): a delivery still queued must not send the
+ * contact after the erase. One statement, so the pending deliveries counted are the ones the cascade
+ * removes.
+ */
+export async function eraseContactEvents(
+  tx: Tx,
+  m: ContactMatch,
+  callIds: readonly number[],
+): Promise<{ events: number; pending: number }> {
+  const [gone] = await tx<[{ events: number; pending: number }]>`
+    with gone as (
+      delete from webhook_events where tenant_id = ${m.tenantId}
+        and ((body -> 'data' ->> 'call_id') = any(${tx.array(callIds.map(String))}::text[]) or ${m.mentions("body")})
+      returning id)
+    select (select count(*)::int from gone) as events,
+      (select count(*)::int from webhook_deliveries
+        where event_id in (select id from gone) and status = 'pending') as pending`
+  return gone
 }

@@ -7,9 +7,18 @@ import type { ListPage } from "../platform/page.cursor.js"
 import type { RuleBook } from "./rulebook.schema.js"
 import type { Schedule, ScheduleKind, WorkflowStatus } from "./workflow.schema.js"
 
+/**
+ * What a workflow is for (migrations/0045): a workspace's own campaign, the only kind its workflow
+ * list shows; a simulation campaign's hidden workflow (src/rehearsals/: hidden from every workflow
+ * endpoint, its runs, calls and approvals send no event, nothing is charged); an outreach call's
+ * one-callee copy (src/outreach/); a public demo call's (src/demo/: billed to nobody).
+ */
+export type WorkflowKind = "campaign" | "rehearsal" | "outreach" | "demo"
+
 export interface WorkflowRow {
   readonly id: number
   readonly tenant_id: number
+  readonly kind: WorkflowKind
   readonly name: string
   readonly status: WorkflowStatus
   readonly persona: string
@@ -47,9 +56,11 @@ export const findTenantContext = async (sql: Sql, tenantId: number): Promise<Ten
   return row
 }
 
+/** A workflow made from scratch: a workspace's campaign, or a public demo call's. */
 export const insertWorkflow = async (
   tx: Tx,
   w: {
+    kind: Extract<WorkflowKind, "campaign" | "demo">
     tenantId: number
     name: string
     persona: string
@@ -60,8 +71,9 @@ export const insertWorkflow = async (
   },
 ): Promise<number> => {
   const [row] = await tx<[{ id: number }]>`
-    insert into workflows (tenant_id, name, persona, nl_prompt, is_test, author_user_id, created_by_user_id)
-    values (${w.tenantId}, ${w.name}, ${w.persona}, ${w.nlPrompt}, ${w.isTest}, ${w.authorUserId}, ${w.createdByUserId})
+    insert into workflows (kind, tenant_id, name, persona, nl_prompt, is_test, author_user_id, created_by_user_id)
+    values (${w.kind}, ${w.tenantId}, ${w.name}, ${w.persona}, ${w.nlPrompt}, ${w.isTest}, ${w.authorUserId},
+      ${w.createdByUserId})
     returning id`
   return row.id
 }
@@ -98,7 +110,7 @@ const detailColumns = (sql: Sql | Tx) => sql`
   (select count(*) from runs r where r.workflow_id = w.id)::int as runs_count,
   (select r.id from runs r where r.workflow_id = w.id and r.status = 'running' limit 1) as running_run_id`
 
-/** The workflow with its rule book and counts; a simulation campaign's hidden workflow is not found. */
+/** The workflow with its rule book and counts; a rehearsal's hidden workflow is not found. */
 export const findWorkflowDetail = async (
   sql: Sql | Tx,
   tenantId: number,
@@ -107,7 +119,7 @@ export const findWorkflowDetail = async (
   const [row] = await sql<WorkflowDetailRow[]>`
     select ${detailColumns(sql)}
     from workflows w left join rule_books rb on rb.id = w.rule_book_id
-    where w.id = ${id} and w.tenant_id = ${tenantId} and w.simulation_of is null`
+    where w.id = ${id} and w.tenant_id = ${tenantId} and w.kind <> 'rehearsal'`
   return row
 }
 
@@ -120,8 +132,8 @@ export const lockWorkflow = async (tx: Tx, tenantId: number, id: number): Promis
 }
 
 /**
- * One page of the workspace's workflows, newest first, and one row more to tell if there is a next.
- * Simulation campaigns' hidden workflows are not listed.
+ * One page of the workspace's campaigns, newest first, and one row more to tell if there is a next:
+ * rehearsals', outreach calls' and demo calls' workflows are not listed.
  */
 export const listWorkflows = (
   sql: Sql,
@@ -145,7 +157,7 @@ export const listWorkflows = (
   >`
     select id, name, status, persona, schedule_kind, rule_book_id, updated_at, created_at, archived_at
     from workflows
-    where tenant_id = ${tenantId} and simulation_of is null and not (compliance ? 'outreach_of')
+    where tenant_id = ${tenantId} and kind = 'campaign'
       ${opts.status === undefined ? sql`` : sql`and status = ${opts.status}`}
       ${opts.includeArchived ? sql`` : sql`and archived_at is null`}
       ${page.before === undefined ? sql`` : sql`and id < ${page.before}`}
@@ -209,22 +221,37 @@ export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<voi
     and status = 'live'`
 }
 
+/** The workflow speaks as this persona (src/personas/ decides the assignment under the workflow's lock). */
+export const setWorkflowPersona = async (tx: Tx, workflowId: number, personaId: number): Promise<void> => {
+  await tx`update workflows set persona_id = ${personaId}, updated_at = now() where id = ${workflowId}`
+}
+
+/** The workflow's cloned voice (null: its persona's), decided by src/voices under the workflow's lock. */
+export const setWorkflowVoice = async (tx: Tx, workflowId: number, voiceId: number | null): Promise<void> => {
+  await tx`update workflows set voice_avatar_id = ${voiceId}, updated_at = now() where id = ${workflowId}`
+}
+
+/** A cloned voice being deleted leaves the workflows it was assigned to (src/voices, in its transaction). */
+export const clearVoiceFromWorkflows = async (tx: Tx, voiceId: number): Promise<void> => {
+  await tx`update workflows set voice_avatar_id = null where voice_avatar_id = ${voiceId}`
+}
+
 // --- simulation campaigns (src/rehearsals/) --------------------------------------------------------
 
 /**
  * A simulation campaign's hidden workflow: a copy of the rehearsed one's rule book, persona and
  * voice (and schedule) that holds the simulated audience and the campaign's run, live from the
- * start. `simulation_of` hides it from the workflow endpoints.
+ * start. `simulation_of` names the rehearsed workflow, whose knowledge-base rules its calls follow.
  */
 export const insertSimulationWorkflow = async (
   tx: Tx,
   w: { tenantId: number; ofWorkflowId: number; ruleBookId: number; name: string },
 ): Promise<number> => {
   const [row] = await tx<[{ id: number }]>`
-    insert into workflows (tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt, is_test,
-      persona_id, voice_avatar_id, simulation_of)
-    select o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, ${w.ruleBookId}, o.nl_prompt, true,
-      o.persona_id, o.voice_avatar_id, o.id
+    insert into workflows (kind, tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt,
+      is_test, persona_id, voice_avatar_id, simulation_of)
+    select 'rehearsal', o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, ${w.ruleBookId},
+      o.nl_prompt, true, o.persona_id, o.voice_avatar_id, o.id
     from workflows o where o.id = ${w.ofWorkflowId} and o.tenant_id = ${w.tenantId}
     returning id`
   return row.id
@@ -232,22 +259,22 @@ export const insertSimulationWorkflow = async (
 
 /**
  * An outreach call's one-target workflow (src/outreach/): a live copy of the tenant's workflow (persona,
- * schedule, rule book, voice, compliance) marked `compliance.outreach_of`, so its run dials one callee.
+ * schedule, rule book, voice, compliance; `compliance.outreach_of` names the source), whose run dials one callee.
  */
 export const insertOutreachWorkflow = async (
   tx: Tx,
   w: { tenantId: number; ofWorkflowId: number; name: string },
 ): Promise<number | undefined> => {
   const [row] = await tx<[{ id: number }?]>`
-    insert into workflows (tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt, is_test,
-      persona_id, voice_avatar_id, compliance)
-    select o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, o.rule_book_id, o.nl_prompt, false,
-      o.persona_id, o.voice_avatar_id, o.compliance || jsonb_build_object('outreach_of', o.id)
+    insert into workflows (kind, tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt,
+      is_test, persona_id, voice_avatar_id, compliance)
+    select 'outreach', o.tenant_id, ${w.name}, 'live', o.persona, o.schedule_kind, o.schedule, o.rule_book_id,
+      o.nl_prompt, false, o.persona_id, o.voice_avatar_id, o.compliance || jsonb_build_object('outreach_of', o.id)
     from workflows o where o.id = ${w.ofWorkflowId} and o.tenant_id = ${w.tenantId}
     returning id`
   return row?.id
 }
 
 export const renameSimulationWorkflow = async (tx: Tx, id: number, name: string): Promise<void> => {
-  await tx`update workflows set name = ${name}, updated_at = now() where id = ${id} and simulation_of is not null`
+  await tx`update workflows set name = ${name}, updated_at = now() where id = ${id} and kind = 'rehearsal'`
 }

@@ -171,6 +171,7 @@ export const createWorkflow = (caller: Principal, input: CreateInput) =>
     const id = yield* Effect.promise(() =>
       sql.begin(async (tx) => {
         const id = await repo.insertWorkflow(tx, {
+          kind: "campaign",
           tenantId: tenant.id,
           name: book.name,
           persona: book.persona,

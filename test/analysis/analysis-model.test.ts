@@ -426,7 +426,7 @@ describe("what the analysis takes from the call rather than the model", () => {
     const [rehearsed] = await srv.sql<[{ id: number }]>`
       insert into workflows (tenant_id, name, persona, nl_prompt) values (${s.tenantId}, 'rehearsed', 'priya', 'x')
       returning id`
-    await srv.sql`update workflows set simulation_of = ${rehearsed.id}
+    await srv.sql`update workflows set kind = 'rehearsal', simulation_of = ${rehearsed.id}
       where id = (select workflow_id from calls where id = ${claimed.call_id})`
     expect(await analyseClaimed(simDeps(), claimed)).toBe("done")
     expect(await rowOf(claimed.call_id)).toMatchObject({ status: "done", model: "sim-1", model_version: "sim-1" })

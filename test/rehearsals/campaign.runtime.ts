@@ -35,10 +35,10 @@ export async function campaignInSql(
   const phones = o.digits.map((d, i) => simNumber((o.first ?? 0) + i, d))
   return (await sql.begin(async (tx) => {
     const [w] = await tx<[{ id: number }]>`
-      insert into workflows (tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt,
+      insert into workflows (kind, tenant_id, name, status, persona, schedule_kind, schedule, rule_book_id, nl_prompt,
         persona_id, voice_avatar_id, simulation_of)
-      select tenant_id, left('Simulation of ' || name, 200), 'live', persona, schedule_kind, schedule, rule_book_id,
-        nl_prompt, persona_id, voice_avatar_id, id
+      select 'rehearsal', tenant_id, left('Simulation of ' || name, 200), 'live', persona, schedule_kind, schedule,
+        rule_book_id, nl_prompt, persona_id, voice_avatar_id, id
       from workflows where id = ${o.workflowId} and tenant_id = ${o.tenantId}
       returning id::int as id`
     if (o.schedule !== undefined)

@@ -450,7 +450,7 @@ describe("a simulated run", () => {
     const before = (await mine()).length
     const run = await srv.sql.begin(async (tx) => {
       // A campaign's hidden workflow (src/rehearsals/), from its first commit on.
-      await tx`update workflows set simulation_of = ${workflowId} where id = ${w.id}`
+      await tx`update workflows set kind = 'rehearsal', simulation_of = ${workflowId} where id = ${w.id}`
       const r = await insertHeldRun(tx, owner.tenantId, w.id, w.rule_book_id)
       await tx`update runs set owner_instance = 'events-test', lease_expires_at = now() + interval '1 hour'
         where id = ${r.id}`
