@@ -200,12 +200,10 @@ describe("a run over every sim behaviour", () => {
       expect(entries.filter((e) => e.kind === "call_reservation")).toHaveLength(1)
       expect(entries.filter((e) => e.kind === "call_release").length).toBeLessThanOrEqual(1)
     }
-    const [{ sum }] = await srv.sql<
-      [{ sum: number }]
-    >`select coalesce(sum(amount_minor), 0)::bigint as sum from ledger_entries where tenant_id = ${s.tenantId}`
-    const [{ balance_minor }] = await srv.sql<
-      [{ balance_minor: number }]
-    >`select balance_minor from wallets where tenant_id = ${s.tenantId}`
+    // One statement, one snapshot: a settlement may still commit after the run completed.
+    const [{ sum, balance_minor }] = await srv.sql<[{ sum: number; balance_minor: number }]>`
+      select (select coalesce(sum(amount_minor), 0)::bigint from ledger_entries where tenant_id = ${s.tenantId}) as sum,
+        (select balance_minor from wallets where tenant_id = ${s.tenantId}) as balance_minor`
     expect(balance_minor).toBe(sum)
     const charged = calls.reduce((n, c) => n + (c.cost_minor ?? 0), 0)
     expect(charged).toBeGreaterThan(0)
