@@ -43,8 +43,14 @@ export interface WebhookQueueState {
 
 /** Reads the webhook queue at every scrape (a runtime process's delivery worker) until untracked. */
 export function trackWebhookQueue(read: () => Promise<WebhookQueueState>): () => void {
-  const untrackQueued = webhooksQueued.track(() => read().then((q) => q.queued))
-  const untrackOldest = webhookOldestDue.track(() => read().then((q) => q.oldestDueSeconds))
+  // Both gauges are refreshed together at a scrape: one read serves them.
+  let reading: Promise<WebhookQueueState> | undefined
+  const once = () =>
+    (reading ??= read().finally(() => {
+      reading = undefined
+    }))
+  const untrackQueued = webhooksQueued.track(() => once().then((q) => q.queued))
+  const untrackOldest = webhookOldestDue.track(() => once().then((q) => q.oldestDueSeconds))
   return () => {
     untrackQueued()
     untrackOldest()
