@@ -6,22 +6,21 @@
 import { type AttemptEnd, finishAttempts } from "../../src/calls/calls.repo.js"
 import { BatchWriter } from "../../src/platform/batch-writer.js"
 import { retryOnDisconnect, type Sql } from "../../src/platform/Db.js"
+import { perDatabase } from "../../src/platform/per-database.js"
 
 /** One process's attempt endings per database (runtime/actors/call-effects.ts, runtime/actors/shutdown.ts). */
-const endings = new WeakMap<Sql, BatchWriter<"end", AttemptEnd, boolean>>()
+const endingsOf = perDatabase(
+  (sql: Sql) =>
+    new BatchWriter<"end", AttemptEnd, boolean>((_, items) => retryOnDisconnect(() => finishAttempts(sql, items)), {
+      maxBatch: 1_000,
+      splitRefused: true,
+    }),
+)
 
 /**
  * Records the end of an attempt with the others ending now (calls.finishAttempts); true when this
  * call ended it. Postgres out of reach is waited out (the end is idempotent).
  */
 export function finishAttemptGrouped(sql: Sql, end: AttemptEnd): Promise<boolean> {
-  let g = endings.get(sql)
-  if (g === undefined) {
-    g = new BatchWriter((_, items) => retryOnDisconnect(() => finishAttempts(sql, items)), {
-      maxBatch: 1_000,
-      splitRefused: true,
-    })
-    endings.set(sql, g)
-  }
-  return g.submit("end", end)
+  return endingsOf(sql).submit("end", end)
 }

@@ -4,11 +4,11 @@
 // or a run id must not leak from one server's database into another's.
 
 /** A getter of `make()`'s value for a database client: made on first use, dropped with the client. */
-export function perDatabase<T>(make: () => T): (db: object) => T {
-  const values = new WeakMap<object, T>()
+export function perDatabase<D extends object, T>(make: (db: D) => T): (db: D) => T {
+  const values = new WeakMap<D, T>()
   return (db) => {
     let value = values.get(db)
-    if (value === undefined) values.set(db, (value = make()))
+    if (value === undefined) values.set(db, (value = make(db)))
     return value
   }
 }
