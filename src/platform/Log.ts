@@ -10,12 +10,6 @@ export class Log extends Context.Tag("parley/Log")<Log, Logger>() {
   }
 }
 
-/**
- * Logs to stdout. `buffered`: lines are gathered into 4 KiB writes instead of one write(2) each
- * (a line per request adds up) and flushed every second; call flushLogs before exiting. There is
- * deliberately no synchronous flush at exit: if whatever reads stdout stops reading, a blocking
- * write would keep the process from ever exiting.
- */
 // Once the process is on its way out, a full stdout pipe must not keep it alive: sonic-boom (and
 // pino's own exit hook, which flushes synchronously) would otherwise retry EAGAIN forever.
 let exiting = false
@@ -26,18 +20,18 @@ export function releaseStdout(): void {
   exiting = true
 }
 
+/**
+ * Logs to stdout, or to `destination` when one is given (a test server's lines, read back by its
+ * suite). `buffered`: lines are gathered into 4 KiB writes instead of one write(2) each (a line
+ * per request adds up) and flushed every second; call flushLogs before exiting. There is
+ * deliberately no synchronous flush at exit: if whatever reads stdout stops reading, a blocking
+ * write would keep the process from ever exiting.
+ */
 export function makeLogger(
   config: Pick<Config, "logLevel">,
   bindings: Record<string, unknown> = {},
-  opts: { buffered?: boolean } = {},
+  opts: { buffered?: boolean; destination?: pino.DestinationStream } = {},
 ): Logger {
-  const destination = opts.buffered
-    ? pino.destination({ dest: 1, sync: false, minLength: 4096, retryEAGAIN })
-    : pino.destination({ dest: 1, sync: true, retryEAGAIN })
-  // A reader that went away is no reason to crash; there is nowhere left to report it anyway.
-  destination.on("error", () => {})
-  // A quiet server still shows its lines within a second.
-  if (opts.buffered) setInterval(() => destination.flush(), 1000).unref()
   return pino(
     {
       level: config.logLevel,
@@ -45,8 +39,19 @@ export function makeLogger(
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination,
+    opts.destination ?? stdoutDestination(opts.buffered ?? false),
   )
+}
+
+function stdoutDestination(buffered: boolean): pino.DestinationStream {
+  const destination = buffered
+    ? pino.destination({ dest: 1, sync: false, minLength: 4096, retryEAGAIN })
+    : pino.destination({ dest: 1, sync: true, retryEAGAIN })
+  // A reader that went away is no reason to crash; there is nowhere left to report it anyway.
+  destination.on("error", () => {})
+  // A quiet server still shows its lines within a second.
+  if (buffered) setInterval(() => destination.flush(), 1000).unref()
+  return destination
 }
 
 /** Writes out buffered lines, waiting at most `timeoutMs` for a reader that has stopped reading. */

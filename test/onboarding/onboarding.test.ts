@@ -14,7 +14,7 @@ import {
   makeCredentialCrypto,
 } from "../../src/onboarding/Credentials.js"
 import { api, type Session } from "../support/clients.js"
-import { freshDatabase, spawnServer, startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
 
 const MASTER_KEY = randomBytes(32).toString("base64")
 const crypto = makeCredentialCrypto(MASTER_KEY)
@@ -776,12 +776,12 @@ describe("the secret never leaves the server", () => {
   })
 
   it("is not in any log line of a server that saved, validated, refused and listed credentials", async () => {
-    const db = await freshDatabase()
+    const lines: Array<Record<string, unknown>> = []
+    const remote = await startTestServer({
+      env: { LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" },
+      logLines: lines,
+    })
     try {
-      const p = await spawnServer({
-        env: { ...db.env, LOG_LEVEL: "trace", CREDENTIALS_MASTER_KEY: MASTER_KEY, ALLOW_PRIVATE_PROVIDER_URLS: "true" },
-      })
-      const remote = { url: p.url! } as TestServer
       const c = api(remote)
       const s = await c.signup()
       const go = (method: string, path: string, body?: unknown) => call(method, path, s.token, body, remote)
@@ -821,10 +821,10 @@ describe("the secret never leaves the server", () => {
       expect((await go("GET", "/onboarding/status")).status).toBe(200)
       expect((await go("DELETE", "/onboarding/credentials/tts")).status).toBe(200)
       await expect
-        .poll(() => p.lines.filter((l) => l["msg"] === "request" && String(l["path"]).startsWith("/onboarding")).length)
+        .poll(() => lines.filter((l) => l["msg"] === "request" && String(l["path"]).startsWith("/onboarding")).length)
         .toBeGreaterThanOrEqual(9)
       expect(
-        p.lines.filter((l) => l["msg"] === "provider credential saved").map((l) => [l["provider"], l["status"]]),
+        lines.filter((l) => l["msg"] === "provider credential saved").map((l) => [l["provider"], l["status"]]),
       ).toEqual([
         ["telco_a", "validated"],
         ["telco_a", "failed"],
@@ -832,13 +832,12 @@ describe("the secret never leaves the server", () => {
         ["stt", "unvalidated"],
         ["tts", "validated"],
       ])
-      p.child.kill("SIGTERM")
-      await p.exited
-      const everything = JSON.stringify(p.lines) + p.stderr()
-      for (const secret of SECRETS) expect(everything.includes(secret), secret).toBe(false)
-      expect(everything.includes(MASTER_KEY)).toBe(false)
     } finally {
-      await db.drop()
+      await remote.stop()
     }
+    // Everything the server logged from its start to its stop, shut-down lines included.
+    const everything = JSON.stringify(lines)
+    for (const secret of SECRETS) expect(everything.includes(secret), secret).toBe(false)
+    expect(everything.includes(MASTER_KEY)).toBe(false)
   }, 60_000)
 })

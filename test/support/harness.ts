@@ -2,10 +2,11 @@
 // the database the server uses), or as a child process speaking only HTTP. Embedded PGlite and the
 // in-process bus by default; real Postgres and NATS when DATABASE_URL / NATS_URL are set. Each
 // server gets its own database (a copy of the migrated template) and its own bus namespace.
+// A suite that needs only a workspace of its own takes the worker's shared server for its settings
+// (sharedTestServer); one that reads or changes what is the server's as a whole boots its own.
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { cpSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { Effect } from "effect"
@@ -13,30 +14,23 @@ import { inject } from "vitest"
 import type { AnyRoute } from "../../api/route.js"
 import { type Running, serve } from "../../src/main/serve.js"
 import { type Config, loadConfig } from "../../src/platform/config.js"
-import { connectPostgres, Db, type Sql, withDatabase } from "../../src/platform/Db.js"
+import { connectPostgres, Db, type Sql, startEmbeddedPostgres, withDatabase } from "../../src/platform/Db.js"
 import type { Role } from "../../src/platform/Instance.js"
 import { makeLogger } from "../../src/platform/Log.js"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
-
-type Template = { kind: "pglite"; dataDir: string } | { kind: "postgres"; database: string; url: string }
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    template: Template
-  }
-}
+import { copyPrefix } from "./template.js"
 
 export const realServices = process.env.DATABASE_URL !== undefined
 
 /** A fresh database for one server: environment to point at it, and a cleanup. */
 export async function freshDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   const template = inject("template")
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-test-"))
+  const dataDir = mkdtempSync(join(inject("scratch"), "db-"))
   if (template.kind === "pglite") {
     cpSync(join(template.dataDir, "pglite"), join(dataDir, "pglite"), { recursive: true })
     return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) }
   }
-  const name = `parley_t_${randomBytes(5).toString("hex")}`
+  const name = `${copyPrefix(template.database)}${randomBytes(5).toString("hex")}`
   const admin = connectPostgres(template.url, 1)
   await admin.unsafe(`create database ${name} template ${template.database}`)
   return {
@@ -45,6 +39,33 @@ export async function freshDatabase(): Promise<{ env: Record<string, string>; dr
       await admin.unsafe(`drop database if exists ${name} with (force)`)
       await admin.end()
       rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** An empty database of its own, not migrated (on DATABASE_URL's server when one is given). */
+export async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const template = inject("template")
+  if (template.kind === "postgres") {
+    const name = `${copyPrefix(template.database)}${randomBytes(5).toString("hex")}`
+    const admin = connectPostgres(template.url, 1)
+    await admin.unsafe(`create database ${name}`)
+    return {
+      url: withDatabase(template.url, name),
+      drop: async () => {
+        await admin.unsafe(`drop database if exists ${name} with (force)`)
+        await admin.end()
+      },
+    }
+  }
+  const dir = mkdtempSync(join(inject("scratch"), "empty-"))
+  cpSync(template.empty, dir, { recursive: true })
+  const pg = await startEmbeddedPostgres(join(dir, "pglite"))
+  return {
+    url: pg.url,
+    drop: async () => {
+      await pg.close()
+      rmSync(dir, { recursive: true, force: true })
     },
   }
 }
@@ -75,12 +96,19 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export async function startTestServer(
-  opts: { env?: Record<string, string>; extraRoutes?: AnyRoute[] } = {},
-): Promise<TestServer> {
+export interface TestServerOptions {
+  /** Settings over the harness defaults, as environment variables. */
+  env?: Record<string, string>
+  extraRoutes?: AnyRoute[]
+  /** Collects every log line the server writes (at LOG_LEVEL, "silent" unless set) instead of printing. */
+  logLines?: Array<Record<string, unknown>>
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const db = await freshDatabase()
   const config = loadConfig({ ...baseEnv(), ...db.env, ...opts.env })
-  const logger = makeLogger(config)
+  const lines = opts.logLines
+  const logger = makeLogger(config, {}, lines && { destination: { write: (l) => void lines.push(JSON.parse(l)) } })
   const running = await serve({
     role: "all",
     config,
@@ -100,6 +128,29 @@ export async function startTestServer(
       await db.drop()
     },
   }
+}
+
+// One server per worker and settings, shared by the suites that take it. Kept by the module, which
+// a worker loads once for all its files (isolate: false in vitest.config.ts).
+const shared = new Map<string, Promise<TestServer>>()
+
+/**
+ * The worker's server for these settings, booted by the first suite that asks. For suites that
+ * need only isolation by workspace: each signs up its own, and reads and asserts only on what is
+ * that workspace's (never a whole table, a server-wide count in /metrics or the server's settings).
+ * Its `stop` does nothing; the server lives as long as the worker, and what it leaves is removed
+ * with the template at the end (global-setup.ts).
+ */
+export function sharedTestServer(opts: { env?: Record<string, string> } = {}): Promise<TestServer> {
+  const key = JSON.stringify(Object.entries(opts.env ?? {}).sort())
+  let server = shared.get(key)
+  if (server === undefined) {
+    server = startTestServer(opts).then((s) => ({ ...s, stop: async () => {} }))
+    // A boot that failed is tried again by the next suite rather than failing every one after it.
+    server.catch(() => shared.delete(key))
+    shared.set(key, server)
+  }
+  return server
 }
 
 // Spawned servers must not outlive the test worker, even when a test fails before stopping them.
