@@ -4,15 +4,20 @@ import { defineConfig } from "vitest/config"
 // boots in that process. Its files share each worker's module cache (isolate: false), so the
 // stack is imported once per worker rather than once per file; what must not leak between servers
 // in one process is kept per database (src/platform/per-database.ts) or per server.
-// "system" is `npm run test:system`: suites that start several processes, drive Chromium, or load
-// a run of 100,000 targets, each file in a fresh worker. CI runs both (.ci/run).
+// "system" is `npm run test:system`: suites that start several processes or a command as a
+// process, drive Chromium, migrate a database from empty, or load a run of 100,000 targets, each
+// file in a fresh worker. CI runs both (.ci/run).
 const SYSTEM = [
   // several processes on one database and bus: takeover, hand-over, nginx in front, faults
   "test/integration/**/*.test.ts",
   // the console in Chromium
   "test/console/browser.test.ts",
   "test/console/*.browser.test.ts",
-  // a server as its own process: start-up refusals, signals, crashes, raw sockets, fuzzing
+  // a server or a command as its own process: start-up refusals, signals, crashes, raw sockets,
+  // fuzzing, the CLI's commands
+  "test/**/*.process.test.ts",
+  // an empty database migrated to an older version, then upgraded
+  "test/**/*.migration.test.ts",
   "test/http/lifecycle.test.ts",
   "test/http/process-faults.test.ts",
   "test/http/fuzz.test.ts",

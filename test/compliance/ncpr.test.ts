@@ -1,9 +1,7 @@
 // The national registry: preference and number rules, the import of the published file (header
 // variants, adds and deletes, skipped rows, batches), --replace that never empties the table
-// on failure, the lookup, and the `parley ncpr import` command end to end.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+// on failure, and the lookup. The `parley ncpr import` command, a process of its own, is in
+// ncpr.process.test.ts.
 import { Readable } from "node:stream"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -15,8 +13,7 @@ import {
 } from "../../src/compliance/ncpr.import.js"
 import { CsvFormatError } from "../../src/phones/csv.js"
 import { indianE164 } from "../../src/phones/phone.js"
-import { connectPostgres, startEmbeddedPostgres } from "../../src/platform/Db.js"
-import { freshDatabase, spawnServer, startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
 
 const india = (i: number) => `+9198${String(10_000_000 + i)}`
 const national = (i: number) => india(i).slice(3)
@@ -166,51 +163,5 @@ describe("import", () => {
     })
     expect(await lookupNcpr(srv.sql, india(8))).toBeUndefined()
     expect(await lookupNcpr(srv.sql, "+14152000001")).toBeUndefined()
-  })
-})
-
-describe("parley ncpr import", () => {
-  it("imports a file into the configured database and prints the counts", async () => {
-    const db = await freshDatabase()
-    const dir = mkdtempSync(join(tmpdir(), "parley-ncpr-"))
-    try {
-      const path = join(dir, "registry.csv")
-      writeFileSync(path, `number,preference,op\n${national(1)},0,A\n${national(2)},1#2,A\n+14152000001,0,A\n`)
-      const run = await spawnServer({
-        args: ["ncpr", "import", path, "--replace"],
-        env: { ...db.env, LOG_LEVEL: "warn" },
-        waitFor: "exit",
-      })
-      expect(await run.exited).toBe(0)
-      expect(run.lines).toContainEqual({ imported: 2, deleted: 0, skipped: 1 })
-
-      const bad = await spawnServer({
-        args: ["ncpr", "import"],
-        env: { ...db.env, LOG_LEVEL: "warn" },
-        waitFor: "exit",
-      })
-      expect(await bad.exited).toBe(1)
-      expect(bad.stderr()).toContain("usage: parley ncpr import")
-
-      let rows: Array<{ phone_e164: string; preference: string }>
-      if (db.env.DATABASE_URL !== undefined) {
-        const sql = connectPostgres(db.env.DATABASE_URL, 1)
-        rows = await sql`select phone_e164, preference from ncpr_registry order by 1`
-        await sql.end()
-      } else {
-        const pg = await startEmbeddedPostgres(join(db.env.DATA_DIR!, "pglite"))
-        const sql = connectPostgres(pg.url, 1)
-        rows = await sql`select phone_e164, preference from ncpr_registry order by 1`
-        await sql.end()
-        await pg.close()
-      }
-      expect(rows).toEqual([
-        { phone_e164: india(1), preference: "0" },
-        { phone_e164: india(2), preference: "1,2" },
-      ])
-    } finally {
-      await db.drop()
-      rmSync(dir, { recursive: true, force: true })
-    }
   })
 })

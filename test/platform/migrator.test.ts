@@ -1,13 +1,9 @@
 // Migrations on an empty database: applied in order once, recorded with checksums, safe to run
 // from several processes at once, refused when a landed file was edited or removed.
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, type Sql, startEmbeddedPostgres, withDatabase } from "../../src/platform/Db.js"
+import { connectPostgres, type Sql } from "../../src/platform/Db.js"
 import { MigrationError, migrate, readMigrations } from "../../src/platform/Migrator.js"
-import { spawnServer } from "../support/harness.js"
+import { emptyDatabase } from "../support/harness.js"
 
 let url: string
 let cleanup: () => Promise<void>
@@ -19,24 +15,9 @@ const client = () => {
 }
 
 beforeAll(async () => {
-  if (process.env.DATABASE_URL) {
-    const name = `parley_m_${randomBytes(5).toString("hex")}`
-    const admin = connectPostgres(process.env.DATABASE_URL, 1)
-    await admin.unsafe(`create database ${name}`)
-    url = withDatabase(process.env.DATABASE_URL, name)
-    cleanup = async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`)
-      await admin.end()
-    }
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), "parley-mig-"))
-    const pg = await startEmbeddedPostgres(dir)
-    url = pg.url
-    cleanup = async () => {
-      await pg.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
+  const db = await emptyDatabase()
+  url = db.url
+  cleanup = db.drop
 }, 60_000)
 
 afterAll(async () => {
@@ -89,21 +70,4 @@ describe("migrate", () => {
     const [{ n }] = await sql<[{ n: number }]>`select count(*)::int as n from schema_migrations where version = 9999`
     expect(n).toBe(0)
   })
-})
-
-describe("parley migrate", () => {
-  it("migrates the configured database and exits 0", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "parley-cli-"))
-    try {
-      const env: Record<string, string> = { DATA_DIR: dataDir }
-      if (!process.env.DATABASE_URL) env.DATABASE_URL = ""
-      else env.DATABASE_URL = url
-      const p = await spawnServer({ args: ["migrate"], env, waitFor: "exit" })
-      expect(await p.exited).toBe(0)
-      const done = p.lines.find((l) => l["msg"] === "migrations applied" || l["msg"] === "database is up to date")
-      expect(done).toBeDefined()
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true })
-    }
-  }, 60_000)
 })

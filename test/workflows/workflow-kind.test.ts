@@ -1,13 +1,7 @@
 // What a workflow is for (workflows.kind, migrations/0045): each of the four made through its own
-// endpoint carries its kind, GET /api/workflows lists only the workspace's campaigns, and the
-// migration gives the workflows made before it the kind their old marks meant.
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+// endpoint carries its kind, and GET /api/workflows lists only the workspace's campaigns. The
+// migration's upgrade of older workflows is in workflow-kind.migration.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connectPostgres, startEmbeddedPostgres, withDatabase } from "../../src/platform/Db.js"
-import { migrate, readMigrations } from "../../src/platform/Migrator.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 
@@ -76,73 +70,4 @@ describe("workflows.kind", () => {
     expect(list.status).toBe(200)
     expect((list.body.workflows as Json[]).map((w) => w.id)).toEqual([campaign])
   })
-})
-
-/** An empty database of its own (on DATABASE_URL's server when one is given), and how to drop it. */
-async function emptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (process.env.DATABASE_URL) {
-    const name = `parley_k_${randomBytes(5).toString("hex")}`
-    const admin = connectPostgres(process.env.DATABASE_URL, 1)
-    await admin.unsafe(`create database ${name}`)
-    return {
-      url: withDatabase(process.env.DATABASE_URL, name),
-      drop: async () => {
-        await admin.unsafe(`drop database if exists ${name} with (force)`)
-        await admin.end()
-      },
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), "parley-kind-"))
-  const pg = await startEmbeddedPostgres(dir)
-  return {
-    url: pg.url,
-    drop: async () => {
-      await pg.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-describe("migrations/0045", () => {
-  it("gives the workflows made before it the kind their marks meant", async () => {
-    const db = await emptyDatabase()
-    const sql = connectPostgres(db.url, 1)
-    try {
-      const files = readMigrations()
-      await migrate(
-        sql,
-        files.filter((f) => f.version < 45),
-      )
-      const tenant = async (name: string) =>
-        (
-          await sql<[{ id: number }]>`
-            insert into tenants (name, country, currency) values (${name}, 'US', 'USD') returning id`
-        )[0].id
-      const workspace = await tenant("Acme")
-      const demoWorkspace = await tenant("Parley")
-      await sql`insert into demo_workspace (tenant_id) values (${demoWorkspace})`
-      const workflow = async (tenantId: number, extra: { simulationOf?: number; compliance?: Json } = {}) =>
-        (
-          await sql<[{ id: number }]>`
-            insert into workflows (tenant_id, name, persona, nl_prompt, simulation_of, compliance)
-            values (${tenantId}, 'w', 'priya', '', ${extra.simulationOf ?? null}, ${sql.json(extra.compliance ?? {})})
-            returning id`
-        )[0].id
-      const campaign = await workflow(workspace, { compliance: { consent_attested_at: "2025-01-01T00:00:00Z" } })
-      const rehearsal = await workflow(workspace, { simulationOf: campaign })
-      const outreach = await workflow(workspace, { compliance: { outreach_of: campaign } })
-      const demo = await workflow(demoWorkspace)
-      await migrate(sql, files)
-      const rows = await sql<{ id: number; kind: string }[]>`select id, kind from workflows order by id`
-      expect(rows.map((r) => [Number(r.id), r.kind])).toEqual([
-        [campaign, "campaign"],
-        [rehearsal, "rehearsal"],
-        [outreach, "outreach"],
-        [demo, "demo"],
-      ])
-    } finally {
-      await sql.end({ timeout: 1 })
-      await db.drop()
-    }
-  }, 60_000)
 })
