@@ -16,7 +16,7 @@ import { postEntry } from "../../src/billing/ledger.repo.js"
 import { makeOpenAiLlm } from "../../src/providers/llm/openai.llm.js"
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -75,7 +75,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => fake.listen(0, "127.0.0.1", r))
   fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`
   // The seeding runs' one unanswered callee is done with quickly (its reservation given back).
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
 })
 afterAll(async () => {

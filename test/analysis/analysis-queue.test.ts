@@ -7,13 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { enqueueMissing, type SweepMark } from "../../src/analysis/analysis.repo.js"
 import { type AttemptEnd, finishAttempts } from "../../src/calls/calls.repo.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let owner: Session
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   owner = await api(srv).signup({ country: "US" })
 })
 afterAll(async () => srv?.stop())

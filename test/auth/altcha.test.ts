@@ -4,7 +4,7 @@ import { type Challenge, createChallenge, solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeAltcha } from "../../src/auth/altcha.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 const HMAC_KEY = "test-altcha-hmac-key-0123456789"
 
@@ -26,7 +26,7 @@ const decode = (
 describe("ALTCHA", () => {
   let srv: TestServer
   beforeAll(async () => {
-    srv = await startTestServer()
+    srv = await sharedTestServer()
   })
   afterAll(async () => {
     await srv?.stop()

@@ -6,7 +6,7 @@ import { type Challenge, solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/sha"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type OutboxLine, readOutbox } from "../../src/providers/mail/outbox.mail.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 const PASSWORD = "correct horse battery staple"
 const SESSION_SECONDS = 7 * 24 * 3600
@@ -82,7 +82,7 @@ const GENERIC = {
 describe("OTP sign-in", () => {
   let srv: TestServer
   beforeAll(async () => {
-    srv = await startTestServer()
+    srv = await sharedTestServer()
   })
   afterAll(async () => {
     await srv?.stop()
@@ -439,7 +439,7 @@ describe("OTP sign-in", () => {
 describe("ALTCHA_REQUIRED", () => {
   let srv: TestServer
   beforeAll(async () => {
-    srv = await startTestServer({ env: { ALTCHA_REQUIRED: "true" } })
+    srv = await sharedTestServer({ env: { ALTCHA_REQUIRED: "true" } })
   })
   afterAll(async () => {
     await srv?.stop()
@@ -537,7 +537,7 @@ describe("ALTCHA_REQUIRED", () => {
 describe("OTP budgets per client IP behind a trusted proxy", () => {
   let srv: TestServer
   beforeAll(async () => {
-    srv = await startTestServer({ env: { TRUSTED_PROXIES: "127.0.0.1", OTP_GUESSES_PER_IP_HOUR: "50" } })
+    srv = await sharedTestServer({ env: { TRUSTED_PROXIES: "127.0.0.1", OTP_GUESSES_PER_IP_HOUR: "50" } })
   })
   afterAll(async () => {
     await srv?.stop()

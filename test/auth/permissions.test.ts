@@ -11,7 +11,7 @@ import { routeTable } from "../../api/routes/index.js"
 import { PERMISSION_TABLE, PERMISSIONS, type Role, routePermission, type Scope } from "../../src/auth/permissions.js"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 /** An id no row has: every path parameter of the walk. */
 const MISSING_ID = "999999999"
@@ -131,7 +131,7 @@ const stillWorks = async (caller: Caller) => {
 }
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   owner = await a.signup()
   const members = await Promise.all(

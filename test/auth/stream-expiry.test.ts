@@ -6,14 +6,14 @@ import { Auth } from "../../src/auth/Auth.js"
 import { SESSION_COOKIE } from "../../src/auth/authenticator.js"
 import { SESSION_SECONDS } from "../../src/auth/jwt.js"
 import { api } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -3,14 +3,14 @@
 // (the same user's other session, another key) open.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -15,14 +15,14 @@ import { providerResolver } from "../../src/providers/accounts.js"
 import type { LanguageModel } from "../../src/providers/llm/llm.interface.js"
 import type { TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 const run = <A, E>(eff: Effect.Effect<A, E, AppServices>) => srv.running.runtime.runPromise(Effect.either(eff))
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

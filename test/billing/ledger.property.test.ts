@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LedgerEntry, type PostEntry, type PostResult, postEntry } from "../../src/billing/ledger.repo.js"
 import { openWallet } from "../../src/billing/wallet.repo.js"
 import { connectPostgres, type Sql } from "../../src/platform/Db.js"
-import { realServices, startTestServer, type TestServer } from "../support/harness.js"
+import { realServices, sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 /** The server's own client; on embedded PGlite it is the only connection there can be. */
@@ -17,7 +17,7 @@ let racer: Sql
 let otherTenant: number
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   sql = srv.sql
   racer = realServices ? connectPostgres(srv.config.databaseUrl!, 20) : sql
   otherTenant = await newTenant()

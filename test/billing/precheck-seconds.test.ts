@@ -4,13 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { RATE_PER_MINUTE_MINOR } from "../../src/billing/pricing.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 let s: Session
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   s = await a.signup({ country: "US" })
 })

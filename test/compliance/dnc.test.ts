@@ -3,12 +3,12 @@
 // import (CSV stream or JSON, with its counts), the 422s, scopes and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -12,7 +12,7 @@ import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { consoleSource, serveBuildForTests } from "../../api/console/assets.js"
 import { writeConsole } from "../../scripts/build-console.mjs"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 const scratch = mkdtempSync(join(tmpdir(), "parley-console-dist-"))
 const built = join(scratch, "built")
@@ -22,7 +22,7 @@ const dirUrl = (dir: string) => pathToFileURL(`${dir}/`)
 let srv: TestServer
 beforeAll(async () => {
   mkdirSync(unbuilt)
-  srv = await startTestServer()
+  srv = await sharedTestServer()
 })
 afterAll(async () => {
   await srv?.stop()

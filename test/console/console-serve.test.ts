@@ -4,7 +4,7 @@ import { get as httpGet, type IncomingHttpHeaders } from "node:http"
 import { gunzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { rawRequest } from "../support/raw-http.js"
 
 const CSP =
@@ -13,7 +13,7 @@ const CSP =
 
 let srv: TestServer
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
 })
 afterAll(async () => srv?.stop())
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { MAX_TOOL_ROUNDS } from "../../src/data/chat.service.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 // 8 rows for an Indian workspace: 6 valid phones (rows 3 and 6 are not), 5 on the gold plan.
 const CSV = [
@@ -68,7 +68,7 @@ describe("chat with the simulator", () => {
   let s: Session
   let id: number
   beforeAll(async () => {
-    srv = await startTestServer()
+    srv = await sharedTestServer()
     h = helpers(srv)
     s = await h.a.signup({ country: "IN" })
     id = await h.source(s)
@@ -262,7 +262,7 @@ describe("chat with an OpenAI-compatible model", () => {
     })
     await new Promise<void>((r) => fake.listen(0, "127.0.0.1", r))
     const port = (fake.address() as AddressInfo).port
-    srv = await startTestServer({ env: { LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_MODEL: "fake-1" } })
+    srv = await sharedTestServer({ env: { LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_MODEL: "fake-1" } })
     h = helpers(srv)
     s = await h.a.signup({ country: "IN" })
     id = await h.source(s)

@@ -5,13 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CONTACT_TABLES } from "../../src/dsr/contact-tables.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { seedOutbound } from "./seed-outbound.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -3,7 +3,7 @@
 // last page, no row repeated or skipped across pages, a malformed cursor refused with 422.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -11,7 +11,7 @@ let s: Session
 let other: Session
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   s = await a.signup({ country: "IN" })
   other = await a.signup({ country: "IN" })

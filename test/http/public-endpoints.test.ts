@@ -1,11 +1,11 @@
 // The first public endpoints through the real server: /healthz, /pricing, /voices (with samples
 // that really are MP3), /api/objections and /openapi.json.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { realServices, startTestServer, type TestServer } from "../support/harness.js"
+import { realServices, sharedTestServer, startTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
 })
 afterAll(async () => srv?.stop())
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SharedReads } from "../../src/platform/read-cache.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 const tick = () => new Promise((r) => setImmediate(r))
 
@@ -109,7 +109,7 @@ describe("the dashboard's list endpoints under concurrent polls", () => {
   }
 
   beforeAll(async () => {
-    srv = await startTestServer()
+    srv = await sharedTestServer()
     c = api(srv)
     alice = await c.signup()
     bob = await c.signup()

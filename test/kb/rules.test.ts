@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Bus } from "../../src/platform/Bus.js"
 import { kbRulesChangedSubject } from "../../src/platform/subjects.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

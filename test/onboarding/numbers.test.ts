@@ -20,7 +20,7 @@ import { makeSimNumbers } from "../../src/providers/telephony/sim.numbers.js"
 import { makeTelcoANumbers } from "../../src/providers/telephony/telco-a.numbers.js"
 import { api, type Session } from "../support/clients.js"
 import { type FakeTelco, type FakeTelcoAccount, startFakeTelco } from "../support/fake-telco.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 const webhooks = {
   voiceUrl: "https://parley.example/voice/telco_a/incoming?tenant_id=7",
@@ -234,7 +234,7 @@ describe("numbers API on the sim inventory", () => {
   let a: ReturnType<typeof api>
   const run = <A, E>(eff: Effect.Effect<A, E, AppServices>) => srv.running.runtime.runPromise(eff)
   beforeAll(async () => {
-    srv = await startTestServer()
+    srv = await sharedTestServer()
     a = api(srv)
   })
   afterAll(async () => srv?.stop())
@@ -530,7 +530,7 @@ describe("numbers on telco_a accounts (fake telco)", () => {
   beforeAll(async () => {
     fake = await startFakeTelco()
     platform = fake.addAccount()
-    srv = await startTestServer({
+    srv = await sharedTestServer({
       env: {
         TELCO_A_API_URL: fake.url,
         TELCO_A_ACCOUNT_SID: platform.sid,

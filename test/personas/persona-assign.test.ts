@@ -4,14 +4,14 @@
 // deleting a persona in use (409 while live, else its workflows fall back to their default).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { postClone, wav } from "../voices/fixtures.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 let india: Session
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   india = await a.signup({ country: "IN" })
 })

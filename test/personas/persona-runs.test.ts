@@ -5,14 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { findVoice } from "../../src/voices/voices.catalog.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 let s: Session
 let company: string
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   s = await a.signup({ country: "US" })
   const intent = (await call("POST", "/billing/topup", { amount_minor: 1_000_000 })).body

@@ -4,14 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { VOICES } from "../../src/voices/voices.catalog.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { postClone, wav } from "../voices/fixtures.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 let s: Session
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   s = await a.signup({ country: "IN" })
 })

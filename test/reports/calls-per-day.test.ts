@@ -2,7 +2,7 @@
 // today's calls counted as the database holds them, only the caller's workspace, bad windows 422.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -36,7 +36,7 @@ async function completedRun(s: Session, phones: string[]) {
 const today = () => new Date().toISOString().slice(0, 10)
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   ;[owner, other] = await Promise.all([a.signup({ country: "US" }), a.signup({ country: "US" })])
   await completedRun(owner, ["+12025550103", "+12025550114", "+12025550126"])

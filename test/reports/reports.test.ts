@@ -8,7 +8,7 @@ import { formatAmount } from "../../src/platform/money.js"
 import { type Period, parsePeriod, weeklyFigures } from "../../src/reports/weekly.figures.js"
 import { axisScale, pdfMoney, pdfText } from "../../src/reports/weekly.pdf.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -210,7 +210,7 @@ async function expected(tenantId: number) {
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   ;[owner, other] = await Promise.all([a.signup({ country: "US", full_name: "Owner" }), a.signup({ country: "US" })])
   // Digits: 0 no answer (three attempts), 3–5 agree, 6 declines, 7 concession, 8 callback.

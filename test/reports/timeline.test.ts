@@ -3,7 +3,7 @@
 // share a timestamp, newest first, the shape of every kind of event, and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session, uniqueEmail } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -54,7 +54,7 @@ async function waitForRun(s: Session, wid: number, rid: number, timeoutMs = 30_0
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   other = await a.signup({ country: "US" })

@@ -8,7 +8,7 @@ import { CallBody } from "../../api/routes/calls.get.js"
 import { ResultsBody } from "../../api/routes/runs.results.js"
 import { unsafeCell } from "../../src/results/results.csv.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -55,7 +55,7 @@ async function waitForRun(s: Session, wid: number, rid: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   stranger = await a.signup({ country: "US" })

@@ -7,13 +7,13 @@ import { reserveCall, reserveCalls } from "../../src/billing/usage.service.js"
 import { callCostMinor } from "../../src/billing/wallet.service.js"
 import type { AppServices } from "../../src/main/app.layer.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -4,7 +4,7 @@
 // twice, the decision log, turns, approvals, and tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, startTestServer, type TestServer } from "../support/harness.js"
 import { sse } from "../support/sse-client.js"
 
 let srv: TestServer
@@ -12,7 +12,7 @@ let a: ReturnType<typeof api>
 let owner: Session
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
 })

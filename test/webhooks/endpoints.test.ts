@@ -10,12 +10,12 @@ import { newWebhookSecret, webhookSecretBox, webhookSecretKey } from "../../src/
 import { signWebhook } from "../../src/webhooks/signing.js"
 import { webhookUrlRefusal } from "../../src/webhooks/url-policy.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

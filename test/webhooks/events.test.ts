@@ -14,7 +14,7 @@ import { insertHeldRun, insertRun, setRunStatus } from "../../src/runs/runs.repo
 import { callEndType } from "../../src/webhooks/event-data.js"
 import { WEBHOOKS_DUE_CHANNEL } from "../../src/webhooks/outbox.repo.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { freshDatabase, realServices, startTestServer, type TestServer } from "../support/harness.js"
+import { freshDatabase, realServices, sharedTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -26,7 +26,7 @@ const ep = { all: 0, completedOnly: 0, disabled: 0, deleted: 0, foreign: 0 }
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+  srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   other = await a.signup({ country: "US" })

@@ -4,7 +4,7 @@
 // attestation, scopes, and tenant isolation on every endpoint.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, startTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
@@ -16,7 +16,7 @@ const PROMPT =
   "answer questions about timings, and book a callback if they are busy."
 
 beforeAll(async () => {
-  srv = await startTestServer()
+  srv = await sharedTestServer()
   a = api(srv)
   owner = await a.signup({ country: "IN" })
   other = await a.signup({ country: "US" })

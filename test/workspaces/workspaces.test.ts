@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { businessOfEmail, defaultWorkspaceName } from "../../src/workspaces/workspace-name.js"
 import { api, FAST_RUNTIME_ENV, type Session, uniqueEmail } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -26,7 +26,7 @@ describe("naming the workspace", () => {
   let srv: TestServer
   let a: ReturnType<typeof api>
   beforeAll(async () => {
-    srv = await startTestServer({ env: FAST_RUNTIME_ENV })
+    srv = await sharedTestServer({ env: FAST_RUNTIME_ENV })
     a = api(srv)
   })
   afterAll(async () => srv?.stop())
