@@ -1,9 +1,9 @@
 // Helpers of the email suites: the outreach call with the system key, the outbox, the pages.
 import { createHmac } from "node:crypto"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
+import { SYSTEM_KEY } from "../support/clients.js"
 import type { TestServer } from "../support/harness.js"
 
-export const SYSTEM_KEY = "system-key-for-email-tests"
 export const MAIL_A_SECRET = "mail-a-secret-for-tests"
 export const MAIL_B_SECRET = "mail-b-secret-for-tests"
 

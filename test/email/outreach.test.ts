@@ -3,15 +3,15 @@
 // resubscribe, tampered tokens, the 409 for suppressed addresses, transactional mail never blocked.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
-import { api, type Session, uniqueEmail } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
-import { emailClient, SYSTEM_KEY } from "./email.support.js"
+import { api, type Session, SYSTEM_KEY, uniqueEmail } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
+import { emailClient } from "./email.support.js"
 
 let srv: TestServer
 let e: ReturnType<typeof emailClient>
 let s: Session
 beforeAll(async () => {
-  srv = await startTestServer({ env: { SYSTEM_KEY } })
+  srv = await sharedTestServer({ env: { SYSTEM_KEY } })
   e = emailClient(srv)
   s = await api(srv).signup()
 })

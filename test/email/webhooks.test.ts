@@ -4,9 +4,9 @@
 // threshold, unknown message ids, and mail_a accepted without a key when no secret is configured.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SOFT_BOUNCE_LIMIT } from "../../src/email/email.webhooks.js"
-import { api, type Session, uniqueEmail } from "../support/clients.js"
+import { api, type Session, SYSTEM_KEY, uniqueEmail } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
-import { emailClient, type Json, MAIL_A_SECRET, MAIL_B_SECRET, SYSTEM_KEY } from "./email.support.js"
+import { emailClient, type Json, MAIL_A_SECRET, MAIL_B_SECRET } from "./email.support.js"
 
 let srv: TestServer
 let e: ReturnType<typeof emailClient>

@@ -1,11 +1,15 @@
 // The process's one expiry timer (api/pipeline/deadlines.ts) and how OpenStreams uses it: items due
 // at their instants in order, cancelled ones never, one timer however many wait; a stream ends at
 // its credential's expiry only when it asked to, and stops waiting once it closes.
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import type { OpenStream } from "../../api/http.js"
 import { Deadlines } from "../../api/pipeline/deadlines.js"
 import { expiryOf, OpenStreams } from "../../api/pipeline/open-streams.js"
 import type { KeyPrincipal, UserPrincipal } from "../../src/auth/principal.js"
+import { stopSharedServers } from "../support/harness.js"
+
+// No shared server runs beside this suite: it fakes the process's timers, which would be theirs too.
+beforeAll(stopSharedServers)
 
 const T0 = Date.UTC(2030, 0, 1)
 

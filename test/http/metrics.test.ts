@@ -7,7 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { stream } from "../../api/reply.js"
 import { route } from "../../api/route.js"
 import { api } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, stopSharedServers, type TestServer } from "../support/harness.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 const TOKEN = "metrics-token-0123456789"
 

@@ -7,8 +7,11 @@ import { STREAM_RETRY_AFTER_SECONDS, StreamCaps } from "../../api/pipeline/strea
 import { json, type StreamWriter, stream } from "../../api/reply.js"
 import type { Principal } from "../../src/auth/principal.js"
 import { api } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, stopSharedServers, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 const PER_KEY = 3
 const PER_WORKSPACE = 5

@@ -3,10 +3,8 @@
 // POST /internal/turns, and verdicts given through the API.
 import { fillPlaceholders } from "../../src/providers/llm/llm.interface.js"
 import { findVoice } from "../../src/voices/voices.catalog.js"
-import { api, type Session } from "../support/clients.js"
+import { api, type Session, SYSTEM_KEY } from "../support/clients.js"
 import type { TestServer } from "../support/harness.js"
-
-export const SYSTEM_KEY = "system-key-for-kb-feedback-tests"
 
 export type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -8,9 +8,9 @@ import type { RuleRow } from "../../src/kb/kb.repo.js"
 import { categoryToken, defill, handlerOf, type LearnInput, learn, lineKey } from "../../src/kb/learning.js"
 import { fillPlaceholders } from "../../src/providers/llm/llm.interface.js"
 import { findVoice } from "../../src/voices/voices.catalog.js"
-import { FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
-import { type Campaign, type Json, kbClient, SYSTEM_KEY } from "./feedback.support.js"
+import { FAST_RUNTIME_ENV, type Session, SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
+import { type Campaign, type Json, kbClient } from "./feedback.support.js"
 
 const vars = { name: "Asha", agentName: "Alex", company: "Acme Alex Ltd" }
 
@@ -116,7 +116,7 @@ let owner: Session
 let keys: string[]
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { ...FAST_RUNTIME_ENV, SYSTEM_KEY } })
+  srv = await sharedTestServer({ env: { ...FAST_RUNTIME_ENV, SYSTEM_KEY } })
   k = kbClient(srv)
   owner = await k.a.signup({ country: "US" })
   keys = await k.reviewers(owner, 3)

@@ -4,8 +4,9 @@
 // filter (another workspace's: 404) and isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
-import { type Campaign, type Json, kbClient, SYSTEM_KEY } from "./feedback.support.js"
+import { SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
+import { type Campaign, type Json, kbClient } from "./feedback.support.js"
 
 let srv: TestServer
 let k: ReturnType<typeof kbClient>
@@ -17,7 +18,7 @@ let d: Campaign
 const t: number[] = []
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { SYSTEM_KEY } })
+  srv = await sharedTestServer({ env: { SYSTEM_KEY } })
   k = kbClient(srv)
   owner = await k.a.signup({ country: "US" })
   other = await k.a.signup({ country: "US" })

@@ -10,9 +10,12 @@ import { renderMetrics } from "../../src/platform/metrics.js"
 import { drawCallees } from "../../src/rehearsals/mix.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { type FakeTelco, startFakeTelco } from "../support/fake-telco.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, stopSharedServers, type TestServer } from "../support/harness.js"
 import { sse } from "../support/sse-client.js"
 import { campaignInSql, release, runStatus, targetsOf, until, wake } from "./campaign.runtime.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -1,7 +1,7 @@
 // The agent loop over the sim telephony and the sim language model: each last digit reaches its
 // outcome under approving, denying and silent approvers; turn order, disclosure, determinism,
 // abort, model failures, turn caps, voicemail, scaled timing and 1,000 concurrent calls.
-import { afterEach, describe, expect, it, vi } from "vitest"
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest"
 import {
   type ConversationOptions,
   type ConversationResult,
@@ -19,6 +19,10 @@ import {
 } from "../../src/providers/telephony/telephony.interface.js"
 import { type LibraryObjection, type RuleBook, validateRuleBook } from "../../src/workflows/rulebook.schema.js"
 import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
+import { stopSharedServers } from "../support/harness.js"
+
+// No shared server runs beside this suite: it fakes the process's timers, which would be theirs too.
+beforeAll(stopSharedServers)
 
 const OBJECTIONS: LibraryObjection[] = [
   {

@@ -2,12 +2,16 @@
 // both hubs (turns, approvals) take before each write, and the approval hub acting on it over the
 // in-process bus. A slow client costs the process at most the cap in unsent bytes.
 import pino from "pino"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, beforeAll, describe, expect, it } from "vitest"
 import { ApprovalHub } from "../../src/approvals/approval-hub.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { sseDropped } from "../../src/platform/http.metrics.js"
 import { type StreamSink, sinkVerdict } from "../../src/platform/live-hub.js"
 import { approvalsSubject } from "../../src/platform/subjects.js"
+import { stopSharedServers } from "../support/harness.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 const CAP = 1000
 

@@ -12,8 +12,11 @@ import type { CallLeg, CarrierEvent, TelephonyProvider } from "../../src/provide
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { type FakeTelco, type FakeTelcoAccount, startFakeTelco } from "../support/fake-telco.js"
 import { fakeOutboundCalls } from "../support/fake-telco-calls.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, stopSharedServers, type TestServer } from "../support/harness.js"
 import { freePort } from "../support/nginx.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -1,7 +1,7 @@
 // The telephony simulator: carrier events by the number's last digit, asynchronous delivery, leg
 // life cycle (say/listen/hangup), deterministic timing scaled by timeScale, scale, and its layers.
 import { Effect, Layer } from "effect"
-import { afterEach, describe, expect, it, vi } from "vitest"
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest"
 import { AppConfig } from "../../src/platform/AppConfig.js"
 import { loadConfig } from "../../src/platform/config.js"
 import { Telephony, TelephonyLive } from "../../src/providers/Telephony.js"
@@ -12,6 +12,10 @@ import {
   TelephonyError,
   type TelephonyProvider,
 } from "../../src/providers/telephony/telephony.interface.js"
+import { stopSharedServers } from "../support/harness.js"
+
+// No shared server runs beside this suite: it fakes the process's timers, which would be theirs too.
+beforeAll(stopSharedServers)
 
 const TERMINAL = new Set(["BUSY", "NO_ANSWER", "FAILED", "HANGUP"])
 

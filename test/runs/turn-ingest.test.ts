@@ -8,18 +8,17 @@ import { turnSubject } from "../../src/platform/subjects.js"
 import { TurnStreams } from "../../src/turns/TurnStreams.js"
 import type { TurnMessage } from "../../src/turns/turn.message.js"
 import { TurnWriter } from "../../src/turns/turn-writer.js"
-import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, type Session, SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { sse } from "../support/sse-client.js"
 
-const SYSTEM_KEY = "system-key-for-turn-ingest-tests"
 let srv: TestServer
 let a: ReturnType<typeof api>
 let owner: Session
 let other: Session
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { SYSTEM_KEY } })
+  srv = await sharedTestServer({ env: { SYSTEM_KEY } })
   a = api(srv)
   owner = await a.signup({ country: "US" })
   other = await a.signup({ country: "US" })

@@ -13,6 +13,9 @@ export interface Session {
   readonly cookie: string
 }
 
+/** The system key of the suites' servers (SYSTEM_KEY: the internal endpoints' credential). */
+export const SYSTEM_KEY = "system-key-for-tests-0123456789"
+
 /**
  * A server whose runtime dials at test speed: simulated calls 100× faster, no calling window, high
  * pacing limits, runs claimed within 200 ms. Suites override single settings where they test them.

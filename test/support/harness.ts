@@ -137,20 +137,31 @@ const shared = new Map<string, Promise<TestServer>>()
 /**
  * The worker's server for these settings, booted by the first suite that asks. For suites that
  * need only isolation by workspace: each signs up its own, and reads and asserts only on what is
- * that workspace's (never a whole table, a server-wide count in /metrics or the server's settings).
- * Its `stop` does nothing; the server lives as long as the worker, and what it leaves is removed
- * with the template at the end (global-setup.ts).
+ * that workspace's (never a whole table, a server-wide count or the server's settings). Its `stop`
+ * does nothing; the server lives as long as the worker (or until stopSharedServers), and what it
+ * leaves is removed with the template at the end (global-setup.ts).
  */
-export function sharedTestServer(opts: { env?: Record<string, string> } = {}): Promise<TestServer> {
+export async function sharedTestServer(opts: { env?: Record<string, string> } = {}): Promise<TestServer> {
   const key = JSON.stringify(Object.entries(opts.env ?? {}).sort())
   let server = shared.get(key)
   if (server === undefined) {
-    server = startTestServer(opts).then((s) => ({ ...s, stop: async () => {} }))
+    server = startTestServer(opts)
     // A boot that failed is tried again by the next suite rather than failing every one after it.
     server.catch(() => shared.delete(key))
     shared.set(key, server)
   }
-  return server
+  return { ...(await server), stop: async () => {} }
+}
+
+/**
+ * Stops the worker's shared servers; the next suite that asks boots them again. For a suite that
+ * reads what is the process's as a whole (the metrics registry) or fakes its timers (which would
+ * fake the shared servers' timers too).
+ */
+export async function stopSharedServers(): Promise<void> {
+  const servers = [...shared.values()]
+  shared.clear()
+  for (const server of servers) await (await server.catch(() => undefined))?.stop()
 }
 
 // Spawned servers must not outlive the test worker, even when a test fails before stopping them.

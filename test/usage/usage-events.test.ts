@@ -3,16 +3,15 @@
 // unknown kinds recorded and not charged; the 1,000 cap, tenant checks and the system key.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TRIAL_CREDIT_MINOR, USAGE_PRICES } from "../../src/billing/pricing.js"
-import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, type Session, SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
-const SYSTEM_KEY = "system-key-for-usage-tests"
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer({ env: { SYSTEM_KEY } })
+  srv = await sharedTestServer({ env: { SYSTEM_KEY } })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -12,7 +12,7 @@ import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from "../../src/webhooks/delivery.js"
 import { emitEvent, emitEvents, emitPing, pruneOldEvents, recordAttempt } from "../../src/webhooks/outbox.repo.js"
 import { api, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { startTestServer, stopSharedServers, type TestServer } from "../support/harness.js"
 import {
   type Answer,
   attemptsOf,
@@ -22,6 +22,9 @@ import {
   signatureValid,
   waitFor,
 } from "./delivery.support.js"
+
+// No shared server runs beside this suite: it reads the process's metrics, which would count theirs too.
+beforeAll(stopSharedServers)
 
 // 1 min → 1.8 ms … 24 h → 2.6 s: the whole schedule in about 4 s (plus polls and timeouts), well
 // inside 5 days → 13 s, so no endpoint of these tests is disabled but the one meant to be.
