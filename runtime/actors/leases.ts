@@ -33,35 +33,42 @@ export const runLeases = (o: {
 
   const claim = (onlyRunId?: number): Promise<void> => {
     if (claiming !== undefined) return claiming.then(() => (onlyRunId === undefined ? undefined : claim(onlyRunId)))
-    claiming = (async () => {
-      try {
-        while (!o.stopping()) {
-          const claimed = await repo.claimRun(sql, me, leaseMs, onlyRunId)
-          if (claimed === undefined) break
-          // Claimed back by this process while its driver still runs it (the lease lapsed while Postgres
-          // was away and could not be renewed): the claim renewed the lease, nothing more. A second driver
-          // would take the first one's calls for gone and count them ended while they are still talking.
-          const current = drivers.get(claimed.id)
-          if (current !== undefined && !current.lost) {
-            log.warn({ run_id: claimed.id }, "run lease lapsed and was claimed back; its driver goes on")
-            if (onlyRunId !== undefined) break
-            continue
-          }
-          const setup = await repo.loadRunSetup(sql, claimed.id)
-          if (setup === undefined) {
-            await repo.releaseRun(sql, me, claimed.id)
-            break
-          }
-          await o.drive(claimed, setup)
-          if (onlyRunId !== undefined) break
-        }
-      } catch (err) {
-        log.error({ err }, "claiming runs failed")
-      } finally {
-        claiming = undefined
-      }
-    })()
+    // Cleared by `finally`, which always runs after this assignment. A `finally` inside the async
+    // function ran before it when the function returned without awaiting (stopping already): the
+    // settled promise then stayed here, and a claim for one run waited on it, called itself, and
+    // waited again, forever and in microtasks only — a process that stopped while a wake or a call's
+    // end asked for a claim ran out of memory.
+    claiming = claimRuns(onlyRunId).finally(() => {
+      claiming = undefined
+    })
     return claiming
+  }
+
+  const claimRuns = async (onlyRunId: number | undefined): Promise<void> => {
+    try {
+      while (!o.stopping()) {
+        const claimed = await repo.claimRun(sql, me, leaseMs, onlyRunId)
+        if (claimed === undefined) break
+        // Claimed back by this process while its driver still runs it (the lease lapsed while Postgres
+        // was away and could not be renewed): the claim renewed the lease, nothing more. A second driver
+        // would take the first one's calls for gone and count them ended while they are still talking.
+        const current = drivers.get(claimed.id)
+        if (current !== undefined && !current.lost) {
+          log.warn({ run_id: claimed.id }, "run lease lapsed and was claimed back; its driver goes on")
+          if (onlyRunId !== undefined) break
+          continue
+        }
+        const setup = await repo.loadRunSetup(sql, claimed.id)
+        if (setup === undefined) {
+          await repo.releaseRun(sql, me, claimed.id)
+          break
+        }
+        await o.drive(claimed, setup)
+        if (onlyRunId !== undefined) break
+      }
+    } catch (err) {
+      log.error({ err }, "claiming runs failed")
+    }
   }
 
   const renew = async (): Promise<void> => {

@@ -75,3 +75,27 @@ describe("claiming a run back", () => {
     expect(await claimWith(orphan, undefined)).toEqual([orphan])
   })
 })
+
+describe("a process that is stopping", () => {
+  it("claims nothing, and a claim for one run after a claim for any settles at once", async () => {
+    const drivers = new Map<number, RunDriver>()
+    const driven: number[] = []
+    const leases = runLeases({
+      sql: {} as TestServer["sql"], // never reached: nothing is claimed while stopping
+      log: pino({ level: "silent" }),
+      me: ME,
+      leaseMs: 15_000,
+      drivers,
+      stopping: () => true,
+      drive: async (claimed) => void driven.push(claimed.id),
+    })
+    await leases.claim()
+    // A wake for one run (or a call's end) asking for a claim: it spun in microtasks, forever.
+    let settled = false
+    void Promise.all([leases.claim(7), leases.claim(8)]).then(() => (settled = true))
+    for (let i = 0; i < 100 && !settled; i++) await Promise.resolve()
+    expect(settled).toBe(true)
+    await leases.settled()
+    expect(driven).toEqual([])
+  })
+})
