@@ -156,9 +156,12 @@ export function probeRoutes(state: ProbeState): AnyRoute[] {
       handler: ({ query, onAbort }) =>
         Effect.async<ReturnType<typeof json>>((resume) => {
           const t = setTimeout(() => resume(Effect.succeed(json({ slept: query.ms }))), query.ms)
+          // A handler that stops its work on an abort ends too: the request is over, not left in flight
+          // (a stop waited SHUTDOWN_TIMEOUT_MS for it).
           onAbort(() => {
             state.aborted++
             clearTimeout(t)
+            resume(Effect.interrupt)
           })
         }),
     }),
