@@ -131,25 +131,38 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
 }
 
 // One server per worker and settings, shared by the suites that take it. Kept by the module, which
-// a worker loads once for all its files (isolate: false in vitest.config.ts).
+// a worker loads once for all its files (isolate: false in vitest.config.ts). At most
+// SHARED_SERVERS live at once, each with a small pool: on real Postgres every live server holds
+// connections, and two workers' worth must stay well inside max_connections (100 by default).
 const shared = new Map<string, Promise<TestServer>>()
+const SHARED_SERVERS = 3
+const SHARED_POOL = { DB_POOL_MAX: "4" }
 
 /**
  * The worker's server for these settings, booted by the first suite that asks. For suites that
  * need only isolation by workspace: each signs up its own, and reads and asserts only on what is
  * that workspace's (never a whole table, a server-wide count or the server's settings). Its `stop`
- * does nothing; the server lives as long as the worker (or until stopSharedServers), and what it
- * leaves is removed with the template at the end (global-setup.ts).
+ * does nothing; the server lives until the worker exits, stopSharedServers is called, or it is the
+ * least recently asked for of more than SHARED_SERVERS. What it leaves is removed with the template
+ * at the end (global-setup.ts).
  */
 export async function sharedTestServer(opts: { env?: Record<string, string> } = {}): Promise<TestServer> {
-  const key = JSON.stringify(Object.entries(opts.env ?? {}).sort())
+  const env = { ...SHARED_POOL, ...opts.env }
+  const key = JSON.stringify(Object.entries(env).sort())
   let server = shared.get(key)
-  if (server === undefined) {
-    server = startTestServer(opts)
+  if (server !== undefined)
+    shared.delete(key) // re-inserted below: the Map's order is the asking order
+  else {
+    for (const [oldest, old] of shared) {
+      if (shared.size < SHARED_SERVERS) break
+      shared.delete(oldest)
+      await (await old.catch(() => undefined))?.stop()
+    }
+    server = startTestServer({ env })
     // A boot that failed is tried again by the next suite rather than failing every one after it.
     server.catch(() => shared.delete(key))
-    shared.set(key, server)
   }
+  shared.set(key, server)
   return { ...(await server), stop: async () => {} }
 }
 
