@@ -12,6 +12,19 @@ import { startTestServer, type TestServer } from "../support/harness.js"
 
 const ME = "leases-test-instance"
 
+/** Leases of this "process" over `sql`, recording the runs it would drive in `driven`. */
+function leasesOf(sql: TestServer["sql"], drivers: Map<number, RunDriver>, stopping: boolean, driven: number[]) {
+  return runLeases({
+    sql,
+    log: pino({ level: "silent" }),
+    me: ME,
+    leaseMs: 15_000,
+    drivers,
+    stopping: () => stopping,
+    drive: async (claimed) => void driven.push(claimed.id),
+  })
+}
+
 describe("claiming a run back", () => {
   let srv: TestServer
   let owner: Session
@@ -40,15 +53,7 @@ describe("claiming a run back", () => {
     const driven: number[] = []
     const drivers = new Map<number, RunDriver>()
     if (driver !== undefined) drivers.set(runId, driver as RunDriver)
-    const leases = runLeases({
-      sql: srv.sql,
-      log: pino({ level: "silent" }),
-      me: ME,
-      leaseMs: 15_000,
-      drivers,
-      stopping: () => false,
-      drive: async (claimed) => void driven.push(claimed.id),
-    })
+    const leases = leasesOf(srv.sql, drivers, false, driven)
     await leases.claim(runId)
     return driven
   }
@@ -80,15 +85,8 @@ describe("a process that is stopping", () => {
   it("claims nothing, and a claim for one run after a claim for any settles at once", async () => {
     const drivers = new Map<number, RunDriver>()
     const driven: number[] = []
-    const leases = runLeases({
-      sql: {} as TestServer["sql"], // never reached: nothing is claimed while stopping
-      log: pino({ level: "silent" }),
-      me: ME,
-      leaseMs: 15_000,
-      drivers,
-      stopping: () => true,
-      drive: async (claimed) => void driven.push(claimed.id),
-    })
+    // The database is never reached: nothing is claimed while stopping.
+    const leases = leasesOf({} as TestServer["sql"], drivers, true, driven)
     await leases.claim()
     // A wake for one run (or a call's end) asking for a claim: it spun in microtasks, forever.
     let settled = false
