@@ -18,7 +18,7 @@ import { connectPostgres, Db, type Sql, startEmbeddedPostgres, withDatabase } fr
 import type { Role } from "../../src/platform/Instance.js"
 import { makeLogger } from "../../src/platform/Log.js"
 import { PROJECT_ROOT } from "../../src/platform/paths.js"
-import { copyPrefix } from "./template.js"
+import { copyPrefix, type Template } from "./template.js"
 
 export const realServices = process.env.DATABASE_URL !== undefined
 
@@ -30,15 +30,29 @@ export async function freshDatabase(): Promise<{ env: Record<string, string>; dr
     cpSync(join(template.dataDir, "pglite"), join(dataDir, "pglite"), { recursive: true })
     return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) }
   }
+  const db = await postgresDatabase(template, "migrated")
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: db.url },
+    drop: async () => {
+      await db.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A database of its own on the template's Postgres server: a copy of the template, or empty. */
+async function postgresDatabase(
+  template: Extract<Template, { kind: "postgres" }>,
+  contents: "migrated" | "empty",
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${copyPrefix(template.database)}${randomBytes(5).toString("hex")}`
   const admin = connectPostgres(template.url, 1)
-  await admin.unsafe(`create database ${name} template ${template.database}`)
+  await admin.unsafe(`create database ${name}${contents === "migrated" ? ` template ${template.database}` : ""}`)
   return {
-    env: { DATA_DIR: dataDir, DATABASE_URL: withDatabase(template.url, name) },
+    url: withDatabase(template.url, name),
     drop: async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`)
       await admin.end()
-      rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }
@@ -46,18 +60,7 @@ export async function freshDatabase(): Promise<{ env: Record<string, string>; dr
 /** An empty database of its own, not migrated (on DATABASE_URL's server when one is given). */
 export async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const template = inject("template")
-  if (template.kind === "postgres") {
-    const name = `${copyPrefix(template.database)}${randomBytes(5).toString("hex")}`
-    const admin = connectPostgres(template.url, 1)
-    await admin.unsafe(`create database ${name}`)
-    return {
-      url: withDatabase(template.url, name),
-      drop: async () => {
-        await admin.unsafe(`drop database if exists ${name} with (force)`)
-        await admin.end()
-      },
-    }
-  }
+  if (template.kind === "postgres") return postgresDatabase(template, "empty")
   const dir = mkdtempSync(join(inject("scratch"), "empty-"))
   cpSync(template.empty, dir, { recursive: true })
   const pg = await startEmbeddedPostgres(join(dir, "pglite"))
