@@ -54,7 +54,8 @@ async function expectEndedAt(streams: Watched[], expiresAt: number): Promise<voi
   }
 }
 
-describe("open event streams", () => {
+// Each test waits out a credential of its own workspace: they wait side by side.
+describe.concurrent("open event streams", () => {
   it("end when their API key expires; a key without expiry keeps its streams", async () => {
     const owner = await a.signup({ country: "US" })
     const runId = await a.runningRun(owner)

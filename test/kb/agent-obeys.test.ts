@@ -112,7 +112,8 @@ const lineOf = (text: string, name: string) => normaliseLine(text.split(name).jo
 const pitchesOf = (turns: Turn[]) =>
   turns.filter((t) => t.speaker === "agent" && t.turn_index === 2 && /calling about/i.test(t.text))
 
-describe("rules the agent obeys, end to end", () => {
+// Each test has a workspace, a workflow and numbers of its own: they run side by side.
+describe.concurrent("rules the agent obeys, end to end", () => {
   it("never says, in a new run on a new audience, a line banned from a finished run", async () => {
     const s = await a.signup({ country: "US" })
     await fund(s)

@@ -2,17 +2,16 @@
 // one person on the workspace's workflow (named, or the default), dialed by the runtime with the
 // workspace's rules and billed to its wallet; refusals answered at once; and a patch-in on it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session, SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
-const SYSTEM_KEY = "system-key-for-outreach-call-tests"
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000", SYSTEM_KEY, OPERATOR_NUMBER: "+12025550189" }
+const ENV = HELD_RUNTIME_ENV
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -2,18 +2,17 @@
 // callee is moved into a conference with the operator and the agent's call ends as handed_off;
 // unknown, finished and another workspace's calls are 404; a second patch-in is 409 CALL_HANDED_OFF.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session, SYSTEM_KEY } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
-const SYSTEM_KEY = "system-key-for-patch-in-tests"
 // A callee asking for a human holds for a decision 1000 s × 0.01 = 10 s: time enough to patch them in.
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000", SYSTEM_KEY, OPERATOR_NUMBER: "+12025550189" }
+const ENV = HELD_RUNTIME_ENV
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -5,19 +5,19 @@
 // rule book's cap, heard by the held callee and agreed at that amount (422 outside it, for another
 // action or with deny, nothing decided); and the pending count pushed on the approvals stream.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
 // A call holds for a decision 1000 s × 0.01 = 10 s: time enough to decide while the callee holds.
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000" }
+const ENV = HELD_RUNTIME_ENV
 const PROMPT = "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked."
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

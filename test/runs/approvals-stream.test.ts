@@ -7,17 +7,17 @@ import { expireAndAnnounce } from "../../src/approvals/approval-changes.js"
 import { insertApproval } from "../../src/approvals/approvals.repo.js"
 import { Bus } from "../../src/platform/Bus.js"
 import { Log } from "../../src/platform/Log.js"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { sharedTestServer, startTestServer, type TestServer } from "../support/harness.js"
 import { type SseClient, sse } from "../support/sse-client.js"
 
 // A call holds for a decision 1000 s × 0.01 = 10 s, time enough to decide it while it is live.
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000" }
+const ENV = HELD_RUNTIME_ENV
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -3,18 +3,18 @@
 // approved after the call ended is dialed again; every row of the approval state table; concurrent
 // decisions (exactly one wins); filters for polling clients; tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { sharedTestServer, startTestServer, type TestServer } from "../support/harness.js"
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 // A call holds for a decision APPROVAL_HOLD_MS × SIM_TIME_SCALE: 1000 s × 0.01 = 10 s, time enough
 // for a test to decide while the call is live.
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000" }
+const ENV = HELD_RUNTIME_ENV
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

@@ -4,18 +4,18 @@
 // spend so far and whether it has finished; a workflow says whether it may run and why not, by the
 // same predicate POST run answers with, and its latest run's state.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
-import { startTestServer, type TestServer } from "../support/harness.js"
+import { api, HELD_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { sharedTestServer, type TestServer } from "../support/harness.js"
 
 // A call holds for a decision 1000 s × 0.01 = 10 s: it is on hold while the test looks.
-const ENV = { ...FAST_RUNTIME_ENV, APPROVAL_HOLD_MS: "1000000" }
+const ENV = HELD_RUNTIME_ENV
 const PROMPT = "Win back lapsed members with a discount of up to $20; book callbacks; escalate when asked."
 
 let srv: TestServer
 let a: ReturnType<typeof api>
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: ENV })
+  srv = await sharedTestServer({ env: ENV })
   a = api(srv)
 })
 afterAll(async () => srv?.stop())

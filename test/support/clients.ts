@@ -32,6 +32,18 @@ export const FAST_RUNTIME_ENV: Readonly<Record<string, string>> = {
   APPROVAL_HOLD_FLOOR_MS: "0",
 }
 
+/**
+ * FAST_RUNTIME_ENV with holds that outlast any test (a proposal waits for the test's decision), the
+ * internal endpoints' key and an operator to patch calls in to: the approval, progress and outreach
+ * suites share one such server per worker.
+ */
+export const HELD_RUNTIME_ENV: Readonly<Record<string, string>> = {
+  ...FAST_RUNTIME_ENV,
+  APPROVAL_HOLD_MS: "1000000",
+  SYSTEM_KEY,
+  OPERATOR_NUMBER: "+12025550189",
+}
+
 export const uniqueEmail = (tag = "user") => `${tag}-${randomBytes(4).toString("hex")}@example.com`
 
 export function api(srv: TestServer) {
