@@ -349,11 +349,14 @@ describe.skipIf(skipBrowser)("the console in Chromium", () => {
     // workspace's session), the page has forgotten them.
     expect(await page.getByRole("region", { name: /^Transcript of the call to / }).count()).toBe(2)
     await context.clearCookies()
-    await page
-      .getByRole("navigation", { name: "Console" })
-      .getByRole("link", { name: "Approvals", exact: true })
-      .click()
-    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
+    // The next request the page makes is answered 401 and signs it out: the click on a tab, or the
+    // page's own (a stream reconnecting) if that comes first and takes the tab away under the click.
+    const signIn = page.getByRole("heading", { level: 1, name: "Sign in" })
+    const tab = page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Approvals", exact: true })
+    const clicked = tab.click({ timeout: 3_000 }).catch(() => undefined)
+    await signIn.waitFor()
+    // Settled before signing in again, so a click still retrying cannot land on the next page.
+    await clicked
     await page.getByLabel("Email").fill(email)
     await page.getByLabel("Password").fill(PASSWORD)
     await page.getByRole("button", { name: "Sign in", exact: true }).click()

@@ -126,6 +126,15 @@ describe("an anonymous 50 MiB body to an upload route", () => {
    * server's own background work (sweeps, timers, GC) moves RSS by during a measurement.
    */
   const GROWTH_BOUND = 16 * MiB
+
+  /**
+   * `measure`, taken again once if memory grew past the bound: a read body grows it every time,
+   * while a collection or a PGlite step on a loaded machine rarely falls inside the same flood twice.
+   */
+  async function measureSettled(head: string, total: number, chunked: boolean) {
+    const first = await measure(head, total, chunked)
+    return first.growth < GROWTH_BOUND ? first : measure(head, total, chunked)
+  }
   const jsonHead = `POST ${path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n`
   const chunkedHead = `${jsonHead}Transfer-Encoding: chunked\r\n\r\n`
 
@@ -136,7 +145,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
       (await measure(chunkedHead.replace("Transfer-Encoding: chunked", `Content-Length: ${50 * MiB}`), MiB, false))
         .status,
     ).toBe(413)
-    const r = await measure(chunkedHead, 50 * MiB, true)
+    const r = await measureSettled(chunkedHead, 50 * MiB, true)
     expect(r.status).toBe(401)
     // Not a byte of it reached the server's reader (the access log's bytes_in).
     expect(r.bytesIn).toBe(0)
@@ -147,7 +156,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
 
   it("is refused with 413 without reading it when its length is declared", async () => {
     const head = `${jsonHead}Content-Length: ${50 * MiB}\r\n\r\n`
-    const r = await measure(head, 50 * MiB, false)
+    const r = await measureSettled(head, 50 * MiB, false)
     expect(r.status).toBe(413)
     expect(r.bytesIn).toBe(0)
     expect(r.growth).toBeLessThan(GROWTH_BOUND)
@@ -159,7 +168,7 @@ describe("an anonymous 50 MiB body to an upload route", () => {
       `Content-Length: ${50 * MiB}\r\n\r\n`
     // Warm up the multipart path (the parser made, the upload route's plan) with a short flood.
     expect((await measure(head, MiB, false)).status).toBe(401)
-    const r = await measure(head, 50 * MiB, false)
+    const r = await measureSettled(head, 50 * MiB, false)
     expect(r.status).toBe(401)
     expect(r.bytesIn).toBe(0)
     expect(r.growth).toBeLessThan(GROWTH_BOUND)
