@@ -30,14 +30,14 @@ const TARGET_RSS_PER_CALL = 25 * 1024
 const TARGET_ELD_P99_MS = 50
 const TARGET_CALLS_PER_S = 500
 /** The deployment's system key: the bench sets its workspace's dial limits through the admin endpoint. */
-const SYSTEM_KEY = `bench-system-key-${randomBytes(8).toString("hex")}`
+export const SYSTEM_KEY = `bench-system-key-${randomBytes(8).toString("hex")}`
 
 const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`
 const f1 = (x: number) => x.toFixed(1)
 
 /** A child running bench/servers/dialer-host.ts, with request/reply over IPC. */
-interface Host {
+export interface Host {
   readonly child: ChildProcess
   /** The next message of this type (ready, bare). */
   next<T>(type: string): Promise<T>
@@ -47,7 +47,7 @@ interface Host {
   readonly stderr: string[]
 }
 
-function startHost(args: string[], env: Record<string, string>): Host {
+export function startHost(args: string[], env: Record<string, string>): Host {
   const child = fork(join(PROJECT_ROOT, "bench", "servers", "dialer-host.ts"), args, {
     cwd: PROJECT_ROOT,
     execArgv: [
@@ -100,7 +100,7 @@ function startHost(args: string[], env: Record<string, string>): Host {
 let lastRequestId = 0
 
 /** Sends a request to the host and resolves with its reply. */
-function ask<T>(host: Host, cmd: string, extra: Record<string, unknown> = {}): Promise<T> {
+export function ask<T>(host: Host, cmd: string, extra: Record<string, unknown> = {}): Promise<T> {
   const id = ++lastRequestId
   return new Promise<T>((resolve, reject) => {
     const onMessage = (raw: unknown) => {
@@ -118,7 +118,7 @@ function ask<T>(host: Host, cmd: string, extra: Record<string, unknown> = {}): P
 }
 
 /** The HTTP calls a customer makes, from signup to a running run. */
-async function setUpRun(
+export async function setUpRun(
   base: string,
   outboxFile: string,
   phones: string[],

@@ -9,10 +9,12 @@ import { benchFootprint } from "./footprint.js"
 import { benchHttp } from "./http.js"
 import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
+import { benchRamp } from "./ramp.js"
 import { benchReads } from "./reads.js"
 import { benchResults } from "./results.js"
 import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
+import { benchTakeover } from "./takeover.js"
 import { benchTurns } from "./turns.js"
 import { benchWebhooks } from "./webhooks.js"
 
@@ -22,6 +24,8 @@ const benches: Record<string, () => Promise<void>> = {
   ledger: benchLedger,
   audience: benchAudience,
   dialer: benchDialer,
+  ramp: benchRamp,
+  takeover: benchTakeover,
   sse: benchSse,
   approvals: benchApprovals,
   kb: benchKb,

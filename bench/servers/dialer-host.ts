@@ -1,7 +1,8 @@
 // The measured process of bench/dialer (run with --expose-gc): either the real `--role all` Parley
 // process, probed over IPC (gc'd heap, event-loop delay, live legs and calls), or N bare XState actors.
 //
-//   node --expose-gc --import tsx bench/servers/dialer-host.ts parley   (config from the environment)
+//   node --expose-gc --import tsx bench/servers/dialer-host.ts parley   (config from the environment;
+//     BENCH_HOST_ROLE=runtime for the runtime role alone, no HTTP)
 //   node --expose-gc --import tsx bench/servers/dialer-host.ts bare N SCALE WINDOW_S
 // For finding where the time and memory go: BENCH_DIALER_PROFILE=DIR writes CPU profiles of the
 // ramp and of the peak window there, BENCH_DIALER_HEAP_SNAPSHOT=DIR heap snapshots before the run
@@ -189,8 +190,10 @@ function profiler(dir: string | undefined) {
 
 async function parley(): Promise<void> {
   const config = loadConfig(process.env)
-  const logger = makeLogger(config, { role: "all" }, { buffered: true })
-  const running = await serve({ role: "all", config, logger })
+  // BENCH_HOST_ROLE=runtime: the runtime alone (bench/ramp puts an api process beside it).
+  const role = process.env.BENCH_HOST_ROLE === "runtime" ? "runtime" : "all"
+  const logger = makeLogger(config, { role }, { buffered: true })
+  const running = await serve({ role, config, logger })
   const telephony = await running.runtime.runPromise(Telephony)
   const appSql = await running.runtime.runPromise(Effect.map(Db, (d) => d.sql))
   // Counting on its own connection, so the probe never waits behind the dialer's pool.

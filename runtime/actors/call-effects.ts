@@ -29,6 +29,9 @@ import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs
 
 type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
 
+/** Orphaned calls finalised per transaction when a run is taken over. */
+const TAKEOVER_GROUP = 500
+
 export class CallEffects {
   private provided: ProvidedCallMachine | undefined
 
@@ -37,39 +40,58 @@ export class CallEffects {
     private readonly requestApproval: (live: LiveCall, req: ApprovalRequest) => Promise<void>,
   ) {}
 
-  /** Finalises the calls a dead owner left in flight: each is charged once and never dialed again. */
+  /**
+   * Finalises the calls a dead owner left in flight: each is charged once and never dialed again.
+   * Written in groups (one adopting statement, the settlements grouped by the money batcher, one
+   * finishAttempts transaction per TAKEOVER_GROUP calls): a dead process may have held thousands.
+   */
   async takeOver(previousOwner: string): Promise<void> {
     const s = this.scope
     const { sql, me, log, settings, money } = s.deps
     const orphans = await calls.orphanCalls(sql, s.runId, me)
     log.warn({ run_id: s.runId, previous_owner: previousOwner, orphans: orphans.length }, "taking over run")
-    for (const c of orphans) {
-      await calls.adoptCall(sql, c.id, me)
-      // Bill what we know happened: from the answer to the last recorded turn.
-      const until = c.last_turn_at ?? c.answered_at
-      const seconds =
-        c.answered_at === null || until === null
-          ? 0
-          : billedSeconds(until.getTime() - c.answered_at.getTime(), settings.timeScale, 0, s.ruleBook.max_call_seconds)
-      const settled = await money.settle(`call:${c.id}`, seconds)
-      const at = Date.now()
-      const detail = { previous_owner: previousOwner, call_id: c.id }
-      await calls.finishAttempt(sql, {
+    for (let i = 0; i < orphans.length; i += TAKEOVER_GROUP) {
+      const group = orphans.slice(i, i + TAKEOVER_GROUP)
+      await calls.adoptCalls(
+        sql,
+        group.map((c) => Number(c.id)),
         me,
-        runId: s.runId,
-        tenantId: s.tenantId,
-        callId: c.id,
-        runTargetId: c.run_target_id,
-        outcome: "interrupted",
-        connectedSeconds: seconds,
-        costMinor: settled?.chargedMinor ?? null,
-        reservedMinor: null,
-        endedAt: new Date(at),
-        next: { kind: "done", outcome: "interrupted" },
-        decision: Decision.stop(c.target_id, at, "owner_lost", detail, settled?.chargedMinor ?? null),
-        addToDnc: false,
-        phone: c.phone_e164,
-      })
+      )
+      const ends = await Promise.all(
+        group.map(async (c): Promise<calls.AttemptEnd> => {
+          // Bill what we know happened: from the answer to the last recorded turn.
+          const until = c.last_turn_at ?? c.answered_at
+          const seconds =
+            c.answered_at === null || until === null
+              ? 0
+              : billedSeconds(
+                  until.getTime() - c.answered_at.getTime(),
+                  settings.timeScale,
+                  0,
+                  s.ruleBook.max_call_seconds,
+                )
+          const settled = await money.settle(`call:${c.id}`, seconds)
+          const at = Date.now()
+          const detail = { previous_owner: previousOwner, call_id: c.id }
+          return {
+            me,
+            runId: s.runId,
+            tenantId: s.tenantId,
+            callId: c.id,
+            runTargetId: c.run_target_id,
+            outcome: "interrupted",
+            connectedSeconds: seconds,
+            costMinor: settled?.chargedMinor ?? null,
+            reservedMinor: null,
+            endedAt: new Date(at),
+            next: { kind: "done", outcome: "interrupted" },
+            decision: Decision.stop(c.target_id, at, "owner_lost", detail, settled?.chargedMinor ?? null),
+            addToDnc: false,
+            phone: c.phone_e164,
+          }
+        }),
+      )
+      await calls.finishAttempts(sql, ends)
     }
   }
 

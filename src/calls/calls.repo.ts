@@ -336,9 +336,9 @@ export const orphanCalls = (sql: Sql, runId: number, me: string) =>
            (select max(t.at) from turns t where t.call_id = c.id) as last_turn_at
     from calls c where c.run_id = ${runId} and c.status <> 'ended' and c.owner_instance <> ${me}`
 
-/** Takes an orphaned call over so this process may finish it (finishAttempt checks the owner). */
-export const adoptCall = (sql: Sql, callId: number, me: string) =>
-  sql`update calls set owner_instance = ${me} where id = ${callId} and status <> 'ended'`
+/** Takes orphaned calls over, in one statement, so this process may finish them (finishAttempts checks the owner). */
+export const adoptCalls = (sql: Sql, callIds: readonly number[], me: string) =>
+  sql`update calls set owner_instance = ${me} where id = any(${callIds as number[]}::bigint[]) and status <> 'ended'`
 
 /**
  * Extends this process's slot rows (renewed with its run leases) and drops rows whose process has
