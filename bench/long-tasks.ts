@@ -34,8 +34,8 @@ const parent = new Map<number, number>()
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 
 const IDLE = new Set(["(idle)", "(program)"])
-const name = (f: Frame) =>
-  `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(src|api|runtime|machines|node_modules)\//, "$1/")}:${f.lineNumber + 1}`
+const shortUrl = (url: string) => url.replace(/^.*\/(src|api|runtime|machines|node_modules)\//, "$1/")
+const name = (f: Frame) => `${f.functionName || "(anonymous)"} ${shortUrl(f.url)}:${f.lineNumber + 1}`
 /** The innermost frame of the project's own code on the sample's stack (not node_modules, not node:). */
 function ownFrame(id: number): string {
   for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {

@@ -224,7 +224,8 @@ export async function benchRamp(): Promise<void> {
   )
   const met = runs.every((m) => Object.values(ok(m)).every(Boolean))
   const md = [
-    `## ramp — the event loop and \`/healthz\` while a run of ${CALLS} calls ramps up and ends, vs the same process idle`,
+    `## ramp — the event loop and \`/healthz\` while a run of ${CALLS} calls ramps up and ends, ` +
+      "vs the same process idle",
     "",
     `Machine: ${machine()}. Run ${new Date().toISOString().slice(0, 10)}; 1-minute load average ` +
       `${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after. The measured process is bench/servers/` +

@@ -123,7 +123,8 @@ export async function benchTakeover(): Promise<void> {
         (select count(*)::int from dial_decisions where run_id = ${runId} and reason = 'owner_lost') as lost,
         (select count(*)::int from usage_reservations u join calls c on u.call_ref = 'call:' || c.id
           where c.run_id = ${runId} and u.status = 'reserved') as reserved,
-        (select count(*)::int from (select l.reference from ledger_entries l join calls c on l.reference = 'call:' || c.id
+        (select count(*)::int from (select l.reference from ledger_entries l
+          join calls c on l.reference = 'call:' || c.id
           where c.run_id = ${runId} and l.kind = 'call_reservation' group by l.reference having count(*) > 1) y)
           as double_settled`
     const [wallet] = await db.sql<[{ balance: string; sum: string }]>`
