@@ -1,6 +1,7 @@
-// The synchronous stretches of a V8 CPU profile (a .cpuprofile, as BENCH_RAMP_PROFILE writes) longer
-// than a threshold: consecutive samples that are not idle, each stretch with the functions that took
-// its time (self time, and the project's own frames under which that time was spent).
+// The long tasks of a V8 CPU profile (a .cpuprofile, as BENCH_RAMP_PROFILE writes): consecutive samples
+// that are not idle and sit under the same entry frame (a timers phase, the immediates, one socket's
+// data; a collection counts in the task it interrupted), longer than a threshold, each with the
+// functions that took its time (self time, and the project's own frames under which it was spent).
 //
 //   node --import tsx bench/long-tasks.ts FILE.cpuprofile [MIN_MS=10]
 import { readFileSync } from "node:fs"
@@ -34,6 +35,13 @@ const parent = new Map<number, number>()
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 
 const IDLE = new Set(["(idle)", "(program)"])
+const GC = "(garbage collector)"
+/** The frame right under the root: the macrotask the sample is in (timers, immediates, a socket's data). */
+function entryOf(id: number): number {
+  let n = id
+  for (let p = parent.get(n); p !== undefined && parent.get(p) !== undefined; p = parent.get(n)) n = p
+  return n
+}
 const shortUrl = (url: string) => url.replace(/^.*\/(src|api|runtime|machines|node_modules)\//, "$1/")
 const name = (f: Frame) => `${f.functionName || "(anonymous)"} ${shortUrl(f.url)}:${f.lineNumber + 1}`
 /** The innermost frame of the project's own code on the sample's stack (not node_modules, not node:). */
@@ -48,6 +56,8 @@ function ownFrame(id: number): string {
 interface Stretch {
   startMs: number
   ms: number
+  /** The profile node of the task's entry frame. */
+  entry: number
   self: Map<string, number>
   own: Map<string, number>
 }
@@ -59,12 +69,20 @@ for (let i = 0; i < profile.samples.length; i++) {
   const delta = profile.timeDeltas[i] ?? 0
   t += delta
   const node = byId.get(profile.samples[i]!)!
-  if (IDLE.has(node.callFrame.functionName)) {
+  // A collection belongs to the task it interrupted; a sample in another task starts a stretch.
+  const entry = node.callFrame.functionName === GC ? current?.entry : entryOf(node.id)
+  if (IDLE.has(node.callFrame.functionName) || (current !== undefined && entry !== current.entry)) {
     if (current !== undefined && current.ms >= minMs) stretches.push(current)
     current = undefined
-    continue
+    if (IDLE.has(node.callFrame.functionName)) continue
   }
-  current ??= { startMs: (t - profile.startTime) / 1000, ms: 0, self: new Map(), own: new Map() }
+  current ??= {
+    startMs: (t - profile.startTime) / 1000,
+    ms: 0,
+    entry: entry ?? node.id,
+    self: new Map(),
+    own: new Map(),
+  }
   const ms = (profile.timeDeltas[i + 1] ?? delta) / 1000
   current.ms += ms
   add(current.self, name(node.callFrame), ms)
@@ -90,6 +108,6 @@ process.stdout.write(`\nin all of them, by self time:\n  ${top(allSelf, 25).join
 process.stdout.write("\nthe longest:\n")
 for (const s of [...stretches].sort((a, b) => b.ms - a.ms).slice(0, 12))
   process.stdout.write(
-    `  at ${(s.startMs / 1000).toFixed(2)} s, ${s.ms.toFixed(1)} ms\n    own: ${top(s.own, 4).join("; ")}\n` +
+    `  at ${(s.startMs / 1000).toFixed(2)} s, ${s.ms.toFixed(1)} ms in ${name(byId.get(s.entry)!.callFrame)}\n    own: ${top(s.own, 4).join("; ")}\n` +
       `    self: ${top(s.self, 4).join("; ")}\n`,
   )

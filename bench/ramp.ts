@@ -104,6 +104,8 @@ async function measure(role: "all" | "runtime", env: Record<string, string>): Pr
     let idleHealthz: Latencies | undefined
     let probe: ReturnType<typeof healthProbe> | undefined
     let t0 = 0
+    /** The host's sample clock at POST /run (its samples begin with the idle baseline). */
+    let tRun = 0
     const { runId } = await setUpRun(base, join(dataDir, "outbox.jsonl"), phones, async () => {
       // The baseline: the same process, set up and idle, measured the same way.
       await ask(h, "window-start")
@@ -112,8 +114,11 @@ async function measure(role: "all" | "runtime", env: Record<string, string>): Pr
       idleHealthz = await idle.stop()
       idleEld = (await ask<{ eld: EldStats }>(h, "window-end")).eld
       await ask(h, "window-start")
+      // Profiled apart from what follows (BENCH_RAMP_PROFILE): POST /run itself.
+      if (process.env.BENCH_RAMP_PROFILE) await ask(h, "profile", { name: "run" })
       probe = healthProbe(base)
       t0 = performance.now()
+      tRun = samples.at(-1)?.t ?? 0
     })
     await ask(host, "watch", { runId })
     let ended = false
@@ -136,7 +141,7 @@ async function measure(role: "all" | "runtime", env: Record<string, string>): Pr
     const healthz = await probe!.stop()
     const { eld } = await ask<{ eld: EldStats }>(host, "window-end")
     const worst = [...samples].sort((a, b) => b.eldMax - a.eldMax).slice(0, 5)
-    const t = samples[0]?.t ?? 0
+    const t = tRun
     return {
       role,
       idleEld: idleEld!,

@@ -4,6 +4,7 @@
 // closes (host/loops.ts) and the background workers (workers/). Nothing here is the only copy of
 // anything: another runtime process can take any run over from Postgres. What each run dials on,
 // and what it costs, is chosen per run (host/run-providers.ts, host/call-money.ts).
+
 import { Effect, Exit, Option, Scope } from "effect"
 import { SlotCounter } from "../src/dialing/pacing.js"
 import { Credentials } from "../src/onboarding/Credentials.js"
@@ -11,6 +12,7 @@ import { AppConfig } from "../src/platform/AppConfig.js"
 import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
 import { Db } from "../src/platform/Db.js"
+import { FairTimers } from "../src/platform/fair-timers.js"
 import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
 import { RT_PING, RT_RUN_WAKE, type RunControl } from "../src/platform/subjects.js"
@@ -96,7 +98,17 @@ export const startRuntimeHost: Effect.Effect<
     clock,
     platformTelephony: telephony,
     platformLlm: llm,
-    deps: { sql, bus, log, me, pacer: limits.pacer, slots: new SlotCounter(), turns, settings },
+    deps: {
+      sql,
+      bus,
+      log,
+      me,
+      pacer: limits.pacer,
+      slots: new SlotCounter(),
+      turns,
+      timers: new FairTimers(),
+      settings,
+    },
     limits,
     money,
   })

@@ -28,6 +28,7 @@ export type HostRequest =
   | { id: number; cmd: "window-end" }
   | { id: number; cmd: "turns" }
   | { id: number; cmd: "snapshot"; name: string }
+  | { id: number; cmd: "profile"; name: string }
   | { id: number; cmd: "stop" }
 
 export interface Heap {
@@ -204,6 +205,8 @@ async function parley(): Promise<void> {
   const win = monitorEventLoopDelay({ resolution: 1 })
   tick.enable()
   let runId: number | undefined
+  /** Samples are sent once a run is watched, or from the first window on (bench/ramp's idle baseline). */
+  let sampling = false
   let counting = false
   let last = { live: 0, dialed: 0, approvals: 0 }
   const t0 = Date.now()
@@ -220,7 +223,7 @@ async function parley(): Promise<void> {
         .catch(() => {})
         .finally(() => (counting = false))
     }
-    if (runId === undefined) return
+    if (runId === undefined && !sampling) return
     send({
       type: "sample",
       t: Date.now() - t0,
@@ -247,10 +250,13 @@ async function parley(): Promise<void> {
         void profile.next("ramp")
         return reply({})
       case "window-start":
+        sampling = true
         win.reset()
         win.enable()
         if (runId !== undefined) void profile.next("peak")
         return reply({})
+      case "profile":
+        return void profile.next(m.name).then(() => reply({}))
       case "window-end":
         win.disable()
         return void profile.end().then(() => reply({ eld: eldStats(win) }))

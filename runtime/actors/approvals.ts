@@ -10,10 +10,13 @@ import { backgroundFailures } from "../../src/platform/metrics.js"
 import { type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 import { SnapshotWriter } from "./snapshots.js"
 
-type ApprovalActor = Actor<typeof approvalMachine>
+type ProvidedApprovalMachine = ReturnType<typeof approvalMachine.provide>
+type ApprovalActor = Actor<ProvidedApprovalMachine>
 
 export class RunApprovals {
-  private readonly actors = new Map<number, ApprovalActor>()
+  /** The run's pending approvals: each one's actor and the writer of its snapshots. */
+  private readonly actors = new Map<number, { actor: ApprovalActor; writer: SnapshotWriter }>()
+  private provided: ProvidedApprovalMachine | undefined
 
   constructor(private readonly scope: RunScope) {}
 
@@ -80,33 +83,50 @@ export class RunApprovals {
     }
   }
 
-  private start(snapshot: unknown, input: ApprovalInput): ApprovalActor {
-    const { sql, log } = this.scope.deps
+  /**
+   * The approval machine with this run's effects, made once per run: providing a machine builds its
+   * whole state tree again, which per approval cost more than the actor (a wave of callees asking at
+   * once stalled the event loop on it). The effects find their approval by id.
+   */
+  private machine(): ProvidedApprovalMachine {
+    if (this.provided !== undefined) return this.provided
     const deps = this.scope.deps
-    const save = (s: unknown) => approvals.saveApprovalSnapshot(sql, input.approvalId, s, MACHINE_VERSIONS.approval)
-    const writer = new SnapshotWriter(save, log)
-    const machine = approvalMachine.provide({
+    const { log } = deps
+    this.provided = approvalMachine.provide({
       actions: {
-        persist: () => queueMicrotask(() => writer.write(actor.getPersistedSnapshot())),
+        // After the transition (the actor's first persist runs while it starts).
+        persist: (_, ref) =>
+          queueMicrotask(() => {
+            const a = this.actors.get(ref.approvalId)
+            if (a !== undefined) a.writer.write(a.actor.getPersistedSnapshot())
+          }),
         decided: (_, r) => {
           if (r.status !== "expired") return
           // Not recorded now: the host's approval sweep expires it on its next pass (expireAndAnnounce "due").
           void expireAndAnnounce(deps, r.approvalId).catch((err: unknown) => {
             backgroundFailures.labels("approval_expiry").inc()
             log.error(
-              { err, approval_id: r.approvalId, run_id: input.runId, tenant_id: input.tenantId },
+              { err, approval_id: r.approvalId, run_id: r.runId, tenant_id: r.tenantId },
               "could not record an approval's expiry; the approval sweep retries it",
             )
           })
         },
       },
     })
+    return this.provided
+  }
+
+  private start(snapshot: unknown, input: ApprovalInput): ApprovalActor {
+    const { sql, log } = this.scope.deps
+    const save = (s: unknown) => approvals.saveApprovalSnapshot(sql, input.approvalId, s, MACHINE_VERSIONS.approval)
+    const machine = this.machine()
     const actor: ApprovalActor =
       snapshot === undefined
         ? createActor(machine, { input })
         : createActor(machine, { snapshot: snapshot as never, input })
-    this.actors.set(input.approvalId, actor)
-    actor.subscribe({ complete: () => this.actors.delete(input.approvalId) })
+    this.actors.set(input.approvalId, { actor, writer: new SnapshotWriter(save, log) })
+    // Forgotten after the persist its last transition queued.
+    actor.subscribe({ complete: () => queueMicrotask(() => this.actors.delete(input.approvalId)) })
     actor.start()
     return actor
   }
@@ -122,7 +142,7 @@ export class RunApprovals {
     by: number | null,
     valueMinor: number | null = null,
   ): void {
-    const actor = this.actors.get(approvalId)
+    const actor = this.actors.get(approvalId)?.actor
     const decision = status === "approved" ? "approve" : "deny"
     if (actor?.getSnapshot().can({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() }))
       actor.send({ type: "DECIDE", decision, by: by ?? 0, at: Date.now() })
@@ -131,7 +151,7 @@ export class RunApprovals {
   }
 
   stop(): void {
-    for (const a of this.actors.values()) a.stop()
+    for (const a of this.actors.values()) a.actor.stop()
     this.actors.clear()
   }
 }

@@ -241,6 +241,7 @@ export class CallEffects {
       heldOut: [],
     }
     const actor = createActor(this.machine(), {
+      clock: s.deps.timers,
       input: {
         callId: a.callId,
         runId: s.runId,

@@ -9,6 +9,7 @@ import type { DialLimits } from "../../src/dialing/dial-limits.js"
 import type { Pacer, SlotCounter } from "../../src/dialing/pacing.js"
 import type { BusClient } from "../../src/platform/bus/bus.js"
 import type { Sql } from "../../src/platform/Db.js"
+import type { FairClock } from "../../src/platform/fair-timers.js"
 import type { Currency } from "../../src/platform/money.js"
 import type { AgentRule, ApprovalAnswer, LanguageModel } from "../../src/providers/llm/llm.interface.js"
 import type { CallLeg, TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
@@ -29,6 +30,8 @@ export interface DriverDeps {
   readonly pacer: Pacer
   readonly slots: SlotCounter
   readonly turns: TurnSink
+  /** The call actors' clock: their delayed events due at once run in slices, with I/O between. */
+  readonly timers: FairClock
   readonly settings: DialerSettings
   /**
    * The workspace's dial limits now (its carrier account's and plan's under the deployment's

@@ -3,7 +3,9 @@
 //
 // It must carry 10,000 concurrent legs in one process, so a leg is one small object: methods on
 // the prototype, callee lines from a shared table by index, what the agent said kept only as a
-// few cue bits, and at most one timer at a time (setImmediate when the scaled delay is 0).
+// few cue bits, and at most one timer at a time (setImmediate when the scaled delay is 0), on the
+// simulator's fair timers (a burst of legs due at once does not hold the event loop).
+import { type FairTimer, FairTimers } from "../../platform/fair-timers.js"
 import {
   type CallLeg,
   type CarrierEvent,
@@ -219,6 +221,8 @@ class SimTelephony implements TelephonyProvider {
   readonly name = "sim"
   activeLegs = 0
   private nextId = 0
+  /** The legs' timers: a burst of them due at once runs in slices, with I/O between. */
+  readonly timers = new FairTimers()
   constructor(
     readonly timeScale: number,
     readonly now: () => number,
@@ -248,7 +252,7 @@ class SimLeg implements CallLeg {
   step = 0
   heard = 0
   mood = 0
-  private timer: NodeJS.Timeout | undefined = undefined
+  private timer: FairTimer | undefined = undefined
   private immediate: NodeJS.Immediate | undefined = undefined
   private due = DUE_NONE
   /** The one say or listen in flight: 0 none, 1 say, 2 listen. */
@@ -382,8 +386,7 @@ class SimLeg implements CallLeg {
     // one does not stop the loop from blocking in poll, so it would wait for unrelated I/O.
     if (ms <= 0) this.immediate = setImmediate(fireLeg, this)
     else {
-      this.timer = setTimeout(fireLeg, ms, this)
-      if (!this.sim.holdProcess) this.timer.unref()
+      this.timer = this.sim.timers.setTimeout(fireLeg, ms, this.sim.holdProcess, this)
     }
   }
 
@@ -392,7 +395,7 @@ class SimLeg implements CallLeg {
     if (this.phase === ENDED) return
     this.phase = ENDED
     this.sim.activeLegs--
-    if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.timer !== undefined) this.sim.timers.clearTimeout(this.timer)
     if (this.immediate !== undefined) clearImmediate(this.immediate)
     this.timer = undefined
     this.immediate = undefined
