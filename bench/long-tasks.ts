@@ -108,6 +108,7 @@ process.stdout.write(`\nin all of them, by self time:\n  ${top(allSelf, 25).join
 process.stdout.write("\nthe longest:\n")
 for (const s of [...stretches].sort((a, b) => b.ms - a.ms).slice(0, 12))
   process.stdout.write(
-    `  at ${(s.startMs / 1000).toFixed(2)} s, ${s.ms.toFixed(1)} ms in ${name(byId.get(s.entry)!.callFrame)}\n    own: ${top(s.own, 4).join("; ")}\n` +
+    `  at ${(s.startMs / 1000).toFixed(2)} s, ${s.ms.toFixed(1)} ms in ${name(byId.get(s.entry)!.callFrame)}\n` +
+      `    own: ${top(s.own, 4).join("; ")}\n` +
       `    self: ${top(s.self, 4).join("; ")}\n`,
   )

@@ -2,8 +2,9 @@
 // thousands of calls in a process, a burst of due callbacks (a ramp's rings, a wave of endings) ran
 // for hundreds of milliseconds with no I/O in between, so health checks, bus messages and the next
 // audio frame waited. Here the callbacks due at once run in slices (at most SLICE_MS, at most
-// SLICE_CALLBACKS), and the loop polls I/O (and runs its own timers) between slices. Order is kept: by due time, then by
-// when each was set. One Node timer drives the lot, ref'd while a ref'd callback waits.
+// SLICE_CALLBACKS), and the loop polls I/O (and runs its own timers) between slices. Order is
+// kept: by due time, then by when each was set. One Node timer drives the lot, ref'd while a ref'd
+// callback waits.
 
 /** The most a slice runs callbacks before it yields to I/O. */
 const SLICE_MS = 4
