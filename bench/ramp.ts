@@ -90,7 +90,11 @@ async function measure(role: "all" | "runtime", env: Record<string, string>): Pr
     const ready = await host.next<{ port?: number }>("ready")
     let port = ready.port
     if (role === "runtime") {
-      api = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "api"], e)
+      // At info: startProcess waits for its "parley started" line.
+      api = await startProcess(["--import", "tsx", "src/main/main.ts", "serve", "--role", "api"], {
+        ...e,
+        LOG_LEVEL: "info",
+      })
       port = api.port
     }
     const base = `http://127.0.0.1:${port}`
