@@ -32,6 +32,31 @@ const TARGET_CALLS_PER_S = 500
 /** The deployment's system key: the bench sets its workspace's dial limits through the admin endpoint. */
 export const SYSTEM_KEY = `bench-system-key-${randomBytes(8).toString("hex")}`
 
+/**
+ * The settings a bench of one big run shares (dialer, ramp, takeover): the stub gateway, no calling
+ * window, pacing and concurrency ceilings well above the run, the system key that sets the
+ * workspace's own limits, and room for a 10,000-row audience in one request.
+ */
+export function bigRunEnv(calls: number): Record<string, string> {
+  return {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    LOG_LEVEL: "warn",
+    // The stub funds the bench workspace: a DATABASE_URL deployment runs real gateways unless told.
+    PAYMENTS: "stub",
+    CALLING_HOURS: "any",
+    DIALER_CPS_PER_CARRIER: String(CPS),
+    DIALER_CPS_PER_TENANT: String(CPS),
+    DIALER_MAX_CONCURRENT_PER_WORKFLOW: String(2 * calls),
+    DIALER_MAX_CONCURRENT_PER_TENANT: String(2 * calls),
+    RUN_CLAIM_INTERVAL_MS: "200",
+    DB_POOL_MAX: process.env.BENCH_DIALER_POOL ?? "20",
+    SHUTDOWN_TIMEOUT_MS: "1000",
+    BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
+    SYSTEM_KEY,
+  }
+}
+
 const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`
 const f1 = (x: number) => x.toFixed(1)
@@ -417,26 +442,12 @@ export async function benchDialer(): Promise<void> {
   const admin = real ? connectPostgres(baseUrl, 1) : undefined
   let pgVersion = ""
   const env: Record<string, string> = {
-    HOST: "127.0.0.1",
-    PORT: "0",
+    ...bigRunEnv(CALLS),
     DATA_DIR: dataDir,
-    LOG_LEVEL: "warn",
-    // The stub funds the bench workspace: a DATABASE_URL deployment runs real gateways unless told.
-    PAYMENTS: "stub",
     BUS_NAMESPACE: `bench${randomBytes(4).toString("hex")}`,
     SIM_TIME_SCALE: String(SCALE),
-    CALLING_HOURS: "any",
-    DIALER_CPS_PER_CARRIER: String(CPS),
-    DIALER_CPS_PER_TENANT: String(CPS),
-    DIALER_MAX_CONCURRENT_PER_WORKFLOW: String(2 * CALLS),
-    DIALER_MAX_CONCURRENT_PER_TENANT: String(2 * CALLS),
-    RUN_CLAIM_INTERVAL_MS: "200",
     // Scaled by SIM_TIME_SCALE: nobody decides, so a call that asked for something holds to its max duration.
     APPROVAL_HOLD_MS: String(600_000),
-    DB_POOL_MAX: process.env.BENCH_DIALER_POOL ?? "20",
-    SHUTDOWN_TIMEOUT_MS: "1000",
-    BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
-    SYSTEM_KEY,
   }
   if (real) {
     await admin!.unsafe(`create database ${name}`)

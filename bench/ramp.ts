@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { redact } from "../src/platform/Db.js"
-import { ask, type Host, SYSTEM_KEY, setUpRun, startHost } from "./dialer.js"
+import { ask, bigRunEnv, type Host, setUpRun, startHost } from "./dialer.js"
 import { machine, record, type ScratchDatabase, type ServerProcess, scratchDatabase, startProcess } from "./lib.js"
 import type { EldStats, HostSample } from "./servers/dialer-host.js"
 
@@ -171,23 +171,10 @@ export async function benchRamp(): Promise<void> {
   const natsUrl = process.env.NATS_URL
   const loadBefore = loadavg()[0]!
   const env: Record<string, string> = {
-    HOST: "127.0.0.1",
-    PORT: "0",
-    LOG_LEVEL: "warn",
-    PAYMENTS: "stub",
+    ...bigRunEnv(CALLS),
     SIM_TIME_SCALE: "1",
-    CALLING_HOURS: "any",
-    DIALER_CPS_PER_CARRIER: "2000",
-    DIALER_CPS_PER_TENANT: "2000",
-    DIALER_MAX_CONCURRENT_PER_WORKFLOW: String(2 * CALLS),
-    DIALER_MAX_CONCURRENT_PER_TENANT: String(2 * CALLS),
-    RUN_CLAIM_INTERVAL_MS: "200",
     // Nobody decides: a callee who asked for something holds the product's 20 s, then the call goes on.
     APPROVAL_HOLD_MS: "20000",
-    DB_POOL_MAX: "20",
-    SHUTDOWN_TIMEOUT_MS: "1000",
-    BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
-    SYSTEM_KEY,
     ...(process.env.BENCH_RAMP_PROFILE && { BENCH_DIALER_PROFILE: process.env.BENCH_RAMP_PROFILE }),
   }
   const runs: Array<Measured & { setting: string }> = []

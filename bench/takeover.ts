@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { redact } from "../src/platform/Db.js"
-import { type Host, SYSTEM_KEY, setUpRun, startHost } from "./dialer.js"
+import { bigRunEnv, type Host, setUpRun, startHost } from "./dialer.js"
 import { machine, record, scratchDatabase } from "./lib.js"
 import type { HostSample } from "./servers/dialer-host.js"
 
@@ -36,27 +36,14 @@ export async function benchTakeover(): Promise<void> {
   const db = await scratchDatabase(baseUrl, "parley_bench_takeover", 2)
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-takeover-"))
   const env: Record<string, string> = {
-    HOST: "127.0.0.1",
-    PORT: "0",
+    ...bigRunEnv(CALLS),
     DATA_DIR: dataDir,
     DATABASE_URL: db.url,
     NATS_URL: natsUrl,
-    LOG_LEVEL: "warn",
-    PAYMENTS: "stub",
     BUS_NAMESPACE: `bench${randomBytes(4).toString("hex")}`,
     SIM_TIME_SCALE: String(SCALE),
-    CALLING_HOURS: "any",
-    DIALER_CPS_PER_CARRIER: "2000",
-    DIALER_CPS_PER_TENANT: "2000",
-    DIALER_MAX_CONCURRENT_PER_WORKFLOW: String(2 * CALLS),
-    DIALER_MAX_CONCURRENT_PER_TENANT: String(2 * CALLS),
-    RUN_CLAIM_INTERVAL_MS: "200",
     RUN_LEASE_MS: String(LEASE_MS),
     APPROVAL_HOLD_MS: "600000",
-    DB_POOL_MAX: "20",
-    SHUTDOWN_TIMEOUT_MS: "1000",
-    BODY_LIMIT_BYTES: String(4 * 1024 * 1024),
-    SYSTEM_KEY,
   }
   const hosts: Host[] = []
   try {
