@@ -205,21 +205,12 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       try: () => sql`select 1`,
       catch: (e) => new StartupError(`could not reach the database at ${redact(url)}: ${(e as Error).message}`),
     }).pipe(Effect.orDie)
-    // The health check on a connection of its own: it answers whether the database does, not how
-    // long the pool's queue is while a big run ramps up (PGlite takes one connection: it shares it).
-    const pingSql =
-      kind === "postgres"
-        ? yield* Effect.acquireRelease(
-            Effect.sync(() => connectPostgres(url, 1, { statementTimeoutMs: config.dbStatementTimeoutMs })),
-            (s) => Effect.promise(() => s.end({ timeout: 5 })),
-          )
-        : sql
     return {
       sql,
       kind,
       ping: async () => {
         const t0 = performance.now()
-        await pingSql`select 1`
+        await sql`select 1`
         return performance.now() - t0
       },
     }
