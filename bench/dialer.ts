@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { connectPostgres, redact, withDatabase } from "../src/platform/Db.js"
 import { PROJECT_ROOT } from "../src/platform/paths.js"
-import { cpuMicros, machine, record, verifyEmail } from "./lib.js"
+import { cpuMicros, healthProbe, type Latencies, machine, record, verifyEmail } from "./lib.js"
 import type { BareResult, EldStats, Heap, HostSample } from "./servers/dialer-host.js"
 
 const CALLS = Number(process.env.BENCH_DIALER_CALLS ?? 10_000)
@@ -262,7 +262,7 @@ interface ParleyResult {
   readonly heapPeak: Heap & { live: number; legs: number; approvals: number }
   readonly rampEld: EldStats
   /** GET /healthz from the bench, one after another every 50 ms over the ramp: latency in ms. */
-  readonly rampHealthz: EldStats & { n: number; failed: number }
+  readonly rampHealthz: Latencies
   readonly peakEld: EldStats
   readonly rampCpu: Cpu
   readonly peakCpu: Cpu
@@ -295,10 +295,7 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
     let heapBefore: Heap | undefined
     let cpuRamp0: Cpu | undefined
     let tRamp0 = 0
-    const healthz: number[] = []
-    let healthzFailed = 0
-    let probing = false
-    let prober: Promise<void> = Promise.resolve()
+    let probe: ReturnType<typeof healthProbe> | undefined
     const { runId } = await setUpRun(base, join(env.DATA_DIR!, "outbox.jsonl"), phones, async () => {
       heapBefore = (await ask<{ heap: Heap }>(host, "heap")).heap
       await ask(host, "snapshot", { name: "before" })
@@ -306,21 +303,7 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       await ask(host, "window-start")
       cpuRamp0 = cpuNow(pid)
       tRamp0 = performance.now()
-      probing = true
-      prober = (async () => {
-        while (probing) {
-          const t = performance.now()
-          try {
-            const r = await fetch(`${base}/healthz`)
-            await r.arrayBuffer()
-            if (r.status !== 200) healthzFailed++
-          } catch {
-            healthzFailed++
-          }
-          healthz.push(performance.now() - t)
-          await new Promise((r) => setTimeout(r, 50))
-        }
-      })()
+      probe = healthProbe(base, 50)
     })
     const setupS = (performance.now() - tSetup) / 1000
     await ask(host, "watch", { runId })
@@ -351,19 +334,8 @@ async function measureParley(env: Record<string, string>): Promise<ParleyResult>
       }
       if (now - best.at > 10 || now > RAMP_LIMIT_S) break
     }
-    probing = false
-    await prober
+    const rampHealthz = await probe!.stop()
     const { eld: rampEld } = await ask<{ eld: EldStats }>(host, "window-end")
-    const sorted = [...healthz].sort((x, y) => x - y)
-    const pctl = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
-    const rampHealthz = {
-      p50: pctl(0.5),
-      p99: pctl(0.99),
-      max: sorted.at(-1) ?? Number.NaN,
-      mean: sorted.reduce((x, y) => x + y, 0) / Math.max(1, sorted.length),
-      n: sorted.length,
-      failed: healthzFailed,
-    }
     const rampCpu = cores(cpuRamp0!, cpuNow(pid), (performance.now() - tRamp0) / 1000)
 
     // Steady state at the peak: every call up, talking or holding for a decision.

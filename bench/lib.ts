@@ -204,3 +204,42 @@ export async function withBenchServer(
     await scratch.drop()
   }
 }
+
+/** Latencies of requests made one after another, in ms, and how many failed. */
+export interface Latencies {
+  readonly p50: number
+  readonly p99: number
+  readonly max: number
+  readonly n: number
+  readonly failed: number
+}
+
+/** `GET /healthz` one after another (a pause of `pauseMs` between) until stopped. */
+export function healthProbe(base: string, pauseMs: number): { stop(): Promise<Latencies> } {
+  const ms: number[] = []
+  let failed = 0
+  let on = true
+  const done = (async () => {
+    while (on) {
+      const t = performance.now()
+      try {
+        const r = await fetch(`${base}/healthz`)
+        await r.arrayBuffer()
+        if (r.status !== 200) failed++
+      } catch {
+        failed++
+      }
+      ms.push(performance.now() - t)
+      await new Promise((r) => setTimeout(r, pauseMs))
+    }
+  })()
+  return {
+    stop: async () => {
+      on = false
+      await done
+      const sorted = [...ms].sort((a, b) => a - b)
+      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+      return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? Number.NaN, n: sorted.length, failed }
+    },
+  }
+}

@@ -13,7 +13,16 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { redact } from "../src/platform/Db.js"
 import { ask, bigRunEnv, type Host, setUpRun, startHost } from "./dialer.js"
-import { machine, record, type ScratchDatabase, type ServerProcess, scratchDatabase, startProcess } from "./lib.js"
+import {
+  healthProbe,
+  type Latencies,
+  machine,
+  record,
+  type ScratchDatabase,
+  type ServerProcess,
+  scratchDatabase,
+  startProcess,
+} from "./lib.js"
 import type { EldStats, HostSample } from "./servers/dialer-host.js"
 
 const CALLS = Number(process.env.BENCH_RAMP_CALLS ?? 10_000)
@@ -26,44 +35,6 @@ const DIGITS = [3, 4, 5, 6, 7, 8, 9]
 
 const f1 = (x: number) => x.toFixed(1)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-interface Latencies {
-  readonly p50: number
-  readonly p99: number
-  readonly max: number
-  readonly n: number
-  readonly failed: number
-}
-
-/** GET /healthz one after another (a pause of PROBE_EVERY_MS between) until stopped. */
-function healthProbe(base: string) {
-  const ms: number[] = []
-  let failed = 0
-  let on = true
-  const done = (async () => {
-    while (on) {
-      const t = performance.now()
-      try {
-        const r = await fetch(`${base}/healthz`)
-        await r.arrayBuffer()
-        if (r.status !== 200) failed++
-      } catch {
-        failed++
-      }
-      ms.push(performance.now() - t)
-      await sleep(PROBE_EVERY_MS)
-    }
-  })()
-  return {
-    stop: async (): Promise<Latencies> => {
-      on = false
-      await done
-      const sorted = [...ms].sort((a, b) => a - b)
-      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
-      return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? Number.NaN, n: sorted.length, failed }
-    },
-  }
-}
 
 interface Measured {
   readonly role: "all" | "runtime"
@@ -113,14 +84,14 @@ async function measure(role: "all" | "runtime", env: Record<string, string>): Pr
     const { runId } = await setUpRun(base, join(dataDir, "outbox.jsonl"), phones, async () => {
       // The baseline: the same process, set up and idle, measured the same way.
       await ask(h, "window-start")
-      const idle = healthProbe(base)
+      const idle = healthProbe(base, PROBE_EVERY_MS)
       await sleep(IDLE_S * 1000)
       idleHealthz = await idle.stop()
       idleEld = (await ask<{ eld: EldStats }>(h, "window-end")).eld
       await ask(h, "window-start")
       // Profiled apart from what follows (BENCH_RAMP_PROFILE): POST /run itself.
       if (process.env.BENCH_RAMP_PROFILE) await ask(h, "profile", { name: "run" })
-      probe = healthProbe(base)
+      probe = healthProbe(base, PROBE_EVERY_MS)
       t0 = performance.now()
       tRun = samples.at(-1)?.t ?? 0
     })
