@@ -29,6 +29,11 @@ export type Reply =
       readonly contentType: string
       readonly body: Uint8Array | string
       readonly headers?: Headers
+      /**
+       * For a `cached` route: how long the answer stays true as time passes alone (it shows a
+       * deadline, such as a hold's end); absent: until its data changes.
+       */
+      readonly freshForMs?: number
     }
   | {
       readonly kind: "stream"

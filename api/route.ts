@@ -140,6 +140,15 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
    * replay of it is kept sealed under the client's key (src/idempotency/), never readable at rest.
    */
   readonly secretInAnswer?: true
+  /**
+   * A GET answered from the workspace's kept answer while nothing it reads has changed
+   * (api/pipeline/cached-reads.ts). The handler's answer must depend on nothing but the workspace,
+   * the path's parameters and the query string (not on the caller's role or key), and on time only
+   * through the reply's freshForMs; it must answer bytes (sharedJson does).
+   */
+  readonly cached?: true
+  /** A public GET whose answer never changes: written in the request callback, the handler unused. */
+  readonly constant?: Reply
   /** Status for schema failures: 422, unless the spec names another (API-key create: 400). */
   readonly validationStatus?: 400 | 422
   readonly summary: string

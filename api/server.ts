@@ -4,6 +4,7 @@ import type { ManagedRuntime } from "effect"
 import type { Logger } from "pino"
 import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
+import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
 import type { Config } from "../src/platform/config.js"
 import { Db } from "../src/platform/Db.js"
@@ -12,6 +13,7 @@ import { INTERNAL_ERROR, toHttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange } from "./http.js"
 import { authenticate, authRequirement, type Caller, LookupFailed } from "./pipeline/authenticate.js"
 import { bodyLimit } from "./pipeline/body-limit.js"
+import { type CacheSlot, startCachedReads } from "./pipeline/cached-reads.js"
 import { dispatch, requestContext } from "./pipeline/dispatch.js"
 import { type Incoming, readIncoming } from "./pipeline/incoming.js"
 import { logRequest } from "./pipeline/log-request.js"
@@ -43,6 +45,7 @@ export interface ApiServer {
 
 const DONE = Promise.resolve()
 const noop = () => {}
+const READS = new Set(["GET", "HEAD"])
 
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const { config, log, runtime } = opts
@@ -62,7 +65,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   // Resolved once: per request it is a plain call, and a cached credential answers synchronously.
   const auth = runtime.runSync(Auth)
   // RATE_LIMIT_RPS: a workspace's requests drawn from one budget shared through Postgres; unset → off.
-  const gate = rateLimitGate(config.rateLimitRps, runtime.runSync(Db).sql, log)
+  const db = runtime.runSync(Db)
+  const gate = rateLimitGate(config.rateLimitRps, db.sql, log)
+  // The lists a dashboard polls, kept per workspace while the database says nothing they read changed.
+  const cached = await startCachedReads(db, runtime.runSync(Bus), log)
   // Invalidations reach every api process over the bus (and this one directly): end the streams
   // opened with the credential, so a signed-out session or a revoked key stops receiving at once.
   const stopListening = auth.onInvalidate((inv: Invalidation) => {
@@ -82,17 +88,21 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const inc = readIncoming(req, res, config.trustedProxies)
     const ex = new Exchange(res)
     inFlight++
-    handle(ex, inc)
+    const finish = () => {
+      inFlight--
+      logRequest(log, ex, inc, started)
+      recordRequest(ex, inc, started)
+      if (inFlight === 0) idle?.()
+    }
+    const handled = handle(ex, inc)
+    // Answered in this callback (a constant, a kept answer, a refusal): nothing to wait for.
+    if (handled === DONE) return finish()
+    handled
       .catch((e: unknown) => {
         log.error({ err: e, req_id: inc.requestId }, "request failed outside its handler")
         out.error(ex, inc, INTERNAL_ERROR)
       })
-      .finally(() => {
-        inFlight--
-        logRequest(log, ex, inc, started)
-        recordRequest(ex, inc, started)
-        if (inFlight === 0) idle?.()
-      })
+      .finally(finish)
   })
 
   /**
@@ -123,6 +133,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       // Read (within the JSON limit) so the connection stays usable for the client's next request.
       return takeBody(ex, plan).raw.then(() => out.error(ex, inc, toHttpError(unmatched(match, inc))), bodyFailed)
     }
+    const route = match.route
+    const read = READS.has(inc.method) && !plan.hasBody
+    if (route.constant !== undefined && read) {
+      out.reply(ex, inc, route.constant, false, undefined)
+      return DONE
+    }
 
     if (match.route.auth === "system") {
       // A system caller is checked before its body is read, as a user is below; the unread bytes
@@ -140,16 +156,22 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const held = need !== undefined && plan.hasBody
     if (held) ex.hold()
     const body = takeBody(ex, plan)
-    const run = (principal: Principal | undefined) =>
-      body.raw.then((raw) => answer(ex, inc, match.route, match.params, raw, body.upload, principal), bodyFailed)
+    const run = (principal: Principal | undefined, slot?: CacheSlot) =>
+      body.raw.then((raw) => answer(ex, inc, match.route, match.params, raw, body.upload, principal, slot), bodyFailed)
     if (need === undefined) return run(undefined)
+    // A kept answer needs the caller's permission checked (above) and no shared rate budget to draw on.
+    const cacheable = route.cached === true && read && gate === undefined
 
     const proceed = (caller: Caller): Promise<void> => {
       // Who is calling comes before what they sent: an unauthenticated caller gets 401, not a
       // lesson in the endpoint's schema. Its unread body goes with the connection.
       if (caller instanceof LookupFailed) out.defect(ex, inc, caller.cause, plan.hasBody)
       else if (caller instanceof Error) out.error(ex, inc, toHttpError(caller), plan.hasBody)
-      else if (gate === undefined) return run(caller)
+      else if (cacheable) {
+        const kept = cached.lookup(route, caller.tenantId, match.params, inc.query)
+        if ("ticket" in kept) return run(caller, kept)
+        out.kept(ex, inc, kept)
+      } else if (gate === undefined) return run(caller)
       else
         return throughGate(
           gate,
@@ -172,10 +194,17 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     raw: Buffer,
     upload: StreamedBody | undefined,
     principal: Principal | undefined,
+    slot: CacheSlot | undefined,
   ): Promise<void> {
     const taken = { rawParams, raw, upload, principal, onAbort: (cb: () => void) => ex.onAbort(cb) }
     const prepare = () => requestContext(inc, route, taken, checkSystemKey)
     const result = await dispatch(runtime, route, prepare, () => ex.aborted)
+    if (slot !== undefined && result.kind === "reply") cached.keep(slot, result.reply)
+    // A signed-in request that may have changed data: its workspace's kept answers go, here and in
+    // every other api process, before its client hears back. What a caller without a workspace
+    // changes (a carrier's or a payment provider's callback, turns posted by a system caller) is
+    // dropped by the database's notification of its commit.
+    if (principal !== undefined && !READS.has(inc.method)) await cached.changed(principal.tenantId)
     // A streamed body the handler left unread goes with the connection.
     const unread = upload !== undefined && !upload.complete
     switch (result.kind) {
@@ -197,7 +226,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
 
   /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. */
   const EXCLUSIVE_PORT = 1
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+  const listening = new Promise<us_listen_socket>((resolve, reject) => {
     // The port is ours alone: by default uSockets sets SO_REUSEPORT, and a second server started on
     // a port in use would silently share it, each answering a share of the requests.
     const listen = app.listen as unknown as (
@@ -211,6 +240,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       else reject(new Error(`could not listen on ${config.host}:${config.port} (port in use or address unavailable)`))
     })
   })
+  const listenSocket = await listening.catch(async (e: unknown) => {
+    await cached.stop()
+    throw e
+  })
   const port = uws.us_socket_local_port(listenSocket)
   log.info({ host: config.host, port }, "http listening")
 
@@ -221,6 +254,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       (shutdownPromise ??= (async () => {
         draining = true
         stopListening()
+        await cached.stop()
         uws.us_listen_socket_close(listenSocket)
         // Ending a stream stops its producer at once; its request stays in flight until the
         // response is ended, which for a client that is behind waits until its socket takes more

@@ -4,6 +4,7 @@ import type { Logger } from "pino"
 import type { Principal } from "../../src/auth/principal.js"
 import { isConnectionError, isStatementTimeout } from "../../src/platform/Db.js"
 import { trackSse } from "../../src/platform/http.metrics.js"
+import type { Cached } from "../../src/platform/workspace-reads.js"
 import { DATABASE_TIMEOUT, DATABASE_UNAVAILABLE, type HttpError, INTERNAL_ERROR } from "../error-map.js"
 import { type Exchange, openStream, sendWhole } from "../http.js"
 import type { Headers, Reply } from "../reply.js"
@@ -17,6 +18,8 @@ export interface Respond {
   error(ex: Exchange, inc: Incoming, err: HttpError, closeConnection?: boolean): void
   /** A failure no handler expected: logged with the request id, then 503 or 500 (see defectError). */
   defect(ex: Exchange, inc: Incoming, e: unknown, closeConnection: boolean, pretty?: string): void
+  /** A kept answer of a cached list (api/pipeline/cached-reads.ts), 200. */
+  kept(ex: Exchange, inc: Incoming, answer: Cached): void
   /** The handler's reply; a stream settles once uWS has all of it (or the client is gone). */
   reply(
     ex: Exchange,
@@ -69,6 +72,7 @@ export function respond({ log, draining, streams }: RespondOptions): Respond {
 
   return {
     error,
+    kept: (ex, inc, answer) => whole(ex, inc, 200, answer.contentType, answer.body, undefined, false),
     defect(ex, inc, e, closeConnection, pretty) {
       const answer = defectError(e)
       if (answer === DATABASE_TIMEOUT) log.error({ req_id: inc.requestId, err: e }, "database statement timed out")

@@ -8,7 +8,7 @@ import { ValidationFailed } from "../../src/platform/errors.js"
 import { route } from "../route.js"
 import { Id, QueryInt } from "../schemas.js"
 import { callerOf } from "../session.js"
-import { sharedJson } from "../shared-read.js"
+import { sharedJson, untilEarliest } from "../shared-read.js"
 
 const Timestamp = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).transform((s) => new Date(s))
 
@@ -16,6 +16,7 @@ export default route({
   method: "GET",
   path: "/api/approvals",
   auth: "jwt",
+  cached: true,
   summary:
     "List approvals (pending, approved, denied; a pending one past expires_at reads as expired): newest first, or " +
     "with order=time_left pending ones whose callee is still held first (soonest context.hold_until first), then " +
@@ -80,6 +81,13 @@ export default route({
       return yield* sharedJson(
         `approvals.list:${c.tenantId}:${JSON.stringify(query)}`,
         Effect.map(approvals, (list) => ({ approvals: list })),
+        // A pending approval's status and phase change when its hold or its time runs out.
+        ({ approvals }) =>
+          untilEarliest(
+            approvals.flatMap((a) =>
+              a.status === "pending" ? [a.expires_at, (a.context as { hold_until?: unknown } | null)?.hold_until] : [],
+            ),
+          ),
       )
     }),
 })

@@ -12,6 +12,7 @@ export const billingBalance = route({
   method: "GET",
   path: "/billing/balance",
   auth: "jwt",
+  cached: true,
   summary: "The wallet: balance, rate, minutes remaining, autocharge and top-up presets",
   tags: ["billing"],
   handler: ({ principal }) =>

@@ -7,12 +7,13 @@ import { listLiveCalls } from "../../src/turns/turns.service.js"
 import { route } from "../route.js"
 import { Id } from "../schemas.js"
 import { callerOf } from "../session.js"
-import { sharedJson } from "../shared-read.js"
+import { sharedJson, untilEarliest } from "../shared-read.js"
 
 export default route({
   method: "GET",
   path: "/api/runs/live",
   auth: "jwt",
+  cached: true,
   summary: "Calls in flight (at most 20, newest first)",
   tags: ["runs"],
   query: z.object({ run_id: Id.optional() }),
@@ -33,6 +34,8 @@ export default route({
       return yield* sharedJson(
         `runs.live:${c.tenantId}:${query.run_id ?? ""}`,
         Effect.map(listLiveCalls(c.tenantId, query.run_id), (calls) => ({ count: calls.length, calls })),
+        // A hold shows until it runs out.
+        (live) => untilEarliest(live.calls.map((call) => call.on_hold?.hold_until)),
       )
     }),
 })

@@ -13,6 +13,7 @@ export default route({
   method: "GET",
   path: "/api/workflows",
   auth: "jwt",
+  cached: true,
   summary:
     "List workflows (soft-deleted ones only with include_archived=true); limit 1–200 (default 50), cursor = " +
     "next_cursor of the page before",

@@ -12,6 +12,7 @@ export default route({
   method: "GET",
   path: "/api/workflows/{id}/runs",
   auth: "jwt",
+  cached: true,
   summary: "A workflow's runs, newest first; limit 1–200 (default 50), cursor = next_cursor of the page before",
   tags: ["workflows"],
   params: z.object({ id: Id }),

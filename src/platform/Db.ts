@@ -25,7 +25,15 @@ export interface Database {
   readonly kind: "postgres" | "pglite"
   /** Round-trip time of `select 1` in ms; rejects when the database is unreachable. */
   ping(): Promise<number>
+  /**
+   * Hears `channel`'s notifications (each sent when its transaction commits). `onLive(true)` each
+   * time listening starts or starts again after a lost connection (what was sent meanwhile is
+   * lost), `onLive(false)` when it stops. Resolves to the unlisten.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onLive: (live: boolean) => void): Promise<Unlisten>
 }
+
+export type Unlisten = () => Promise<void>
 
 export class Db extends Context.Tag("parley/Db")<Db, Database>() {}
 
@@ -122,11 +130,95 @@ export function withDatabase(url: string, database: string): string {
  * as it opens, so a runaway statement is cancelled by Postgres instead of holding a connection and
  * its locks. PGlite accepts the setting but does not enforce it (it has no timer to cancel with).
  */
-export function connectPostgres(url: string, max: number, opts: { statementTimeoutMs?: number } = {}): Sql {
+export function connectPostgres(
+  url: string,
+  max: number,
+  opts: { statementTimeoutMs?: number; hooks?: ConnectionHooks } = {},
+): Sql {
   const connection = opts.statementTimeoutMs
     ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs }
     : clientOptions.connection
-  return postgres(url, { ...clientOptions, connection, max, idle_timeout: 60, connect_timeout: 10 }) as unknown as Sql
+  return postgres(url, {
+    ...clientOptions,
+    ...opts.hooks,
+    connection,
+    max,
+    idle_timeout: 60,
+    connect_timeout: 10,
+  }) as unknown as Sql
+}
+
+/** What the pool's connections tell: a notification on any of them, a connection closed. */
+interface ConnectionHooks {
+  readonly onnotify: (channel: string, payload: string) => void
+  readonly onclose: () => void
+}
+
+interface Listener {
+  readonly onPayload: (payload: string) => void
+  readonly onLive: (live: boolean) => void
+}
+
+/**
+ * LISTEN on PGlite. Its one session is the pool's one connection, so a dedicated listening
+ * connection (postgres.js's sql.listen) cannot exist: the LISTEN is issued on the pool, and the
+ * notifications of the session's own commits arrive on it (hooks.onnotify). A closed connection
+ * (idle, or lost) may have lost the LISTEN: listeners hear onLive(false), and it is issued again.
+ */
+class EmbeddedNotifications {
+  private readonly channels = new Map<string, Set<Listener>>()
+  private sql: Sql | undefined
+  private relistening: NodeJS.Timeout | undefined
+  private stopped = false
+
+  readonly hooks: ConnectionHooks = {
+    onnotify: (channel, payload) => {
+      for (const l of this.channels.get(channel) ?? []) l.onPayload(payload)
+    },
+    onclose: () => {
+      if (this.stopped || this.channels.size === 0) return
+      for (const set of this.channels.values()) for (const l of set) l.onLive(false)
+      this.relistening ??= setTimeout(() => this.relisten(), 200).unref()
+    },
+  }
+
+  attach(sql: Sql): void {
+    this.sql = sql
+  }
+
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.relistening)
+  }
+
+  async listen(channel: string, l: Listener): Promise<Unlisten> {
+    let set = this.channels.get(channel)
+    if (set === undefined) this.channels.set(channel, (set = new Set()))
+    set.add(l)
+    await this.sql!`listen ${this.sql!(channel)}`
+    l.onLive(true)
+    return async () => {
+      set.delete(l)
+      l.onLive(false)
+      if (set.size > 0) return
+      this.channels.delete(channel)
+      if (!this.stopped) await this.sql!`unlisten ${this.sql!(channel)}`.catch(() => {})
+    }
+  }
+
+  private relisten(): void {
+    this.relistening = undefined
+    if (this.stopped) return
+    for (const [channel, set] of this.channels)
+      this.sql!`listen ${this.sql!(channel)}`.then(
+        () => {
+          for (const l of set) l.onLive(true)
+        },
+        () => {
+          this.relistening ??= setTimeout(() => this.relisten(), 1_000).unref()
+        },
+      )
+  }
 }
 
 export interface EmbeddedPostgres {
@@ -181,6 +273,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
     let kind: Database["kind"] = "postgres"
     let url = config.databaseUrl
     let max = config.dbPoolMax
+    let embeddedNotifications: EmbeddedNotifications | undefined
     if (url === undefined) {
       const dir = resolve(join(config.dataDir, "pglite"))
       const embedded = yield* Effect.acquireRelease(
@@ -191,11 +284,20 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       kind = "pglite"
       url = embedded.url
       max = 1
+      embeddedNotifications = new EmbeddedNotifications()
     }
+    const notifications = embeddedNotifications
     const sql = yield* Effect.acquireRelease(
-      Effect.sync(() => connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs })),
-      (s) => Effect.promise(() => s.end({ timeout: 5 })),
+      Effect.sync(() =>
+        connectPostgres(url, max, { statementTimeoutMs: config.dbStatementTimeoutMs, hooks: notifications?.hooks }),
+      ),
+      (s) =>
+        Effect.promise(() => {
+          notifications?.stop()
+          return s.end({ timeout: 5 })
+        }),
     )
+    notifications?.attach(sql)
     yield* Effect.acquireRelease(
       Effect.sync(() => instrumentDatabase(sql, max)),
       (untrack) => Effect.sync(untrack),
@@ -212,6 +314,16 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
         const t0 = performance.now()
         await sql`select 1`
         return performance.now() - t0
+      },
+      listen: async (channel, onPayload, onLive) => {
+        if (notifications !== undefined) return notifications.listen(channel, { onPayload, onLive })
+        // postgres.js listens on a connection of its own and listens again after losing it,
+        // calling onlisten each time.
+        const listening = await sql.listen(channel, onPayload, () => onLive(true))
+        return async () => {
+          onLive(false)
+          await listening.unlisten().catch(() => {})
+        }
       },
     }
   }),

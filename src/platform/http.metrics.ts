@@ -86,3 +86,9 @@ export const sseDropped = new Counter({
   help: "Turn-stream clients dropped because they stopped reading (past SSE_MAX_BUFFER_BYTES)",
   registers,
 })
+
+/** Cached list reads (api/pipeline/cached-reads.ts): answered from memory, loaded, and loads kept. */
+export const readCache = new FastCounter(
+  "parley_read_cache_total",
+  "Reads of cached lists: hit (answered from memory), miss (loaded from the database), kept (a load's answer kept)",
+)

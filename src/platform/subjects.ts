@@ -131,3 +131,15 @@ export interface ApprovalChanged {
   /** When it happened (ISO 8601). */
   readonly at: string
 }
+
+/** The database's NOTIFY channel: workspaces whose listed data a commit changed (migration 0046). */
+export const READS_CHANNEL = "parley_reads"
+
+/**
+ * Request/gather: a change made through one api process; every other one drops the workspace's
+ * kept list answers and acknowledges (api/pipeline/cached-reads.ts).
+ */
+export const READS_CHANGED_SUBJECT = "reads.changed"
+
+/** Each api process says it is there (a heartbeat), so a change knows how many acknowledgements to wait for. */
+export const READS_PEERS_SUBJECT = "reads.peers"

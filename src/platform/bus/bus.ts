@@ -45,6 +45,8 @@ export interface GatherOptions extends PublishOptions {
   readonly stallMs?: number
   /** Stop at the latest after this long, replies or not (default 1000 ms). */
   readonly maxWaitMs?: number
+  /** Stop as soon as this many replies came (the responders known to be there), not at a stall. */
+  readonly expect?: number
 }
 
 export type BusErrorCode = "NO_RESPONDERS" | "TIMEOUT" | "BAD_SUBJECT" | "MAX_PAYLOAD" | "CLOSED"

@@ -239,7 +239,9 @@ export function makeMemoryBus(opts: MemoryBusOptions = {}): BusClient {
         resolve: (msg) => {
           replies.push(msg)
           clearTimeout(stall)
-          stall = setTimeout(finish, stallMs)
+          if (opts?.expect !== undefined) {
+            if (replies.length >= opts.expect) finish()
+          } else stall = setTimeout(finish, stallMs)
         },
         reject: finish,
       })

@@ -154,12 +154,15 @@ export async function connectNatsBus(opts: NatsBusOptions): Promise<BusClient> {
     const data = encodePayload(payload, maxPayload())
     const replies: BusMsg[] = []
     try {
-      const it = await nc.requestMany(subject, data, {
-        strategy: "stall",
-        stall: gopts?.stallMs ?? 50,
-        maxWait: gopts?.maxWaitMs ?? 1000,
-        headers: toNatsHeaders(gopts?.headers),
-      })
+      const maxWait = gopts?.maxWaitMs ?? 1000
+      const headers = toNatsHeaders(gopts?.headers)
+      const it = await nc.requestMany(
+        subject,
+        data,
+        gopts?.expect === undefined
+          ? { strategy: "stall", stall: gopts?.stallMs ?? 50, maxWait, headers }
+          : { strategy: "count", maxMessages: gopts.expect, maxWait, headers },
+      )
       for await (const m of it) {
         // A 503 status message is the server saying nobody listens.
         if (m.data.length === 0 && m.headers?.code === 503) break
