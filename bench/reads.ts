@@ -29,8 +29,8 @@ const MODES = (process.env.BENCH_READS_MODES ?? "real,embedded").split(",") as M
 const ONLY = process.env.BENCH_READS_ONLY?.split(",")
 /** Writes a V8 CPU profile of the Parley process into this directory (node --cpu-prof). */
 const PROFILE_DIR = process.env.BENCH_READS_PROFILE_DIR
-const TARGET_BARE = 0.5
-const TARGET_FASTIFY = 1.2
+const TARGET_BARE = 0.8
+const TARGET_FASTIFY = 1.5
 
 type Mode = "real" | "embedded"
 type ServerName = "parley" | "bare" | "fastify"
