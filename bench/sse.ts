@@ -477,6 +477,9 @@ export async function benchSse(): Promise<void> {
           NATS_URL: natsUrl,
           BUS_NAMESPACE: ns,
           LOG_LEVEL: "info",
+          // Thousands of watchers on one key: above the per-key and per-workspace caps of open streams.
+          SSE_MAX_STREAMS_PER_KEY: "100000",
+          SSE_MAX_STREAMS_PER_WORKSPACE: "100000",
         },
       )
       const drops: number[] = []

@@ -227,6 +227,8 @@ interface Parley {
   readonly token: string
   /** A new running run of the tenant. */
   newRun(): Promise<number>
+  /** A run's stored turns and its highest seq (real PostgreSQL only): a difference is a hole in the seqs. */
+  stored(runId: number): Promise<{ turns: number; maxSeq: number } | undefined>
   stop(): Promise<void>
 }
 
@@ -243,6 +245,9 @@ async function startParley(mode: "real" | "embedded"): Promise<Parley> {
     DATA_DIR: dataDir,
     SYSTEM_KEY,
     LOG_LEVEL: "info",
+    // Thousands of watchers on one key: above the per-key and per-workspace caps of open streams.
+    SSE_MAX_STREAMS_PER_KEY: "100000",
+    SSE_MAX_STREAMS_PER_WORKSPACE: "100000",
     ...(scratch && {
       DATABASE_URL: scratch.url,
       NATS_URL: process.env.NATS_URL || "nats://127.0.0.1:4222",
@@ -288,6 +293,12 @@ async function startParley(mode: "real" | "embedded"): Promise<Parley> {
     url,
     tenantId,
     token,
+    stored: async (runId) => {
+      if (!scratch) return undefined
+      const [r] = await scratch.sql<[{ turns: number; max_seq: number }]>`
+        select count(*)::int as turns, coalesce(max(seq), 0)::int as max_seq from turns where run_id = ${runId}`
+      return { turns: r.turns, maxSeq: r.max_seq }
+    },
     newRun: async () => {
       const run = runs.shift()
       if (run === undefined) throw new Error("out of runs")
@@ -423,6 +434,9 @@ export async function benchTurns(): Promise<void> {
         )
       show("bare", b)
       show(`parley (${failed} failed posts${failed > 0 ? `: ${JSON.stringify([...reasons])}` : ""})`, p)
+      out(
+        `parley stored: ${JSON.stringify(await parley.stored(runId))} of ${Math.round((WARMUP_S + FANOUT_S) * s.rate)} sent`,
+      )
       fanRows.push(
         `| ${int(s.clients)} × ${int(s.rate)}/s | ${f2(b.p50)} / ${f2(b.p99)} ms | ${f2(p.p50)} / ${f2(p.p99)} ms | ` +
           `**${f2(p.p99 / b.p99)}** | ${p.complete}/${p.clients} (${p.gaps} gaps, ${p.dups} dups) | ${failed} |`,

@@ -7,8 +7,6 @@ const ID = Buffer.from("id: ")
 /** Each turn's text starts with `@<publish time in µs since the epoch> `. */
 const TS = Buffer.from('"text":"@')
 const HEAD_END = Buffer.from("\r\n\r\n")
-/** The last chunk of a chunked body: the server ended the response (the connection may stay open). */
-const LAST_CHUNK = Buffer.from("\r\n0\r\n\r\n")
 
 const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000)
 
@@ -41,8 +39,14 @@ interface Client {
   headersDone: boolean
   /** An incomplete event (or the response head) left from the previous read. */
   carry: Buffer | undefined
-  /** The previous read's last bytes, to find the last chunk across two reads. */
-  tail: Buffer
+  /**
+   * The chunked body's framing: bytes left of the current chunk's data, or -1 while its size line
+   * is read (kept in `sizeLine`); `crlf`: bytes of the CRLF after a chunk's data still to skip. A
+   * server may cut its body anywhere (Parley slices long writes), so an event can span two chunks.
+   */
+  chunkLeft: number
+  sizeLine: string
+  crlf: number
   /** Events with a seq inside the window; the highest seq seen. */
   inWindow: number
   lastSeq: number
@@ -103,21 +107,46 @@ function scan(c: Client, buf: Buffer, at: number): number {
   }
 }
 
+/** The body bytes of `data` without the chunked framing; marks the client ended at the last chunk. */
+function dechunk(c: Client, data: Buffer): Buffer {
+  const parts: Buffer[] = []
+  let i = 0
+  while (i < data.length && !c.ended) {
+    if (c.crlf > 0) {
+      const n = Math.min(c.crlf, data.length - i)
+      c.crlf -= n
+      i += n
+    } else if (c.chunkLeft < 0) {
+      const nl = data.indexOf(10, i)
+      if (nl < 0) {
+        c.sizeLine += data.toString("latin1", i)
+        break
+      }
+      const size = Number.parseInt((c.sizeLine + data.toString("latin1", i, nl)).trim().split(";")[0]!, 16)
+      c.sizeLine = ""
+      i = nl + 1
+      if (size === 0) c.ended = true
+      else c.chunkLeft = size
+    } else {
+      const n = Math.min(c.chunkLeft, data.length - i)
+      parts.push(data.subarray(i, i + n))
+      c.chunkLeft -= n
+      i += n
+      if (c.chunkLeft === 0) {
+        c.chunkLeft = -1
+        c.crlf = 2
+      }
+    }
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+}
+
 function onData(c: Client, data: Buffer): void {
   const at = nowUs()
-  if (c.headersDone && !c.ended) {
-    if (data.indexOf(LAST_CHUNK) >= 0) c.ended = true
-    // Split across two reads, the rest of it starts this one with \r, \n or 0.
-    else if (
-      (data[0] === 13 || data[0] === 10 || data[0] === 48) &&
-      Buffer.concat([c.tail, data.subarray(0, LAST_CHUNK.length)]).indexOf(LAST_CHUNK) >= 0
-    )
-      c.ended = true
-    c.tail = data.subarray(Math.max(0, data.length - LAST_CHUNK.length))
-  }
-  let buf = c.carry === undefined ? data : Buffer.concat([c.carry, data])
-  c.carry = undefined
+  let buf = data
   if (!c.headersDone) {
+    buf = c.carry === undefined ? data : Buffer.concat([c.carry, data])
+    c.carry = undefined
     const h = buf.indexOf(HEAD_END)
     if (h < 0) {
       c.carry = buf
@@ -128,6 +157,9 @@ function onData(c: Client, data: Buffer): void {
     buf = buf.subarray(h + HEAD_END.length)
     pendingHeads.get(c)?.()
   }
+  const body = dechunk(c, buf)
+  buf = c.carry === undefined ? body : Buffer.concat([c.carry, body])
+  c.carry = undefined
   const rest = scan(c, buf, at)
   if (rest < buf.length) c.carry = Buffer.from(buf.subarray(rest))
 }
@@ -142,7 +174,9 @@ function open(host: string, port: number, path: string, headers: Record<string, 
       status: 0,
       headersDone: false,
       carry: undefined,
-      tail: Buffer.alloc(0),
+      chunkLeft: -1,
+      sizeLine: "",
+      crlf: 0,
       inWindow: 0,
       lastSeq: -1,
       gaps: 0,
