@@ -255,7 +255,15 @@ async function startParley(mode: "real" | "embedded"): Promise<Parley> {
     }),
   }
   // The embedded database and bus live in one process: the embedded server is --role all.
-  const args = ["--import", "tsx", "src/main/main.ts", "serve", "--role", scratch ? "api" : "all"]
+  // BENCH_TURNS_PROFILE_DIR: a V8 CPU profile of the Parley process, written there when it stops; it runs
+  // the build (npm run build first), whose functions keep their names and lines in the profile.
+  const prof = process.env.BENCH_TURNS_PROFILE_DIR
+  const args = [
+    ...(prof
+      ? ["--cpu-prof", "--cpu-prof-dir", prof, "dist/src/main/main.js"]
+      : ["--import", "tsx", "src/main/main.ts"]),
+    ...["serve", "--role", scratch ? "api" : "all"],
+  ]
   let p = await startProcess(args, env)
   let url = `http://127.0.0.1:${p.port}`
   const email = `bench-turns-${randomBytes(4).toString("hex")}@example.com`
