@@ -442,9 +442,8 @@ export async function benchTurns(): Promise<void> {
         )
       show("bare", b)
       show(`parley (${failed} failed posts${failed > 0 ? `: ${JSON.stringify([...reasons])}` : ""})`, p)
-      out(
-        `parley stored: ${JSON.stringify(await parley.stored(runId))} of ${Math.round((WARMUP_S + FANOUT_S) * s.rate)} sent`,
-      )
+      const sentTurns = Math.round((WARMUP_S + FANOUT_S) * s.rate)
+      out(`parley stored: ${JSON.stringify(await parley.stored(runId))} of ${sentTurns} sent`)
       fanRows.push(
         `| ${int(s.clients)} × ${int(s.rate)}/s | ${f2(b.p50)} / ${f2(b.p99)} ms | ${f2(p.p50)} / ${f2(p.p99)} ms | ` +
           `**${f2(p.p99 / b.p99)}** | ${p.complete}/${p.clients} (${p.gaps} gaps, ${p.dups} dups) | ${failed} |`,
