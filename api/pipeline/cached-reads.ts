@@ -141,16 +141,17 @@ export async function startCachedReads(db: Database, bus: BusClient, log: Logger
       apply(tenantId)
       if (peers.size === 0) return undefined
       const msg: ChangedMsg = { tenant_id: tenantId, from: me }
-      return bus.gather(READS_CHANGED_SUBJECT, msg, { expect: peers.size, maxWaitMs: ACK_WAIT_MS }).then(
-        (acks) => {
-          if (acks.length < peers.size)
-            log.warn(
-              { acks: acks.length, peers: peers.size },
-              "read cache: not every api process acknowledged a change",
-            )
-        },
-        (err: unknown) => log.warn({ err }, "read cache: could not tell the other api processes of a change"),
-      )
+      // gather may throw at once (the bus closed): the change was made, so the client still hears back.
+      const expect = peers.size
+      return Promise.resolve()
+        .then(() => bus.gather(READS_CHANGED_SUBJECT, msg, { expect, maxWaitMs: ACK_WAIT_MS }))
+        .then(
+          (acks) => {
+            if (acks.length < expect)
+              log.warn({ acks: acks.length, peers: expect }, "read cache: not every api process acknowledged a change")
+          },
+          (err: unknown) => log.warn({ err }, "read cache: could not tell the other api processes of a change"),
+        )
     },
     async stop() {
       clearInterval(heartbeat)
@@ -159,9 +160,14 @@ export async function startCachedReads(db: Database, bus: BusClient, log: Logger
       } catch {
         // The bus is closing: the others forget this process when its heartbeats stop.
       }
-      for (const s of subs) s.unsubscribe()
-      await unlisten?.()
       reads.setListening(false)
+      for (const s of subs)
+        try {
+          s.unsubscribe()
+        } catch {
+          // Already closed with the bus.
+        }
+      await unlisten?.().catch(() => {})
     },
   }
 }

@@ -133,7 +133,7 @@ export function withDatabase(url: string, database: string): string {
 export function connectPostgres(
   url: string,
   max: number,
-  opts: { statementTimeoutMs?: number; hooks?: ConnectionHooks } = {},
+  opts: { statementTimeoutMs?: number; hooks?: ConnectionHooks; idleTimeoutS?: number } = {},
 ): Sql {
   const connection = opts.statementTimeoutMs
     ? { ...clientOptions.connection, statement_timeout: opts.statementTimeoutMs }
@@ -143,7 +143,8 @@ export function connectPostgres(
     ...opts.hooks,
     connection,
     max,
-    idle_timeout: 60,
+    // 0: never closed for being idle.
+    idle_timeout: opts.idleTimeoutS ?? 60,
     connect_timeout: 10,
   }) as unknown as Sql
 }
@@ -160,14 +161,16 @@ interface Listener {
 }
 
 /**
- * LISTEN on PGlite. Its one session is the pool's one connection, so a dedicated listening
- * connection (postgres.js's sql.listen) cannot exist: the LISTEN is issued on the pool, and the
- * notifications of the session's own commits arrive on it (hooks.onnotify). A closed connection
- * (idle, or lost) may have lost the LISTEN: listeners hear onLive(false), and it is issued again.
+ * LISTEN on one connection, whose close every listener hears (onLive(false)) before the LISTEN is
+ * issued again on a new one (onLive(true)): what was sent in between is lost, and they know it.
+ * On Postgres the connection is a client of its own; on PGlite, whose one session is the pool's one
+ * connection, it is the pool, and the session's own commits notify it (hooks.onnotify).
  */
-class EmbeddedNotifications {
+class Notifications {
   private readonly channels = new Map<string, Set<Listener>>()
-  private sql: Sql | undefined
+  private make: (() => Sql) | undefined
+  private client: Sql | undefined
+  private own = false
   private relistening: NodeJS.Timeout | undefined
   private stopped = false
 
@@ -182,8 +185,15 @@ class EmbeddedNotifications {
     },
   }
 
+  /** The connection to LISTEN on: the pool's. */
   attach(sql: Sql): void {
-    this.sql = sql
+    this.make = () => sql
+  }
+
+  /** A connection of its own, made at the first LISTEN and ended by close(). */
+  attachOwn(make: () => Sql): void {
+    this.make = make
+    this.own = true
   }
 
   stop(): void {
@@ -191,26 +201,40 @@ class EmbeddedNotifications {
     clearTimeout(this.relistening)
   }
 
+  /** Stops, and ends the connection if it is its own. */
+  async close(): Promise<void> {
+    this.stop()
+    if (this.own && this.client !== undefined) await this.client.end({ timeout: 5 }).catch(() => {})
+  }
+
+  private get conn(): Sql {
+    this.client ??= this.make!()
+    return this.client
+  }
+
   async listen(channel: string, l: Listener): Promise<Unlisten> {
     let set = this.channels.get(channel)
     if (set === undefined) this.channels.set(channel, (set = new Set()))
     set.add(l)
-    await this.sql!`listen ${this.sql!(channel)}`
+    const sql = this.conn
+    await sql`listen ${sql(channel)}`
     l.onLive(true)
     return async () => {
       set.delete(l)
       l.onLive(false)
       if (set.size > 0) return
       this.channels.delete(channel)
-      if (!this.stopped) await this.sql!`unlisten ${this.sql!(channel)}`.catch(() => {})
+      const sql = this.conn
+      if (!this.stopped) await sql`unlisten ${sql(channel)}`.catch(() => {})
     }
   }
 
   private relisten(): void {
     this.relistening = undefined
     if (this.stopped) return
+    const sql = this.conn
     for (const [channel, set] of this.channels)
-      this.sql!`listen ${this.sql!(channel)}`.then(
+      sql`listen ${sql(channel)}`.then(
         () => {
           for (const l of set) l.onLive(true)
         },
@@ -273,7 +297,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
     let kind: Database["kind"] = "postgres"
     let url = config.databaseUrl
     let max = config.dbPoolMax
-    let embeddedNotifications: EmbeddedNotifications | undefined
+    let embeddedNotifications: Notifications | undefined
     if (url === undefined) {
       const dir = resolve(join(config.dataDir, "pglite"))
       const embedded = yield* Effect.acquireRelease(
@@ -284,7 +308,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
       kind = "pglite"
       url = embedded.url
       max = 1
-      embeddedNotifications = new EmbeddedNotifications()
+      embeddedNotifications = new Notifications()
     }
     const notifications = embeddedNotifications
     const sql = yield* Effect.acquireRelease(
@@ -298,6 +322,18 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
         }),
     )
     notifications?.attach(sql)
+    // On Postgres, a connection of its own that never idles out (made at the first LISTEN).
+    let listener: Notifications
+    if (notifications !== undefined) listener = notifications
+    else {
+      const own = new Notifications()
+      const target = url
+      listener = own
+      yield* Effect.acquireRelease(
+        Effect.sync(() => own.attachOwn(() => connectPostgres(target, 1, { hooks: own.hooks, idleTimeoutS: 0 }))),
+        () => Effect.promise(() => own.close()),
+      )
+    }
     yield* Effect.acquireRelease(
       Effect.sync(() => instrumentDatabase(sql, max)),
       (untrack) => Effect.sync(untrack),
@@ -315,16 +351,7 @@ export const DbLive: Layer.Layer<Db, never, AppConfig | Log> = Layer.scoped(
         await sql`select 1`
         return performance.now() - t0
       },
-      listen: async (channel, onPayload, onLive) => {
-        if (notifications !== undefined) return notifications.listen(channel, { onPayload, onLive })
-        // postgres.js listens on a connection of its own and listens again after losing it,
-        // calling onlisten each time.
-        const listening = await sql.listen(channel, onPayload, () => onLive(true))
-        return async () => {
-          onLive(false)
-          await listening.unlisten().catch(() => {})
-        }
-      },
+      listen: (channel, onPayload, onLive) => listener.listen(channel, { onPayload, onLive }),
     }
   }),
 )

@@ -10,7 +10,7 @@ import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import type { Database } from "../../src/platform/Db.js"
 import { WorkspaceReads } from "../../src/platform/workspace-reads.js"
 import { api, type Session } from "../support/clients.js"
-import { sharedTestServer, type TestServer } from "../support/harness.js"
+import { realServices, sharedTestServer, type TestServer } from "../support/harness.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -167,6 +167,32 @@ describe("cached lists through the server", () => {
       await new Promise((r) => setTimeout(r, 20))
     }
     expect(seen).toEqual(["renamed by another writer"])
+  })
+
+  it.runIf(realServices)("stops answering from memory when its LISTEN connection is lost", async () => {
+    const s = await a.signup()
+    const w = await a.call("POST", "/api/workflows", { token: s.token, body: { nl_prompt: "Remind members" } })
+    const { id, name } = (await w.json()) as Json
+    expect(await names(s)).toEqual([name])
+    await renameUnannounced(id, "renamed while nobody listened")
+    expect(await names(s)).toEqual([name])
+    // Postgres ends the listening connection (a restart, a network cut): what it may have missed is dropped.
+    await srv.sql`select pg_terminate_backend(pid) from pg_stat_activity
+      where datname = current_database() and query like 'listen %' and pid <> pg_backend_pid()`
+    let seen: string[] = []
+    for (let i = 0; i < 50 && seen[0] !== "renamed while nobody listened"; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      seen = await names(s)
+    }
+    expect(seen).toEqual(["renamed while nobody listened"])
+    // Listening again, it keeps answers and hears changes as before.
+    await new Promise((r) => setTimeout(r, 400))
+    await srv.sql`update workflows set name = 'heard again' where id = ${id}`
+    for (let i = 0; i < 50 && seen[0] !== "heard again"; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      seen = await names(s)
+    }
+    expect(seen).toEqual(["heard again"])
   })
 
   it("shows a change made through the api in the very next read", async () => {
