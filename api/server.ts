@@ -11,6 +11,7 @@ import { Db } from "../src/platform/Db.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, ShuttingDown } from "../src/platform/errors.js"
 import { INTERNAL_ERROR, toHttpError } from "./error-map.js"
 import { BodyTooLarge, ClientGone, Exchange } from "./http.js"
+import { attachMediaStreams } from "./media-streams.js"
 import { authenticate, authRequirement, type Caller, LookupFailed } from "./pipeline/authenticate.js"
 import { bodyLimit } from "./pipeline/body-limit.js"
 import { type CacheSlot, startCachedReads } from "./pipeline/cached-reads.js"
@@ -77,6 +78,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     log.info({ credential: inv.kind, streams: open.length }, "closing streams of an invalidated credential")
     for (const s of open) s.end()
   })
+
+  // Carrier media streams: WebSockets let in by a call's single-use token, their audio on the bus.
+  const media = attachMediaStreams(app, { sql: db.sql, bus: runtime.runSync(Bus), log })
 
   // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, systemKey, takeBody,
   // authenticate, then inside dispatch systemKey (X-Tenant-Id), validate (params, query), negotiate, validate
@@ -260,6 +264,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         // response is ended, which for a client that is behind waits until its socket takes more
         // (see openStream's end()), so app.close() below does not cut off what it has yet to read.
         streams.endAll()
+        media.closeAll()
         if (inFlight > 0) {
           const finished = new Promise<void>((r) => (idle = r))
           const timeout = delay(config.shutdownTimeoutMs).then(() => true)

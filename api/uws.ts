@@ -7,7 +7,7 @@ import type * as Uws from "uWebSockets.js"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js"
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from "uWebSockets.js"
 export type UwsModule = typeof Uws
 
 export class UwsLoadError extends Error {

@@ -8,6 +8,7 @@ import { ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
 import { ApprovalMetricsLive } from "../approvals/approvals.metrics.js"
 import { AuthLive } from "../auth/Auth.js"
 import { ChallengeLive } from "../auth/Challenge.js"
+import { StreamTokenSweeperLive } from "../calls/media-stream-tokens.sweeper.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
 import { IdempotencySweeperLive } from "../idempotency/idempotency.sweeper.js"
 import { KeyUseLogLive } from "../keys/KeyUseLog.js"
@@ -92,6 +93,7 @@ export function appLayer(deps: {
     PreviewSweeperLive,
     DemoSweeperLive,
     IdempotencySweeperLive,
+    StreamTokenSweeperLive,
     WebhookRetentionSweeperLive,
   ).pipe(Layer.provideMerge(infra))
 }

@@ -143,3 +143,16 @@ export const READS_CHANGED_SUBJECT = "reads.changed"
 
 /** Each api process says it is there (a heartbeat), so a change knows how many acknowledgements to wait for. */
 export const READS_PEERS_SUBJECT = "reads.peers"
+
+/**
+ * A call's carrier media stream, between the api process holding the WebSocket and the runtime
+ * process holding the call (api/media-streams.ts): what the carrier sends (`in`: μ-law audio as
+ * bytes, header kind "media"; the stream's other events as JSON, header kind "start" | "mark" |
+ * "dtmf" | "stop" | "closed") and what to send it (`out`: kind "media" bytes, "mark" {name},
+ * "clear", "hangup").
+ */
+export const mediaInSubject = (tenantId: number, callId: number) => `media.${tenantId}.${callId}.in`
+export const mediaOutSubject = (tenantId: number, callId: number) => `media.${tenantId}.${callId}.out`
+
+/** The header that says what a media-stream bus message is. */
+export const MEDIA_KIND_HEADER = "kind"

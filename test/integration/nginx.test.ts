@@ -1,14 +1,17 @@
 // The README's "Deploying" section as CI runs it: deploy/nginx.conf (ports, upstreams and the
 // certificate substituted) terminating TLS in front of two api processes, with one runtime process,
 // on real PostgreSQL and NATS, and a smoke through nginx only: signup, login, workflow, audience,
-// run, a turn stream followed to the end, an approval decided, gw_card, gw_upi and mail_b events
+// run, a turn stream followed to the end, a held call's media stream let in (WebSocket upgrade),
+// an approval decided, gw_card, gw_upi and mail_b events
 // under the spec's underscore headers, and a telco_a callback signed for the public https:// URL.
 // The engine refuses HTTP/1.0 (505): the same file without `proxy_http_version 1.1` fails.
 import { createHmac, randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { request as httpsRequest } from "node:https"
 import { Socket } from "node:net"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
 import { readOutbox } from "../../src/providers/mail/outbox.mail.js"
 import { signGwCard } from "../../src/providers/payments/signatures.js"
 import { signTelcoA } from "../../src/providers/telephony/telco-a.signature.js"
@@ -45,6 +48,49 @@ const rawExchange = (port: number, request: string, ms: number) =>
       done()
     })
     s.connect(port, "127.0.0.1", () => s.write(request))
+  })
+
+/**
+ * A WebSocket upgrade over TLS: the status (101 when let in) and a refusal's body. Let in, it sends
+ * one binary frame, which the stream protocol does not allow, and returns the close code the server
+ * answers with through the same connection (frames pass both ways).
+ */
+const tlsUpgrade = (base: string, path: string, ca: string) =>
+  new Promise<{ status: number; body: Json; closeCode?: number }>((resolve, reject) => {
+    const req = httpsRequest(base + path, {
+      ca,
+      headers: {
+        Connection: "Upgrade",
+        Upgrade: "websocket",
+        "Sec-WebSocket-Key": randomBytes(16).toString("base64"),
+        "Sec-WebSocket-Version": "13",
+      },
+    })
+    req.on("upgrade", (res, socket, head) => {
+      let got = Buffer.from(head)
+      const timer = setTimeout(() => {
+        socket.destroy()
+        resolve({ status: res.statusCode ?? 0, body: {} })
+      }, 5_000)
+      socket.on("data", (d: Buffer) => {
+        got = Buffer.concat([got, d])
+        // A close frame (opcode 8) from the server: unmasked, its code in the first two payload bytes.
+        if (got.length >= 4 && (got[0]! & 0x0f) === 8) {
+          clearTimeout(timer)
+          socket.destroy()
+          resolve({ status: res.statusCode ?? 0, body: {}, closeCode: got.readUInt16BE(2) })
+        }
+      })
+      // A client's frame is masked: FIN + binary, 3 bytes, a zero mask (payload unchanged).
+      socket.write(Buffer.from([0x82, 0x83, 0, 0, 0, 0, 1, 2, 3]))
+    })
+    req.on("response", (res) => {
+      let text = ""
+      res.on("data", (d: Buffer) => (text += d.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.startsWith("{") ? JSON.parse(text) : {} }))
+    })
+    req.on("error", reject)
+    req.end()
   })
 
 // Needs a real Postgres and NATS for separate processes to share, and nginx (.ci/run installs it).
@@ -188,6 +234,19 @@ describe.skipIf(!real || nginxBinary() === undefined)("Parley behind deploy/ngin
         },
         30_000,
       )
+      // The held call's media stream: nginx passes the WebSocket upgrade through to the api process,
+      // which lets in the call's token once and refuses a bogus one before any frame.
+      const streamToken = await mintStreamToken(sql, tenantId, approval.call_id as number)
+      expect(await tlsUpgrade(nginx.httpsUrl, "/media/telco_a/mst_1_bogus", nginx.cert)).toMatchObject({
+        status: 401,
+        body: { code: "UNAUTHENTICATED" },
+      })
+      expect(await tlsUpgrade(nginx.httpsUrl, `/media/telco_a/${streamToken}`, nginx.cert)).toMatchObject({
+        status: 101,
+        closeCode: 1003,
+      })
+      expect((await tlsUpgrade(nginx.httpsUrl, `/media/telco_a/${streamToken}`, nginx.cert)).status).toBe(401)
+
       const decided = await client.request("POST", `/api/approvals/${approval.id}/decide`, {
         token,
         json: { decision: "approve", note: "Through nginx." },

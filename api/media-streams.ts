@@ -1,0 +1,231 @@
+// Carrier media streams (Twilio-style <Connect><Stream>, which telco_a speaks): a WebSocket per
+// call at /media/telco_a/<token>, served by the engine beside the HTTP routes. Nothing of a stream
+// is read before it is let in: the upgrade takes the call's single-use token
+// (src/calls/media-stream-tokens.repo.ts) and is answered 401 otherwise, before any frame. Then
+// the carrier's `start` must name the call the token was minted for, and everything it sends goes
+// onto the bus for the runtime process that holds the call (mediaInSubject), and what that process
+// publishes (mediaOutSubject) goes to the carrier. Every buffer is bounded: a message over 16 KiB,
+// a peer sending faster than audio can come, or one that stops reading what we send is cut.
+import type { Logger } from "pino"
+import { type StreamGrant, takeStreamToken } from "../src/calls/media-stream-tokens.repo.js"
+import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
+import type { Sql } from "../src/platform/Db.js"
+import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../src/platform/subjects.js"
+import {
+  clearMessage,
+  MAX_STREAM_MESSAGE_BYTES,
+  markMessage,
+  mediaBytes,
+  mediaMessage,
+  parseStreamMessage,
+} from "../src/providers/telephony/media-stream.messages.js"
+import type { TemplatedApp, WebSocket } from "./uws.js"
+
+export const MEDIA_STREAM_PATH = "/media/telco_a/:token"
+/** What the carrier may send per second on average (50 media messages a second is real time). */
+const MESSAGES_PER_SECOND = 100
+/** The burst above that average a carrier may send (3 s of audio at once after a network stall). */
+const MESSAGE_BURST = 150
+/** What we hold for a carrier that is not reading (about 4 s of audio): past it, it is cut. */
+export const MAX_OUTBOUND_BUFFER = 64 * 1024
+/** A stream that sends nothing for this long is closed (a carrier sends 50 frames a second). */
+const IDLE_TIMEOUT_S = 30
+
+/** WebSocket close codes we end a stream with. */
+export const CLOSE = { normal: 1000, unsupported: 1003, policy: 1008, tooBig: 1009 } as const
+
+interface StreamState {
+  readonly grant: StreamGrant
+  streamSid: string | undefined
+  out: BusSubscription | undefined
+  /** Token bucket of messages the carrier may still send. */
+  allowance: number
+  lastRefill: number
+  closed: boolean
+}
+
+export interface MediaStreams {
+  /** Streams open in this process. */
+  readonly open: number
+  /** Ends every stream (shutdown). */
+  closeAll(): void
+}
+
+export interface MediaStreamDeps {
+  readonly sql: Sql
+  readonly bus: BusClient
+  readonly log: Logger
+  readonly now?: () => number
+}
+
+const UNAUTHORIZED = JSON.stringify({
+  error: "this media stream's token is not valid (unknown, used, expired, or its call has ended)",
+  code: "UNAUTHENTICATED",
+})
+
+/** Serves carrier media streams on `app`. */
+export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): MediaStreams {
+  const { sql, bus, log } = deps
+  const now = deps.now ?? (() => performance.now())
+  const sockets = new Set<WebSocket<StreamState>>()
+
+  const publishIn = (s: StreamState, kind: string, payload: Uint8Array | object) => {
+    try {
+      bus.publish(mediaInSubject(s.grant.tenantId, s.grant.callId), payload, {
+        headers: { [MEDIA_KIND_HEADER]: kind },
+      })
+    } catch (err) {
+      log.warn({ err, call_id: s.grant.callId }, "media stream: could not publish to the bus")
+    }
+  }
+
+  const cut = (ws: WebSocket<StreamState>, code: number, reason: string) => {
+    const s = ws.getUserData()
+    if (s.closed) return
+    log.warn({ call_id: s.grant.callId, code, reason }, "media stream cut")
+    ws.end(code, reason.slice(0, 120))
+  }
+
+  /** Takes one message from the carrier's allowance; false when it sends faster than audio can come. */
+  const admit = (s: StreamState): boolean => {
+    const t = now()
+    s.allowance = Math.min(MESSAGE_BURST, s.allowance + ((t - s.lastRefill) / 1000) * MESSAGES_PER_SECOND)
+    s.lastRefill = t
+    if (s.allowance < 1) return false
+    s.allowance -= 1
+    return true
+  }
+
+  /** What the runtime asks us to send; a carrier not reading what we send is cut. */
+  const listenOut = (ws: WebSocket<StreamState>, s: StreamState, streamSid: string) =>
+    bus.subscribe(mediaOutSubject(s.grant.tenantId, s.grant.callId), (msg) => {
+      if (s.closed) return
+      const kind = msg.headers?.[MEDIA_KIND_HEADER]
+      let text: string
+      if (kind === "media") text = mediaMessage(streamSid, msg.data)
+      else if (kind === "mark") text = markMessage(streamSid, String(msg.json<{ name?: unknown }>().name ?? ""))
+      else if (kind === "clear") text = clearMessage(streamSid)
+      else if (kind === "hangup") return void ws.end(CLOSE.normal, "call ended")
+      else return
+      if (ws.getBufferedAmount() > MAX_OUTBOUND_BUFFER) return cut(ws, CLOSE.policy, "not reading the call's audio")
+      ws.send(text, false)
+    })
+
+  app.ws<StreamState>(MEDIA_STREAM_PATH, {
+    maxPayloadLength: MAX_STREAM_MESSAGE_BYTES,
+    maxBackpressure: MAX_OUTBOUND_BUFFER * 2,
+    closeOnBackpressureLimit: true,
+    idleTimeout: IDLE_TIMEOUT_S,
+    sendPingsAutomatically: true,
+
+    upgrade: (res, req, context) => {
+      // req is valid only now: copy what the upgrade needs.
+      const token = req.getParameter(0) ?? ""
+      const key = req.getHeader("sec-websocket-key")
+      const protocol = req.getHeader("sec-websocket-protocol")
+      const extensions = req.getHeader("sec-websocket-extensions")
+      let aborted = false
+      res.onAborted(() => {
+        aborted = true
+      })
+      // A token is URL-safe as minted: anything escaped is not one (and decoding could throw here).
+      takeStreamToken(sql, token).then(
+        (grant) => {
+          if (aborted) return
+          res.cork(() => {
+            if (grant === undefined) {
+              res
+                .writeStatus("401 Unauthorized")
+                .writeHeader("Content-Type", "application/json; charset=utf-8")
+                .end(UNAUTHORIZED, true)
+              return
+            }
+            const state: StreamState = {
+              grant,
+              streamSid: undefined,
+              out: undefined,
+              allowance: MESSAGE_BURST,
+              lastRefill: now(),
+              closed: false,
+            }
+            res.upgrade(state, key, protocol, extensions, context)
+          })
+        },
+        (err: unknown) => {
+          log.error({ err }, "media stream: could not check its token")
+          if (aborted) return
+          res.cork(() => {
+            res
+              .writeStatus("503 Service Unavailable")
+              .writeHeader("Content-Type", "application/json; charset=utf-8")
+              .end(JSON.stringify({ error: "the database is unavailable", code: "DATABASE_UNAVAILABLE" }), true)
+          })
+        },
+      )
+    },
+
+    open: (ws) => {
+      sockets.add(ws)
+      const s = ws.getUserData()
+      log.info({ call_id: s.grant.callId }, "media stream open")
+    },
+
+    message: (ws, message, isBinary) => {
+      const s = ws.getUserData()
+      if (s.closed) return
+      if (isBinary) return cut(ws, CLOSE.unsupported, "binary messages are not part of the protocol")
+      if (!admit(s)) return cut(ws, CLOSE.policy, "sending faster than audio can come")
+      const parsed = parseStreamMessage(Buffer.from(message).toString("utf8"))
+      if (!parsed.ok) return cut(ws, CLOSE.policy, parsed.reason)
+      const m = parsed.message
+      switch (m.event) {
+        case "connected":
+          return
+        case "start": {
+          if (s.streamSid !== undefined) return cut(ws, CLOSE.policy, "a second start")
+          const callSid = m.start.callSid
+          if (s.grant.providerCallId !== null && callSid !== s.grant.providerCallId)
+            return cut(ws, CLOSE.policy, "this stream's call is not the one its token was minted for")
+          s.streamSid = m.streamSid
+          s.out = listenOut(ws, s, m.streamSid)
+          return publishIn(s, "start", { stream_sid: m.streamSid, call_sid: callSid })
+        }
+        default:
+          break
+      }
+      // Everything else belongs to a started stream, and names it.
+      if (s.streamSid === undefined) return cut(ws, CLOSE.policy, `${m.event} before start`)
+      if (m.streamSid !== s.streamSid) return cut(ws, CLOSE.policy, "a message of another stream")
+      switch (m.event) {
+        case "media":
+          if (m.media.track === "outbound") return
+          return publishIn(s, "media", mediaBytes(m))
+        case "mark":
+          return publishIn(s, "mark", { name: m.mark.name })
+        case "dtmf":
+          return publishIn(s, "dtmf", { digit: m.dtmf.digit })
+        case "stop":
+          publishIn(s, "stop", {})
+          return ws.end(CLOSE.normal, "stopped")
+      }
+    },
+
+    close: (ws, code) => {
+      sockets.delete(ws)
+      const s = ws.getUserData()
+      s.closed = true
+      s.out?.unsubscribe()
+      if (s.streamSid !== undefined) publishIn(s, "closed", { code })
+      log.info({ call_id: s.grant.callId, code }, "media stream closed")
+    },
+  })
+
+  return {
+    get open() {
+      return sockets.size
+    },
+    closeAll() {
+      for (const ws of [...sockets]) ws.end(CLOSE.normal, "server shutting down")
+    },
+  }
+}

@@ -1,0 +1,67 @@
+// The tokens that let a carrier's media stream in (migration 0047): minted for one call, taken by
+// the one WebSocket upgrade that presents them before they expire and while the call is not over.
+import { createHash, randomBytes } from "node:crypto"
+import type { Sql, Tx } from "../platform/Db.js"
+
+export const TOKEN_PREFIX = "mst_"
+/** How long a stream has to connect once asked for (a carrier connects within a second or two). */
+export const STREAM_TOKEN_TTL_MS = 60_000
+
+/** The call a stream was let in for. */
+export interface StreamGrant {
+  readonly tenantId: number
+  readonly callId: number
+  /** The carrier's id of the call (its `start` message must name it), if it gave one. */
+  readonly providerCallId: string | null
+}
+
+const hashOf = (secret: string): Buffer => createHash("sha256").update(secret, "utf8").digest()
+
+/** A new token for `callId`'s stream: `mst_<id>_<secret>`, URL-safe, shown once. */
+export async function mintStreamToken(
+  sql: Sql | Tx,
+  tenantId: number,
+  callId: number,
+  ttlMs = STREAM_TOKEN_TTL_MS,
+): Promise<string> {
+  const secret = randomBytes(32).toString("base64url")
+  const [row] = await sql<[{ id: number }]>`
+    insert into media_stream_tokens (tenant_id, call_id, secret_hash, expires_at)
+    values (${tenantId}, ${callId}, ${hashOf(secret)}, now() + ${ttlMs} * interval '1 millisecond')
+    returning id`
+  return `${TOKEN_PREFIX}${row.id}_${secret}`
+}
+
+/** The parts of a presented token, or undefined when it cannot be one. */
+function parse(token: string): { id: number; secret: string } | undefined {
+  const m = /^mst_([1-9]\d{0,17})_([A-Za-z0-9_-]{43})$/.exec(token)
+  if (m === null) return undefined
+  const id = Number(m[1])
+  return Number.isSafeInteger(id) ? { id, secret: m[2]! } : undefined
+}
+
+/**
+ * Takes a token: the call it grants a stream for, once. Undefined for a token that is malformed,
+ * unknown, already taken, expired, or whose call has ended (one answer for all: nothing to learn).
+ */
+export async function takeStreamToken(sql: Sql, token: string): Promise<StreamGrant | undefined> {
+  const t = parse(token)
+  if (t === undefined) return undefined
+  const [row] = await sql<[{ tenant_id: number; call_id: number; provider_call_id: string | null }?]>`
+    update media_stream_tokens m set used_at = now()
+    from calls c
+    where m.id = ${t.id} and m.secret_hash = ${hashOf(t.secret)} and m.used_at is null and m.expires_at > now()
+      and c.id = m.call_id and c.tenant_id = m.tenant_id and c.status <> 'ended'
+    returning m.tenant_id, m.call_id, c.provider_call_id`
+  return row === undefined
+    ? undefined
+    : { tenantId: row.tenant_id, callId: row.call_id, providerCallId: row.provider_call_id }
+}
+
+/** Deletes tokens taken or expired before `olderThanMs` ago (the sweeper's). */
+export async function sweepStreamTokens(sql: Sql, olderThanMs: number): Promise<number> {
+  const rows = await sql`
+    delete from media_stream_tokens
+    where expires_at < now() - ${olderThanMs} * interval '1 millisecond'`
+  return rows.count
+}
