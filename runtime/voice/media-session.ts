@@ -1,0 +1,210 @@
+// One call's audio in the runtime process that holds the call: the carrier's frames arrive over the
+// bus from the api process holding the media stream (api/media-streams.ts), are judged frame by
+// frame for speech (a voice-activity detector and src/providers/audio/end-of-speech.ts) and handed
+// on as utterances; the agent's audio goes back paced in real time, 20 ms a frame, with a mark
+// after each sentence. Callee speech while the agent talks is a barge-in: the carrier is told to
+// clear what it queued, nothing more is sent, and what was played (up to the last mark the carrier
+// acknowledged) is what the agent said. Frames never pass through the call's state machine one by
+// one: it hears utterances, barge-ins, DTMF and the stream's end.
+import type { BusClient, BusMsg, BusSubscription } from "../../src/platform/bus/bus.js"
+import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
+import {
+  DEFAULT_END_OF_SPEECH,
+  EndOfSpeech,
+  type EndOfSpeechSettings,
+  FRAME_MS,
+} from "../../src/providers/audio/end-of-speech.js"
+import { decode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
+import type { Pacer } from "./pacer.js"
+
+/** Audio kept from before speech was recognised as started (the onset the detector needed). */
+const PRE_ROLL_MS = 300
+/** The longest utterance kept for recognition (a callee talking on is cut into turns this long). */
+const MAX_UTTERANCE_MS = 30_000
+
+/** What the session tells the call. */
+export interface MediaSessionEvents {
+  /** The carrier's stream started: audio can be sent. */
+  started?(): void
+  /** The callee said something: its audio (μ-law, from just before it began), and when it ended. */
+  utterance?(u: { readonly audio: Uint8Array; readonly startMs: number; readonly endMs: number }): void
+  /** The callee began to speak over the agent; `played`: the sentences heard whole (by their marks). */
+  bargeIn?(b: { readonly played: readonly string[]; readonly atMs: number }): void
+  dtmf?(digit: string): void
+  /** The stream is over (the carrier stopped it, or the connection went). */
+  ended?(): void
+}
+
+export interface MediaSessionOptions {
+  readonly bus: BusClient
+  readonly tenantId: number
+  readonly callId: number
+  /** One verdict per 20 ms frame of 16-bit samples (a Vad's `voiced`). */
+  readonly voiced: (frame: Int16Array) => boolean
+  readonly pacer: Pacer
+  readonly endOfSpeech?: EndOfSpeechSettings
+  readonly events: MediaSessionEvents
+}
+
+interface Sentence {
+  readonly mark: string
+  readonly frames: Uint8Array[]
+}
+
+export class MediaSession {
+  private readonly sub: BusSubscription
+  private readonly eos: EndOfSpeech
+  private readonly out: string
+  /** Frames received since the stream started (the session's clock: 20 ms each). */
+  private frame = 0
+  /** The most recent frames, for the pre-roll, and the utterance under way. */
+  private recent: Uint8Array[] = []
+  private utterance: Uint8Array[] | undefined
+  private utteranceStart = 0
+  /** What is still to be sent, sentence by sentence, and the marks sent but not yet played. */
+  private queue: Sentence[] = []
+  private sending: Sentence | undefined
+  private sentInSentence = 0
+  private readonly unplayed: string[] = []
+  /** The sentences of the agent's current turn that the carrier says were played. */
+  private played: string[] = []
+  private streaming = false
+  private over = false
+
+  constructor(private readonly o: MediaSessionOptions) {
+    this.eos = new EndOfSpeech(o.endOfSpeech ?? DEFAULT_END_OF_SPEECH)
+    this.out = mediaOutSubject(o.tenantId, o.callId)
+    this.sub = o.bus.subscribe(mediaInSubject(o.tenantId, o.callId), (m) => this.hear(m))
+  }
+
+  /** True while the agent has audio queued or not yet played at the carrier. */
+  get speaking(): boolean {
+    return this.sending !== undefined || this.queue.length > 0 || this.unplayed.length > 0
+  }
+
+  /** Queues one sentence of the agent's audio (μ-law frames); its mark follows its last frame. */
+  say(mark: string, frames: Uint8Array[]): void {
+    if (this.over) return
+    // The first sentence after silence begins a turn of the agent's.
+    if (!this.speaking) this.played = []
+    this.queue.push({ mark, frames })
+    this.o.pacer.add(this)
+  }
+
+  /** Sends the next frame if one is due (the pacer calls this every 20 ms); false once nothing is left. */
+  tick(): boolean {
+    // Before the stream starts nothing can be sent: started() adds the session again.
+    if (this.over || !this.streaming) return false
+    if (this.sending === undefined) {
+      this.sending = this.queue.shift()
+      this.sentInSentence = 0
+      if (this.sending === undefined) return false
+    }
+    const s = this.sending
+    const f = s.frames[this.sentInSentence++]
+    if (f !== undefined) this.publish("media", f)
+    if (this.sentInSentence >= s.frames.length) {
+      this.publish("mark", { name: s.mark })
+      this.unplayed.push(s.mark)
+      this.sending = undefined
+    }
+    return this.sending !== undefined || this.queue.length > 0
+  }
+
+  /** Ends the session: the carrier is asked to hang up, and nothing more is heard or sent. */
+  hangUp(): void {
+    if (this.over) return
+    this.publish("hangup", {})
+    this.finish()
+  }
+
+  private hear(m: BusMsg): void {
+    if (this.over) return
+    switch (m.headers?.[MEDIA_KIND_HEADER]) {
+      case "start":
+        this.streaming = true
+        this.o.events.started?.()
+        if (this.queue.length > 0) this.o.pacer.add(this)
+        return
+      case "media":
+        return this.frameIn(m.data)
+      case "mark": {
+        const name = m.json<{ name?: unknown }>().name
+        const i = this.unplayed.indexOf(String(name))
+        // Marks come back in order; one acknowledged means those before it were played too.
+        if (i >= 0) this.played.push(...this.unplayed.splice(0, i + 1))
+        return
+      }
+      case "dtmf":
+        return this.o.events.dtmf?.(String(m.json<{ digit?: unknown }>().digit ?? ""))
+      case "stop":
+      case "closed":
+        this.finish()
+        this.o.events.ended?.()
+        return
+    }
+  }
+
+  private frameIn(bytes: Uint8Array): void {
+    // A carrier may batch: each 160 bytes is a frame; a short tail waits for nothing (dropped).
+    for (let at = 0; at + FRAME_SAMPLES <= bytes.length; at += FRAME_SAMPLES) {
+      const frame = bytes.subarray(at, at + FRAME_SAMPLES)
+      const t = this.frame++
+      if (this.utterance !== undefined) {
+        if (this.utterance.length * FRAME_MS < MAX_UTTERANCE_MS) this.utterance.push(frame)
+      } else {
+        this.recent.push(frame)
+        if (this.recent.length * FRAME_MS > PRE_ROLL_MS + (this.o.endOfSpeech ?? DEFAULT_END_OF_SPEECH).minSpeechMs)
+          this.recent.shift()
+      }
+      const e = this.eos.push(this.o.voiced(decode(frame)))
+      if (e === undefined) continue
+      if (e.kind === "speech_start") {
+        this.utterance = this.recent
+        this.recent = []
+        this.utteranceStart = Math.max(0, (t + 1) * FRAME_MS - this.utterance.length * FRAME_MS)
+        if (this.speaking) this.bargeIn(t * FRAME_MS)
+      } else {
+        const audio = concat(this.utterance ?? [])
+        this.utterance = undefined
+        this.o.events.utterance?.({ audio, startMs: this.utteranceStart, endMs: e.atMs })
+      }
+    }
+  }
+
+  private bargeIn(atMs: number): void {
+    this.queue = []
+    this.sending = undefined
+    this.publish("clear", {})
+    // A cleared carrier sends back the marks it was holding: those sentences were not heard.
+    const played = this.played
+    this.played = []
+    this.unplayed.length = 0
+    this.o.events.bargeIn?.({ played, atMs })
+  }
+
+  private publish(kind: string, payload: Uint8Array | object): void {
+    try {
+      this.o.bus.publish(this.out, payload, { headers: { [MEDIA_KIND_HEADER]: kind } })
+    } catch {
+      // The bus is away: the stream's end follows.
+    }
+  }
+
+  private finish(): void {
+    this.over = true
+    this.queue = []
+    this.sending = undefined
+    this.sub.unsubscribe()
+  }
+}
+
+function concat(frames: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(frames.reduce((n, f) => n + f.length, 0))
+  let at = 0
+  for (const f of frames) {
+    out.set(f, at)
+    at += f.length
+  }
+  return out
+}
