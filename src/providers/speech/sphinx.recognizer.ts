@@ -1,0 +1,149 @@
+// Speech recognition offline: CMU PocketSphinx (Debian's libpocketsphinx3 and pocketsphinx-en-us),
+// called in-process through koffi. A decoder hears an utterance frame by frame as it comes (each
+// 20 ms frame costs well under a millisecond, so no turn of the event loop holds a whole
+// utterance's decoding), gives partial hypotheses on the way and the final one at the end. It
+// listens for a phrase list (a JSGF grammar of what the callee may say, as the simulator's callee
+// lines are known), which recognises phone audio far better than the general language model.
+// The en-us acoustic model is 16 kHz: phone audio (8 kHz) is doubled by interpolation before it.
+import { createHash } from "node:crypto"
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import { decode, FRAME_SAMPLES } from "../audio/g711.js"
+
+const MODEL = "/usr/share/pocketsphinx/model/en-us"
+const LIBRARY = "libpocketsphinx.so.3"
+
+interface SphinxApi {
+  ps_args(): unknown
+  cmd_ln_parse_r(inout: null, defn: unknown, argc: number, argv: string[], strict: number): unknown
+  ps_init(config: unknown): unknown
+  ps_free(ps: unknown): number
+  ps_lookup_word(ps: unknown, word: string): string | null
+  ps_set_jsgf_string(ps: unknown, name: string, jsgf: string): number
+  ps_set_search(ps: unknown, name: string): number
+  ps_start_utt(ps: unknown): number
+  ps_process_raw(ps: unknown, data: Int16Array, n: number, noSearch: number, fullUtt: number): number
+  ps_end_utt(ps: unknown): number
+  ps_get_hyp(ps: unknown, score: null): string | null
+}
+
+let api: SphinxApi | undefined | null
+
+/** The library's functions, or null when the engine is not installed here. */
+function sphinx(): SphinxApi | null {
+  if (api !== undefined) return api
+  if (!existsSync(`${MODEL}/en-us/mdef`)) return (api = null)
+  try {
+    const koffi = createRequire(import.meta.url)("koffi") as {
+      load(path: string): { func(signature: string): (...args: unknown[]) => unknown }
+    }
+    const lib = koffi.load(LIBRARY)
+    const f = (sig: string) => lib.func(sig)
+    api = {
+      ps_args: f("void *ps_args()"),
+      cmd_ln_parse_r: f("void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)"),
+      ps_init: f("void *ps_init(void *config)"),
+      ps_free: f("int ps_free(void *ps)"),
+      ps_lookup_word: f("const char *ps_lookup_word(void *ps, const char *word)"),
+      ps_set_jsgf_string: f("int ps_set_jsgf_string(void *ps, const char *name, const char *jsgf)"),
+      ps_set_search: f("int ps_set_search(void *ps, const char *name)"),
+      ps_start_utt: f("int ps_start_utt(void *ps)"),
+      ps_process_raw: f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)"),
+      ps_end_utt: f("int ps_end_utt(void *ps)"),
+      ps_get_hyp: f("const char *ps_get_hyp(void *ps, void *score)"),
+    } as unknown as SphinxApi
+  } catch {
+    api = null
+  }
+  return api
+}
+
+/** Whether PocketSphinx and its English model are installed (apt-get install pocketsphinx pocketsphinx-en-us). */
+export const sphinxAvailable = (): boolean => sphinx() !== null
+
+/** Words as the dictionary spells them: lower case, letters and apostrophes. */
+export const wordsOf = (line: string): string[] =>
+  line
+    .toLowerCase()
+    .replace(/[^a-z' ]+/g, " ")
+    .split(" ")
+    .filter((w) => w !== "" && w !== "'")
+
+/** One decoder: an utterance at a time, fed 20 ms μ-law frames. */
+export class SphinxDecoder {
+  private readonly grammars = new Set<string>()
+  private inUtterance = false
+  private freed = false
+  private readonly wide = new Int16Array(FRAME_SAMPLES * 2)
+
+  private constructor(
+    private readonly s: SphinxApi,
+    private readonly ps: unknown,
+  ) {}
+
+  /** A decoder (about 0.2 s to load its model); throws when the engine is not installed. */
+  static create(): SphinxDecoder {
+    const s = sphinx()
+    if (s === null) throw new Error("PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us)")
+    const argv = ["-hmm", `${MODEL}/en-us`, "-dict", `${MODEL}/cmudict-en-us.dict`, "-logfn", "/dev/null"]
+    const ps = s.ps_init(s.cmd_ln_parse_r(null, s.ps_args(), argv.length, argv, 1))
+    if (ps === null) throw new Error("PocketSphinx did not start")
+    return new SphinxDecoder(s, ps)
+  }
+
+  /**
+   * Listens for these phrases from the next utterance on; a phrase with a word the dictionary does
+   * not know is left out (it could not be recognised). Returns the phrases kept.
+   */
+  listenFor(phrases: readonly string[]): string[] {
+    const kept = phrases
+      .map((p) => wordsOf(p))
+      .filter((ws) => ws.length > 0 && ws.every((w) => this.s.ps_lookup_word(this.ps, w) !== null))
+      .map((ws) => ws.join(" "))
+    const unique = [...new Set(kept)]
+    if (unique.length === 0) throw new Error("no phrase of the list can be recognised")
+    const name = `g${createHash("sha1").update(unique.join("\n")).digest("hex").slice(0, 16)}`
+    if (!this.grammars.has(name)) {
+      const jsgf = `#JSGF V1.0;\ngrammar ${name};\npublic <line> = ${unique.join(" | ")};\n`
+      if (this.s.ps_set_jsgf_string(this.ps, name, jsgf) !== 0) throw new Error("the phrase list was refused")
+      this.grammars.add(name)
+    }
+    if (this.s.ps_set_search(this.ps, name) !== 0) throw new Error("the phrase list could not be chosen")
+    return unique
+  }
+
+  /** Hears one 20 ms frame of μ-law audio (an utterance starts with its first frame). */
+  frame(mulaw: Uint8Array): void {
+    if (this.freed) throw new Error("PocketSphinx decoder used after free")
+    if (mulaw.length !== FRAME_SAMPLES) throw new RangeError(`a frame is ${FRAME_SAMPLES} bytes`)
+    if (!this.inUtterance) {
+      this.s.ps_start_utt(this.ps)
+      this.inUtterance = true
+    }
+    const pcm = decode(mulaw)
+    for (let i = 0; i < pcm.length; i++) {
+      this.wide[2 * i] = pcm[i]!
+      this.wide[2 * i + 1] = (pcm[i]! + (pcm[i + 1] ?? pcm[i]!)) >> 1
+    }
+    this.s.ps_process_raw(this.ps, this.wide, this.wide.length, 0, 0)
+  }
+
+  /** What it has heard so far in this utterance ("" for nothing yet). */
+  partial(): string {
+    return this.inUtterance ? (this.s.ps_get_hyp(this.ps, null) ?? "") : ""
+  }
+
+  /** Ends the utterance: what was said ("" when nothing matched). */
+  end(): string {
+    if (!this.inUtterance) return ""
+    this.s.ps_end_utt(this.ps)
+    this.inUtterance = false
+    return this.s.ps_get_hyp(this.ps, null) ?? ""
+  }
+
+  free(): void {
+    if (this.freed) return
+    this.freed = true
+    this.s.ps_free(this.ps)
+  }
+}
