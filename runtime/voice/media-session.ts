@@ -26,6 +26,11 @@ const MAX_UTTERANCE_MS = 30_000
 export interface MediaSessionEvents {
   /** The carrier's stream started: audio can be sent. */
   started?(): void
+  /**
+   * Callee speech, frame by frame as it comes: from just before its onset (the frames the detector
+   * needed) until it is judged over. For a recogniser that decodes while the callee talks.
+   */
+  speechFrame?(frame: Uint8Array): void
   /** The callee said something: its audio (μ-law, from just before it began), and when it ended. */
   utterance?(u: { readonly audio: Uint8Array; readonly startMs: number; readonly endMs: number }): void
   /** The callee began to speak over the agent; `played`: the sentences heard whole (by their marks). */
@@ -75,6 +80,11 @@ export class MediaSession {
     this.eos = new EndOfSpeech(o.endOfSpeech ?? DEFAULT_END_OF_SPEECH)
     this.out = mediaOutSubject(o.tenantId, o.callId)
     this.sub = o.bus.subscribe(mediaInSubject(o.tenantId, o.callId), (m) => this.hear(m))
+  }
+
+  /** The carrier's frames judged so far (20 ms each). */
+  get framesHeard(): number {
+    return this.frame
   }
 
   /** True while the agent has audio queued or not yet played at the carrier. */
@@ -151,7 +161,10 @@ export class MediaSession {
       const frame = bytes.subarray(at, at + FRAME_SAMPLES)
       const t = this.frame++
       if (this.utterance !== undefined) {
-        if (this.utterance.length * FRAME_MS < MAX_UTTERANCE_MS) this.utterance.push(frame)
+        if (this.utterance.length * FRAME_MS < MAX_UTTERANCE_MS) {
+          this.utterance.push(frame)
+          this.o.events.speechFrame?.(frame)
+        }
       } else {
         this.recent.push(frame)
         if (this.recent.length * FRAME_MS > PRE_ROLL_MS + (this.o.endOfSpeech ?? DEFAULT_END_OF_SPEECH).minSpeechMs)
@@ -164,6 +177,7 @@ export class MediaSession {
         this.recent = []
         this.utteranceStart = Math.max(0, (t + 1) * FRAME_MS - this.utterance.length * FRAME_MS)
         if (this.speaking) this.bargeIn(t * FRAME_MS)
+        for (const f of this.utterance) this.o.events.speechFrame?.(f)
       } else {
         const audio = concat(this.utterance ?? [])
         this.utterance = undefined

@@ -62,6 +62,13 @@ describe("speech for the phone line (flite)", () => {
     expect(slow.durationMs / woman.durationMs).toBeGreaterThan(1.5)
   })
 
+  it("renders with flite's WASI build from npm where Debian's flite is not installed", async () => {
+    const s = await speakForPhone(LINE, { gender: "female", speed: 1 }, "wasi")
+    expect(s.voice).toBe("slt")
+    expect(s.durationMs).toBeGreaterThan(2000)
+    expect(medianPitch(s.frames)).toBeGreaterThan(120)
+  })
+
   it("refuses a sentence longer than the speech limit", async () => {
     await expect(speakForPhone("a".repeat(1001), { gender: "female", speed: 1 })).rejects.toThrow(RangeError)
   })

