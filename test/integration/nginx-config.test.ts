@@ -75,7 +75,10 @@ describe("deploy/nginx.conf", () => {
   it("speaks HTTP/1.1 with keep-alive to the api processes (the engine refuses HTTP/1.0 with 505)", () => {
     expect(directive(serverLevel, "proxy_http_version")).toBe("1.1")
     expect(text).not.toMatch(/proxy_http_version\s+1\.0/)
-    expect(serverLevel).toMatch(/proxy_set_header\s+Connection\s+"";/)
+    // Empty (keep-alive) unless the client asks for a WebSocket upgrade (a carrier's media stream).
+    expect(serverLevel).toMatch(/proxy_set_header\s+Connection\s+\$parley_connection;/)
+    expect(serverLevel).toMatch(/proxy_set_header\s+Upgrade\s+\$http_upgrade;/)
+    expect(text).toMatch(/map\s+\$http_upgrade\s+\$parley_connection\s*\{\s*default\s+upgrade;\s*""\s+"";\s*\}/)
     const upstream = block(/upstream\s+parley_api\s*\{/)
     expect(Number(directive(upstream, "keepalive"))).toBeGreaterThan(0)
     // Shorter than uWebSockets.js's 10 s idle timeout: nginx never reuses a connection being closed.
