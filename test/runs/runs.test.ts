@@ -272,7 +272,7 @@ describe("pause and resume", () => {
     await fund(s)
     // More targets than the per-workflow cap (20), so some are still queued when the pause lands.
     const phones = numbers(
-      Array.from({ length: 40 }, (_, i) => 3 + (i % 4)),
+      Array.from({ length: 60 }, (_, i) => 3 + (i % 4)),
       3035550100,
     )
     const w = await readyWorkflow(s, phones)
