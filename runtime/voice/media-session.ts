@@ -44,7 +44,7 @@ export interface MediaSessionOptions {
   readonly bus: BusClient
   readonly tenantId: number
   readonly callId: number
-  /** One verdict per 20 ms frame of 16-bit samples (a Vad's `voiced`). */
+  /** One verdict per 20 ms frame of 16-bit samples (a Vad's `voiced`); the array is reused, not to be kept. */
   readonly voiced: (frame: Int16Array) => boolean
   readonly pacer: Pacer
   readonly endOfSpeech?: EndOfSpeechSettings
@@ -75,6 +75,8 @@ export class MediaSession {
   private played: string[] = []
   private streaming = false
   private over = false
+  /** One frame's samples, reused for every frame the detector judges. */
+  private readonly pcm = new Int16Array(FRAME_SAMPLES)
 
   constructor(private readonly o: MediaSessionOptions) {
     this.eos = new EndOfSpeech(o.endOfSpeech ?? DEFAULT_END_OF_SPEECH)
@@ -170,7 +172,7 @@ export class MediaSession {
         if (this.recent.length * FRAME_MS > PRE_ROLL_MS + (this.o.endOfSpeech ?? DEFAULT_END_OF_SPEECH).minSpeechMs)
           this.recent.shift()
       }
-      const e = this.eos.push(this.o.voiced(decode(frame)))
+      const e = this.eos.push(this.o.voiced(decode(frame, this.pcm)))
       if (e === undefined) continue
       if (e.kind === "speech_start") {
         this.utterance = this.recent
@@ -179,7 +181,7 @@ export class MediaSession {
         if (this.speaking) this.bargeIn(t * FRAME_MS)
         for (const f of this.utterance) this.o.events.speechFrame?.(f)
       } else {
-        const audio = concat(this.utterance ?? [])
+        const audio = Buffer.concat(this.utterance ?? [])
         this.utterance = undefined
         this.o.events.utterance?.({ audio, startMs: this.utteranceStart, endMs: e.atMs })
       }
@@ -211,14 +213,4 @@ export class MediaSession {
     this.sending = undefined
     this.sub.unsubscribe()
   }
-}
-
-function concat(frames: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(frames.reduce((n, f) => n + f.length, 0))
-  let at = 0
-  for (const f of frames) {
-    out.set(f, at)
-    at += f.length
-  }
-  return out
 }

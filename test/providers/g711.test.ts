@@ -41,4 +41,12 @@ describe("G.711 μ-law", () => {
     expect(Array.from(cut[2]!.subarray(80))).toEqual(new Array(80).fill(0xff))
     expect(Buffer.concat(cut).subarray(0, 400).equals(Buffer.from(bytes))).toBe(true)
   })
+
+  it("decodes into an array it is given (a per-frame path reuses one), and refuses one too short", () => {
+    const frame = encode(new Int16Array(FRAME_SAMPLES).map((_, i) => i * 50))
+    const out = new Int16Array(FRAME_SAMPLES)
+    expect(decode(frame, out)).toBe(out)
+    expect(Array.from(out)).toEqual(Array.from(decode(frame)))
+    expect(() => decode(frame, new Int16Array(10))).toThrow(RangeError)
+  })
 })

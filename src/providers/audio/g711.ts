@@ -40,9 +40,12 @@ export function encode(samples: Int16Array): Uint8Array {
   return out
 }
 
-/** μ-law bytes → linear 16-bit samples. */
-export function decode(bytes: Uint8Array): Int16Array {
-  const out = new Int16Array(bytes.length)
+/**
+ * μ-law bytes → linear 16-bit samples, into `out` when given (a per-frame path reuses one array
+ * rather than allocating 50 a second per call); `out` must hold `bytes.length` samples.
+ */
+export function decode(bytes: Uint8Array, out = new Int16Array(bytes.length)): Int16Array {
+  if (out.length < bytes.length) throw new RangeError(`${bytes.length} samples do not fit in ${out.length}`)
   for (let i = 0; i < bytes.length; i++) out[i] = DECODE[bytes[i]!]!
   return out
 }

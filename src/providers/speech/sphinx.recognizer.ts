@@ -75,6 +75,7 @@ export class SphinxDecoder {
   private inUtterance = false
   private freed = false
   private readonly wide = new Int16Array(FRAME_SAMPLES * 2)
+  private readonly pcm = new Int16Array(FRAME_SAMPLES)
 
   private constructor(
     private readonly s: SphinxApi,
@@ -120,7 +121,7 @@ export class SphinxDecoder {
       this.s.ps_start_utt(this.ps)
       this.inUtterance = true
     }
-    const pcm = decode(mulaw)
+    const pcm = decode(mulaw, this.pcm)
     for (let i = 0; i < pcm.length; i++) {
       this.wide[2 * i] = pcm[i]!
       this.wide[2 * i + 1] = (pcm[i]! + (pcm[i + 1] ?? pcm[i]!)) >> 1
