@@ -31,6 +31,7 @@ import { dialerSettings } from "./host/dial-settings.js"
 import { forkBillingJobs, forkHostLoops } from "./host/loops.js"
 import { runProviders } from "./host/run-providers.js"
 import { trackRuntime } from "./runtime.metrics.js"
+import { type Recognition, startVoiceRuntime } from "./voice/voice-runtime.js"
 import { startAnalysisWorker } from "./workers/analysis-worker.js"
 import { startDataFetchWorker } from "./workers/data-fetch.js"
 import { startWebhookDelivery } from "./workers/webhook-delivery.js"
@@ -38,6 +39,10 @@ import { startWebhookDelivery } from "./workers/webhook-delivery.js"
 export interface RuntimeHost {
   /** Runs this process owns right now. */
   readonly ownedRuns: () => number[]
+  /** How calls heard as audio are recognised here; undefined when MEDIA_STREAMS=none. */
+  readonly recognition: Recognition | undefined
+  /** This process's api listens on `port` (--role all): the simulated carrier's streams connect there. */
+  apiListening(port: number): void
   stop(): Promise<void>
 }
 
@@ -88,6 +93,11 @@ export const startRuntimeHost: Effect.Effect<
   })
   let stopping = false
 
+  // Calls heard as audio (MEDIA_STREAMS): the media streams, the voice pipeline's engines.
+  const voice =
+    config.mediaStreams === "none"
+      ? undefined
+      : yield* Effect.promise(() => startVoiceRuntime({ config, sql, bus, log }))
   const money = callMoney({ log, runEffect, callEnded: () => analysis.callEnded() })
   const providers = runProviders({
     config,
@@ -98,7 +108,9 @@ export const startRuntimeHost: Effect.Effect<
     clock,
     platformTelephony: telephony,
     platformLlm: llm,
+    voice,
     deps: {
+      ...(voice !== undefined && { voice }),
       sql,
       bus,
       log,
@@ -157,6 +169,8 @@ export const startRuntimeHost: Effect.Effect<
   log.info({ instance: me }, "runtime host started")
   return {
     ownedRuns: () => [...drivers.keys()],
+    recognition: voice?.recognition,
+    apiListening: (port) => voice?.apiListening(port),
     stop: async () => {
       // Hand-over (docs/operations.md): claim nothing more, and leave the queue groups first, so
       // wakes and pings go to the other runtime processes from now on.
@@ -200,6 +214,7 @@ export const startRuntimeHost: Effect.Effect<
       await turns.flush()
       await webhooksStopped
       await Promise.all(subscriptions.map((s) => s.drain()))
+      voice?.stop()
       log.info({ released: handed.filter((d) => !d.lost).map((d) => d.runId) }, "runtime host stopped")
     },
   }

@@ -50,6 +50,8 @@ export async function converseOn(
         speaker: turn.speaker,
         text: turn.text,
         at: turn.at,
+        ...(turn.interrupted === true && { interrupted: true }),
+        ...(turn.latencyMs !== undefined && { latencyMs: turn.latencyMs }),
       })
       sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
     },

@@ -151,11 +151,17 @@ export class CallEffects {
             else if (e.type !== "HANGUP") sendBack({ type: e.type })
           })
           // Whoever hangs it up, a hang-up the carrier did not take is logged, counted and swept (hangups.ts).
-          live.leg = reportingHangups(
+          const carrierLeg = reportingHangups(
             leg,
             { callId: input.callId, runId: s.runId, tenantId: input.tenantId, provider: telephony.name },
             { sql, log },
           )
+          // A call whose audio is on a media stream is spoken and heard by the voice pipeline.
+          const voice = s.deps.voice
+          live.leg =
+            leg.mediaStream === true && voice !== undefined
+              ? voice.audioLeg({ tenantId: input.tenantId, callId: input.callId }, carrierLeg, s.voice, leg)
+              : carrierLeg
           return () => {}
         }),
         converse: fromCallback<ConverseInboundEvent, LineInput>(({ sendBack, receive, input }) => {

@@ -73,6 +73,10 @@ export function reportingHangups(leg: CallLeg, call: HangupContext, deps: Deps):
     get providerCallId() {
       return leg.providerCallId
     },
+    get mediaStream() {
+      return leg.mediaStream === true
+    },
+    reportsPlayed: leg.reportsPlayed === true,
     say: (text) => leg.say(text),
     listen: () => leg.listen(),
     hangup: () => leg.hangup().catch((e: unknown) => report(e, "hangup")),

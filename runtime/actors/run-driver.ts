@@ -16,8 +16,10 @@ import { backgroundFailures } from "../../src/platform/metrics.js"
 import type { Currency } from "../../src/platform/money.js"
 import type { CallHandoffReply } from "../../src/platform/subjects.js"
 import type { AgentRule } from "../../src/providers/llm/llm.interface.js"
+import type { PhoneVoice } from "../../src/providers/speech/streaming.interface.js"
 import * as repo from "../../src/runs/runs.repo.js"
-import { findVoice } from "../../src/voices/voices.catalog.js"
+import { callVoice } from "../../src/voices/call-voice.js"
+import { findVoice, VOICES } from "../../src/voices/voices.catalog.js"
 import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
 import { RunApprovals } from "./approvals.js"
@@ -48,6 +50,7 @@ export class RunDriver implements RunScope {
   readonly currency: Currency
   readonly company: string
   readonly agentName: string
+  voice: PhoneVoice
   readonly simulation: boolean
   /** Whose knowledge-base rules the run follows: a simulation's are those of the workflow it rehearses. */
   readonly rulesWorkflowId: number
@@ -77,6 +80,7 @@ export class RunDriver implements RunScope {
     this.currency = setup.currency
     this.company = setup.tenant_name
     this.agentName = setup.persona_agent_name ?? findVoice(this.ruleBook.persona)?.name ?? "Alex"
+    this.voice = (findVoice(this.ruleBook.persona) ?? VOICES[0]!).speech
     this.simulation = setup.kind === "rehearsal"
     this.rulesWorkflowId = setup.simulation_of ?? claim.workflow_id
     this.approvals = new RunApprovals(this)
@@ -127,6 +131,12 @@ export class RunDriver implements RunScope {
     this.persistence.soon()
     // The knowledge-base rules before the first call; a failure is logged and retried by that call.
     await this.rules.reload()
+    // Calls heard as audio speak with the workflow's own voice (a cloned one) when it has one.
+    if (this.deps.voice !== undefined)
+      this.voice = await callVoice(this.deps.sql, this.tenantId, this.workflowId).catch((err: unknown) => {
+        this.deps.log.warn({ err, run_id: this.runId }, "could not load the workflow's voice: the persona's speaks")
+        return this.voice
+      })
     this.loop = this.dialLoop()
   }
 

@@ -12,13 +12,17 @@ import type { Sql } from "../../src/platform/Db.js"
 import type { FairClock } from "../../src/platform/fair-timers.js"
 import type { Currency } from "../../src/platform/money.js"
 import type { AgentRule, ApprovalAnswer, LanguageModel } from "../../src/providers/llm/llm.interface.js"
+import type { PhoneVoice } from "../../src/providers/speech/streaming.interface.js"
 import type { CallLeg, TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
+import type { VoiceRuntime } from "../voice/voice-runtime.js"
 import type { TurnSink } from "./turns.js"
 
 /** What the dialer needs from the process that hosts it. */
 export interface DriverDeps {
+  /** Calls heard as audio (MEDIA_STREAMS): a leg on a media stream is spoken and heard through it. */
+  readonly voice?: VoiceRuntime
   readonly sql: Sql
   readonly bus: BusClient
   readonly log: Logger
@@ -107,6 +111,8 @@ export interface RunScope {
   readonly currency: Currency
   readonly company: string
   readonly agentName: string
+  /** The voice a call heard as audio speaks with (the workflow's cloned voice or persona's), once loaded. */
+  readonly voice: PhoneVoice
   /**
    * A simulation campaign's run (src/rehearsals/): simulated callees are not people, so the dialer skips
    * the DNC, NCPR, cool-down and calling-window checks and writes no contact or DNC record for them.

@@ -9,6 +9,7 @@
 // appends turns to the call through POST /internal/turns (that outcome_id, its own turn index as
 // `seq`) is idempotent against the runtime's turns and its own retries alike.
 import type { Logger } from "pino"
+import type { TurnLatency } from "../../src/providers/telephony/telephony.interface.js"
 import type { TurnWriter } from "../../src/turns/turn-writer.js"
 
 export interface TurnIn {
@@ -21,6 +22,9 @@ export interface TurnIn {
   readonly text: string
   /** Epoch ms. */
   readonly at: number
+  /** A call heard as audio: an agent turn the callee spoke over, and its latency by stage. */
+  readonly interrupted?: boolean
+  readonly latencyMs?: TurnLatency
 }
 
 /** The outcome id of a runtime call's turns. */
@@ -49,6 +53,8 @@ export class TurnSink {
             text: turn.text,
             outcomeId: callOutcomeId(turn.callId),
             at: new Date(turn.at),
+            ...(turn.interrupted === true && { interrupted: true }),
+            ...(turn.latencyMs !== undefined && { latencyMs: turn.latencyMs }),
           },
         ],
         { keep: true },

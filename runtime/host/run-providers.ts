@@ -15,6 +15,7 @@ import { makeSimTelephony } from "../../src/providers/telephony/sim.telephony.js
 import type { TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
 import type { ClaimedRun, RunSetup } from "../../src/runs/runs.repo.js"
 import type { DriverDeps } from "../actors/run-driver.js"
+import type { VoiceRuntime } from "../voice/voice-runtime.js"
 import type { CallMoney } from "./call-money.js"
 import type { DialLimitsCache } from "./dial-limits-cache.js"
 import { demoDialerSettings, simDialerSettings } from "./dial-settings.js"
@@ -42,15 +43,32 @@ export const runProviders = (d: {
   readonly deps: SharedDeps
   readonly limits: DialLimitsCache
   readonly money: CallMoney
+  /** Calls heard as audio: the simulated carrier bridges answered calls to media streams (MEDIA_STREAMS=all). */
+  readonly voice?: VoiceRuntime
 }): RunProviders => {
   const { config, sql, clock, deps, money } = d
   const { free } = money
   const loadLimits = d.limits.load
   const carrierKey = d.limits.carrierKey
+  const simMedia = d.voice?.simMedia
+  /** The sim carrier at each campaign time scale in use (a campaign's calls never go out on a telco). */
+  const simCarriers = new Map<number, TelephonyProvider>()
+  const simCarrier = (timeScale: number): TelephonyProvider => {
+    let t = simCarriers.get(timeScale)
+    if (t === undefined)
+      simCarriers.set(
+        timeScale,
+        (t = makeSimTelephony({ timeScale, ...(simMedia !== undefined && { media: simMedia }) })),
+      )
+    return t
+  }
+  // The platform's simulator speaks on media streams too when they are on for it.
+  const platformTelephony =
+    simMedia !== undefined && d.platformTelephony.name === "sim" ? simCarrier(config.simTimeScale) : d.platformTelephony
   const providersFor = providerResolver({
     config,
     credentials: d.credentials,
-    platformTelephony: d.platformTelephony,
+    platformTelephony,
     platformLlm: d.platformLlm,
     channel: busWebhookChannel(d.bus, d.log),
     log: d.log,
@@ -58,13 +76,6 @@ export const runProviders = (d: {
   })
   const demoSettings = demoDialerSettings(deps.settings)
   const simSettings = (timeScale: number) => simDialerSettings(deps.settings, config, timeScale)
-  /** The sim carrier at each campaign time scale in use (a campaign's calls never go out on a telco). */
-  const simCarriers = new Map<number, TelephonyProvider>()
-  const simCarrier = (timeScale: number): TelephonyProvider => {
-    let t = simCarriers.get(timeScale)
-    if (t === undefined) simCarriers.set(timeScale, (t = makeSimTelephony({ timeScale })))
-    return t
-  }
   const depsFor = async (claimed: ClaimedRun, setup: RunSetup): Promise<DriverDeps> => {
     const providers = await providersFor(claimed.tenant_id)
     const limits = await loadLimits(claimed.tenant_id)

@@ -5,29 +5,38 @@
 // whole. listen() answers with the next utterance, recognised while the callee speaks
 // (src/providers/speech/sphinx.recognizer.ts, listening for the lines the callee may say).
 
-import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
-import type { SpeechVoice } from "../../src/providers/speech/speech.interface.js"
-import type { SphinxDecoder } from "../../src/providers/speech/sphinx.recognizer.js"
-import type { CallLeg } from "../../src/providers/telephony/telephony.interface.js"
+import type {
+  PhoneVoice,
+  StreamingRecognizer,
+  StreamingSynthesizer,
+} from "../../src/providers/speech/streaming.interface.js"
+import type { CallLeg, Spoken, TurnLatency } from "../../src/providers/telephony/telephony.interface.js"
 import { TelephonyError } from "../../src/providers/telephony/telephony.interface.js"
 import type { MediaSession, MediaSessionEvents } from "./media-session.js"
 
 /** Utterances kept for a listen() not yet made (a callee talking on is not queued without end). */
 const MAX_HEARD = 8
-
-/** What say() resolves with: how long was played, and what of it when the callee barged in. */
-export interface Spoken {
-  readonly durationMs: number
-  /** The callee spoke over the agent: the sentences played whole before it. */
-  readonly interrupted?: { readonly played: string }
-}
+/** How long the carrier has to start its stream before the agent's first words are given up. */
+const STREAM_START_MS = 10_000
+/** How long listen() waits for the callee to say something before it answers "" (silence). */
+export const DEFAULT_SILENCE_MS = 7_000
 
 export interface MediaLegOptions {
   readonly providerCallId: string
-  readonly voice: Pick<SpeechVoice, "gender" | "speed" | "variant">
-  readonly decoder: SphinxDecoder
+  readonly voice: PhoneVoice
+  readonly recognizer: StreamingRecognizer
+  readonly synth: StreamingSynthesizer
   /** Starts the session with the leg's events (the leg is made before its session). */
   readonly open: (events: MediaSessionEvents) => MediaSession
+  /**
+   * The carrier's leg of the call: it hangs up and hands off, and is told what the agent says and
+   * when the agent listens (a simulated callee takes its turn from them; a real carrier ignores them).
+   */
+  readonly carrier?: CallLeg
+  /** A stage of the pipeline failed (synthesis, recognition): for the call's log and metrics. */
+  readonly onFailure?: (stage: "synthesis" | "recognition", err: unknown) => void
+  /** How long listen() waits for speech before answering "" (the conversation reprompts); default 7 s. */
+  readonly silenceMs?: number
   readonly now?: () => number
 }
 
@@ -36,6 +45,13 @@ interface Turn {
   readonly marks: Map<string, string>
   readonly done: (s: Spoken) => void
   durationMs: number
+}
+
+/** When the utterance the agent is answering ended, and its transcript was ready (performance.now()). */
+interface Heard {
+  readonly speechEnd: number
+  readonly endpointing: number
+  readonly transcribed: number
 }
 
 /** Sentences, for one mark each: split after . ? ! followed by space, kept whole otherwise. */
@@ -47,28 +63,59 @@ export const sentencesOf = (text: string): string[] =>
 
 export class MediaLeg implements CallLeg {
   readonly providerCallId: string
+  readonly mediaStream = true
+  readonly reportsPlayed = true
   private readonly session: MediaSession
   private readonly heard: Array<{ text: string; at: number }> = []
   private listener: ((u: { text: string; at: number } | null) => void) | undefined
   private speaking: Turn | undefined
   private ended = false
   private seq = 0
+  private started = false
+  private onStart: (() => void) | undefined
+  /** The utterance last handed to listen(), for the latency of the agent's answer to it. */
+  private answering: Heard | undefined
+  private readonly timing = new Map<{ text: string; at: number }, Heard>()
+  private firstFrame: (() => void) | undefined
+  private silence: NodeJS.Timeout | undefined
 
   constructor(private readonly o: MediaLegOptions) {
     this.providerCallId = o.providerCallId
     const now = o.now ?? Date.now
     this.session = o.open({
-      speechFrame: (f) => o.decoder.frame(f),
-      utterance: () => {
-        const text = o.decoder.end()
-        if (text === "") return
-        const u = { text, at: now() }
-        if (this.listener !== undefined) {
-          const l = this.listener
-          this.listener = undefined
-          l(u)
-        } else if (this.heard.length < MAX_HEARD) this.heard.push(u)
+      started: () => {
+        this.started = true
+        this.onStart?.()
       },
+      speechFrame: (f) => {
+        try {
+          o.recognizer.frame(f)
+        } catch (err) {
+          o.onFailure?.("recognition", err)
+        }
+      },
+      utterance: ({ startMs, silenceMs }) => {
+        const ended = performance.now()
+        const speechEnd = ended - silenceMs
+        const at = now() - (this.session.framesHeard * 20 - startMs)
+        void o.recognizer.end().then(
+          (text) => {
+            if (this.ended) return
+            // Speech nobody understood: a listener is answered "" at once (the agent asks again); else it is let go.
+            if (text === "" && this.listener === undefined) return
+            const u = { text, at }
+            this.timing.set(u, { speechEnd, endpointing: silenceMs, transcribed: performance.now() })
+            if (this.listener !== undefined) {
+              const l = this.listener
+              this.listener = undefined
+              this.deliver(u, l)
+            } else if (this.heard.length < MAX_HEARD) this.heard.push(u)
+            else this.timing.delete(u)
+          },
+          (err: unknown) => o.onFailure?.("recognition", err),
+        )
+      },
+      firstAudio: () => this.firstFrame?.(),
       bargeIn: ({ played }) => {
         const s = this.speaking
         if (s === undefined) return
@@ -86,21 +133,50 @@ export class MediaLeg implements CallLeg {
     if (this.ended) throw new TelephonyError(`call ${this.providerCallId} has ended`, false)
     const sentences = sentencesOf(text)
     if (sentences.length === 0) return { durationMs: 0 }
+    const asked = performance.now()
+    const answering = this.answering
+    this.answering = undefined
+    if (!this.started) await this.streamStarted()
+    this.o.carrier?.say(text).catch(() => undefined)
     let done!: (s: Spoken) => void
     const result = new Promise<Spoken>((resolve) => {
       done = resolve
     })
     const turn: Turn = { marks: new Map(), done, durationMs: 0 }
     this.speaking = turn
+    let latency: TurnLatency | undefined
     // Each sentence is sent as soon as it is rendered: the callee hears the first while the next renders.
-    for (const sentence of sentences) {
-      const speech = await speakForPhone(sentence, this.o.voice)
+    for (const [i, sentence] of sentences.entries()) {
+      let speech: Awaited<ReturnType<StreamingSynthesizer["speak"]>>
+      try {
+        speech = await this.o.synth.speak(sentence, this.o.voice)
+      } catch (err) {
+        this.o.onFailure?.("synthesis", err)
+        continue
+      }
       if (this.speaking !== turn) break // barged in, or the call ended, meanwhile
       const mark = `m${this.seq++}`
       turn.marks.set(mark, sentence)
       turn.durationMs += speech.durationMs
+      if (i === 0 && answering !== undefined) {
+        const rendered = performance.now()
+        this.firstFrame = () => {
+          this.firstFrame = undefined
+          const sent = performance.now()
+          const ms = (a: number, b: number) => Math.max(0, Math.round(b - a))
+          latency = {
+            total: ms(answering.speechEnd, sent),
+            endpointing: Math.round(answering.endpointing),
+            transcript: ms(answering.speechEnd + answering.endpointing, answering.transcribed),
+            model: ms(answering.transcribed, asked),
+            synthesis: ms(asked, rendered),
+            hop: ms(rendered, sent),
+          }
+        }
+      }
       this.session.say(mark, speech.frames)
     }
+    const withLatency = (s: Spoken): Spoken => (latency === undefined ? s : { ...s, latencyMs: latency })
     // Over once the carrier says the last sentence was played (the session has nothing left).
     const played = () => {
       if (this.speaking !== turn) return
@@ -109,28 +185,81 @@ export class MediaLeg implements CallLeg {
       turn.done({ durationMs: turn.durationMs })
     }
     played()
-    return result
+    return withLatency(await result)
   }
 
   listen(): Promise<{ text: string; at: number } | null> {
+    // The carrier is told the agent listens (a simulated callee answers then); it hears nothing here.
+    this.o.carrier?.listen().catch(() => undefined)
     const next = this.heard.shift()
-    if (next !== undefined) return Promise.resolve(next)
+    if (next !== undefined) return new Promise((resolve) => this.deliver(next, resolve))
     if (this.ended) return Promise.resolve(null)
     return new Promise((resolve) => {
-      this.listener = resolve
+      const now = this.o.now ?? Date.now
+      // Silence (no speech begun within the window, none under way) is answered "", so the agent can ask again.
+      const quiet = () => {
+        if (this.listener !== listener) return
+        if (this.session.hearingSpeech) return void (this.silence = setTimeout(quiet, 500))
+        this.listener = undefined
+        resolve({ text: "", at: now() })
+      }
+      const listener = (u: { text: string; at: number } | null) => {
+        clearTimeout(this.silence)
+        resolve(u)
+      }
+      this.listener = listener
+      this.silence = setTimeout(quiet, this.o.silenceMs ?? DEFAULT_SILENCE_MS)
+    })
+  }
+
+  private deliver(u: { text: string; at: number }, to: (u: { text: string; at: number }) => void): void {
+    this.answering = this.timing.get(u)
+    this.timing.delete(u)
+    to(u)
+  }
+
+  /** Resolves when the carrier has started the stream; rejects after STREAM_START_MS or at the call's end. */
+  private streamStarted(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.onStart = undefined
+        reject(new TelephonyError(`call ${this.providerCallId}: the media stream did not start`, true))
+      }, STREAM_START_MS)
+      this.onStart = () => {
+        clearTimeout(t)
+        this.onStart = undefined
+        if (this.ended) reject(new TelephonyError(`call ${this.providerCallId} has ended`, false))
+        else resolve()
+      }
     })
   }
 
   async hangup(): Promise<void> {
     this.session.hangUp()
     this.end()
+    await this.o.carrier?.hangup()
+  }
+
+  get handoff(): CallLeg["handoff"] {
+    const carrier = this.o.carrier
+    if (carrier?.handoff === undefined) return undefined
+    return async (operatorNumber: string) => {
+      const r = await carrier.handoff!(operatorNumber)
+      this.session.hangUp()
+      this.end()
+      return r
+    }
   }
 
   private end(): void {
     if (this.ended) return
     this.ended = true
+    this.onStart?.()
+    this.o.recognizer.free()
+    this.timing.clear()
     this.listener?.(null)
     this.listener = undefined
+    clearTimeout(this.silence)
     this.speaking?.done({ durationMs: this.speaking.durationMs })
     this.speaking = undefined
   }

@@ -7,6 +7,7 @@
 // acknowledged) is what the agent said. Frames never pass through the call's state machine one by
 // one: it hears utterances, barge-ins, DTMF and the stream's end.
 import type { BusClient, BusMsg, BusSubscription } from "../../src/platform/bus/bus.js"
+import type { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
 import {
   DEFAULT_END_OF_SPEECH,
@@ -15,7 +16,6 @@ import {
   FRAME_MS,
 } from "../../src/providers/audio/end-of-speech.js"
 import { decode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
-import type { Pacer } from "./pacer.js"
 
 /** Audio kept from before speech was recognised as started (the onset the detector needed). */
 const PRE_ROLL_MS = 300
@@ -32,12 +32,22 @@ export interface MediaSessionEvents {
    */
   speechFrame?(frame: Uint8Array): void
   /** The callee said something: its audio (μ-law, from just before it began), and when it ended. */
-  utterance?(u: { readonly audio: Uint8Array; readonly startMs: number; readonly endMs: number }): void
+  utterance?(u: {
+    readonly audio: Uint8Array
+    readonly startMs: number
+    readonly endMs: number
+    /** The silence heard after it before it was judged over (the endpointing wait). */
+    readonly silenceMs: number
+  }): void
+  /** The first frame of an agent turn (audio after the agent was silent) went to the carrier. */
+  firstAudio?(): void
   /** The callee began to speak over the agent; `played`: the sentences heard whole (by their marks). */
   bargeIn?(b: { readonly played: readonly string[]; readonly atMs: number }): void
   dtmf?(digit: string): void
   /** The stream is over (the carrier stopped it, or the connection went). */
   ended?(): void
+  /** The session is over, whoever ended it: nothing more is heard or sent. */
+  closed?(): void
 }
 
 export interface MediaSessionOptions {
@@ -75,6 +85,8 @@ export class MediaSession {
   private played: string[] = []
   private streaming = false
   private over = false
+  /** Whether the current agent turn's first frame has gone. */
+  private turnHeard = false
   /** One frame's samples, reused for every frame the detector judges. */
   private readonly pcm = new Int16Array(FRAME_SAMPLES)
 
@@ -89,6 +101,11 @@ export class MediaSession {
     return this.frame
   }
 
+  /** True while the callee is speaking (an utterance has begun and not yet been judged over). */
+  get hearingSpeech(): boolean {
+    return this.utterance !== undefined
+  }
+
   /** True while the agent has audio queued or not yet played at the carrier. */
   get speaking(): boolean {
     return this.sending !== undefined || this.queue.length > 0 || this.unplayed.length > 0
@@ -98,7 +115,10 @@ export class MediaSession {
   say(mark: string, frames: Uint8Array[]): void {
     if (this.over) return
     // The first sentence after silence begins a turn of the agent's.
-    if (!this.speaking) this.played = []
+    if (!this.speaking) {
+      this.played = []
+      this.turnHeard = false
+    }
     this.queue.push({ mark, frames })
     this.o.pacer.add(this)
   }
@@ -114,7 +134,13 @@ export class MediaSession {
     }
     const s = this.sending
     const f = s.frames[this.sentInSentence++]
-    if (f !== undefined) this.publish("media", f)
+    if (f !== undefined) {
+      this.publish("media", f)
+      if (!this.turnHeard) {
+        this.turnHeard = true
+        this.o.events.firstAudio?.()
+      }
+    }
     if (this.sentInSentence >= s.frames.length) {
       this.publish("mark", { name: s.mark })
       this.unplayed.push(s.mark)
@@ -183,7 +209,8 @@ export class MediaSession {
       } else {
         const audio = Buffer.concat(this.utterance ?? [])
         this.utterance = undefined
-        this.o.events.utterance?.({ audio, startMs: this.utteranceStart, endMs: e.atMs })
+        const silenceMs = Math.max(0, (t + 1) * FRAME_MS - e.atMs)
+        this.o.events.utterance?.({ audio, startMs: this.utteranceStart, endMs: e.atMs, silenceMs })
       }
     }
   }
@@ -208,9 +235,11 @@ export class MediaSession {
   }
 
   private finish(): void {
+    if (this.over) return
     this.over = true
     this.queue = []
     this.sending = undefined
     this.sub.unsubscribe()
+    this.o.events.closed?.()
   }
 }

@@ -20,7 +20,7 @@ import {
   type ReplyRequest,
   type TranscriptLine,
 } from "../providers/llm/llm.interface.js"
-import type { CallLeg } from "../providers/telephony/telephony.interface.js"
+import type { CallLeg, TurnLatency } from "../providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../workflows/rulebook.schema.js"
 
 export interface ConversationTurn {
@@ -30,6 +30,10 @@ export interface ConversationTurn {
   at: number
   /** 0, 1, 2, … within this call. */
   turnIndex: number
+  /** An agent turn the callee spoke over: `text` is what they heard whole. */
+  interrupted?: true
+  /** An agent turn on an audio leg answering the callee: from the end of their speech to its first audio. */
+  latencyMs?: TurnLatency
 }
 
 export interface ConversationOptions {
@@ -78,6 +82,12 @@ export type ConversationOutcome = (typeof CONVERSATION_OUTCOMES)[number]
 
 export const DEFAULT_MAX_TURNS = 32
 
+/** Said when the callee was silent, or not understood (an audio leg's listen() answered ""). */
+const REPROMPT = "Sorry, I didn't catch that. Could you say that again?"
+/** Said after MAX_REPROMPTS reprompts in a row went unanswered. */
+const SILENT_GOODBYE = "I'm sorry, I can't hear you. Someone from {company} will get back to you. Goodbye."
+const MAX_REPROMPTS = 2
+
 const APOLOGY =
   "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."
 
@@ -112,22 +122,40 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       p.then(resolve, reject)
     })
 
-  const turn = (speaker: "agent" | "callee", text: string, at: number): void => {
+  const turn = (
+    speaker: "agent" | "callee",
+    text: string,
+    at: number,
+    audio?: Pick<ConversationTurn, "interrupted" | "latencyMs">,
+  ): void => {
     history.push({ speaker, text })
-    o.onTurn({ speaker, text, at, turnIndex: history.length - 1 })
+    o.onTurn({ speaker, text, at, turnIndex: history.length - 1, ...audio })
   }
 
-  /** Speaks one agent turn: "ok", or why the call cannot go on. */
+  /**
+   * Speaks one agent turn: "ok", or why the call cannot go on. A turn is recorded before it is
+   * spoken, except on a leg that reports what was played (audio): there once spoken, as heard.
+   */
   const speak = async (text: string): Promise<"ok" | "gone" | Aborted> => {
-    turn("agent", text, now())
+    const at = now()
+    const afterwards = o.leg.reportsPlayed === true
+    if (!afterwards) turn("agent", text, at)
     const spoken = await race(
       o.leg.say(text).then(
-        () => "ok" as const,
+        (s) => s,
         () => "gone" as const,
       ),
     )
     if (spoken === "gone") calleeHungUp = true
-    return spoken
+    if (afterwards && spoken !== ABORTED) {
+      const s = spoken === "gone" ? undefined : spoken
+      const cut = s?.interrupted
+      turn("agent", cut === undefined ? text : cut.played, at, {
+        ...(cut !== undefined && { interrupted: true as const }),
+        ...(s?.latencyMs !== undefined && { latencyMs: s.latencyMs }),
+      })
+    }
+    return spoken === "gone" || spoken === ABORTED ? spoken : "ok"
   }
 
   /** The model's next line, one retry on failure; "error" after the second. */
@@ -253,6 +281,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     if (opened !== "ok") return stopped(opened)
 
     let decision: Decided | undefined
+    let unheard = 0
     for (;;) {
       if (history.length >= maxTurns) return result("no_decision")
       const heard = await race(o.leg.listen())
@@ -261,6 +290,15 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
         calleeHungUp = true
         return result("callee_hung_up")
       }
+      // Nothing heard (silence, or speech not understood): ask again, and after MAX_REPROMPTS say goodbye.
+      if (heard.text.trim() === "") {
+        const last = ++unheard > MAX_REPROMPTS
+        const spoken = await speak(fill(last ? SILENT_GOODBYE : REPROMPT))
+        if (spoken !== "ok") return stopped(spoken)
+        if (last) return result("no_decision")
+        continue
+      }
+      unheard = 0
       turn("callee", heard.text, heard.at)
 
       // One callee line may take several agent lines: a proposal, then its decision.

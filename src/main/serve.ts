@@ -56,6 +56,7 @@ export async function serve(opts: {
     if (role !== "api") host = await runtime.runPromise(startRuntimeHost)
     if (role !== "runtime")
       api = await startApiServer({ config, log: logger, runtime, routes: routeTable(opts.extraRoutes) })
+    if (api !== undefined) host?.apiListening(api.port)
   } catch (e) {
     // Tidying up a start that failed: `e`, rethrown below, is what the caller needs to see.
     await host?.stop().catch(() => {})

@@ -137,6 +137,8 @@ export class TurnWriter {
           text: t.text,
           at: t.at.toISOString(),
           outcome_id: t.outcomeId,
+          ...(t.interrupted === true && { interrupted: true as const }),
+          ...(t.latencyMs != null && { latency_ms: t.latencyMs }),
         },
       }
     }

@@ -2,7 +2,8 @@
 // external orchestrators send through POST /internal/turns, a batch per statement, with their
 // run-wide seqs taken from the run's row in run_turn_seqs (migrations/0029) by the same statement.
 import type { Sql, Tx } from "../platform/Db.js"
-import type { TurnMessage } from "./turn.message.js"
+import type { TurnLatency } from "../providers/telephony/telephony.interface.js"
+import { type TurnMessage, withAudio } from "./turn.message.js"
 
 export const findRunOfTenant = async (
   sql: Sql,
@@ -16,14 +17,22 @@ export const findRunOfTenant = async (
 }
 
 /** Turns of a run after `sinceSeq`, oldest first, optionally of one target. */
-export const turnsAfter = (sql: Sql, runId: number, sinceSeq: number, targetId: number | undefined, limit: number) =>
-  sql<TurnMessage[]>`
+export const turnsAfter = async (
+  sql: Sql,
+  runId: number,
+  sinceSeq: number,
+  targetId: number | undefined,
+  limit: number,
+): Promise<TurnMessage[]> =>
+  (
+    await sql<Array<TurnMessage & { interrupted: boolean; latency_ms: TurnLatency | null }>>`
     select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
-      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id
+      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id, interrupted, latency_ms
     from turns
     where run_id = ${runId} and seq > ${sinceSeq} ${targetId === undefined ? sql`` : sql`and target_id = ${targetId}`}
     order by seq
     limit ${limit}`
+  ).map(withAudio)
 
 /** The run's last committed seq (0 before its first turn): what its seq row has handed out. */
 export const lastTurnSeq = async (sql: Sql, runId: number): Promise<number> => {
@@ -84,6 +93,9 @@ export interface TurnToStore {
   readonly text: string
   readonly outcomeId: string | null
   readonly at: Date
+  /** A call heard as audio: an agent turn cut short by the callee, and its latency by stage. */
+  readonly interrupted?: boolean
+  readonly latencyMs?: TurnLatency | null
 }
 
 /**
@@ -106,8 +118,11 @@ export const storeTurnBatch = async (
         ${turns.map((t) => t.tenantId)}::bigint[], ${turns.map((t) => t.targetId)}::bigint[],
         ${turns.map((t) => t.callId)}::bigint[], ${turns.map((t) => t.turnIndex)}::int[],
         ${turns.map((t) => t.speaker)}::text[], ${turns.map((t) => t.text)}::text[],
-        ${turns.map((t) => t.outcomeId)}::text[], ${turns.map((t) => t.at.toISOString())}::timestamptz[]
-      ) with ordinality as u (tenant_id, target_id, call_id, turn_index, speaker, text, outcome_id, at, ord)
+        ${turns.map((t) => t.outcomeId)}::text[], ${turns.map((t) => t.at.toISOString())}::timestamptz[],
+        ${turns.map((t) => (t.interrupted === true ? "t" : "f"))}::text[],
+        ${turns.map((t) => (t.latencyMs == null ? null : JSON.stringify(t.latencyMs)))}::text[]
+      ) with ordinality as u (tenant_id, target_id, call_id, turn_index, speaker, text, outcome_id, at, interrupted,
+        latency_ms, ord)
     ),
     fresh as (
       select u.*, row_number() over (order by u.ord) as rn from u
@@ -122,8 +137,10 @@ export const storeTurnBatch = async (
     ),
     numbered as (select f.*, s.last_seq - (select count(*) from fresh) + f.rn as seq from fresh f, s),
     ins as (
-      insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at)
-      select tenant_id, ${runId}, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at
+      insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at,
+        interrupted, latency_ms)
+      select tenant_id, ${runId}, target_id, call_id, seq, turn_index, speaker, text, outcome_id, at,
+        interrupted::boolean, latency_ms::jsonb
       from numbered order by seq
       on conflict do nothing
       returning id, seq

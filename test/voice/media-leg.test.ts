@@ -5,12 +5,12 @@
 import { afterEach, describe, expect, it } from "vitest"
 import { MediaLeg, sentencesOf } from "../../runtime/voice/media-leg.js"
 import { MediaSession } from "../../runtime/voice/media-session.js"
-import { Pacer } from "../../runtime/voice/pacer.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
+import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
 import { Vad } from "../../src/providers/audio/vad.js"
-import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
-import { SphinxDecoder, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
+import { fliteSynthesizer, speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { SphinxDecoder, SphinxPool, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
 
 const required = process.env.REQUIRE_POCKETSPHINX === "1"
 const T = 3
@@ -30,12 +30,11 @@ async function setup() {
   const bus = makeMemoryBus()
   const pacer = new Pacer()
   const vad = await Vad.create()
-  const decoder = SphinxDecoder.create()
-  decoder.listenFor(CALLEE)
+  const pool = new SphinxPool(CALLEE)
   stops.push(() => {
     pacer.stop()
     vad.free()
-    decoder.free()
+    pool.close()
   })
   /** What the carrier got: each sentence's frames, by the mark that followed them. */
   const sentences: Array<{ mark: string; frames: Uint8Array[] }> = []
@@ -56,7 +55,8 @@ async function setup() {
   const leg = new MediaLeg({
     providerCallId: "CA-test",
     voice: { gender: "female", speed: 1 },
-    decoder,
+    recognizer: pool.recognizer(),
+    synth: fliteSynthesizer,
     open: (events) => new MediaSession({ bus, tenantId: T, callId: CALL, voiced: (f) => vad.voiced(f), pacer, events }),
   })
   carrier("start", { stream_sid: "MZ", call_sid: "CA-test" })

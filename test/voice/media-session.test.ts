@@ -4,8 +4,8 @@
 // what was played, DTMF and the stream's end.
 import { afterEach, describe, expect, it } from "vitest"
 import { MediaSession, type MediaSessionEvents } from "../../runtime/voice/media-session.js"
-import { Pacer } from "../../runtime/voice/pacer.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
+import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
 import { encode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
 

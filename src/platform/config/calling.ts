@@ -6,6 +6,17 @@ import { nonNegativeInt, optionalString, type Parsed, positiveInt } from "./fiel
 export const callingEnv = {
   /** Multiplies the telephony simulator's ring and talk times and the dialer's retry backoff (tests: 0.01). */
   SIM_TIME_SCALE: optionalString.pipe(z.coerce.number<string>().min(0, "must be a non-negative number").optional()),
+  /**
+   * Which carriers' answered calls are bridged to a media stream and heard as audio (the runtime's
+   * voice pipeline): "telco_a" (the default), "all" (the simulator's calls too: real time, whatever
+   * SIM_TIME_SCALE says of rings), or "none" (telco_a speaks turn by turn with <Say>/<Gather>).
+   */
+  MEDIA_STREAMS: z.enum(["none", "telco_a", "all"]).default("telco_a"),
+  /**
+   * Where the simulated carrier connects its media streams (an api process, ws:// or wss://); unset →
+   * this process's own port (--role all), else PUBLIC_BASE_URL.
+   */
+  MEDIA_STREAM_URL: optionalString.pipe(z.url({ protocol: /^wss?$/ }).optional()),
   /** "any" lifts every workflow's calling window (test harnesses); unset → the windows apply. */
   CALLING_HOURS: optionalString.pipe(z.enum(["any"], { error: 'must be "any" or unset' }).optional()),
   /** How long a runtime process owns a run without renewing; a dead owner's runs move after this. */
@@ -78,6 +89,8 @@ export type CallingEnv = Parsed<typeof callingEnv>
 
 export type CallingConfig = Readonly<{
   simTimeScale: number
+  mediaStreams: "none" | "telco_a" | "all"
+  mediaStreamUrl: string | undefined
   callingHoursAny: boolean
   runLeaseMs: number
   runClaimIntervalMs: number
@@ -113,6 +126,8 @@ export type CallingConfig = Readonly<{
 export function callingConfig(e: CallingEnv): CallingConfig {
   return {
     simTimeScale: e.SIM_TIME_SCALE ?? 1,
+    mediaStreams: e.MEDIA_STREAMS,
+    mediaStreamUrl: e.MEDIA_STREAM_URL?.replace(/\/+$/, ""),
     callingHoursAny: e.CALLING_HOURS === "any",
     runLeaseMs: e.RUN_LEASE_MS,
     runClaimIntervalMs: e.RUN_CLAIM_INTERVAL_MS,

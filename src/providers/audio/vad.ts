@@ -20,8 +20,9 @@ interface FvadModule {
 }
 
 let loading: Promise<FvadModule> | undefined
+let loaded: FvadModule | undefined
 const loadModule = (): Promise<FvadModule> => {
-  loading ??= fvad() as Promise<FvadModule>
+  loading ??= (fvad() as Promise<FvadModule>).then((m) => (loaded = m))
   return loading
 }
 
@@ -37,7 +38,21 @@ export class Vad {
   ) {}
 
   static async create(mode: VadMode = 2): Promise<Vad> {
-    const m = await loadModule()
+    return Vad.make(await loadModule(), mode)
+  }
+
+  /** Loads the WebAssembly module (once a process), so detectors can be made at once (now()). */
+  static async load(): Promise<void> {
+    await loadModule()
+  }
+
+  /** A detector made at once; throws unless load() has finished. */
+  static now(mode: VadMode = 2): Vad {
+    if (loaded === undefined) throw new Error("fvad: the module is not loaded yet (await Vad.load())")
+    return Vad.make(loaded, mode)
+  }
+
+  private static make(m: FvadModule, mode: VadMode): Vad {
     const inst = m._fvad_new()
     if (inst === 0) throw new Error("fvad: out of memory")
     if (m._fvad_set_mode(inst, mode) !== 0 || m._fvad_set_sample_rate(inst, PHONE_RATE) !== 0) {

@@ -8,24 +8,16 @@
 import { execFile } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { encode, FRAME_SAMPLES } from "../audio/g711.js"
 import { MAX_SPEECH_TEXT_CHARS, type SpeechVoice } from "./speech.interface.js"
+import type { PhoneSpeech, StreamingSynthesizer } from "./streaming.interface.js"
 
 const execFileAsync = promisify(execFile)
 
-/** One sentence, ready to send. */
-export interface PhoneSpeech {
-  /** μ-law, 20 ms a frame (the last padded with silence). */
-  readonly frames: Uint8Array[]
-  readonly durationMs: number
-  /** How long rendering took before the first frame existed (the whole sentence, for flite). */
-  readonly firstAudioMs: number
-  /** The flite voice that spoke. */
-  readonly voice: string
-}
+export type { PhoneSpeech } from "./streaming.interface.js"
 
 const MALE_VOICES = ["rms", "awb", "kal"] as const
 
@@ -63,6 +55,27 @@ process.exitCode = wasi.start(instance)
 let scratch: string | undefined
 let seq = 0
 
+/** Renders at once (each a process of its own), and renders waiting beyond which a sentence is refused. */
+const MAX_RENDERING = Math.max(2, availableParallelism())
+const MAX_WAITING = 512
+let rendering = 0
+const waiting: Array<() => void> = []
+
+/** Runs `f` when fewer than MAX_RENDERING renders are under way; refuses past MAX_WAITING waiting. */
+async function inTurn<T>(f: () => Promise<T>): Promise<T> {
+  if (rendering >= MAX_RENDERING) {
+    if (waiting.length >= MAX_WAITING) throw new Error("speech synthesis is overloaded")
+    await new Promise<void>((resolve) => waiting.push(resolve))
+  }
+  rendering++
+  try {
+    return await f()
+  } finally {
+    rendering--
+    waiting.shift()?.()
+  }
+}
+
 /**
  * Writes `text` spoken with flite's `options` to `dir/file`: with Debian's flite when installed (the
  * fastest), else the npm WASI build. Either runs in a process of its own; the text is one argument
@@ -98,7 +111,8 @@ export async function speakForPhone(
   scratch ??= mkdtempSync(join(tmpdir(), "parley-flite-"))
   const file = `s${process.pid}-${seq++}.wav`
   const { name, stretch } = fliteVoiceFor(voice)
-  await render(["-voice", name, "--setf", `duration_stretch=${stretch}`], text, scratch, file, engine)
+  const dir = scratch
+  await inTurn(() => render(["-voice", name, "--setf", `duration_stretch=${stretch}`], text, dir, file, engine))
   const path = join(scratch, file)
   try {
     const pcm = downsampleToPhone(readWav(readFileSync(path)))
@@ -156,4 +170,10 @@ export function downsampleToPhone({ rate, pcm }: { rate: number; pcm: Int16Array
     out[o] = Math.max(-32768, Math.min(32767, Math.round(acc)))
   }
   return out
+}
+
+/** flite as a call's synthesiser: every voice mapped onto flite's (fliteVoiceFor). */
+export const fliteSynthesizer: StreamingSynthesizer = {
+  name: "flite",
+  speak: (text, voice) => speakForPhone(text, voice),
 }

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto"
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { decode, FRAME_SAMPLES } from "../audio/g711.js"
+import type { StreamingRecognizer } from "./streaming.interface.js"
 
 const MODEL = "/usr/share/pocketsphinx/model/en-us"
 const LIBRARY = "libpocketsphinx.so.3"
@@ -17,6 +18,8 @@ interface SphinxApi {
   ps_args(): unknown
   cmd_ln_parse_r(inout: null, defn: unknown, argc: number, argv: string[], strict: number): unknown
   ps_init(config: unknown): unknown
+  /** ps_init on a worker thread (loading the model takes ~0.2 s: never on the event loop of a process with calls). */
+  ps_init_async(config: unknown, done: (err: unknown, ps: unknown) => void): void
   ps_free(ps: unknown): number
   ps_lookup_word(ps: unknown, word: string): string | null
   ps_set_jsgf_string(ps: unknown, name: string, jsgf: string): number
@@ -35,7 +38,9 @@ function sphinx(): SphinxApi | null {
   if (!existsSync(`${MODEL}/en-us/mdef`)) return (api = null)
   try {
     const koffi = createRequire(import.meta.url)("koffi") as {
-      load(path: string): { func(signature: string): (...args: unknown[]) => unknown }
+      load(path: string): {
+        func(signature: string): ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void }
+      }
     }
     const lib = koffi.load(LIBRARY)
     const f = (sig: string) => lib.func(sig)
@@ -43,6 +48,8 @@ function sphinx(): SphinxApi | null {
       ps_args: f("void *ps_args()"),
       cmd_ln_parse_r: f("void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)"),
       ps_init: f("void *ps_init(void *config)"),
+      ps_init_async: (config: unknown, done: (err: unknown, ps: unknown) => void) =>
+        f("void *ps_init(void *config)").async(config, done),
       ps_free: f("int ps_free(void *ps)"),
       ps_lookup_word: f("const char *ps_lookup_word(void *ps, const char *word)"),
       ps_set_jsgf_string: f("int ps_set_jsgf_string(void *ps, const char *name, const char *jsgf)"),
@@ -69,6 +76,17 @@ export const wordsOf = (line: string): string[] =>
     .split(" ")
     .filter((w) => w !== "" && w !== "'")
 
+function installed(): SphinxApi {
+  const s = sphinx()
+  if (s === null) throw new Error("PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us)")
+  return s
+}
+
+function config(s: SphinxApi): unknown {
+  const argv = ["-hmm", `${MODEL}/en-us`, "-dict", `${MODEL}/cmudict-en-us.dict`, "-logfn", "/dev/null"]
+  return s.cmd_ln_parse_r(null, s.ps_args(), argv.length, argv, 1)
+}
+
 /** One decoder: an utterance at a time, fed 20 ms μ-law frames. */
 export class SphinxDecoder {
   private readonly grammars = new Set<string>()
@@ -82,12 +100,21 @@ export class SphinxDecoder {
     private readonly ps: unknown,
   ) {}
 
-  /** A decoder (about 0.2 s to load its model); throws when the engine is not installed. */
+  /** A decoder (about 0.2 s to load its model, on this thread); throws when the engine is not installed. */
   static create(): SphinxDecoder {
-    const s = sphinx()
-    if (s === null) throw new Error("PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us)")
-    const argv = ["-hmm", `${MODEL}/en-us`, "-dict", `${MODEL}/cmudict-en-us.dict`, "-logfn", "/dev/null"]
-    const ps = s.ps_init(s.cmd_ln_parse_r(null, s.ps_args(), argv.length, argv, 1))
+    const s = installed()
+    const ps = s.ps_init(config(s))
+    if (ps === null) throw new Error("PocketSphinx did not start")
+    return new SphinxDecoder(s, ps)
+  }
+
+  /** A decoder whose model loads on a worker thread. */
+  static async load(): Promise<SphinxDecoder> {
+    const s = installed()
+    const cfg = config(s)
+    const ps = await new Promise<unknown>((resolve, reject) =>
+      s.ps_init_async(cfg, (err, ps) => (err ? reject(err) : resolve(ps))),
+    )
     if (ps === null) throw new Error("PocketSphinx did not start")
     return new SphinxDecoder(s, ps)
   }
@@ -146,5 +173,116 @@ export class SphinxDecoder {
     if (this.freed) return
     this.freed = true
     this.s.ps_free(this.ps)
+  }
+}
+
+/** Decoders kept idle for the next utterance, beyond which a released one is freed. */
+const MAX_IDLE = 16
+/** The longest utterance kept while it waits for a decoder (30 s of frames). */
+const MAX_WAITING_FRAMES = 1500
+
+/**
+ * The decoders of a process, lent to calls an utterance at a time: a call holds one only while its
+ * callee speaks, so a process of many calls needs as many decoders as callees speaking at once.
+ * A decoder loads on a worker thread; frames that come before it are kept (up to 30 s) and fed when it is ready.
+ */
+export class SphinxPool {
+  private readonly idle: SphinxDecoder[] = []
+
+  /** `phrases`: what every decoder of the pool listens for (null: the general English model). */
+  constructor(private readonly phrases: readonly string[] | null) {}
+
+  /** Loads `n` decoders ahead of the first calls. */
+  async warm(n: number): Promise<void> {
+    const loaded = await Promise.all(Array.from({ length: Math.max(0, n - this.idle.length) }, () => this.load()))
+    for (const d of loaded) this.release(d)
+  }
+
+  /** An idle decoder at once, else one loaded for the caller. */
+  take(): SphinxDecoder | Promise<SphinxDecoder> {
+    const d = this.idle.pop()
+    if (d !== undefined) return d
+    return this.load()
+  }
+
+  private async load(): Promise<SphinxDecoder> {
+    const d = await SphinxDecoder.load()
+    if (this.phrases !== null) d.listenFor(this.phrases)
+    return d
+  }
+
+  release(d: SphinxDecoder): void {
+    if (this.idle.length < MAX_IDLE) this.idle.push(d)
+    else d.free()
+  }
+
+  /** A call's recogniser. */
+  recognizer(): StreamingRecognizer {
+    return new PooledRecognizer(this)
+  }
+
+  get idleDecoders(): number {
+    return this.idle.length
+  }
+
+  close(): void {
+    for (const d of this.idle.splice(0)) d.free()
+  }
+}
+
+class PooledRecognizer implements StreamingRecognizer {
+  private decoder: SphinxDecoder | undefined
+  private pending: Promise<SphinxDecoder> | undefined
+  private held: Uint8Array[] = []
+  private freed = false
+
+  constructor(private readonly pool: SphinxPool) {}
+
+  frame(mulaw: Uint8Array): void {
+    if (this.freed) return
+    if (this.decoder !== undefined) return this.decoder.frame(mulaw)
+    if (this.held.length < MAX_WAITING_FRAMES) this.held.push(mulaw.slice())
+    if (this.pending !== undefined) return
+    const got = this.pool.take()
+    if (got instanceof SphinxDecoder) this.ready(got)
+    else
+      this.pending = got.then((d) => {
+        this.pending = undefined
+        if (this.freed) this.pool.release(d)
+        else this.ready(d)
+        return d
+      })
+  }
+
+  private ready(d: SphinxDecoder): void {
+    this.decoder = d
+    for (const f of this.held) d.frame(f)
+    this.held = []
+  }
+
+  partial(): string {
+    return this.decoder?.partial() ?? ""
+  }
+
+  async end(): Promise<string> {
+    if (this.pending !== undefined) await this.pending.catch(() => undefined)
+    const d = this.decoder
+    this.decoder = undefined
+    this.held = []
+    if (d === undefined) return ""
+    const text = d.end()
+    this.pool.release(d)
+    return text
+  }
+
+  free(): void {
+    this.freed = true
+    this.held = []
+    const d = this.decoder
+    this.decoder = undefined
+    if (d !== undefined) {
+      d.end()
+      this.pool.release(d)
+    }
   }
 }

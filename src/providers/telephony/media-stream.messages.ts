@@ -112,3 +112,36 @@ export const markMessage = (streamSid: string, name: string): string =>
 
 /** Drops the audio queued at the carrier (the callee barged in); pending marks come back. */
 export const clearMessage = (streamSid: string): string => JSON.stringify({ event: "clear", streamSid })
+
+// The carrier's side, as the simulator speaks it (and test carriers do).
+const MULAW_8K = { encoding: "audio/x-mulaw", sampleRate: 8000, channels: 1 } as const
+
+export const carrierConnected = (): string => JSON.stringify({ event: "connected", protocol: "Call", version: "1.0.0" })
+
+export const carrierStart = (streamSid: string, callSid: string, parameters: Record<string, string> = {}): string =>
+  JSON.stringify({
+    event: "start",
+    streamSid,
+    start: { streamSid, callSid, tracks: ["inbound"], customParameters: parameters, mediaFormat: MULAW_8K },
+  })
+
+export const carrierMedia = (streamSid: string, mulaw: Uint8Array, chunk: number): string =>
+  JSON.stringify({
+    event: "media",
+    streamSid,
+    media: { track: "inbound", chunk: String(chunk), timestamp: String(chunk * 20), payload: encodeBase64(mulaw) },
+  })
+
+export const carrierMark = (streamSid: string, name: string): string =>
+  JSON.stringify({ event: "mark", streamSid, mark: { name } })
+
+export const carrierStop = (streamSid: string, callSid: string): string =>
+  JSON.stringify({ event: "stop", streamSid, stop: { callSid } })
+
+const encodeBase64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64")
+
+/** What we send the carrier, as a carrier reads it. */
+export type OutboundStreamMessage =
+  | { readonly event: "media"; readonly media: { readonly payload: string } }
+  | { readonly event: "mark"; readonly mark: { readonly name: string } }
+  | { readonly event: "clear" }

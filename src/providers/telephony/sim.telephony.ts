@@ -6,13 +6,28 @@
 // few cue bits, and at most one timer at a time (setImmediate when the scaled delay is 0), on the
 // simulator's fair timers (a burst of legs due at once does not hold the event loop).
 import { type FairTimer, FairTimers } from "../../platform/fair-timers.js"
+import type { Pacer } from "../../platform/pacer.js"
+import type { PhoneVoice, StreamingSynthesizer } from "../speech/streaming.interface.js"
+import { SimCalleeStream } from "./sim.media.js"
 import {
   type CallLeg,
   type CarrierEvent,
   type DialRequest,
+  type MediaStreams,
+  type Spoken,
   TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
+
+/**
+ * Calls heard as audio: an answered call is bridged to Parley's media stream, as a carrier does,
+ * and the callee speaks its lines aloud in a voice of its own (the number picks it).
+ */
+export interface SimMediaOptions {
+  readonly streams: MediaStreams
+  readonly synth: StreamingSynthesizer
+  readonly pacer: Pacer
+}
 
 export interface SimTelephonyOptions {
   /** Multiplies every ring, speech and reply time; 0 runs calls as fast as the event loop turns. */
@@ -28,6 +43,8 @@ export interface SimTelephonyOptions {
    * calls unfinished.
    */
   readonly holdProcess?: boolean
+  /** Bridges answered calls to media streams (real time, whatever timeScale says of rings). */
+  readonly media?: SimMediaOptions
 }
 
 /** Speech rate of the agent's voice. */
@@ -228,11 +245,12 @@ class SimTelephony implements TelephonyProvider {
     readonly now: () => number,
     readonly seed: number,
     readonly holdProcess: boolean,
+    readonly media: SimMediaOptions | undefined,
   ) {}
 
   dial(req: DialRequest, onEvent: (e: CarrierEvent) => void): CallLeg {
     this.nextId = (this.nextId + 1) % Number.MAX_SAFE_INTEGER
-    const leg = new SimLeg(this, `sim-${req.callId}-${this.nextId}`, req.to, onEvent)
+    const leg = new SimLeg(this, `sim-${req.callId}-${this.nextId}`, req, onEvent)
     this.activeLegs++
     // Events never arrive before dial returns.
     leg.arm(DUE_RINGING, 0)
@@ -263,27 +281,38 @@ class SimLeg implements CallLeg {
   private opAt = 0
   private opLine: LineKind | undefined = undefined
   private onEvent: ((e: CarrierEvent) => void) | undefined
+  /** Calls heard as audio: the stream, the line the callee said last, a barge-in under way. */
+  private stream: Promise<SimCalleeStream | undefined> | undefined
+  lastLine: string | undefined = undefined
+  private bargeArmed = false
+  private ahead: Promise<{ text: string; at: number } | null> | undefined
 
   constructor(
     private readonly sim: SimTelephony,
     readonly providerCallId: string,
-    to: string,
+    private readonly req: DialRequest,
     onEvent: (e: CarrierEvent) => void,
   ) {
     this.onEvent = onEvent
-    this.digit = lastDigit(to)
-    const h = hash(to.replace(/\D/g, ""), sim.seed)
+    this.digit = lastDigit(req.to)
+    const h = hash(req.to.replace(/\D/g, ""), sim.seed)
     this.variant = h % 3
     this.ringMs = RING_MIN_MS + ((h >>> 8) % (RING_SPAN_MS + 1))
     this.rng = h ^ 0x9e3779b9
   }
 
-  say(text: string): Promise<{ durationMs: number }> {
+  get mediaStream(): boolean {
+    return this.sim.media !== undefined
+  }
+
+  say(text: string): Promise<Spoken> {
     if (this.phase === ENDED) return Promise.reject(new TelephonyError(`call ${this.providerCallId} has ended`, false))
-    if (this.op !== 0)
+    // On a media stream the agent's line is heard while the callee may be talking: no turn to wait for.
+    if (this.op !== 0 && this.sim.media === undefined)
       return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
     const lower = text.toLowerCase().replace(/[\u2018\u2019]/g, "'")
     for (const [bit, re] of CUES) if (re.test(lower)) this.heard |= bit
+    if (this.sim.media !== undefined) return Promise.resolve(this.sayAloud())
     const words = Math.max(1, text.split(/\s+/).filter((w) => w !== "").length)
     this.opMs = Math.round(((words * 1000) / WORDS_PER_SECOND) * this.sim.timeScale)
     return this.begin(1)
@@ -293,7 +322,91 @@ class SimLeg implements CallLeg {
     if (this.phase === ENDED) return Promise.resolve(null)
     if (this.op !== 0)
       return Promise.reject(new TelephonyError("another say or listen is in progress on this leg", false))
+    if (this.sim.media !== undefined) {
+      // The callee who spoke over the agent has had their say; else they answer now, aloud.
+      this.bargeArmed = false
+      const ahead = this.ahead
+      this.ahead = undefined
+      if (ahead !== undefined) return ahead
+      const heard = this.begin<{ text: string; at: number } | null>(2)
+      void this.answerAloud()
+      return heard
+    }
     return this.begin(2)
+  }
+
+  /**
+   * The agent's line is being played (a call heard as audio: the runtime speaks it on the stream;
+   * the callee takes in its words). The callee who declines (digit 6) speaks over the agent's
+   * second turn once 1.2 s of it has been played.
+   */
+  private sayAloud(): Spoken {
+    if (this.digit === 6 && this.step === 1 && this.ahead === undefined && !this.bargeArmed) {
+      this.bargeArmed = true
+      void this.bargeIn()
+    }
+    return { durationMs: 0 }
+  }
+
+  private async bargeIn(): Promise<void> {
+    const stream = await this.stream
+    await stream?.agentPlayedFor(1_200)
+    if (!this.bargeArmed || this.phase !== CONNECTED || this.ahead !== undefined) return
+    this.bargeArmed = false
+    const move = calleeMove(this)
+    this.heard = 0
+    if (move === "hangup") return
+    this.step++
+    this.ahead = this.speakLine(move)
+  }
+
+  /** The callee's answer, aloud: their move after what they heard, once the agent has been quiet a moment. */
+  private async answerAloud(): Promise<void> {
+    const move = calleeMove(this)
+    this.heard = 0
+    if (move === "hangup") return this.arm(DUE_CALLEE_HANGUP, SILENCE_MS)
+    this.step++
+    const stream = await this.stream
+    await stream?.agentQuietFor(300 + this.random() * 500)
+    const said = await this.speakLine(move)
+    if (this.op === 2) this.settle(said)
+  }
+
+  /** Says `move`'s line on the stream: resolves when its last frame has gone (null if the call ended first). */
+  private async speakLine(move: LineKind): Promise<{ text: string; at: number } | null> {
+    const stream = await this.stream
+    const media = this.sim.media
+    if (stream === undefined || media === undefined || this.phase !== CONNECTED) return null
+    const text = LINES[move][this.variant]!
+    const frames = await calleeAudio(media.synth, text, this.calleeVoice())
+    if (this.phase !== CONNECTED) return null
+    const at = this.sim.now()
+    this.lastLine = text
+    await stream.speak(frames)
+    return this.phase === CONNECTED ? { text, at } : null
+  }
+
+  /** The callee's voice: a woman's or a man's, and which, from the number. */
+  private calleeVoice(): PhoneVoice {
+    const h = hash(this.req.to.replace(/\D/g, ""), this.sim.seed)
+    return { gender: (h >>> 4) & 1 ? "male" : "female", speed: 1, variant: (h >>> 5) % 3, pitch: 0 }
+  }
+
+  /** Connects the answered call's media stream, as a carrier told <Connect><Stream> does. */
+  private connectStream(media: SimMediaOptions): void {
+    this.stream = media.streams.streamUrl({ tenantId: this.req.tenantId, callId: this.req.callId }).then(
+      (url) => {
+        if (this.phase === ENDED) return undefined
+        // The stream ending (Parley closed it, or it broke) ends the call, as <Connect> with no verb after it does.
+        return new SimCalleeStream(url, `MZ${this.providerCallId}`, this.providerCallId, media.pacer, () =>
+          this.end({ type: "HANGUP", by: "agent", at: this.sim.now() }),
+        )
+      },
+      () => {
+        this.end({ type: "HANGUP", by: "agent", at: this.sim.now() })
+        return undefined
+      },
+    )
   }
 
   async hangup(): Promise<void> {
@@ -327,6 +440,8 @@ class SimLeg implements CallLeg {
   }
 
   private startOp(): void {
+    // On a media stream the callee's turn is taken aloud (answerAloud), not on a timer.
+    if (this.sim.media !== undefined) return
     if (this.op === 1) return this.arm(DUE_SAY, this.opMs)
     if (this.op !== 2) return
     const move = calleeMove(this)
@@ -365,6 +480,7 @@ class SimLeg implements CallLeg {
       case DUE_RING_END:
         if (this.digit === 0) return this.end({ type: "NO_ANSWER", at })
         this.phase = CONNECTED
+        if (this.sim.media !== undefined) this.connectStream(this.sim.media)
         this.emit({ type: "ANSWERED", by: this.digit === 2 ? "machine" : "human", at })
         // An op asked for while the phone rang starts now (unless the listener hung up).
         if (this.phase === CONNECTED && this.op !== 0 && this.due === DUE_NONE) this.startOp()
@@ -409,6 +525,7 @@ class SimLeg implements CallLeg {
     } else if (this.op === 2) this.settle(null)
     this.emit(event)
     this.onEvent = undefined
+    void this.stream?.then((s) => s?.stop())
   }
 
   private emit(event: CarrierEvent): void {
@@ -447,7 +564,34 @@ function hash(text: string, seed: number): number {
 export function makeSimTelephony(opts: SimTelephonyOptions): TelephonyProvider {
   if (!Number.isFinite(opts.timeScale) || opts.timeScale < 0)
     throw new RangeError(`timeScale must be a non-negative number, got ${opts.timeScale}`)
-  return new SimTelephony(opts.timeScale, opts.now ?? (() => Date.now()), opts.seed ?? 0, opts.holdProcess ?? false)
+  return new SimTelephony(
+    opts.timeScale,
+    opts.now ?? (() => Date.now()),
+    opts.seed ?? 0,
+    opts.holdProcess ?? false,
+    opts.media,
+  )
+}
+
+/** Every line a simulated callee may say: the phrase list a recogniser of simulated calls listens for. */
+export const SIM_CALLEE_LINES: readonly string[] = Object.values(LINES).flat()
+
+/** The line a simulated callee said last (what a recogniser stand-in is told); undefined for another carrier's leg. */
+export const simCalleeScript = (leg: CallLeg): (() => string | undefined) | undefined =>
+  leg instanceof SimLeg ? () => leg.lastLine : undefined
+
+/** The callee lines rendered so far, by voice and line (a few dozen lines in a few voices). */
+const rendered = new Map<string, Promise<Uint8Array[]>>()
+
+function calleeAudio(synth: StreamingSynthesizer, text: string, voice: PhoneVoice): Promise<Uint8Array[]> {
+  const key = `${synth.name}|${voice.gender}|${voice.variant}|${text}`
+  let audio = rendered.get(key)
+  if (audio === undefined) {
+    audio = synth.speak(text, voice).then((s) => s.frames)
+    audio.catch(() => rendered.delete(key))
+    rendered.set(key, audio)
+  }
+  return audio
 }
 
 /** Unscaled ring time of `to` in ms (3–8 s), as the sim uses it; for tests and docs. */

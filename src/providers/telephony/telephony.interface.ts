@@ -21,13 +21,56 @@ export type CarrierEvent =
   | { type: "FAILED"; reason: string; at: number }
   | { type: "HANGUP"; by: "callee" | "agent"; at: number }
 
+/** How long an agent turn took to reach the callee, by stage, in ms (a leg that speaks audio measures it). */
+export interface TurnLatency {
+  /** End of the callee's speech → the agent's first audio frame sent: the sum of the stages. */
+  readonly total: number
+  /** The silence that had to pass before the callee's speech was judged over. */
+  readonly endpointing: number
+  /** The final transcript, after the end of speech. */
+  readonly transcript: number
+  /** The conversation and language model, from the transcript to the reply's text. */
+  readonly model: number
+  /** Synthesis of the first sentence. */
+  readonly synthesis: number
+  /** From the first sentence's audio to its first frame on its way to the carrier. */
+  readonly hop: number
+}
+
+/** What saying a line came to. */
+export interface Spoken {
+  readonly durationMs: number
+  /** The callee spoke over the agent: the sentences they heard whole (possibly none). */
+  readonly interrupted?: { readonly played: string }
+  /** From the end of the callee's speech to this line's first audio (an audio leg answering an utterance). */
+  readonly latencyMs?: TurnLatency
+}
+
+/**
+ * Lets a carrier's media stream in for a call: a URL (wss://…, with a single-use token minted for
+ * the call) the carrier connects its bidirectional stream to.
+ */
+export interface MediaStreams {
+  streamUrl(call: { readonly tenantId: number; readonly callId: number }): Promise<string>
+}
+
 export interface CallLeg {
   readonly providerCallId: string
+  /**
+   * True when the call's audio travels on a media stream (the runtime speaks and hears it over the
+   * stream; this leg's say and listen are not used, only its hang-up and hand-off).
+   */
+  readonly mediaStream?: boolean
+  /**
+   * True when say() resolves with what the callee actually heard (an audio leg, cut short by a
+   * barge-in): its agent turns are recorded once spoken, as played.
+   */
+  readonly reportsPlayed?: boolean
   /**
    * Speaks text to the callee; resolves when it has been spoken (duration from text length at ~2.6
    * words/s, scaled). Rejects with TelephonyError if the leg is gone. One say or listen at a time.
    */
-  say(text: string): Promise<{ durationMs: number }>
+  say(text: string): Promise<Spoken>
   /** The callee's next utterance, or null when they hung up / stayed silent to the end. */
   listen(): Promise<{ text: string; at: number } | null>
   /**

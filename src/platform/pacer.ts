@@ -1,8 +1,10 @@
-// The clock of every call's outgoing audio in a process: one timer every 20 ms sends each playing
-// call its next frame, so 200 calls cost 50 wake-ups a second, not 10,000. A late wake-up (the
-// loop was busy) sends the frames that fell due meanwhile, at most a few, so the audio keeps its
-// real-time pace instead of drifting behind.
-import { FRAME_MS } from "../../src/providers/audio/end-of-speech.js"
+// The clock of every call's audio in a process (the runtime's agent voices, the simulated callees):
+// one timer every 20 ms sends each playing call its next frame, so 200 calls cost 50 wake-ups a
+// second, not 10,000. A late wake-up (the loop was busy) sends the frames that fell due meanwhile,
+// at most a few, so the audio keeps its real-time pace instead of drifting behind.
+
+/** One frame of phone audio. */
+const FRAME_MS = 20
 
 /** Something with audio to send: tick() sends one frame, false once it has nothing left. */
 export interface Paced {

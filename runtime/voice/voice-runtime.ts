@@ -1,0 +1,137 @@
+// What a runtime process needs to hold calls heard as audio (MEDIA_STREAMS): the media-stream URLs
+// carriers are sent to (a single-use token minted per call), the pacer every playing call shares,
+// the voice-activity detector's module, the synthesiser (flite) and the recognisers (PocketSphinx
+// when installed: a pool listening for the simulated callees' lines, and one with the general
+// model; else, for simulated calls only, the stand-in told the callee's script). audioLeg() turns a
+// carrier's leg into one the conversation speaks and hears through (runtime/voice/media-leg.ts).
+import type { Logger } from "pino"
+import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
+import type { BusClient } from "../../src/platform/bus/bus.js"
+import type { Config } from "../../src/platform/config.js"
+import type { Sql } from "../../src/platform/Db.js"
+import { Pacer } from "../../src/platform/pacer.js"
+import { Vad } from "../../src/providers/audio/vad.js"
+import { fliteSynthesizer } from "../../src/providers/speech/flite.phone.js"
+import { ScriptRecognizer } from "../../src/providers/speech/script.recognizer.js"
+import { SphinxPool, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
+import type {
+  PhoneVoice,
+  StreamingRecognizer,
+  StreamingSynthesizer,
+} from "../../src/providers/speech/streaming.interface.js"
+import { SIM_CALLEE_LINES, type SimMediaOptions, simCalleeScript } from "../../src/providers/telephony/sim.telephony.js"
+import type { CallLeg, MediaStreams } from "../../src/providers/telephony/telephony.interface.js"
+import { MediaLeg } from "./media-leg.js"
+import { MediaSession } from "./media-session.js"
+import { bargeIn, voiceFailure } from "./voice.metrics.js"
+
+/** The path carriers' media streams connect to (api/media-streams.ts). */
+const STREAM_PATH = "/media/telco_a/"
+/** Decoders loaded ahead of the first calls. */
+const WARM_DECODERS = 2
+
+export type Recognition = "pocketsphinx" | "script"
+
+export interface VoiceRuntime {
+  /** The simulated carrier's media (MEDIA_STREAMS=all), else undefined. */
+  readonly simMedia: SimMediaOptions | undefined
+  /** Where a real carrier is sent (PUBLIC_BASE_URL's host), else undefined. */
+  readonly carrierStreams: MediaStreams | undefined
+  readonly recognition: Recognition
+  /**
+   * A carrier's leg whose audio is on a media stream, as one the conversation speaks and hears
+   * through; `dialed`: the leg as the carrier made it, when `carrier` wraps it.
+   */
+  audioLeg(call: { tenantId: number; callId: number }, carrier: CallLeg, voice: PhoneVoice, dialed?: CallLeg): CallLeg
+  /** The api of this process listens on `port` (--role all): the simulated carrier connects there. */
+  apiListening(port: number): void
+  stop(): void
+}
+
+const asWs = (url: string) => url.replace(/^http/, "ws")
+
+export async function startVoiceRuntime(d: {
+  readonly config: Config
+  readonly sql: Sql
+  readonly bus: BusClient
+  readonly log: Logger
+  readonly synth?: StreamingSynthesizer
+}): Promise<VoiceRuntime> {
+  const { config, sql, bus, log } = d
+  const synth = d.synth ?? fliteSynthesizer
+  await Vad.load()
+  const pacer = new Pacer()
+  const recognition: Recognition = sphinxAvailable() ? "pocketsphinx" : "script"
+  const simPool = recognition === "pocketsphinx" ? new SphinxPool(SIM_CALLEE_LINES) : undefined
+  const generalPool = recognition === "pocketsphinx" ? new SphinxPool(null) : undefined
+  if (simPool !== undefined && config.mediaStreams === "all") await simPool.warm(WARM_DECODERS)
+  if (recognition === "script")
+    log.warn(
+      "PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us): simulated callees are " +
+        "recognised by a stand-in told their script, and a real carrier's callee is not understood",
+    )
+
+  let localPort: number | undefined
+  const streamsAt = (base: () => string | undefined): MediaStreams => ({
+    streamUrl: async ({ tenantId, callId }) => {
+      const at = base()
+      if (at === undefined) throw new Error("no address for media streams: set MEDIA_STREAM_URL or PUBLIC_BASE_URL")
+      return `${at}${STREAM_PATH}${await mintStreamToken(sql, tenantId, callId)}`
+    },
+  })
+  const publicBase = config.publicBaseUrl === undefined ? undefined : asWs(config.publicBaseUrl)
+  const simStreams = streamsAt(
+    () => config.mediaStreamUrl ?? (localPort === undefined ? publicBase : `ws://127.0.0.1:${localPort}`),
+  )
+
+  const recognizerFor = (carrier: CallLeg): StreamingRecognizer => {
+    const script = simCalleeScript(carrier)
+    if (script !== undefined) return simPool?.recognizer() ?? new ScriptRecognizer(script)
+    return generalPool?.recognizer() ?? new ScriptRecognizer(() => undefined)
+  }
+
+  return {
+    simMedia: config.mediaStreams === "all" ? { streams: simStreams, synth, pacer } : undefined,
+    carrierStreams: config.mediaStreams === "none" ? undefined : streamsAt(() => publicBase),
+    recognition,
+    audioLeg: (call, carrier, voice, dialed = carrier) => {
+      const vad = Vad.now()
+      const leg = new MediaLeg({
+        providerCallId: carrier.providerCallId,
+        voice,
+        recognizer: recognizerFor(dialed),
+        synth,
+        carrier,
+        onFailure: (stage, err) => {
+          voiceFailure[stage].inc()
+          log.warn({ err, call_id: call.callId, stage }, "voice pipeline failure")
+        },
+        open: (events) =>
+          new MediaSession({
+            bus,
+            tenantId: call.tenantId,
+            callId: call.callId,
+            voiced: (f) => vad.voiced(f),
+            pacer,
+            events: {
+              ...events,
+              bargeIn: (b) => {
+                bargeIn.inc()
+                events.bargeIn?.(b)
+              },
+              closed: () => vad.free(),
+            },
+          }),
+      })
+      return leg
+    },
+    apiListening: (port) => {
+      localPort = port
+    },
+    stop: () => {
+      pacer.stop()
+      simPool?.close()
+      generalPool?.close()
+    },
+  }
+}

@@ -1,0 +1,180 @@
+// The simulated carrier's media stream: once a simulated call is answered, the simulator connects
+// to Parley's media-stream WebSocket as a carrier does (<Connect><Stream>: a URL with a single-use
+// token, the carrier's message set), plays the agent's audio out in real time (a mark goes back
+// when the audio before it has been played; a clear drops what is queued and sends back the marks
+// still pending) and sends the callee's side, 20 ms a frame: silence, or a line in the callee's
+// voice. Both sides share the process's pacer (src/platform/pacer.ts).
+import { WebSocket } from "undici"
+import type { Pacer } from "../../platform/pacer.js"
+import { FRAME_SAMPLES } from "../audio/g711.js"
+import {
+  carrierConnected,
+  carrierMark,
+  carrierMedia,
+  carrierStart,
+  carrierStop,
+  type OutboundStreamMessage,
+} from "./media-stream.messages.js"
+
+/** μ-law silence. */
+const SILENCE = new Uint8Array(FRAME_SAMPLES).fill(0xff)
+/** The agent's audio a carrier buffers before it stops reading (a minute). */
+const MAX_QUEUED_FRAMES = 3000
+/** A pause in the agent's audio this long (400 ms) ends its turn (shorter ones fall between sentences). */
+const TURN_GAP_FRAMES = 20
+
+interface Waiter {
+  readonly done: () => boolean
+  readonly resolve: () => void
+}
+
+export class SimCalleeStream {
+  private readonly ws: WebSocket
+  private open = false
+  private closed = false
+  /** The agent's audio: frames received and played, and the marks to send back when played to them. */
+  private received = 0
+  private played = 0
+  private readonly marks: Array<{ readonly name: string; readonly at: number }> = []
+  /** Frames played since the agent's audio last started after a pause, and frames since it last played. */
+  private playedInTurn = 0
+  private quietFrames = 0
+  /** The callee's line being sent, and who waits for its end. */
+  private line: readonly Uint8Array[] = []
+  private lineAt = 0
+  private lineDone: (() => void) | undefined
+  private chunk = 0
+  private waiters: Waiter[] = []
+
+  constructor(
+    url: string,
+    private readonly streamSid: string,
+    private readonly callSid: string,
+    private readonly pacer: Pacer,
+    private readonly onEnd: () => void,
+  ) {
+    this.ws = new WebSocket(url)
+    this.ws.addEventListener("open", () => {
+      this.open = true
+      this.ws.send(carrierConnected())
+      this.ws.send(carrierStart(streamSid, callSid))
+      this.pacer.add(this)
+    })
+    this.ws.addEventListener("message", (e) => this.hear(String(e.data)))
+    this.ws.addEventListener("close", () => this.finish())
+    this.ws.addEventListener("error", () => this.finish())
+  }
+
+  /** True while agent audio waits to be played. */
+  get agentSpeaking(): boolean {
+    return this.played < this.received
+  }
+
+  /** Sends a line of the callee's; resolves when its last frame has gone. */
+  speak(frames: readonly Uint8Array[]): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    this.lineDone?.()
+    return new Promise((resolve) => {
+      this.line = frames
+      this.lineAt = 0
+      this.lineDone = resolve
+    })
+  }
+
+  /** Resolves once the agent has been silent for `ms` (played nothing, queued nothing). */
+  agentQuietFor(ms: number): Promise<void> {
+    const frames = Math.ceil(ms / 20)
+    return this.until(() => !this.agentSpeaking && this.quietFrames >= frames)
+  }
+
+  /** Resolves once `ms` of the agent's current turn have been played. */
+  agentPlayedFor(ms: number): Promise<void> {
+    const frames = Math.ceil(ms / 20)
+    return this.until(() => this.agentSpeaking && this.playedInTurn >= frames)
+  }
+
+  /** Hangs up: the stream stops. */
+  stop(): void {
+    if (this.closed) return
+    if (this.open) {
+      try {
+        this.ws.send(carrierStop(this.streamSid, this.callSid))
+        this.ws.close(1000, "call ended")
+      } catch {
+        // already closing
+      }
+    } else this.ws.close()
+    this.finish()
+  }
+
+  /** One 20 ms step of both sides (the pacer's): false once the stream is over. */
+  tick(): boolean {
+    if (this.closed) return false
+    if (this.played < this.received) {
+      this.played++
+      this.playedInTurn++
+      this.quietFrames = 0
+    } else if (++this.quietFrames === TURN_GAP_FRAMES) this.playedInTurn = 0
+    while (this.marks.length > 0 && this.marks[0]!.at <= this.played)
+      this.send(carrierMark(this.streamSid, this.marks.shift()!.name))
+    const frame = this.line[this.lineAt]
+    if (frame !== undefined) this.lineAt++
+    this.send(carrierMedia(this.streamSid, frame ?? SILENCE, this.chunk++))
+    if (frame !== undefined && this.lineAt >= this.line.length) {
+      this.line = []
+      const done = this.lineDone
+      this.lineDone = undefined
+      done?.()
+    }
+    if (this.waiters.length > 0) this.wake()
+    return !this.closed
+  }
+
+  private until(done: () => boolean): Promise<void> {
+    if (done() || this.closed) return Promise.resolve()
+    return new Promise((resolve) => this.waiters.push({ done, resolve }))
+  }
+
+  private wake(): void {
+    const still: Waiter[] = []
+    for (const w of this.waiters) {
+      if (w.done() || this.closed) w.resolve()
+      else still.push(w)
+    }
+    this.waiters = still
+  }
+
+  private hear(text: string): void {
+    let m: OutboundStreamMessage
+    try {
+      m = JSON.parse(text) as OutboundStreamMessage
+    } catch {
+      return
+    }
+    if (m.event === "media") {
+      if (this.received - this.played < MAX_QUEUED_FRAMES) this.received++
+    } else if (m.event === "mark") this.marks.push({ name: m.mark.name, at: this.received })
+    else if (m.event === "clear") {
+      this.played = this.received
+      for (const mark of this.marks.splice(0)) this.send(carrierMark(this.streamSid, mark.name))
+    }
+  }
+
+  private send(message: string): void {
+    if (!this.open || this.closed) return
+    try {
+      this.ws.send(message)
+    } catch {
+      this.finish()
+    }
+  }
+
+  private finish(): void {
+    if (this.closed) return
+    this.closed = true
+    this.lineDone?.()
+    this.lineDone = undefined
+    for (const w of this.waiters.splice(0)) w.resolve()
+    this.onEnd()
+  }
+}

@@ -1,0 +1,184 @@
+// A run on the simulator heard as audio, end to end (MEDIA_STREAMS=all): the simulated carrier
+// connects each answered call's media stream to the api's WebSocket with its single-use token, the
+// runtime hears the callee's audio (voice activity, end of speech, PocketSphinx) and speaks the
+// agent's turns in the persona's voice, paced, with marks; a callee who speaks over the agent cuts it
+// off. The test records both directions off the bus, decodes them, and checks what each side heard
+// against the stored turns.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { sentencesOf } from "../../runtime/voice/media-leg.js"
+import { Bus } from "../../src/platform/Bus.js"
+import { MEDIA_KIND_HEADER } from "../../src/platform/subjects.js"
+import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { SphinxDecoder, sphinxAvailable, wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
+import { SIM_CALLEE_LINES } from "../../src/providers/telephony/sim.telephony.js"
+import { findVoice } from "../../src/voices/voices.catalog.js"
+import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
+
+type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const required = process.env.REQUIRE_POCKETSPHINX === "1"
+let srv: TestServer
+let a: ReturnType<typeof api>
+
+/** One call's audio as it went by: the agent's sentences (frames up to each mark), the callee's frames. */
+interface Recorded {
+  agent: Array<{ mark: string; frames: Uint8Array[] }>
+  pending: Uint8Array[]
+  clears: number
+  callee: Uint8Array[]
+}
+
+beforeAll(async () => {
+  // Rings a fifth of real time; the audio is real time whatever the scale (the calls' caps at a fifth: 60 s).
+  srv = await startTestServer({ env: { ...FAST_RUNTIME_ENV, SIM_TIME_SCALE: "0.2", MEDIA_STREAMS: "all" } })
+  a = api(srv)
+}, 30_000)
+afterAll(async () => srv?.stop())
+
+const call = async (s: Session, method: string, path: string, body?: unknown) => {
+  const res = await a.call(method, path, { token: s.token, ...(body !== undefined && { body }) })
+  return { status: res.status, body: (await res.json()) as Json }
+}
+
+/** Recognises `frames` listening for `phrases`: the words heard. */
+function recognise(frames: readonly Uint8Array[], phrases: readonly string[]): string {
+  const d = SphinxDecoder.create()
+  try {
+    d.listenFor(phrases)
+    for (const f of frames) d.frame(f)
+    return d.end()
+  } finally {
+    d.free()
+  }
+}
+
+/** The phrases a recogniser can spell (every word in its dictionary), as it spells them. */
+function spellable(phrases: readonly string[]): Set<string> {
+  const d = SphinxDecoder.create()
+  try {
+    return new Set(d.listenFor(phrases))
+  } finally {
+    d.free()
+  }
+}
+
+describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio", () => {
+  it("speaks the agent's turns in the persona's voice, hears the callee, and honours a barge-in", async () => {
+    const s = await a.signup({ country: "US" })
+    const intent = (await call(s, "POST", "/billing/topup", { amount_minor: 1_000_000 })).body
+    await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
+    const w = (
+      await call(s, "POST", "/api/workflows", { nl_prompt: "Call lapsed members and offer $20 off to rejoin." })
+    ).body
+    // 3: agrees; 6: declines, and speaks over the agent's second turn.
+    const rows = [
+      { phone: "+12025550113", name: "Ann Archer" },
+      { phone: "+12025550116", name: "Bob Baker" },
+    ]
+    expect((await call(s, "POST", `/api/workflows/${w.id}/audience`, { rows })).status).toBe(200)
+    await call(s, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+
+    let runId = 0
+    const recorded = new Map<number, Recorded>()
+    const rec = (callId: number): Recorded => {
+      let r = recorded.get(callId)
+      if (r === undefined) recorded.set(callId, (r = { agent: [], pending: [], clears: 0, callee: [] }))
+      return r
+    }
+    const bus = srv.running.runtime.runSync(Bus)
+    const tap = bus.subscribe(`media.${s.tenantId}.*.*`, (m) => {
+      const [, , id, way] = m.subject.split(".")
+      const r = rec(Number(id))
+      const kind = m.headers?.[MEDIA_KIND_HEADER]
+      if (way === "in" && kind === "media") r.callee.push(m.data.slice())
+      if (way !== "out") return
+      if (kind === "media") r.pending.push(m.data.slice())
+      else if (kind === "mark") {
+        r.agent.push({ mark: String(m.json<{ name: string }>().name), frames: r.pending })
+        r.pending = []
+      } else if (kind === "clear") {
+        r.clears++
+        r.pending = []
+      }
+    })
+    try {
+      const run = await call(s, "POST", `/api/workflows/${w.id}/run`)
+      expect(run.status).toBe(201)
+      runId = run.body.run_id as number
+      const deadline = Date.now() + 150_000
+      for (;;) {
+        const [r] = await srv.sql<[{ status: string }]>`select status from runs where id = ${runId}`
+        if (r.status === "completed") break
+        if (Date.now() > deadline) throw new Error(`the run is still ${r.status}`)
+        await new Promise((res) => setTimeout(res, 500))
+      }
+    } finally {
+      tap.unsubscribe()
+    }
+
+    const targets = await srv.sql<{ phone_e164: string; outcome: string }[]>`
+      select phone_e164, outcome from run_targets where run_id = ${runId} order by phone_e164`
+    expect(targets.map((t) => t.outcome)).toEqual(["agreed", "declined"])
+    const calls = await srv.sql<{ id: number; phone_e164: string }[]>`
+      select id, phone_e164 from calls where run_id = ${runId} order by phone_e164`
+    const persona = findVoice(
+      ((await call(s, "GET", `/api/workflows/${w.id}`)).body.rule_book as Json).persona as string,
+    )!
+
+    for (const c of calls) {
+      const r = recorded.get(c.id)!
+      expect(r, `call ${c.id} was heard`).toBeDefined()
+      const turns = await srv.sql<
+        { speaker: string; text: string; interrupted: boolean; latency_ms: Json | null; turn_index: number }[]
+      >`select speaker, text, interrupted, latency_ms, turn_index from turns where call_id = ${c.id}
+        order by turn_index`
+      const agentTurns = turns.filter((t) => t.speaker === "agent")
+      const calleeTurns = turns.filter((t) => t.speaker === "callee")
+      expect(agentTurns.length).toBeGreaterThanOrEqual(2)
+      expect(calleeTurns.length).toBeGreaterThanOrEqual(1)
+
+      // What the callee heard: every sentence the agent's turns say it heard, in order, as audio
+      // that a recogniser understands; the first in the persona's own voice, frame for frame.
+      const heardSentences = agentTurns.flatMap((t) => sentencesOf(t.text))
+      const played = r.agent.slice(0, heardSentences.length)
+      expect(played).toHaveLength(heardSentences.length)
+      const [first] = await Promise.all([speakForPhone(heardSentences[0]!, persona.speech)])
+      expect(Buffer.concat(played[0]!.frames).equals(Buffer.concat(first.frames))).toBe(true)
+      // (Sentences with a word the dictionary lacks, such as the workspace's made-up name, are left out.)
+      const known = spellable(heardSentences)
+      const checked = heardSentences.filter((x) => known.has(wordsOf(x).join(" ")))
+      expect(checked.length).toBeGreaterThanOrEqual(heardSentences.length / 2)
+      for (const [i, sentence] of heardSentences.entries())
+        if (known.has(wordsOf(sentence).join(" ")))
+          expect(recognise(played[i]!.frames, checked)).toBe(wordsOf(sentence).join(" "))
+
+      // What the agent heard: the callee's stored lines are simulator lines, and in their audio.
+      for (const t of calleeTurns) expect(SIM_CALLEE_LINES.map((l) => wordsOf(l).join(" "))).toContain(t.text)
+      const calleeWords = recognise(r.callee, SIM_CALLEE_LINES)
+      expect(calleeWords.length).toBeGreaterThan(0)
+
+      // Each agent turn that answered the callee says how long it took, stage by stage.
+      const answered = agentTurns.filter((t) => t.turn_index > 0 && t.latency_ms !== null)
+      expect(answered.length).toBeGreaterThanOrEqual(1)
+      for (const t of answered) {
+        const l = t.latency_ms!
+        expect(l.total).toBeGreaterThan(0)
+        expect(l.endpointing).toBeGreaterThanOrEqual(400)
+        const parts = l.endpointing + l.transcript + l.model + l.synthesis + l.hop
+        expect(Math.abs(parts - l.total)).toBeLessThanOrEqual(5)
+      }
+
+      if (c.phone_e164.endsWith("6")) {
+        // The callee spoke over the agent's second turn: the carrier was cleared, the turn stored as heard.
+        expect(r.clears).toBeGreaterThanOrEqual(1)
+        const cut = agentTurns.find((t) => t.interrupted)
+        expect(cut, "an interrupted agent turn").toBeDefined()
+        expect(calleeTurns.some((t) => /not interested/.test(t.text))).toBe(true)
+      } else {
+        expect(r.clears).toBe(0)
+        expect(agentTurns.some((t) => t.interrupted)).toBe(false)
+      }
+    }
+  }, 200_000)
+})
