@@ -71,6 +71,7 @@ export const runProviders = (d: {
     platformTelephony,
     platformLlm: d.platformLlm,
     channel: busWebhookChannel(d.bus, d.log),
+    ...(d.voice?.carrierStreams !== undefined && { mediaStreams: d.voice.carrierStreams }),
     log: d.log,
     terms: (tenantId) => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined),
   })

@@ -92,7 +92,10 @@ export async function startVoiceRuntime(d: {
 
   return {
     simMedia: config.mediaStreams === "all" ? { streams: simStreams, synth, pacer } : undefined,
-    carrierStreams: config.mediaStreams === "none" ? undefined : streamsAt(() => publicBase),
+    carrierStreams:
+      config.mediaStreams === "none"
+        ? undefined
+        : streamsAt(() => publicBase ?? (localPort === undefined ? undefined : `ws://127.0.0.1:${localPort}`)),
     recognition,
     audioLeg: (call, carrier, voice, dialed = carrier) => {
       const vad = Vad.now()

@@ -14,7 +14,7 @@ import { makeSimNumbers } from "./telephony/sim.numbers.js"
 import { makeSimTelephony } from "./telephony/sim.telephony.js"
 import { makeTelcoANumbers, type TelcoAOptions } from "./telephony/telco-a.numbers.js"
 import { makeTelcoATelephony, type WebhookChannel } from "./telephony/telco-a.telephony.js"
-import type { TelephonyProvider } from "./telephony/telephony.interface.js"
+import type { MediaStreams, TelephonyProvider } from "./telephony/telephony.interface.js"
 
 /** platform: Parley's own account; tenant: the workspace's (byok). */
 export type AccountOwner = "platform" | "tenant"
@@ -167,6 +167,8 @@ export interface AccountDeps {
   readonly platformTelephony: TelephonyProvider
   readonly platformLlm: LanguageModel
   readonly channel: WebhookChannel
+  /** Calls heard as audio (MEDIA_STREAMS): where telco_a's answered calls connect their media streams. */
+  readonly mediaStreams?: MediaStreams
   readonly log: Logger
   /** The workspace's billing terms now (callTerms in src/billing, injected by the runtime). */
   readonly terms: (tenantId: number) => Promise<{ readonly billing: "bundled" | "byok" }>
@@ -189,7 +191,13 @@ export function providerResolver(d: AccountDeps): (tenantId: number) => Promise<
     // An API root other than TELCO_A_API_URL came from the tenant's credential: guarded at connect.
     const outbound = outboundFor(d.config, account.apiUrl === d.config.telcoA?.apiUrl ? "platform" : "tenant")
     if (t === undefined) {
-      t = makeTelcoATelephony({ account, publicBaseUrl: webhookBase(d.config), channel: d.channel, outbound })
+      t = makeTelcoATelephony({
+        account,
+        publicBaseUrl: webhookBase(d.config),
+        channel: d.channel,
+        outbound,
+        ...(d.mediaStreams !== undefined && { mediaStreams: d.mediaStreams }),
+      })
       telcoA.set(key, t)
     }
     return t

@@ -5,6 +5,9 @@
 // digit of the number, as the built-in simulator does: 0 no answer, 1 busy, 2 voicemail, 3–5
 // agree, 6 decline.
 import { randomBytes } from "node:crypto"
+import { Pacer } from "../../src/platform/pacer.js"
+import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { SimCalleeStream } from "../../src/providers/telephony/sim.media.js"
 import type { FakeTelco } from "./fake-telco.js"
 
 export interface FakeCall {
@@ -22,11 +25,16 @@ export interface FakeCall {
   recorded?: boolean
   /** A call created with inline TwiML (an operator dialed into a conference) rather than a voice URL. */
   readonly twiml?: string
+  /** A call bridged to a media stream (<Connect><Stream>): its URL, and the agent's audio as the carrier got it. */
+  streamUrl?: string
+  agentAudio?: Uint8Array[]
 }
 
 const CALLEE_LINES: Record<string, string[]> = {
   agree: ["Yes, that sounds good.", "Yes, go ahead, let's do it."],
   decline: ["I'm not interested, no thanks.", "No thanks, I'm not interested."],
+  // Said aloud on a media stream: lines the general English model recognises in the fake's voice.
+  declineAloud: ["No thanks, I'm not interested.", "No thanks, I'm not interested."],
 }
 
 const tag = (doc: string, name: string) =>
@@ -137,6 +145,11 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
       if (res.status !== 200) throw new Error(`voice webhook answered ${res.status}: ${doc}`)
       call.heard.push(...tag(doc, "Say"))
       if (joinConference(call, doc) || call.conference !== undefined) return
+      const stream = attr(doc, "Stream", "url")
+      if (stream !== undefined) {
+        turn = await playStream(call, unxml(stream), digit === "6" ? CALLEE_LINES.declineAloud! : lines)
+        break
+      }
       if (doc.includes("<Hangup/>")) break
       const redirect = tag(doc, "Redirect")[0]
       if (redirect !== undefined) {
@@ -156,6 +169,49 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
       params = { ...base, CallStatus: "in-progress", SpeechResult: line, Confidence: "0.92" }
     }
     await status("completed", { CallDuration: String(Math.max(1, turn * 4)) })
+  }
+
+  /**
+   * A call on a media stream: the fake connects to the stream URL as the carrier, and the callee
+   * says each line aloud (flite, a man's voice) once the agent has spoken and fallen quiet, until the
+   * stream ends (Parley hung up) or the lines run out. Answers how many lines were said.
+   */
+  async function playStream(call: FakeCall, url: string, lines: readonly string[]): Promise<number> {
+    call.streamUrl = url
+    const agentAudio: Uint8Array[] = []
+    call.agentAudio = agentAudio
+    const pacer = new Pacer()
+    let ended!: () => void
+    const over = new Promise<void>((resolve) => (ended = resolve))
+    let closed = false
+    const s = new SimCalleeStream(
+      url,
+      `MZ${call.sid.slice(2)}`,
+      call.sid,
+      pacer,
+      () => {
+        closed = true
+        ended()
+      },
+      (f) => agentAudio.push(f),
+    )
+    let said = 0
+    try {
+      for (const line of lines) {
+        await s.agentPlayedFor(200)
+        await s.agentQuietFor(800)
+        if (closed) break
+        const speech = await speakForPhone(line, { gender: "male", speed: 1, variant: 1 })
+        call.said.push(line)
+        said++
+        await s.speak(speech.frames)
+      }
+      await Promise.race([over, sleep(30_000)])
+    } finally {
+      s.stop()
+      pacer.stop()
+    }
+    return said
   }
 
   return calls

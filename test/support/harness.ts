@@ -84,6 +84,8 @@ function baseEnv(): Record<string, string> {
     SIGNUPS_PER_IP_HOUR: "100000",
     OTP_GUESSES_PER_IP_HOUR: "100000",
     PREVIEWS_ANON_PER_IP_HOUR: "100000",
+    // telco_a speaks turn by turn (<Say>/<Gather>) unless a suite of calls heard as audio asks for media streams.
+    MEDIA_STREAMS: "none",
   }
   if (process.env.NATS_URL !== undefined) env.NATS_URL = process.env.NATS_URL
   return env

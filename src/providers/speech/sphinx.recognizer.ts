@@ -27,6 +27,8 @@ interface SphinxApi {
   ps_start_utt(ps: unknown): number
   ps_process_raw(ps: unknown, data: Int16Array, n: number, noSearch: number, fullUtt: number): number
   ps_end_utt(ps: unknown): number
+  ps_process_raw_async(ps: unknown, data: Int16Array, n: number, done: (err: unknown) => void): void
+  ps_end_utt_async(ps: unknown, done: (err: unknown) => void): void
   ps_get_hyp(ps: unknown, score: null): string | null
 }
 
@@ -57,6 +59,16 @@ function sphinx(): SphinxApi | null {
       ps_start_utt: f("int ps_start_utt(void *ps)"),
       ps_process_raw: f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)"),
       ps_end_utt: f("int ps_end_utt(void *ps)"),
+      ps_process_raw_async: (ps: unknown, data: Int16Array, n: number, done: (err: unknown) => void) =>
+        f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)").async(
+          ps,
+          data,
+          n,
+          0,
+          0,
+          done,
+        ),
+      ps_end_utt_async: (ps: unknown, done: (err: unknown) => void) => f("int ps_end_utt(void *ps)").async(ps, done),
       ps_get_hyp: f("const char *ps_get_hyp(void *ps, void *score)"),
     } as unknown as SphinxApi
   } catch {
@@ -83,7 +95,9 @@ function installed(): SphinxApi {
 }
 
 function config(s: SphinxApi): unknown {
-  const argv = ["-hmm", `${MODEL}/en-us`, "-dict", `${MODEL}/cmudict-en-us.dict`, "-logfn", "/dev/null"]
+  // The general language model is the default search (a decoder with no search crashes the library).
+  const argv = ["-hmm", `${MODEL}/en-us`, "-lm", `${MODEL}/en-us.lm.bin`, "-dict", `${MODEL}/cmudict-en-us.dict`]
+  argv.push("-logfn", "/dev/null")
   return s.cmd_ln_parse_r(null, s.ps_args(), argv.length, argv, 1)
 }
 
@@ -156,6 +170,40 @@ export class SphinxDecoder {
     this.s.ps_process_raw(this.ps, this.wide, this.wide.length, 0, 0)
   }
 
+  /**
+   * Hears frames on a worker thread (the general model costs about a third of real time: never on
+   * the event loop). One call at a time per decoder: the caller awaits each before the next.
+   */
+  async framesOffThread(frames: readonly Uint8Array[]): Promise<void> {
+    if (this.freed) throw new Error("PocketSphinx decoder used after free")
+    if (!this.inUtterance) {
+      this.s.ps_start_utt(this.ps)
+      this.inUtterance = true
+    }
+    const wide = new Int16Array(frames.length * FRAME_SAMPLES * 2)
+    for (const [k, f] of frames.entries()) {
+      const pcm = decode(f, this.pcm)
+      const o = k * FRAME_SAMPLES * 2
+      for (let i = 0; i < pcm.length; i++) {
+        wide[o + 2 * i] = pcm[i]!
+        wide[o + 2 * i + 1] = (pcm[i]! + (pcm[i + 1] ?? pcm[i]!)) >> 1
+      }
+    }
+    await new Promise<void>((resolve, reject) =>
+      this.s.ps_process_raw_async(this.ps, wide, wide.length, (err) => (err ? reject(err) : resolve())),
+    )
+  }
+
+  /** end() with the final search on a worker thread. */
+  async endOffThread(): Promise<string> {
+    if (!this.inUtterance) return ""
+    this.inUtterance = false
+    await new Promise<void>((resolve, reject) =>
+      this.s.ps_end_utt_async(this.ps, (err) => (err ? reject(err) : resolve())),
+    )
+    return this.s.ps_get_hyp(this.ps, null) ?? ""
+  }
+
   /** What it has heard so far in this utterance ("" for nothing yet). */
   partial(): string {
     return this.inUtterance ? (this.s.ps_get_hyp(this.ps, null) ?? "") : ""
@@ -216,9 +264,9 @@ export class SphinxPool {
     else d.free()
   }
 
-  /** A call's recogniser. */
+  /** A call's recogniser (the general model's decodes on worker threads). */
   recognizer(): StreamingRecognizer {
-    return new PooledRecognizer(this)
+    return new PooledRecognizer(this, this.phrases === null)
   }
 
   get idleDecoders(): number {
@@ -235,12 +283,18 @@ class PooledRecognizer implements StreamingRecognizer {
   private pending: Promise<SphinxDecoder> | undefined
   private held: Uint8Array[] = []
   private freed = false
+  /** Off the event loop: frames waiting for the worker thread, and the batch it is decoding. */
+  private queue: Uint8Array[] = []
+  private pumping: Promise<void> | undefined
 
-  constructor(private readonly pool: SphinxPool) {}
+  constructor(
+    private readonly pool: SphinxPool,
+    private readonly offThread: boolean,
+  ) {}
 
   frame(mulaw: Uint8Array): void {
     if (this.freed) return
-    if (this.decoder !== undefined) return this.decoder.frame(mulaw)
+    if (this.decoder !== undefined) return this.hear(this.decoder, [mulaw])
     if (this.held.length < MAX_WAITING_FRAMES) this.held.push(mulaw.slice())
     if (this.pending !== undefined) return
     const got = this.pool.take()
@@ -256,8 +310,28 @@ class PooledRecognizer implements StreamingRecognizer {
 
   private ready(d: SphinxDecoder): void {
     this.decoder = d
-    for (const f of this.held) d.frame(f)
+    this.hear(d, this.held)
     this.held = []
+  }
+
+  private hear(d: SphinxDecoder, frames: readonly Uint8Array[]): void {
+    if (!this.offThread) {
+      for (const f of frames) d.frame(f)
+      return
+    }
+    for (const f of frames) if (this.queue.length < MAX_WAITING_FRAMES) this.queue.push(f.slice())
+    this.pumping ??= this.pump(d).finally(() => {
+      this.pumping = undefined
+    })
+  }
+
+  /** Decodes what is queued, a batch at a time, on a worker thread. */
+  private async pump(d: SphinxDecoder): Promise<void> {
+    try {
+      while (this.queue.length > 0) await d.framesOffThread(this.queue.splice(0))
+    } catch {
+      this.queue = [] // the utterance is lost; end() answers what was decoded
+    }
   }
 
   partial(): string {
@@ -270,19 +344,29 @@ class PooledRecognizer implements StreamingRecognizer {
     this.decoder = undefined
     this.held = []
     if (d === undefined) return ""
-    const text = d.end()
-    this.pool.release(d)
-    return text
+    try {
+      if (!this.offThread) return d.end()
+      while (this.pumping !== undefined) await this.pumping
+      return await d.endOffThread()
+    } finally {
+      this.pool.release(d)
+    }
   }
 
   free(): void {
     this.freed = true
     this.held = []
+    this.queue = []
     const d = this.decoder
     this.decoder = undefined
-    if (d !== undefined) {
-      d.end()
-      this.pool.release(d)
-    }
+    if (d === undefined) return
+    // A decoder still decoding on a worker thread goes back once it is done.
+    void (this.pumping ?? Promise.resolve()).then(
+      () => {
+        d.end()
+        this.pool.release(d)
+      },
+      () => d.free(),
+    )
   }
 }

@@ -52,6 +52,8 @@ export class SimCalleeStream {
     private readonly callSid: string,
     private readonly pacer: Pacer,
     private readonly onEnd: () => void,
+    /** Each frame of the agent's audio as it arrives (a test carrier records what it heard). */
+    private readonly onAgentAudio?: (mulaw: Uint8Array) => void,
   ) {
     this.ws = new WebSocket(url)
     this.ws.addEventListener("open", () => {
@@ -153,6 +155,7 @@ export class SimCalleeStream {
     }
     if (m.event === "media") {
       if (this.received - this.played < MAX_QUEUED_FRAMES) this.received++
+      this.onAgentAudio?.(Buffer.from(m.media.payload, "base64"))
     } else if (m.event === "mark") this.marks.push({ name: m.mark.name, at: this.received })
     else if (m.event === "clear") {
       this.played = this.received

@@ -11,6 +11,8 @@ import {
   type CarrierEvent,
   type DialRequest,
   HangupFailed,
+  type MediaStreams,
+  type Spoken,
   TelephonyError,
   type TelephonyProvider,
 } from "./telephony.interface.js"
@@ -50,6 +52,12 @@ export interface TelcoAOptions {
   readonly timeoutMs?: number
   /** The address guard (a tenant's API root) and answer size cap; default: no guard, 2 MiB. */
   readonly outbound?: Outbound
+  /**
+   * Calls heard as audio: an answered call's voice webhook is answered with <Connect><Stream> to a
+   * media stream (a URL with a token minted for the call), and the runtime speaks and hears it
+   * there; unset, the agent speaks turn by turn with <Say> and hears with <Gather>.
+   */
+  readonly mediaStreams?: MediaStreams
   /** How long a voice webhook may wait for the agent before it is asked to call back (Pause + Redirect). */
   readonly holdMs?: number
   readonly now?: () => number
@@ -80,6 +88,14 @@ export const conferenceTwiml = (name: string): string =>
   `<?xml version="1.0" encoding="UTF-8"?><Response><Dial><Conference record="record-from-start" ` +
   `startConferenceOnEnter="true" endConferenceOnExit="false">${xml(name)}</Conference></Dial></Response>`
 
+/** The TwiML that bridges a call to its bidirectional media stream. */
+export const streamTwiml = (url: string, callId: number): string =>
+  `<?xml version="1.0" encoding="UTF-8"?><Response><Connect><Stream url="${xml(url)}">` +
+  `<Parameter name="call_id" value="${callId}"/></Stream></Connect></Response>`
+
+/** Said when the media stream could not be set up: the call is not left in silence. */
+const NO_STREAM_TWIML = twiml(["Sorry, we are having trouble connecting this call. Goodbye."], { hangup: true })
+
 /** The conference a handed-off call joins: one per call. */
 export const conferenceName = (callId: number) => `parley-call-${callId}`
 
@@ -101,11 +117,18 @@ class TelcoALeg implements CallLeg {
   private ended = false
   private unregister: () => void = () => {}
 
+  /** The call's audio is on a media stream: say and listen are the runtime's (the voice webhook connects it). */
+  readonly mediaStream: boolean
+  private streaming = false
+
   constructor(
     private readonly callId: number,
+    private readonly tenantId: number,
     private readonly onEvent: (e: CarrierEvent) => void,
     private readonly o: LegOptions,
-  ) {}
+  ) {
+    this.mediaStream = o.mediaStreams !== undefined
+  }
 
   attach(): void {
     this.unregister = this.o.channel.register(this.callId, {
@@ -164,6 +187,16 @@ class TelcoALeg implements CallLeg {
   voice(p: WebhookParams): Promise<string> {
     if (this.ended) return Promise.resolve(twiml([], { hangup: true }))
     this.answer(p["AnsweredBy"])
+    const streams = this.o.mediaStreams
+    if (streams !== undefined) {
+      // Once a call: a second voice webhook (the stream ended) has nothing more to do.
+      if (this.streaming) return Promise.resolve(twiml([], { hangup: true }))
+      this.streaming = true
+      return streams.streamUrl({ tenantId: this.tenantId, callId: this.callId }).then(
+        (url) => streamTwiml(url, this.callId),
+        () => NO_STREAM_TWIML,
+      )
+    }
     if ("SpeechResult" in p || "turn" in p) {
       const text = (p["SpeechResult"] ?? "").trim()
       const heard = this.heard
@@ -201,16 +234,20 @@ class TelcoALeg implements CallLeg {
     this.respond(twiml(this.says.splice(0), next === "hangup" ? { hangup: true } : { gather }))
   }
 
-  async say(text: string): Promise<{ durationMs: number }> {
+  async say(text: string): Promise<Spoken> {
     if (this.ended) throw new TelephonyError("the call has ended", false)
+    if (this.mediaStream) return { durationMs: 0 } // spoken on the stream by the runtime
     this.says.push(text)
     return { durationMs: Math.round((text.split(/\s+/).length / WORDS_PER_SECOND) * 1000) }
   }
 
   listen(): Promise<{ text: string; at: number } | null> {
     if (this.ended) return Promise.resolve(null)
+    // On a media stream the callee is heard by the runtime: this only answers null at the call's end.
+    if (this.mediaStream) this.heard?.(null)
     return new Promise((resolve) => {
       this.heard = resolve
+      if (this.mediaStream) return
       this.ready = "listen"
       this.flush()
     })
@@ -330,6 +367,7 @@ export function makeTelcoATelephony(o: TelcoAOptions): TelephonyProvider {
       let counted = true
       const leg = new TelcoALeg(
         req.callId,
+        req.tenantId,
         (e) => {
           if (counted && (e.type === "BUSY" || e.type === "NO_ANSWER" || e.type === "FAILED" || e.type === "HANGUP")) {
             counted = false
