@@ -16,6 +16,7 @@ import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
 import { benchTakeover } from "./takeover.js"
 import { benchTurns } from "./turns.js"
+import { benchVoice } from "./voice.js"
 import { benchWebhooks } from "./webhooks.js"
 
 const benches: Record<string, () => Promise<void>> = {
@@ -37,6 +38,7 @@ const benches: Record<string, () => Promise<void>> = {
   footprint: benchFootprint,
   webhooks: benchWebhooks,
   analysis: benchAnalysis,
+  voice: benchVoice,
 }
 
 const names = process.argv.slice(2).filter((a) => a !== "--")

@@ -5,6 +5,7 @@ import type { LineInput } from "../../machines/index.js"
 import { converse } from "../../src/calls/conversation.js"
 import { prepareCallRules } from "../../src/kb/rule-matching.js"
 import type { ApprovalAnswer, Proposal } from "../../src/providers/llm/llm.interface.js"
+import { observeTurnLatency } from "../voice/voice.metrics.js"
 import type { LiveCall, RunScope } from "./run-scope.js"
 
 /** Lines of the conversation an approval carries, so whoever decides sees what led to it. */
@@ -38,6 +39,7 @@ export async function converseOn(
     answeredBy,
     signal,
     onTurn: (turn) => {
+      if (turn.latencyMs !== undefined) observeTurnLatency(turn.latencyMs)
       live.turns++
       live.recent.push(`${turn.speaker}: ${turn.text}`)
       if (live.recent.length > TRANSCRIPT_EXCERPT_LINES) live.recent.shift()

@@ -192,7 +192,13 @@ export class MediaLeg implements CallLeg {
     // The carrier is told the agent listens (a simulated callee answers then); it hears nothing here.
     this.o.carrier?.listen().catch(() => undefined)
     const next = this.heard.shift()
-    if (next !== undefined) return new Promise((resolve) => this.deliver(next, resolve))
+    if (next !== undefined) {
+      // Said while the agent was busy (speaking, or deciding): its answer's latency is not the
+      // pipeline's response time, so none is recorded for it.
+      this.timing.delete(next)
+      this.answering = undefined
+      return Promise.resolve(next)
+    }
     if (this.ended) return Promise.resolve(null)
     return new Promise((resolve) => {
       const now = this.o.now ?? Date.now

@@ -27,8 +27,8 @@ import { bargeIn, voiceFailure } from "./voice.metrics.js"
 
 /** The path carriers' media streams connect to (api/media-streams.ts). */
 const STREAM_PATH = "/media/telco_a/"
-/** Decoders loaded ahead of the first calls. */
-const WARM_DECODERS = 2
+/** Decoders loaded ahead of the first calls (a call holds one only while its callee speaks). */
+const WARM_DECODERS = 16
 
 export type Recognition = "pocketsphinx" | "script"
 

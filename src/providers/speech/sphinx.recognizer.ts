@@ -44,31 +44,30 @@ function sphinx(): SphinxApi | null {
         func(signature: string): ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void }
       }
     }
+    // Logging off once, for the process (libsphinxbase keeps one global log file: a decoder told
+    // -logfn reopens it, which raced decoders on worker threads into a corrupted heap).
+    koffi.load("libsphinxbase.so.3").func("void err_set_logfp(void *stream)")(null)
     const lib = koffi.load(LIBRARY)
     const f = (sig: string) => lib.func(sig)
+    // Each function bound once (binding parses its prototype: never per call).
+    const init = f("void *ps_init(void *config)")
+    const processRaw = f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)")
+    const endUtt = f("int ps_end_utt(void *ps)")
     api = {
       ps_args: f("void *ps_args()"),
       cmd_ln_parse_r: f("void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)"),
-      ps_init: f("void *ps_init(void *config)"),
-      ps_init_async: (config: unknown, done: (err: unknown, ps: unknown) => void) =>
-        f("void *ps_init(void *config)").async(config, done),
+      ps_init: init,
+      ps_init_async: (config: unknown, done: (err: unknown, ps: unknown) => void) => init.async(config, done),
       ps_free: f("int ps_free(void *ps)"),
       ps_lookup_word: f("const char *ps_lookup_word(void *ps, const char *word)"),
       ps_set_jsgf_string: f("int ps_set_jsgf_string(void *ps, const char *name, const char *jsgf)"),
       ps_set_search: f("int ps_set_search(void *ps, const char *name)"),
       ps_start_utt: f("int ps_start_utt(void *ps)"),
-      ps_process_raw: f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)"),
-      ps_end_utt: f("int ps_end_utt(void *ps)"),
+      ps_process_raw: processRaw,
+      ps_end_utt: endUtt,
       ps_process_raw_async: (ps: unknown, data: Int16Array, n: number, done: (err: unknown) => void) =>
-        f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)").async(
-          ps,
-          data,
-          n,
-          0,
-          0,
-          done,
-        ),
-      ps_end_utt_async: (ps: unknown, done: (err: unknown) => void) => f("int ps_end_utt(void *ps)").async(ps, done),
+        processRaw.async(ps, data, n, 0, 0, done),
+      ps_end_utt_async: (ps: unknown, done: (err: unknown) => void) => endUtt.async(ps, done),
       ps_get_hyp: f("const char *ps_get_hyp(void *ps, void *score)"),
     } as unknown as SphinxApi
   } catch {
@@ -88,16 +87,23 @@ export const wordsOf = (line: string): string[] =>
     .split(" ")
     .filter((w) => w !== "" && w !== "'")
 
+/** The decoder being loaded (loads run one after another). */
+let loading: Promise<void> = Promise.resolve()
+
 function installed(): SphinxApi {
   const s = sphinx()
   if (s === null) throw new Error("PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us)")
   return s
 }
 
-function config(s: SphinxApi): unknown {
-  // The general language model is the default search (a decoder with no search crashes the library).
-  const argv = ["-hmm", `${MODEL}/en-us`, "-lm", `${MODEL}/en-us.lm.bin`, "-dict", `${MODEL}/cmudict-en-us.dict`]
-  argv.push("-logfn", "/dev/null")
+/**
+ * The decoder's settings. `general`: with the general language model as its search (a decoder
+ * given no search crashes the library on its first frame, so one without must be given a phrase
+ * list at once: listenFor).
+ */
+function config(s: SphinxApi, general: boolean): unknown {
+  const argv = ["-hmm", `${MODEL}/en-us`, "-dict", `${MODEL}/cmudict-en-us.dict`]
+  if (general) argv.push("-lm", `${MODEL}/en-us.lm.bin`)
   return s.cmd_ln_parse_r(null, s.ps_args(), argv.length, argv, 1)
 }
 
@@ -114,23 +120,34 @@ export class SphinxDecoder {
     private readonly ps: unknown,
   ) {}
 
-  /** A decoder (about 0.2 s to load its model, on this thread); throws when the engine is not installed. */
-  static create(): SphinxDecoder {
+  /**
+   * A decoder (about 0.2 s to load its model, on this thread; 0.4 s with the general language
+   * model); throws when the engine is not installed.
+   */
+  static create(general = true): SphinxDecoder {
     const s = installed()
-    const ps = s.ps_init(config(s))
+    const ps = s.ps_init(config(s, general))
     if (ps === null) throw new Error("PocketSphinx did not start")
     return new SphinxDecoder(s, ps)
   }
 
   /** A decoder whose model loads on a worker thread. */
-  static async load(): Promise<SphinxDecoder> {
-    const s = installed()
-    const cfg = config(s)
-    const ps = await new Promise<unknown>((resolve, reject) =>
-      s.ps_init_async(cfg, (err, ps) => (err ? reject(err) : resolve(ps))),
+  static load(general: boolean): Promise<SphinxDecoder> {
+    // One at a time: the library's start-up touches state its decoders share.
+    const loaded = loading.then(async () => {
+      const s = installed()
+      const cfg = config(s, general)
+      const ps = await new Promise<unknown>((resolve, reject) =>
+        s.ps_init_async(cfg, (err, ps) => (err ? reject(err) : resolve(ps))),
+      )
+      if (ps === null) throw new Error("PocketSphinx did not start")
+      return new SphinxDecoder(s, ps)
+    })
+    loading = loaded.then(
+      () => undefined,
+      () => undefined,
     )
-    if (ps === null) throw new Error("PocketSphinx did not start")
-    return new SphinxDecoder(s, ps)
+    return loaded
   }
 
   /**
@@ -224,8 +241,10 @@ export class SphinxDecoder {
   }
 }
 
-/** Decoders kept idle for the next utterance, beyond which a released one is freed. */
-const MAX_IDLE = 16
+/** Decoders kept idle for the next utterance (each holds its own model, ~29 MB), beyond which one is freed. */
+const MAX_IDLE = 32
+/** Idle decoders below which more are loaded ahead. */
+const RESERVE = 4
 /** The longest utterance kept while it waits for a decoder (30 s of frames). */
 const MAX_WAITING_FRAMES = 1500
 
@@ -236,6 +255,7 @@ const MAX_WAITING_FRAMES = 1500
  */
 export class SphinxPool {
   private readonly idle: SphinxDecoder[] = []
+  private refilling = 0
 
   /** `phrases`: what every decoder of the pool listens for (null: the general English model). */
   constructor(private readonly phrases: readonly string[] | null) {}
@@ -246,15 +266,26 @@ export class SphinxPool {
     for (const d of loaded) this.release(d)
   }
 
-  /** An idle decoder at once, else one loaded for the caller. */
+  /**
+   * An idle decoder at once, else one loaded for the caller. A reserve is kept: when the idle ones
+   * run low, more are loaded ahead (loads run one at a time, so a burst of callees would wait in line).
+   */
   take(): SphinxDecoder | Promise<SphinxDecoder> {
     const d = this.idle.pop()
+    if (this.idle.length < RESERVE && this.refilling === 0) {
+      this.refilling = RESERVE
+      void Promise.all(Array.from({ length: RESERVE }, () => this.load().then((x) => this.release(x))))
+        .catch(() => undefined)
+        .finally(() => {
+          this.refilling = 0
+        })
+    }
     if (d !== undefined) return d
     return this.load()
   }
 
   private async load(): Promise<SphinxDecoder> {
-    const d = await SphinxDecoder.load()
+    const d = await SphinxDecoder.load(this.phrases === null)
     if (this.phrases !== null) d.listenFor(this.phrases)
     return d
   }
@@ -264,9 +295,12 @@ export class SphinxPool {
     else d.free()
   }
 
-  /** A call's recogniser (the general model's decodes on worker threads). */
+  /**
+   * A call's recogniser. It decodes on worker threads (a phrase list costs ~2% of real time, the
+   * general model about a third: a process of many calls cannot spend that on its event loop).
+   */
   recognizer(): StreamingRecognizer {
-    return new PooledRecognizer(this, this.phrases === null)
+    return new PooledRecognizer(this, true)
   }
 
   get idleDecoders(): number {
@@ -361,12 +395,11 @@ class PooledRecognizer implements StreamingRecognizer {
     this.decoder = undefined
     if (d === undefined) return
     // A decoder still decoding on a worker thread goes back once it is done.
-    void (this.pumping ?? Promise.resolve()).then(
-      () => {
-        d.end()
-        this.pool.release(d)
-      },
-      () => d.free(),
-    )
+    void (this.pumping ?? Promise.resolve())
+      .then(() => d.endOffThread())
+      .then(
+        () => this.pool.release(d),
+        () => d.free(),
+      )
   }
 }

@@ -5,6 +5,7 @@
 // still pending) and sends the callee's side, 20 ms a frame: silence, or a line in the callee's
 // voice. Both sides share the process's pacer (src/platform/pacer.ts).
 import { WebSocket } from "undici"
+import { FastCounter, FastHistogram } from "../../platform/metrics.js"
 import type { Pacer } from "../../platform/pacer.js"
 import { FRAME_SAMPLES } from "../audio/g711.js"
 import {
@@ -22,6 +23,26 @@ const SILENCE = new Uint8Array(FRAME_SAMPLES).fill(0xff)
 const MAX_QUEUED_FRAMES = 3000
 /** A pause in the agent's audio this long (400 ms) ends its turn (shorter ones fall between sentences). */
 const TURN_GAP_FRAMES = 20
+
+// What the simulated carrier measures of Parley's side (bench/voice reads them off /metrics).
+const clearLatency = new FastHistogram(
+  "parley_sim_barge_in_clear_seconds",
+  "Simulated carrier: from a callee starting to speak over the agent to Parley's clear arriving",
+  [0.05, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2],
+).child()
+const agentFrames = new FastCounter(
+  "parley_sim_agent_frames_total",
+  'Simulated carrier: frames of the agent\'s audio received, by timing ("on_time"; "late": over a frame behind ' +
+    "the pace its sentence began at)",
+)
+const onTime = agentFrames.child({ timing: "on_time" })
+const late = agentFrames.child({ timing: "late" })
+
+/** A frame with speech in it: some sample above about -24 dBFS (a μ-law exponent of 4 or more). */
+const loud = (frame: Uint8Array): boolean => {
+  for (const b of frame) if ((~b & 0x70) >>> 4 >= 4) return true
+  return false
+}
 
 interface Waiter {
   readonly done: () => boolean
@@ -42,9 +63,15 @@ export class SimCalleeStream {
   /** The callee's line being sent, and who waits for its end. */
   private line: readonly Uint8Array[] = []
   private lineAt = 0
+  /** The line's first frame with speech in it (flite leads with silence). */
+  private lineVoiced = 0
   private lineDone: (() => void) | undefined
   private chunk = 0
   private waiters: Waiter[] = []
+  /** When the callee began speaking over the agent (0: not), and where the agent's sentence began. */
+  private bargedAt = 0
+  private sentenceAt = 0
+  private sentenceFrames = 0
 
   constructor(
     url: string,
@@ -79,6 +106,7 @@ export class SimCalleeStream {
     return new Promise((resolve) => {
       this.line = frames
       this.lineAt = 0
+      this.lineVoiced = Math.max(0, frames.findIndex(loud))
       this.lineDone = resolve
     })
   }
@@ -116,11 +144,17 @@ export class SimCalleeStream {
       this.played++
       this.playedInTurn++
       this.quietFrames = 0
-    } else if (++this.quietFrames === TURN_GAP_FRAMES) this.playedInTurn = 0
+    } else if (++this.quietFrames === TURN_GAP_FRAMES) {
+      this.playedInTurn = 0
+      this.bargedAt = 0 // the agent finished its turn: nothing was cleared
+    }
     while (this.marks.length > 0 && this.marks[0]!.at <= this.played)
       this.send(carrierMark(this.streamSid, this.marks.shift()!.name))
     const frame = this.line[this.lineAt]
-    if (frame !== undefined) this.lineAt++
+    if (frame !== undefined) {
+      if (this.lineAt === this.lineVoiced && this.agentSpeaking) this.bargedAt = performance.now()
+      this.lineAt++
+    }
     this.send(carrierMedia(this.streamSid, frame ?? SILENCE, this.chunk++))
     if (frame !== undefined && this.lineAt >= this.line.length) {
       this.line = []
@@ -156,11 +190,30 @@ export class SimCalleeStream {
     if (m.event === "media") {
       if (this.received - this.played < MAX_QUEUED_FRAMES) this.received++
       this.onAgentAudio?.(Buffer.from(m.media.payload, "base64"))
-    } else if (m.event === "mark") this.marks.push({ name: m.mark.name, at: this.received })
-    else if (m.event === "clear") {
+      this.paced()
+    } else if (m.event === "mark") {
+      this.marks.push({ name: m.mark.name, at: this.received })
+      this.sentenceAt = 0
+    } else if (m.event === "clear") {
+      if (this.bargedAt > 0) clearLatency.observe((performance.now() - this.bargedAt) / 1000)
+      this.bargedAt = 0
+      this.sentenceAt = 0
       this.played = this.received
       for (const mark of this.marks.splice(0)) this.send(carrierMark(this.streamSid, mark.name))
     }
+  }
+
+  /** Counts an agent frame on time or late against the pace its sentence began at (20 ms a frame). */
+  private paced(): void {
+    const now = performance.now()
+    if (this.sentenceAt === 0) {
+      this.sentenceAt = now
+      this.sentenceFrames = 0
+      return onTime.inc()
+    }
+    const due = this.sentenceAt + ++this.sentenceFrames * 20
+    if (now > due + 20) late.inc()
+    else onTime.inc()
   }
 
   private send(message: string): void {
