@@ -258,35 +258,74 @@ export async function benchVoice(): Promise<void> {
   const ok = (b: boolean) => (b ? "met" : "**not met**")
   const overheadP95 = percentile(audio.overheads, 95)
   const eldWorst = Math.max(audio.api.eldP99, audio.runtime.eldP99)
-  const md = `
-### bench/voice — ${CALLS} concurrent calls heard as audio (api + runtime processes, real PostgreSQL + NATS)
-
-Machine: ${machine()}; load average before: ${f1(loadBefore)}. Database: ${redact(baseUrl)}. Offline providers:
-flite (Debian's when installed), WebRTC VAD, PocketSphinx with the simulated callees' phrase list (worker
-threads). The simulated carrier runs in the runtime process. Baseline: the same ${CALLS} calls as text turns
-(MEDIA_STREAMS=none), same script. Window: ${f0(audio.windowS)} s with ${f0(audio.live)} calls up
-(baseline ${f0(text.live)}).
-
-| | text (baseline) | audio | audio / text | goal |
-|---|---:|---:|---:|---|
-| api event-loop p99 / max | ${f1(text.api.eldP99)} / ${f1(text.api.eldMax)} ms | ${f1(audio.api.eldP99)} / ${f1(audio.api.eldMax)} ms | ${f1(audio.api.eldP99 / Math.max(0.1, text.api.eldP99))}× | p99 < ${GOAL.eldP99} ms: ${ok(audio.api.eldP99 < GOAL.eldP99)} |
-| runtime event-loop p99 / max | ${f1(text.runtime.eldP99)} / ${f1(text.runtime.eldMax)} ms | ${f1(audio.runtime.eldP99)} / ${f1(audio.runtime.eldMax)} ms | ${f1(audio.runtime.eldP99 / Math.max(0.1, text.runtime.eldP99))}× | p99 < ${GOAL.eldP99} ms: ${ok(audio.runtime.eldP99 < GOAL.eldP99)} |
-| api CPU per call-second | ${f1(perCallS(text, text.api))} ms | ${f1(perCallS(audio, audio.api))} ms | ${f1(perCallS(audio, audio.api) / Math.max(0.01, perCallS(text, text.api)))}× | |
-| runtime CPU per call-second | ${f1(perCallS(text, text.runtime))} ms | ${f1(perCallS(audio, audio.runtime))} ms | ${f1(perCallS(audio, audio.runtime) / Math.max(0.01, perCallS(text, text.runtime)))}× | |
-| memory per call (api / runtime, peak RSS over idle) | ${f0(memPerCall(text.api, text) / 1024)} / ${f0(memPerCall(text.runtime, text) / 1024)} KiB | ${f0(memPerCall(audio.api, audio) / 1024)} / ${f0(memPerCall(audio.runtime, audio) / 1024)} KiB | | |
-| outcomes | ${JSON.stringify(text.outcomes)} | ${JSON.stringify(audio.outcomes)} | | |
-
-Turns answering the callee (${audio.totals.length}), end of speech → first agent audio: p50 ${p(audio.totals, 50)} ms, p95
-${p(audio.totals, 95)} ms (goal p50 < ${GOAL.totalP50} ms: ${ok(percentile(audio.totals, 50) < GOAL.totalP50)}; ${f1(percentile(audio.totals, 50) / 500)}× the 500 ms endpointing
-window). Stages p50/p95: endpointing ${p(audio.stages.endpointing!, 50)}/${p(audio.stages.endpointing!, 95)}, transcript
-${p(audio.stages.transcript!, 50)}/${p(audio.stages.transcript!, 95)}, model ${p(audio.stages.model!, 50)}/${p(audio.stages.model!, 95)}, synthesis ${p(audio.stages.synthesis!, 50)}/${p(audio.stages.synthesis!, 95)}, hop
-${p(audio.stages.hop!, 50)}/${p(audio.stages.hop!, 95)} ms. Pipeline overhead (turn − endpointing − transcript − synthesis; the
-simulated model's own time counted in it): p95 ${f0(overheadP95)} ms (goal < ${GOAL.overheadP95} ms: ${ok(overheadP95 < GOAL.overheadP95)}).
-Barge-ins: ${audio.interrupted} agent turns stored interrupted, ${audio.clears} clears timed; callee speech → clear p95 ≤
-${f0(audio.clearP95)} ms (goal < ${GOAL.clearP95} ms: ${ok(audio.clearP95 < GOAL.clearP95)}). Agent frames more than a frame behind their sentence's pace:
-${audio.framesLate} of ${audio.framesLate + audio.framesOnTime} (${(late * 100).toFixed(2)}%). Event loop p99 < ${GOAL.eldP99} ms in every process: ${ok(eldWorst < GOAL.eldP99)}.
-Whole run: ${f0(audio.seconds)} s (text ${f0(text.seconds)} s).
-`
+  const row = (cells: readonly string[]) => `| ${cells.join(" | ")} |`
+  const eldCell = (w: ProcessWindow) => `${f1(w.eldP99)} / ${f1(w.eldMax)} ms`
+  const times = (x: number, y: number) => `${f1(x / Math.max(0.01, y))}×`
+  const eldGoal = (w: ProcessWindow) => `p99 < ${GOAL.eldP99} ms: ${ok(w.eldP99 < GOAL.eldP99)}`
+  const kib = (b: number) => `${f0(b / 1024)}`
+  const stage = (k: string) => `${k} ${p(audio.stages[k]!, 50)}/${p(audio.stages[k]!, 95)}`
+  const p50 = percentile(audio.totals, 50)
+  const lines = [
+    `### bench/voice — ${CALLS} concurrent calls heard as audio (api + runtime processes, real PostgreSQL + NATS)`,
+    "",
+    `Machine: ${machine()}; load average before: ${f1(loadBefore)}. Database: ${redact(baseUrl)}.`,
+    "Offline providers: flite (Debian's when installed), WebRTC VAD, PocketSphinx with the simulated callees'",
+    "phrase list (worker threads). The simulated carrier runs in the runtime process. Baseline: the same calls",
+    `as text turns (MEDIA_STREAMS=none), same script. Window: ${f0(audio.windowS)} s with ${f0(audio.live)} calls up`,
+    `(baseline ${f0(text.live)}).`,
+    "",
+    row(["", "text (baseline)", "audio", "audio / text", "goal"]),
+    row(["---", "---:", "---:", "---:", "---"]),
+    row([
+      "api event-loop p99 / max",
+      eldCell(text.api),
+      eldCell(audio.api),
+      times(audio.api.eldP99, text.api.eldP99),
+      eldGoal(audio.api),
+    ]),
+    row([
+      "runtime event-loop p99 / max",
+      eldCell(text.runtime),
+      eldCell(audio.runtime),
+      times(audio.runtime.eldP99, text.runtime.eldP99),
+      eldGoal(audio.runtime),
+    ]),
+    row([
+      "api CPU per call-second",
+      `${f1(perCallS(text, text.api))} ms`,
+      `${f1(perCallS(audio, audio.api))} ms`,
+      times(perCallS(audio, audio.api), perCallS(text, text.api)),
+      "",
+    ]),
+    row([
+      "runtime CPU per call-second",
+      `${f1(perCallS(text, text.runtime))} ms`,
+      `${f1(perCallS(audio, audio.runtime))} ms`,
+      times(perCallS(audio, audio.runtime), perCallS(text, text.runtime)),
+      "",
+    ]),
+    row([
+      "memory per call, api / runtime (peak RSS over idle)",
+      `${kib(memPerCall(text.api, text))} / ${kib(memPerCall(text.runtime, text))} KiB`,
+      `${kib(memPerCall(audio.api, audio))} / ${kib(memPerCall(audio.runtime, audio))} KiB`,
+      "",
+      "",
+    ]),
+    row(["outcomes", JSON.stringify(text.outcomes), JSON.stringify(audio.outcomes), "", ""]),
+    "",
+    `Turns answering the callee (${audio.totals.length}), end of speech → first agent audio: p50 ${f0(p50)} ms,`,
+    `p95 ${p(audio.totals, 95)} ms (goal p50 < ${GOAL.totalP50} ms: ${ok(p50 < GOAL.totalP50)};`,
+    `${f1(p50 / 500)}× the 500 ms endpointing window). Stages p50/p95 (ms): ${stage("endpointing")},`,
+    `${stage("transcript")}, ${stage("model")}, ${stage("synthesis")}, ${stage("hop")}.`,
+    "Pipeline overhead (turn − endpointing − transcript − synthesis; the simulated model's own time in it):",
+    `p95 ${f0(overheadP95)} ms (goal < ${GOAL.overheadP95} ms: ${ok(overheadP95 < GOAL.overheadP95)}).`,
+    `Barge-ins: ${audio.interrupted} agent turns stored interrupted, ${audio.clears} clears timed; callee speech`,
+    `→ clear p95 ≤ ${f0(audio.clearP95)} ms (goal < ${GOAL.clearP95} ms: ${ok(audio.clearP95 < GOAL.clearP95)}).`,
+    `Agent frames more than a frame behind their sentence's pace: ${audio.framesLate} of`,
+    `${audio.framesLate + audio.framesOnTime} (${(late * 100).toFixed(2)}%). Event loop p99 < ${GOAL.eldP99} ms in`,
+    `every process: ${ok(eldWorst < GOAL.eldP99)}. Whole run: ${f0(audio.seconds)} s (text ${f0(text.seconds)} s).`,
+  ]
+  const md = `\n${lines.join("\n")}\n`
   process.stdout.write(md)
   record(`voice-${CALLS}`, md)
 }

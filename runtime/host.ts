@@ -147,7 +147,7 @@ export const startRuntimeHost: Effect.Effect<
   const claim = leases.claim
 
   const subscriptions = [
-    ...listenForCommands({ bus, instance, drivers, claim }),
+    ...listenForCommands({ bus, instance, drivers, claim, recognition: voice?.recognition }),
     startDataFetchWorker({ sql, bus, log, config, now: () => clock.now() }),
   ]
   // Outbound webhooks: every runtime process posts due deliveries; leases keep each with one at a time.

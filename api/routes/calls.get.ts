@@ -56,6 +56,24 @@ export const CallBody = z.object({
       speaker: z.enum(["agent", "callee", "system"]),
       text: z.string(),
       at: z.string(),
+      interrupted: z
+        .literal(true)
+        .optional()
+        .describe("an agent turn the callee spoke over (a call heard as audio): text is what they heard whole"),
+      latency_ms: z
+        .object({
+          total: z.number().int(),
+          endpointing: z.number().int(),
+          transcript: z.number().int(),
+          model: z.number().int(),
+          synthesis: z.number().int(),
+          hop: z.number().int(),
+        })
+        .optional()
+        .describe(
+          "an agent turn of a call heard as audio that answered the callee while the agent waited: end of their " +
+            "speech to its first audio (total), by stage",
+        ),
     }),
   ),
   transcript_truncated: z.boolean(),

@@ -89,6 +89,13 @@ export default route({
             : { ok: false, code: runtime.timedOut ? "RUNTIME_TIMEOUT" : "RUNTIME_UNREACHABLE" },
         },
         providers: providerStatus(config),
+        // Calls heard as audio: which carriers' calls stream (MEDIA_STREAMS) and how the callee is
+        // recognised by the runtime that answered ("script": PocketSphinx is not installed there, and
+        // only simulated callees, whose lines the stand-in is told, are understood).
+        voice: {
+          media_streams: config.mediaStreams,
+          recognition: runtime.ok ? (runtime.value.recognition ?? null) : null,
+        },
         payments: { mode: stub ? "stub" : "gateways", gw_card: payments.live.gw_card, gw_upi: payments.live.gw_upi },
       }
       return json(body, healthy ? 200 : 503)

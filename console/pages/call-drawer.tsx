@@ -45,6 +45,10 @@ interface Call {
     readonly seq: number
     readonly speaker: "agent" | "callee" | "system"
     readonly text: string
+    /** A call heard as audio: an agent turn the callee spoke over (the text is what they heard). */
+    readonly interrupted?: true
+    /** A call heard as audio: end of the callee's speech to this turn's first audio, by stage (ms). */
+    readonly latency_ms?: Readonly<Record<string, number>>
   }>
   readonly transcript_truncated: boolean
   readonly analysis: {
@@ -162,14 +166,27 @@ export function CallDrawer({
   )
 }
 
-/** Latency figures in words: "first reply: 820 ms". */
+/** Latency figures in words: "first reply: 820 ms", or a call heard as audio's replies. */
 function latencyLines(call: Call): ReadonlyArray<string> {
   if (typeof call.latency_ms === "number") return [`${Math.round(call.latency_ms)} ms`]
+  const replies = call.transcript.flatMap((t) => (t.latency_ms?.total === undefined ? [] : [t.latency_ms.total]))
+  if (replies.length > 0) {
+    const sorted = [...replies].sort((x, y) => x - y)
+    const median = sorted[Math.floor(sorted.length / 2)]!
+    return [`replies in ${median} ms (median of ${replies.length}), slowest ${sorted.at(-1)} ms`]
+  }
   if (call.latency === null || call.latency === undefined) return []
   return Object.entries(call.latency)
     .filter(([, v]) => typeof v === "number")
     .map(([k, v]) => `${spaced(k.replace(/_ms$/, ""))}: ${Math.round(v as number)} ms`)
 }
+
+/** A reply's latency by stage, in words (the tooltip of "replied in … ms"). */
+const stageWords = (l: Readonly<Record<string, number>>): string =>
+  ["endpointing", "transcript", "model", "synthesis", "hop"]
+    .filter((k) => typeof l[k] === "number")
+    .map((k) => `${k} ${l[k]} ms`)
+    .join(", ")
 
 function CallView({ call, currency }: { readonly call: Call; readonly currency: string }) {
   const a = call.analysis
@@ -206,6 +223,13 @@ function CallView({ call, currency }: { readonly call: Call; readonly currency: 
               <li key={t.seq} class={t.speaker}>
                 <span class="speaker">{SPEAKERS[t.speaker] ?? t.speaker}</span>
                 {t.text}
+                {t.interrupted && <span class="hint"> (cut off: the callee spoke over this)</span>}
+                {t.latency_ms !== undefined && (
+                  <span class="hint" title={stageWords(t.latency_ms)}>
+                    {" "}
+                    · replied in {t.latency_ms.total} ms
+                  </span>
+                )}
               </li>
             ))}
           </ol>

@@ -27,12 +27,15 @@ export const listenForCommands = (d: {
   readonly drivers: ReadonlyMap<number, RunDriver>
   /** Claims the run if it needs an owner (the lease row decides). */
   readonly claim: (runId: number) => Promise<void>
+  /** How calls heard as audio are recognised here (undefined: MEDIA_STREAMS=none). */
+  readonly recognition?: "pocketsphinx" | "script" | undefined
 }): BusSubscription[] => {
   const { bus, instance, drivers, claim } = d
   const pong: RuntimePong = {
     instance_id: instance.id,
     host: instance.host,
     started_at: instance.startedAt.toISOString(),
+    recognition: d.recognition ?? null,
   }
   return [
     bus.subscribe(RT_PING, (msg) => void msg.respond(pong), { queue: RUNTIME_QUEUE }),

@@ -9,6 +9,11 @@ export interface RuntimePong {
   readonly instance_id: string
   readonly host: string
   readonly started_at: string
+  /**
+   * How calls heard as audio are recognised in that process: "pocketsphinx", or "script" (the
+   * stand-in told simulated callees' lines: PocketSphinx is not installed); null: MEDIA_STREAMS=none.
+   */
+  readonly recognition?: "pocketsphinx" | "script" | null
 }
 
 /**

@@ -49,6 +49,8 @@ export const callView = (c: CallRow, turns: ReadonlyArray<TurnRow>, analysis: An
     speaker: t.speaker,
     text: t.text,
     at: iso(t.at),
+    ...(t.interrupted && { interrupted: true as const }),
+    ...(t.latency_ms !== null && { latency_ms: t.latency_ms }),
   })),
   transcript_truncated: turns.length > CALL_TURNS_MAX,
   analysis: analysis === undefined ? null : analysisView(analysis),

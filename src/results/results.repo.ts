@@ -3,6 +3,7 @@
 
 import type { Sql } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
+import type { TurnLatency } from "../providers/telephony/telephony.interface.js"
 
 export interface CallRow {
   readonly id: number
@@ -43,12 +44,15 @@ export interface TurnRow {
   readonly speaker: "agent" | "callee" | "system"
   readonly text: string
   readonly at: Date
+  /** A call heard as audio: an agent turn the callee spoke over, and its latency by stage (migration 0048). */
+  readonly interrupted: boolean
+  readonly latency_ms: TurnLatency | null
 }
 
 /** The call's turns in seq order, at most `limit`. */
 export const turnsOfCall = (sql: Sql, tenantId: number, callId: number, limit: number) =>
   sql<TurnRow[]>`
-    select seq, turn_index, speaker, text, at
+    select seq, turn_index, speaker, text, at, interrupted, latency_ms
     from turns
     where call_id = ${callId} and tenant_id = ${tenantId}
     order by seq

@@ -65,6 +65,9 @@ function spellable(phrases: readonly string[]): Set<string> {
 
 describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio", () => {
   it("speaks the agent's turns in the persona's voice, hears the callee, and honours a barge-in", async () => {
+    // The runtime says how it hears callees.
+    const health = (await (await fetch(`${srv.url}/healthz`)).json()) as Json
+    expect(health.voice).toEqual({ media_streams: "all", recognition: "pocketsphinx" })
     const s = await a.signup({ country: "US" })
     const intent = (await call(s, "POST", "/billing/topup", { amount_minor: 1_000_000 })).body
     await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
@@ -168,6 +171,12 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
         const parts = l.endpointing + l.transcript + l.model + l.synthesis + l.hop
         expect(Math.abs(parts - l.total)).toBeLessThanOrEqual(5)
       }
+
+      // The call's view carries the same: each reply's latency, the cut-off turn.
+      const view = (await call(s, "GET", `/api/calls/${c.id}`)).body
+      const viewed = (view.transcript as Json[]).filter((t) => t.speaker === "agent")
+      expect(viewed.map((t) => t.latency_ms ?? null)).toEqual(agentTurns.map((t) => t.latency_ms))
+      expect(viewed.map((t) => t.interrupted === true)).toEqual(agentTurns.map((t) => t.interrupted))
 
       if (c.phone_e164.endsWith("6")) {
         // The callee spoke over the agent's second turn: the carrier was cleared, the turn stored as heard.
