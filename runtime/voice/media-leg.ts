@@ -105,12 +105,7 @@ export class MediaLeg implements CallLeg {
             if (text === "" && this.listener === undefined) return
             const u = { text, at }
             this.timing.set(u, { speechEnd, endpointing: silenceMs, transcribed: performance.now() })
-            if (this.listener !== undefined) {
-              const l = this.listener
-              this.listener = undefined
-              this.deliver(u, l)
-            } else if (this.heard.length < MAX_HEARD) this.heard.push(u)
-            else this.timing.delete(u)
+            this.hearLine(u)
           },
           (err: unknown) => o.onFailure?.("recognition", err),
         )
@@ -124,6 +119,11 @@ export class MediaLeg implements CallLeg {
           durationMs: s.durationMs,
           interrupted: { played: played.map((m) => s.marks.get(m) ?? "").join(" ") },
         })
+      },
+      // A key the callee pressed is a turn of theirs, as a line the conversation reads.
+      dtmf: (digit) => {
+        if (this.ended || !/^[0-9*#A-D]$/.test(digit)) return
+        this.hearLine({ text: `(pressed ${digit})`, at: now() })
       },
       ended: () => this.end(),
     })
@@ -216,6 +216,16 @@ export class MediaLeg implements CallLeg {
       this.listener = listener
       this.silence = setTimeout(quiet, this.o.silenceMs ?? DEFAULT_SILENCE_MS)
     })
+  }
+
+  /** Something the callee said (or pressed): to the listener waiting, else kept for the next listen(). */
+  private hearLine(u: { text: string; at: number }): void {
+    if (this.listener !== undefined) {
+      const l = this.listener
+      this.listener = undefined
+      this.deliver(u, l)
+    } else if (this.heard.length < MAX_HEARD) this.heard.push(u)
+    else this.timing.delete(u)
   }
 
   private deliver(u: { text: string; at: number }, to: (u: { text: string; at: number }) => void): void {

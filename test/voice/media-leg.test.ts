@@ -117,6 +117,30 @@ describe.skipIf(!required && !sphinxAvailable())("a call leg over a media stream
     expect((await s.leg.listen())?.text).toBe("no thank you")
   })
 
+  it("hears a key the callee presses as a turn, and a silence as an empty line to ask again after", async () => {
+    const s = await setup()
+    const pressed = s.leg.listen()
+    s.carrier("dtmf", { digit: "7" })
+    expect((await pressed)?.text).toBe("(pressed 7)")
+    const quiet = new MediaLeg({
+      providerCallId: "CA-quiet",
+      voice: { gender: "female", speed: 1 },
+      recognizer: { frame() {}, partial: () => "", end: async () => "", free() {} },
+      synth: fliteSynthesizer,
+      silenceMs: 200,
+      open: (events) =>
+        new MediaSession({
+          bus: makeMemoryBus(),
+          tenantId: T,
+          callId: 99,
+          voiced: () => false,
+          pacer: new Pacer(),
+          events,
+        }),
+    })
+    expect(await quiet.listen()).toMatchObject({ text: "" })
+  })
+
   it("answers listen() with null and refuses say() once the call has ended", async () => {
     const s = await setup()
     const heard = s.leg.listen()
