@@ -78,6 +78,9 @@ export class MediaLeg implements CallLeg {
   private readonly timing = new Map<{ text: string; at: number }, Heard>()
   private firstFrame: (() => void) | undefined
   private silence: NodeJS.Timeout | undefined
+  /** A beep heard since the last listen(), and who waits for one. */
+  private beeped = false
+  private onBeep: (() => void) | undefined
 
   constructor(private readonly o: MediaLegOptions) {
     this.providerCallId = o.providerCallId
@@ -124,6 +127,10 @@ export class MediaLeg implements CallLeg {
       dtmf: (digit) => {
         if (this.ended || !/^[0-9*#A-D]$/.test(digit)) return
         this.hearLine({ text: `(pressed ${digit})`, at: now() })
+      },
+      beep: () => {
+        this.beeped = true
+        this.onBeep?.()
       },
       ended: () => this.end(),
     })
@@ -188,7 +195,23 @@ export class MediaLeg implements CallLeg {
     return withLatency(await result)
   }
 
+  afterBeep(maxMs: number): Promise<boolean> {
+    if (this.beeped || this.ended) return Promise.resolve(this.beeped)
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.onBeep = undefined
+        resolve(false)
+      }, maxMs)
+      this.onBeep = () => {
+        clearTimeout(t)
+        this.onBeep = undefined
+        resolve(true)
+      }
+    })
+  }
+
   listen(): Promise<{ text: string; at: number } | null> {
+    this.beeped = false
     // The carrier is told the agent listens (a simulated callee answers then); it hears nothing here.
     this.o.carrier?.listen().catch(() => undefined)
     const next = this.heard.shift()
@@ -271,6 +294,7 @@ export class MediaLeg implements CallLeg {
     if (this.ended) return
     this.ended = true
     this.onStart?.()
+    this.onBeep?.()
     this.o.recognizer.free()
     this.timing.clear()
     this.listener?.(null)

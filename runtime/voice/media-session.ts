@@ -15,6 +15,7 @@ import {
   type EndOfSpeechSettings,
   FRAME_MS,
 } from "../../src/providers/audio/end-of-speech.js"
+import { BeepDetector } from "../../src/providers/audio/beep.js"
 import { decode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
 
 /** Audio kept from before speech was recognised as started (the onset the detector needed). */
@@ -44,6 +45,8 @@ export interface MediaSessionEvents {
   /** The callee began to speak over the agent; `played`: the sentences heard whole (by their marks). */
   bargeIn?(b: { readonly played: readonly string[]; readonly atMs: number }): void
   dtmf?(digit: string): void
+  /** A voicemail's beep was heard (a steady tone held 200 ms). */
+  beep?(): void
   /** The stream is over (the carrier stopped it, or the connection went). */
   ended?(): void
   /** The session is over, whoever ended it: nothing more is heard or sent. */
@@ -85,6 +88,7 @@ export class MediaSession {
   private played: string[] = []
   private streaming = false
   private over = false
+  private readonly beeps = new BeepDetector()
   /** Whether the current agent turn's first frame has gone. */
   private turnHeard = false
   /** One frame's samples, reused for every frame the detector judges. */
@@ -198,7 +202,9 @@ export class MediaSession {
         if (this.recent.length * FRAME_MS > PRE_ROLL_MS + (this.o.endOfSpeech ?? DEFAULT_END_OF_SPEECH).minSpeechMs)
           this.recent.shift()
       }
-      const e = this.eos.push(this.o.voiced(decode(frame, this.pcm)))
+      const pcm = decode(frame, this.pcm)
+      if (this.beeps.push(pcm)) this.o.events.beep?.()
+      const e = this.eos.push(this.o.voiced(pcm))
       if (e === undefined) continue
       if (e.kind === "speech_start") {
         this.utterance = this.recent

@@ -87,6 +87,8 @@ const REPROMPT = "Sorry, I didn't catch that. Could you say that again?"
 /** Said after MAX_REPROMPTS reprompts in a row went unanswered. */
 const SILENT_GOODBYE = "I'm sorry, I can't hear you. Someone from {company} will get back to you. Goodbye."
 const MAX_REPROMPTS = 2
+/** How long after a voicemail's greeting the message waits for the beep before it is left anyway. */
+const BEEP_WAIT_MS = 4_000
 
 const APOLOGY =
   "I'm sorry, {name}, I'm having some trouble on my side. Someone from {company} will get back to you. Goodbye."
@@ -271,6 +273,11 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       if (greeting === ABORTED) return stopped(ABORTED)
       if (greeting === null) return result("voicemail")
       turn("callee", greeting.text, greeting.at)
+      // A leg that hears audio waits for the beep (a message spoken over the greeting is lost).
+      if (o.leg.afterBeep !== undefined) {
+        const beep = await race(o.leg.afterBeep(BEEP_WAIT_MS))
+        if (beep === ABORTED) return stopped(ABORTED)
+      }
       reached = "voicemail_left"
       const spoken = await speak(openingTurn())
       // The machine hanging up mid-message still took most of it: the message counts as left.

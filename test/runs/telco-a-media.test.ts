@@ -65,6 +65,8 @@ describe.skipIf(!required && !sphinxAvailable())("a telco_a call on a media stre
   it("is bridged with a token, spoken and heard as audio, and ended by Parley", async () => {
     const account = fake.addAccount()
     const s = await a.signup({ country: "US" })
+    // A name the recogniser can spell (the default names the owner's made-up address).
+    expect((await call("PATCH", "/api/workspace", s, { name: "River Fitness" })).status).toBe(200)
     expect((await call("PUT", "/onboarding/mode", s, { mode: "byok" })).status).toBe(200)
     await call("PUT", "/onboarding/credentials/telco_a", s, {
       primary_id: account.sid,

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sentencesOf } from "../../runtime/voice/media-leg.js"
 import { Bus } from "../../src/platform/Bus.js"
 import { MEDIA_KIND_HEADER } from "../../src/platform/subjects.js"
+import { BeepDetector } from "../../src/providers/audio/beep.js"
+import { decode } from "../../src/providers/audio/g711.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
 import { SphinxDecoder, sphinxAvailable, wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
 import { SIM_CALLEE_LINES } from "../../src/providers/telephony/sim.telephony.js"
@@ -27,6 +29,10 @@ interface Recorded {
   pending: Uint8Array[]
   clears: number
   callee: Uint8Array[]
+  /** When the callee's side completed a beep, and when the agent's first frame came (performance.now()). */
+  beepAt?: number
+  firstAgentAt?: number
+  beeps: BeepDetector
 }
 
 beforeAll(async () => {
@@ -69,13 +75,18 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
     const health = (await (await fetch(`${srv.url}/healthz`)).json()) as Json
     expect(health.voice).toEqual({ media_streams: "all", recognition: "pocketsphinx" })
     const s = await a.signup({ country: "US" })
+    // A name the recogniser can spell (the default names the owner's made-up address).
+    expect((await call(s, "PATCH", "/api/workspace", { name: "River Fitness" })).status).toBe(200)
     const intent = (await call(s, "POST", "/billing/topup", { amount_minor: 1_000_000 })).body
     await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
     const w = (
-      await call(s, "POST", "/api/workflows", { nl_prompt: "Call lapsed members and offer $20 off to rejoin." })
+      await call(s, "POST", "/api/workflows", {
+        nl_prompt: "Call lapsed members and offer $20 off to rejoin; leave a message on voicemail.",
+      })
     ).body
-    // 3: agrees; 6: declines, and speaks over the agent's second turn.
+    // 2: a voicemail (greeting, then a beep); 3: agrees; 6: declines, and speaks over the agent's second turn.
     const rows = [
+      { phone: "+12025550112", name: "Cleo Cole" },
       { phone: "+12025550113", name: "Ann Archer" },
       { phone: "+12025550116", name: "Bob Baker" },
     ]
@@ -86,7 +97,8 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
     const recorded = new Map<number, Recorded>()
     const rec = (callId: number): Recorded => {
       let r = recorded.get(callId)
-      if (r === undefined) recorded.set(callId, (r = { agent: [], pending: [], clears: 0, callee: [] }))
+      if (r === undefined)
+        recorded.set(callId, (r = { agent: [], pending: [], clears: 0, callee: [], beeps: new BeepDetector() }))
       return r
     }
     const bus = srv.running.runtime.runSync(Bus)
@@ -94,10 +106,15 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
       const [, , id, way] = m.subject.split(".")
       const r = rec(Number(id))
       const kind = m.headers?.[MEDIA_KIND_HEADER]
-      if (way === "in" && kind === "media") r.callee.push(m.data.slice())
+      if (way === "in" && kind === "media") {
+        r.callee.push(m.data.slice())
+        if (r.beeps.push(decode(m.data)) && r.beepAt === undefined) r.beepAt = performance.now()
+      }
       if (way !== "out") return
-      if (kind === "media") r.pending.push(m.data.slice())
-      else if (kind === "mark") {
+      if (kind === "media") {
+        r.firstAgentAt ??= performance.now()
+        r.pending.push(m.data.slice())
+      } else if (kind === "mark") {
         r.agent.push({ mark: String(m.json<{ name: string }>().name), frames: r.pending })
         r.pending = []
       } else if (kind === "clear") {
@@ -122,14 +139,24 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
 
     const targets = await srv.sql<{ phone_e164: string; outcome: string }[]>`
       select phone_e164, outcome from run_targets where run_id = ${runId} order by phone_e164`
-    expect(targets.map((t) => t.outcome)).toEqual(["agreed", "declined"])
+    expect(targets.map((t) => t.outcome)).toEqual(["voicemail_left", "agreed", "declined"])
     const calls = await srv.sql<{ id: number; phone_e164: string }[]>`
       select id, phone_e164 from calls where run_id = ${runId} order by phone_e164`
     const persona = findVoice(
       ((await call(s, "GET", `/api/workflows/${w.id}`)).body.rule_book as Json).persona as string,
     )!
 
-    for (const c of calls) {
+    // The voicemail: its greeting heard, and the message left only after its beep.
+    const machine = calls.find((c) => c.phone_e164.endsWith("2"))!
+    const vm = recorded.get(machine.id)!
+    expect(vm.beepAt, "the beep went by").toBeDefined()
+    expect(vm.firstAgentAt!).toBeGreaterThan(vm.beepAt!)
+    const vmTurns = await srv.sql<{ speaker: string; text: string }[]>`
+      select speaker, text from turns where call_id = ${machine.id} order by turn_index`
+    expect(vmTurns.map((t) => t.speaker)).toEqual(["callee", "agent"])
+    expect(SIM_CALLEE_LINES.map((l) => wordsOf(l).join(" "))).toContain(vmTurns[0]!.text)
+
+    for (const c of calls.filter((x) => x !== machine)) {
       const r = recorded.get(c.id)!
       expect(r, `call ${c.id} was heard`).toBeDefined()
       const turns = await srv.sql<

@@ -7,6 +7,8 @@
 // simulator's fair timers (a burst of legs due at once does not hold the event loop).
 import { type FairTimer, FairTimers } from "../../platform/fair-timers.js"
 import type { Pacer } from "../../platform/pacer.js"
+import { beepFrames } from "../audio/beep.js"
+import { encode } from "../audio/g711.js"
 import type { PhoneVoice, StreamingSynthesizer } from "../speech/streaming.interface.js"
 import { SimCalleeStream } from "./sim.media.js"
 import {
@@ -378,8 +380,10 @@ class SimLeg implements CallLeg {
     const media = this.sim.media
     if (stream === undefined || media === undefined || this.phase !== CONNECTED) return null
     const text = LINES[move][this.variant]!
-    const frames = await calleeAudio(media.synth, text, this.calleeVoice())
+    const spoken = await calleeAudio(media.synth, text, this.calleeVoice())
     if (this.phase !== CONNECTED) return null
+    // A voicemail's greeting ends with its beep, 300 ms after.
+    const frames = move === "voicemail" ? [...spoken, ...BEEP_AFTER_GREETING] : spoken
     const at = this.sim.now()
     this.lastLine = text
     await stream.speak(frames)
@@ -579,6 +583,12 @@ export const SIM_CALLEE_LINES: readonly string[] = Object.values(LINES).flat()
 /** The line a simulated callee said last (what a recogniser stand-in is told); undefined for another carrier's leg. */
 export const simCalleeScript = (leg: CallLeg): (() => string | undefined) | undefined =>
   leg instanceof SimLeg ? () => leg.lastLine : undefined
+
+/** What a simulated voicemail plays after its greeting: 300 ms of silence, then a 500 ms 1 kHz beep. */
+const BEEP_AFTER_GREETING: readonly Uint8Array[] = [
+  ...Array.from({ length: 15 }, () => new Uint8Array(160).fill(0xff)),
+  ...beepFrames(500).map((f) => encode(f)),
+]
 
 /** The callee lines rendered so far, by voice and line (a few dozen lines in a few voices). */
 const rendered = new Map<string, Promise<Uint8Array[]>>()

@@ -71,6 +71,12 @@ export interface CallLeg {
    * words/s, scaled). Rejects with TelephonyError if the leg is gone. One say or listen at a time.
    */
   say(text: string): Promise<Spoken>
+  /**
+   * Voicemail: resolves once the machine's beep has been heard (true; at once if it was heard
+   * since the last listen) or after `maxMs` without one (false). Optional: a leg that hears no
+   * audio speaks after the greeting.
+   */
+  afterBeep?(maxMs: number): Promise<boolean>
   /** The callee's next utterance, or null when they hung up / stayed silent to the end. */
   listen(): Promise<{ text: string; at: number } | null>
   /**
