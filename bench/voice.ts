@@ -11,10 +11,10 @@
 // Baseline, in the same script: the same N calls with MEDIA_STREAMS=none (text turns, no audio).
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { redact } from "../src/platform/Db.js"
+import { freePort } from "../test/support/nginx.js"
 import { bigRunEnv, setUpRun } from "./dialer.js"
 import {
   cpuMicros,
@@ -38,15 +38,6 @@ const GOAL = { overheadP95: 60, clearP95: 200, totalP50: 800, eldP99: 20 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const f0 = (x: number) => x.toFixed(0)
 const f1 = (x: number) => x.toFixed(1)
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** A scrape of /metrics: each sample by name and labels (`name{a="b"}`). */
 async function scrape(port: number): Promise<Map<string, number>> {

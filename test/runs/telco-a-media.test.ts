@@ -4,7 +4,6 @@
 // lines aloud; the runtime recognises them with PocketSphinx's general English model, the
 // conversation answers, and Parley ends the call by closing the stream and hanging up over REST.
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sentencesOf } from "../../runtime/voice/media-leg.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
@@ -14,6 +13,7 @@ import { api } from "../support/clients.js"
 import { type FakeTelco, startFakeTelco } from "../support/fake-telco.js"
 import { type FakeCall, fakeOutboundCalls } from "../support/fake-telco-calls.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { freePort } from "../support/nginx.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -22,15 +22,6 @@ let srv: TestServer
 let fake: FakeTelco
 let calls: Map<string, FakeCall>
 let a: ReturnType<typeof api>
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 
 beforeAll(async () => {
   fake = await startFakeTelco()

@@ -4,23 +4,14 @@
 // only from the tenant's own token; a call to a provisioned number is answered by its workflow's
 // persona and recorded.
 import { createHmac, randomBytes } from "node:crypto"
-import { createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Session } from "../support/clients.js"
 import { type FakeTelco, type FakeTelcoAccount, signTelcoA, startFakeTelco } from "../support/fake-telco.js"
 import { type FakeCall, fakeOutboundCalls } from "../support/fake-telco-calls.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { freePort } from "../support/nginx.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 
 let srv: TestServer
 let fake: FakeTelco
