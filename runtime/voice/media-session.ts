@@ -9,13 +9,13 @@
 import type { BusClient, BusMsg, BusSubscription } from "../../src/platform/bus/bus.js"
 import type { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
+import { BeepDetector } from "../../src/providers/audio/beep.js"
 import {
   DEFAULT_END_OF_SPEECH,
   EndOfSpeech,
   type EndOfSpeechSettings,
   FRAME_MS,
 } from "../../src/providers/audio/end-of-speech.js"
-import { BeepDetector } from "../../src/providers/audio/beep.js"
 import { decode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
 
 /** Audio kept from before speech was recognised as started (the onset the detector needed). */

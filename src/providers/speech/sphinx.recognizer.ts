@@ -245,6 +245,11 @@ export class SphinxDecoder {
 const MAX_IDLE = 32
 /** Idle decoders below which more are loaded ahead. */
 const RESERVE = 4
+/**
+ * Decoders a pool holds at most (~29 MB each: ~1.9 GB): as many callees as can speak at once in
+ * one process; past it, an utterance's frames wait (30 s at most) for a decoder to come back.
+ */
+const MAX_DECODERS = 64
 /** The longest utterance kept while it waits for a decoder (30 s of frames). */
 const MAX_WAITING_FRAMES = 1500
 
@@ -255,44 +260,79 @@ const MAX_WAITING_FRAMES = 1500
  */
 export class SphinxPool {
   private readonly idle: SphinxDecoder[] = []
-  private refilling = 0
+  /** Decoders that exist (idle, lent or loading): at most MAX_DECODERS; who waits for one past that. */
+  private count = 0
+  private ahead = 0
+  private readonly waiting: Array<(d: SphinxDecoder) => void> = []
 
-  /** `phrases`: what every decoder of the pool listens for (null: the general English model). */
-  constructor(private readonly phrases: readonly string[] | null) {}
+  /**
+   * `phrases`: what every decoder of the pool listens for (null: the general English model); `max`:
+   * the most decoders it holds (MAX_DECODERS).
+   */
+  constructor(
+    private readonly phrases: readonly string[] | null,
+    private readonly max = MAX_DECODERS,
+  ) {}
 
   /** Loads `n` decoders ahead of the first calls. */
   async warm(n: number): Promise<void> {
-    const loaded = await Promise.all(Array.from({ length: Math.max(0, n - this.idle.length) }, () => this.load()))
+    const more = Math.max(0, Math.min(n - this.idle.length, this.max - this.count))
+    const loaded = await Promise.all(Array.from({ length: more }, () => this.load()))
     for (const d of loaded) this.release(d)
   }
 
   /**
-   * An idle decoder at once, else one loaded for the caller. A reserve is kept: when the idle ones
-   * run low, more are loaded ahead (loads run one at a time, so a burst of callees would wait in line).
+   * An idle decoder at once, else one loaded for the caller, else (MAX_DECODERS exist: each holds
+   * its own model) the next one released. A reserve is kept: when the idle ones run low, more are
+   * loaded ahead, since loads run one at a time and a burst of callees would wait in line.
    */
   take(): SphinxDecoder | Promise<SphinxDecoder> {
     const d = this.idle.pop()
-    if (this.idle.length < RESERVE && this.refilling === 0) {
-      this.refilling = RESERVE
-      void Promise.all(Array.from({ length: RESERVE }, () => this.load().then((x) => this.release(x))))
-        .catch(() => undefined)
-        .finally(() => {
-          this.refilling = 0
-        })
+    while (this.idle.length + this.ahead < RESERVE && this.count < this.max) {
+      this.ahead++
+      void this.load()
+        .then(
+          (x) => this.release(x),
+          () => undefined,
+        )
+        .finally(() => this.ahead--)
     }
     if (d !== undefined) return d
-    return this.load()
+    if (this.count < this.max) return this.load()
+    return new Promise((resolve) => this.waiting.push(resolve))
   }
 
   private async load(): Promise<SphinxDecoder> {
-    const d = await SphinxDecoder.load(this.phrases === null)
-    if (this.phrases !== null) d.listenFor(this.phrases)
-    return d
+    this.count++
+    try {
+      const d = await SphinxDecoder.load(this.phrases === null)
+      if (this.phrases !== null) d.listenFor(this.phrases)
+      return d
+    } catch (err) {
+      this.count--
+      throw err
+    }
+  }
+
+  /** A decoder whose state is not known (a failed decode): freed, its place given to whoever waits. */
+  discard(d: SphinxDecoder): void {
+    this.count--
+    d.free()
+    const next = this.waiting.shift()
+    if (next !== undefined)
+      this.load().then(next, () => {
+        this.waiting.unshift(next)
+      })
   }
 
   release(d: SphinxDecoder): void {
+    const next = this.waiting.shift()
+    if (next !== undefined) return next(d)
     if (this.idle.length < MAX_IDLE) this.idle.push(d)
-    else d.free()
+    else {
+      this.count--
+      d.free()
+    }
   }
 
   /**
@@ -303,12 +343,20 @@ export class SphinxPool {
     return new PooledRecognizer(this, true)
   }
 
+  /** Decoders idle, and in all (idle, lent, loading). */
   get idleDecoders(): number {
     return this.idle.length
   }
 
+  get decoders(): number {
+    return this.count
+  }
+
   close(): void {
-    for (const d of this.idle.splice(0)) d.free()
+    for (const d of this.idle.splice(0)) {
+      this.count--
+      d.free()
+    }
   }
 }
 
@@ -399,7 +447,7 @@ class PooledRecognizer implements StreamingRecognizer {
       .then(() => d.endOffThread())
       .then(
         () => this.pool.release(d),
-        () => d.free(),
+        () => this.pool.discard(d),
       )
   }
 }
