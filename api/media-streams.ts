@@ -19,6 +19,7 @@ import {
   mediaMessage,
   parseStreamMessage,
 } from "../src/providers/telephony/media-stream.messages.js"
+import { clientAddress } from "./pipeline/client-address.js"
 import type { TemplatedApp, WebSocket } from "./uws.js"
 
 export const MEDIA_STREAM_PATH = "/media/telco_a/:token"
@@ -55,7 +56,40 @@ export interface MediaStreamDeps {
   readonly sql: Sql
   readonly bus: BusClient
   readonly log: Logger
+  /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES), for the refusal throttle. */
+  readonly trustedProxies?: readonly string[]
   readonly now?: () => number
+}
+
+/**
+ * Refused upgrades an address may make in a minute before it is answered 429 without its token being
+ * looked up (a well-formed token costs a database statement to check); addresses tracked at most.
+ */
+const REFUSALS_PER_MINUTE = 30
+const MAX_TRACKED_ADDRESSES = 10_000
+
+/** Refused upgrades per client address, in a fixed minute window each. */
+class Refusals {
+  private readonly by = new Map<string, { n: number; since: number }>()
+  constructor(private readonly now: () => number) {}
+
+  blocked(ip: string): boolean {
+    const r = this.by.get(ip)
+    return r !== undefined && this.now() - r.since < 60_000 && r.n >= REFUSALS_PER_MINUTE
+  }
+
+  refused(ip: string): void {
+    const t = this.now()
+    const r = this.by.get(ip)
+    if (r !== undefined && t - r.since < 60_000) {
+      r.n++
+      return
+    }
+    this.by.delete(ip)
+    // The oldest entry goes first (a Map keeps insertion order).
+    if (this.by.size >= MAX_TRACKED_ADDRESSES) this.by.delete(this.by.keys().next().value!)
+    this.by.set(ip, { n: 1, since: t })
+  }
 }
 
 const UNAUTHORIZED = JSON.stringify({
@@ -63,10 +97,16 @@ const UNAUTHORIZED = JSON.stringify({
   code: "UNAUTHENTICATED",
 })
 
+const TOO_MANY = JSON.stringify({
+  error: "too many refused media streams from this address: try again in a minute",
+  code: "RATE_LIMITED",
+})
+
 /** Serves carrier media streams on `app`. */
 export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): MediaStreams {
   const { sql, bus, log } = deps
   const now = deps.now ?? (() => performance.now())
+  const refusals = new Refusals(now)
   const sockets = new Set<WebSocket<StreamState>>()
 
   // What the carriers sent, published together once per turn of the event loop: uWS calls us once
@@ -131,6 +171,19 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
 
     upgrade: (res, req, context) => {
       // req is valid only now: copy what the upgrade needs.
+      const ip = clientAddress(
+        Buffer.from(res.getRemoteAddressAsText()).toString(),
+        req.getHeader("x-forwarded-for") || undefined,
+        deps.trustedProxies ?? [],
+      ).clientIp
+      if (refusals.blocked(ip)) {
+        res
+          .writeStatus("429 Too Many Requests")
+          .writeHeader("Retry-After", "60")
+          .writeHeader("Content-Type", "application/json; charset=utf-8")
+          .end(TOO_MANY, true)
+        return
+      }
       const token = req.getParameter(0) ?? ""
       const key = req.getHeader("sec-websocket-key")
       const protocol = req.getHeader("sec-websocket-protocol")
@@ -145,6 +198,7 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
           if (aborted) return
           res.cork(() => {
             if (grant === undefined) {
+              refusals.refused(ip)
               res
                 .writeStatus("401 Unauthorized")
                 .writeHeader("Content-Type", "application/json; charset=utf-8")

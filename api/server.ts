@@ -80,7 +80,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   })
 
   // Carrier media streams: WebSockets let in by a call's single-use token, their audio on the bus.
-  const media = attachMediaStreams(app, { sql: db.sql, bus: runtime.runSync(Bus), log })
+  const media = attachMediaStreams(app, {
+    sql: db.sql,
+    bus: runtime.runSync(Bus),
+    log,
+    trustedProxies: config.trustedProxies,
+  })
 
   // The pipeline, in order: readIncoming (requestId, clientAddress), bodyLimit, systemKey, takeBody,
   // authenticate, then inside dispatch systemKey (X-Tenant-Id), validate (params, query), negotiate, validate

@@ -216,4 +216,20 @@ describe("a stream let in", () => {
     big.ws.send(JSON.stringify({ event: "connected", protocol: "x".repeat(20_000), version: "1" }))
     expect([1006, 1009]).toContain((await big.closed).code)
   })
+
+  // Last in the file: it leaves 127.0.0.1 throttled on this server for a minute.
+  it("answers 429, without looking the token up, to an address refused 30 times in a minute", async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 40 && statuses.at(-1) !== 429; i++)
+      statuses.push(await upgradeStatus(`mst_${900_000_000 + i}_${"C".repeat(43)}`))
+    expect(statuses.at(-1)).toBe(429)
+    expect(statuses.slice(0, -1).every((x) => x === 401)).toBe(true)
+    expect(statuses.length).toBeLessThanOrEqual(31)
+    // Even a good token is turned away now, and is not spent by it.
+    const good = await mintStreamToken(srv.sql, live.tenantId, live.callId)
+    expect(await upgradeStatus(good)).toBe(429)
+    const id = Number(good.split("_")[1])
+    const [row] = await srv.sql<[{ used_at: Date | null }]>`select used_at from media_stream_tokens where id = ${id}`
+    expect(row.used_at).toBeNull()
+  })
 })
