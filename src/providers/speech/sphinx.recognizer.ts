@@ -272,6 +272,11 @@ export class SphinxPool {
   constructor(
     private readonly phrases: readonly string[] | null,
     private readonly max = MAX_DECODERS,
+    /**
+     * Speech every new decoder hears once before its first call: a fresh decoder's normalisation
+     * starts from the model's defaults, not 8 kHz phone audio, and it misses its first utterance.
+     */
+    private readonly calibration?: () => Promise<readonly Uint8Array[]>,
   ) {}
 
   /** Loads `n` decoders ahead of the first calls. */
@@ -307,6 +312,10 @@ export class SphinxPool {
     try {
       const d = await SphinxDecoder.load(this.phrases === null)
       if (this.phrases !== null) d.listenFor(this.phrases)
+      if (this.calibration !== undefined) {
+        await d.framesOffThread(await this.calibration())
+        await d.endOffThread()
+      }
       return d
     } catch (err) {
       this.count--
@@ -428,7 +437,13 @@ class PooledRecognizer implements StreamingRecognizer {
     if (d === undefined) return ""
     try {
       if (!this.offThread) return d.end()
-      while (this.pumping !== undefined) await this.pumping
+      // Frames queued as the last batch finished found the pump still set and started none: decode
+      // them too (an utterance missing its last words matches no phrase of the list).
+      for (;;) {
+        if (this.pumping !== undefined) await this.pumping
+        else if (this.queue.length > 0) await this.pump(d)
+        else break
+      }
       return await d.endOffThread()
     } finally {
       this.pool.release(d)
