@@ -111,14 +111,22 @@ export interface Handler {
   readonly response: string
 }
 
-/** The objection handler the line answered, found as the policy says (undefined: unknown). */
+/**
+ * The objection handler the line answered, found as the policy says (undefined: unknown): the
+ * handler whose response it is, or whose response alone it begins (a line cut short by the callee).
+ */
 export function handlerOf(
   handlers: ReadonlyArray<Handler>,
   key: string,
   v: CallVars,
   calleeBefore: string | null,
 ): Handler | undefined {
-  for (const h of handlers) if (lineKey(defill(fillPlaceholders(h.response, v), v)) === key) return h
+  const keys = handlers.map((h) => lineKey(defill(fillPlaceholders(h.response, v), v)))
+  const exact = keys.indexOf(key)
+  if (exact >= 0) return handlers[exact]
+  // A line the callee cut short (a barge-in keeps what was played): the one response it begins.
+  const begun = key === "" ? [] : handlers.filter((_, i) => keys[i]!.startsWith(`${key} `))
+  if (begun.length === 1) return begun[0]
   if (calleeBefore === null) return undefined
   const said = wordsOf(calleeBefore)
   let best: { h: Handler; overlap: number } | undefined

@@ -39,6 +39,10 @@ describe("the policy's pure parts", () => {
     expect(handlerOf(handlers, "something else", vars, "It is really expensive")?.category).toBe("price")
     expect(handlerOf(handlers, "something else", vars, "Hello?")).toBeUndefined()
     expect(handlerOf(handlers, "something else", vars, null)).toBeUndefined()
+    // A response cut short by the callee: the one handler whose response it begins.
+    expect(handlerOf(handlers, lineKey("We have a plan"), vars, null)?.category).toBe("price")
+    const both = [...handlers, { category: "need", trigger: "No need.", response: "We have a plan for you." }]
+    expect(handlerOf(both, lineKey("We have a plan"), vars, null)).toBeUndefined()
   })
 
   const base: LearnInput = {
@@ -413,9 +417,12 @@ describe("on a real run", () => {
           company: tenant!.name,
         }),
       )
-    const answered = agent.find((t) => book.objection_handlers.some((h) => filled(h) === lineKey(t.text)))
+    // (This callee speaks over the agent's answer: the stored line is what was played, the start of the response.)
+    const answers = (h: { response: string }, text: string) =>
+      filled(h) === lineKey(text) || filled(h).startsWith(`${lineKey(text)} `)
+    const answered = agent.find((t) => t !== opening && book.objection_handlers.some((h) => answers(h, t.text)))
     expect(answered, JSON.stringify(turns)).toBeDefined()
-    const handler = book.objection_handlers.find((h) => filled(h) === lineKey(answered!.text))!
+    const handler = book.objection_handlers.find((h) => answers(h, answered!.text))!
     await k.give(s.token, answered!.id, "reward")
     const second = await k.give(rater!, answered!.id, "reward")
     const learnt = (await rulesOf(w.id)).find((r) => r.learnt_kind === "reward")
