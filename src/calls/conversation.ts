@@ -6,6 +6,7 @@
 // again once, then replaced by a neutral line (the simulator never needs this; a real model may).
 import { replyRules } from "../kb/reply-rules.js"
 import { type CallRules, firstAllowed, isBanned, NO_RULES } from "../kb/rule-matching.js"
+import { Queue } from "../platform/async-queue.js"
 import {
   AGENT_OUTCOMES,
   type AgentReply,
@@ -20,8 +21,9 @@ import {
   type ReplyRequest,
   type TranscriptLine,
 } from "../providers/llm/llm.interface.js"
-import type { CallLeg, TurnLatency } from "../providers/telephony/telephony.interface.js"
+import type { CallLeg, Spoken, TurnLatency } from "../providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../workflows/rulebook.schema.js"
+import { SentenceCutter } from "./sentences.js"
 
 export interface ConversationTurn {
   speaker: "agent" | "callee"
@@ -138,27 +140,41 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
    * Speaks one agent turn: "ok", or why the call cannot go on. A turn is recorded before it is
    * spoken, except on a leg that reports what was played (audio): there once spoken, as heard.
    */
-  const speak = async (text: string): Promise<"ok" | "gone" | Aborted> => {
+  const speak = (text: string): Promise<"ok" | "gone" | Aborted> => {
     const at = now()
-    const afterwards = o.leg.reportsPlayed === true
-    if (!afterwards) turn("agent", text, at)
-    const spoken = await race(
-      o.leg.say(text).then(
+    if (o.leg.reportsPlayed !== true) turn("agent", text, at)
+    return spoken(text, at, o.leg.say(text))
+  }
+
+  /** Waits for an agent turn being said; a leg that reports what was played has it recorded now, as heard. */
+  const spoken = async (text: string, at: number, saying: Promise<Spoken>): Promise<"ok" | "gone" | Aborted> => {
+    const said = await race(
+      saying.then(
         (s) => s,
         () => "gone" as const,
       ),
     )
-    if (spoken === "gone") calleeHungUp = true
-    if (afterwards && spoken !== ABORTED) {
-      const s = spoken === "gone" ? undefined : spoken
+    if (said === "gone") calleeHungUp = true
+    if (o.leg.reportsPlayed === true && said !== ABORTED) {
+      const s = said === "gone" ? undefined : said
       const cut = s?.interrupted
       turn("agent", cut === undefined ? text : cut.played, at, {
         ...(cut !== undefined && { interrupted: true as const }),
         ...(s?.latencyMs !== undefined && { latencyMs: s.latencyMs }),
       })
     }
-    return spoken === "gone" || spoken === ABORTED ? spoken : "ok"
+    return said === "gone" || said === ABORTED ? said : "ok"
   }
+
+  const requestFor = (decision: Decided | undefined, avoid?: ReadonlyArray<string>): ReplyRequest => ({
+    ruleBook: book,
+    history: history.slice(),
+    callee: o.callee,
+    agentName: o.agentName,
+    company: o.company,
+    ...(decision !== undefined && { decision }),
+    ...replyRules(rules, history, avoid),
+  })
 
   /** The model's next line, one retry on failure; "error" after the second. */
   const ask = async (
@@ -166,15 +182,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     avoid?: ReadonlyArray<string>,
   ): Promise<AgentReply | "error" | Aborted> => {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const request: ReplyRequest = {
-        ruleBook: book,
-        history: history.slice(),
-        callee: o.callee,
-        agentName: o.agentName,
-        company: o.company,
-        ...(decision !== undefined && { decision }),
-        ...replyRules(rules, history, avoid),
-      }
+      const request = requestFor(decision, avoid)
       const answer = await race(
         settled(() => o.llm.reply(request)).then(
           (r) => (typeof r?.text === "string" && r.text.trim() !== "" ? r : undefined),
@@ -200,6 +208,50 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     const neutral = firstAllowed(NEUTRAL_LINES.map(fill), rules)
     if (neutral === undefined) return "error"
     return { ...(again === "error" ? reply : again), text: neutral }
+  }
+
+  /**
+   * The model's next line streamed into an audio leg: each sentence is spoken as soon as the model
+   * has written it, checked against the banned lines together with what was said before it.
+   * Undefined when nothing was said (the model failed, or its first sentence says a banned line):
+   * the caller answers as without streaming. A reply cut short by a banned sentence or a failure
+   * keeps what was said, and the rest of the reply (its proposal or ending) when it came.
+   */
+  const streamAnswer = async (
+    decision: Decided | undefined,
+  ): Promise<{ reply: AgentReply; spoken: "ok" | "gone" | Aborted } | undefined | Aborted> => {
+    const { streamReply } = o.llm
+    const { sayStreamed } = o.leg
+    if (streamReply === undefined || sayStreamed === undefined) return undefined
+    const at = now()
+    const sentences = new Queue<string>()
+    let said = ""
+    let refused = false
+    let saying: Promise<Spoken> | undefined
+    const cutter = new SentenceCutter((sentence) => {
+      if (refused) return
+      const next = said === "" ? sentence : `${said} ${sentence}`
+      if (isBanned(next, rules)) {
+        refused = true
+        return
+      }
+      said = next
+      sentences.push(sentence)
+      saying ??= sayStreamed.call(o.leg, sentences)
+    })
+    const reply = await race(
+      settled(() => streamReply.call(o.llm, requestFor(decision), (piece) => cutter.push(piece))).then(
+        (r) => (typeof r?.text === "string" && r.text.trim() !== "" ? r : undefined),
+        () => undefined,
+      ),
+    )
+    if (reply !== undefined && reply !== ABORTED) cutter.end()
+    sentences.close()
+    if (reply === ABORTED) return ABORTED
+    if (saying === undefined) return undefined
+    const whole: AgentReply = reply === undefined ? { text: said } : { ...reply, text: said }
+    if (whole.end !== undefined && whole.propose === undefined) reached = whole.end.outcome
+    return { reply: whole, spoken: await spoken(said, at, saying) }
   }
 
   /**
@@ -311,16 +363,25 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       // One callee line may take several agent lines: a proposal, then its decision.
       for (;;) {
         if (history.length >= maxTurns) return result("no_decision")
-        const reply = await answer(decision)
-        if (reply === ABORTED) return stopped(ABORTED)
-        if (reply === "error") {
-          reached = "agent_error"
-          const spoken = await speak(fill(APOLOGY))
-          return spoken === "ok" ? result("agent_error") : stopped(spoken)
+        // On an audio leg the reply is heard as the model writes it; else (or when nothing of it could be said) whole.
+        const streamed = await streamAnswer(decision)
+        if (streamed === ABORTED) return stopped(ABORTED)
+        let reply: AgentReply
+        let said: "ok" | "gone" | Aborted
+        if (streamed !== undefined) ({ reply, spoken: said } = streamed)
+        else {
+          const answered = await answer(decision)
+          if (answered === ABORTED) return stopped(ABORTED)
+          if (answered === "error") {
+            reached = "agent_error"
+            const apologised = await speak(fill(APOLOGY))
+            return apologised === "ok" ? result("agent_error") : stopped(apologised)
+          }
+          reply = answered
+          if (reply.end !== undefined && reply.propose === undefined) reached = reply.end.outcome
+          said = await speak(reply.text)
         }
-        if (reply.end !== undefined && reply.propose === undefined) reached = reply.end.outcome
-        const spoken = await speak(reply.text)
-        if (spoken !== "ok") return stopped(spoken)
+        if (said !== "ok") return stopped(said)
         if (reply.propose !== undefined) {
           const decided = await decide(reply.propose)
           if (decided === ABORTED) return stopped(ABORTED)

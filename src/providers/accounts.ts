@@ -41,10 +41,10 @@ const extraString = (c: ProviderCredential, key: string): string | undefined =>
 /** The deployment's model: LLM_BASE_URL's OpenAI-compatible API, else the simulator; `fetch` for tests. */
 export function makeLlm(
   config: Pick<Config, "llmBaseUrl" | "llmApiKey" | "llmModel" | "llmTimeoutMs"> &
-    Partial<Pick<Config, "providerResponseLimitBytes">>,
+    Partial<Pick<Config, "providerResponseLimitBytes" | "simLlm">>,
   options: { fetch?: typeof fetch } = {},
 ): LanguageModel {
-  if (config.llmBaseUrl === undefined) return makeSimLlm()
+  if (config.llmBaseUrl === undefined) return makeSimLlm(config.simLlm)
   return makeOpenAiLlm({
     baseUrl: config.llmBaseUrl,
     apiKey: config.llmApiKey,

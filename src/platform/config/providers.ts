@@ -2,7 +2,7 @@
 // app) and the limits on every provider call; an account left unset means its simulator.
 import { join } from "node:path"
 import { z } from "zod"
-import { flag, optionalString, type Parsed, positiveInt } from "./fields.js"
+import { flag, nonNegativeInt, optionalString, type Parsed, positiveInt } from "./fields.js"
 import type { StorageEnv } from "./storage.js"
 
 export const providersEnv = {
@@ -41,6 +41,12 @@ export const providersEnv = {
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   /** Limit for each attempt at a language-model call (the adapter retries within its own budget). */
   LLM_TIMEOUT_MS: positiveInt.default(20_000),
+  /**
+   * The language-model simulator's streamed replies (what a call speaks as it is written): from the
+   * request to the first word (a hosted model's time to first token), and between words. Default 0.
+   */
+  SIM_LLM_FIRST_TOKEN_MS: nonNegativeInt.max(60_000).default(0),
+  SIM_LLM_TOKEN_MS: nonNegativeInt.max(5_000).default(0),
   /**
    * An ElevenLabs-style speech API root (https://api.elevenlabs.io; paths /v1/…) and its key (sent as
    * xi-api-key): voice cloning and cloned voices' speech. Unset (either) → the speech simulator.
@@ -82,6 +88,7 @@ export type ProvidersConfig = Readonly<{
   llmApiKey: string | undefined
   llmModel: string
   llmTimeoutMs: number
+  simLlm: { firstTokenMs: number; tokenMs: number }
   speechApi: { url: string; apiKey: string; defaultVoiceId: string | undefined } | undefined
   storefront: {
     /** The app's credentials; undefined → the simulator. */
@@ -115,6 +122,7 @@ export function providersConfig(e: ProvidersEnv & Pick<StorageEnv, "DATA_DIR">):
     llmApiKey: e.LLM_API_KEY,
     llmModel: e.LLM_MODEL,
     llmTimeoutMs: e.LLM_TIMEOUT_MS,
+    simLlm: { firstTokenMs: e.SIM_LLM_FIRST_TOKEN_MS, tokenMs: e.SIM_LLM_TOKEN_MS },
     speechApi:
       e.SPEECH_API_URL && e.SPEECH_API_KEY
         ? {

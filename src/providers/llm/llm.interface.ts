@@ -57,6 +57,12 @@ export interface LanguageModel {
    */
   reply(req: ReplyRequest): Promise<AgentReply>
   /**
+   * reply(), streamed: `onText` gets the reply's text in pieces as the model writes it (joined, they
+   * are the reply's text), and the promise resolves with the whole reply once it is written.
+   * Rejects as reply() does; pieces already given stand. Optional: a model without it answers whole.
+   */
+  streamReply?(req: ReplyRequest, onText: (piece: string) => void): Promise<AgentReply>
+  /**
    * One round of a tool-calling conversation: the model answers with text, or asks for tools to
    * be run (the caller runs them and asks again with their results). Plain data both ways; what
    * a tool does is the caller's business. Rejects with LlmCallError; the simulator has no model

@@ -27,7 +27,19 @@ const SIM_MODEL = "sim-1"
 /** The handler category a "don't call me again" is answered from. */
 const DO_NOT_CALL_CATEGORY = "do_not_call"
 
-export function makeSimLlm(): LanguageModel {
+/** How the simulator writes a streamed reply: after a first-token delay, a word every tokenMs. */
+export interface SimLlmOptions {
+  /** From the request to the reply's first word (a hosted model's time to first token; default 0). */
+  readonly firstTokenMs?: number
+  /** Between one word and the next (default 0: the rest at once). */
+  readonly tokenMs?: number
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+export function makeSimLlm(o: SimLlmOptions = {}): LanguageModel {
+  const firstTokenMs = o.firstTokenMs ?? 0
+  const tokenMs = o.tokenMs ?? 0
   const generateJson = async (req: JsonRequest): Promise<Record<string, unknown>> => {
     if (req.offline !== undefined) return req.offline()
     throw new LlmCallError(`the simulator cannot write ${req.format.name} without an offline answer`, false)
@@ -41,6 +53,17 @@ export function makeSimLlm(): LanguageModel {
     },
     async reply(req: ReplyRequest): Promise<AgentReply> {
       return simulateReply(req)
+    },
+    // The reply is decided at once (rules, not a model) and written out word by word at the pace set.
+    async streamReply(req: ReplyRequest, onText: (piece: string) => void): Promise<AgentReply> {
+      const reply = simulateReply(req)
+      if (firstTokenMs > 0) await sleep(firstTokenMs)
+      const words = reply.text.split(/(?<=\s)/)
+      for (const [i, word] of words.entries()) {
+        if (i > 0 && tokenMs > 0) await sleep(tokenMs)
+        onText(word)
+      }
+      return reply
     },
     // No model, so no tool calls: callers with an offline answer (src/data/chat.sim.ts) use it instead.
     async chatWithTools(): Promise<ToolChatAnswer> {
