@@ -29,6 +29,11 @@ const MESSAGES_PER_SECOND = 100
 const MESSAGE_BURST = 150
 /** What we hold for a carrier that is not reading (about 4 s of audio): past it, it is cut. */
 export const MAX_OUTBOUND_BUFFER = 64 * 1024
+/** A simulated call's audio at its time scale: its buffer holds as many seconds of audio, to this many times. */
+const MAX_SCALED_BUFFERS = 16
+/** What we hold for a carrier (4 s of audio; a simulated call's at its pace, at most 1 MiB). */
+const outboundLimit = (s: { readonly grant: StreamGrant }) =>
+  MAX_OUTBOUND_BUFFER * Math.min(MAX_SCALED_BUFFERS, Math.max(1, Math.round(1 / s.grant.timeScale)))
 /** A stream that sends nothing for this long is closed (a carrier sends 50 frames a second). */
 const IDLE_TIMEOUT_S = 30
 
@@ -137,10 +142,14 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
     ws.end(code, reason.slice(0, 120))
   }
 
-  /** Takes one message from the carrier's allowance; false when it sends faster than audio can come. */
+  /**
+   * Takes one message from the carrier's allowance; false when it sends faster than audio can come
+   * (a simulated call's audio comes at its time scale: the allowance is real time's at that pace).
+   */
   const admit = (s: StreamState): boolean => {
     const t = now()
-    s.allowance = Math.min(MESSAGE_BURST, s.allowance + ((t - s.lastRefill) / 1000) * MESSAGES_PER_SECOND)
+    const perSecond = MESSAGES_PER_SECOND / s.grant.timeScale
+    s.allowance = Math.min(MESSAGE_BURST, s.allowance + ((t - s.lastRefill) / 1000) * perSecond)
     s.lastRefill = t
     if (s.allowance < 1) return false
     s.allowance -= 1
@@ -158,13 +167,13 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
       else if (kind === "clear") text = clearMessage(streamSid)
       else if (kind === "hangup") return void ws.end(CLOSE.normal, "call ended")
       else return
-      if (ws.getBufferedAmount() > MAX_OUTBOUND_BUFFER) return cut(ws, CLOSE.policy, "not reading the call's audio")
+      if (ws.getBufferedAmount() > outboundLimit(s)) return cut(ws, CLOSE.policy, "not reading the call's audio")
       ws.send(text, false)
     })
 
   app.ws<StreamState>(MEDIA_STREAM_PATH, {
     maxPayloadLength: MAX_STREAM_MESSAGE_BYTES,
-    maxBackpressure: MAX_OUTBOUND_BUFFER * 2,
+    maxBackpressure: MAX_OUTBOUND_BUFFER * MAX_SCALED_BUFFERS * 2,
     closeOnBackpressureLimit: true,
     idleTimeout: IDLE_TIMEOUT_S,
     sendPingsAutomatically: true,

@@ -97,7 +97,7 @@ export const startRuntimeHost: Effect.Effect<
   const voice =
     config.mediaStreams === "none"
       ? undefined
-      : yield* Effect.promise(() => startVoiceRuntime({ config, sql, bus, log }))
+      : yield* Effect.promise(() => startVoiceRuntime({ config, sql, bus, log, withApi: instance.role === "all" }))
   const money = callMoney({ log, runEffect, callEnded: () => analysis.callEnded() })
   const providers = runProviders({
     config,

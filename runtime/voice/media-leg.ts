@@ -5,6 +5,7 @@
 // whole. listen() answers with the next utterance, recognised while the callee speaks
 // (src/providers/speech/sphinx.recognizer.ts, listening for the lines the callee may say).
 
+import { sentencesOf } from "../../src/calls/sentences.js"
 import type {
   PhoneVoice,
   StreamingRecognizer,
@@ -37,6 +38,11 @@ export interface MediaLegOptions {
   readonly onFailure?: (stage: "synthesis" | "recognition", err: unknown) => void
   /** How long listen() waits for speech before answering "" (the conversation reprompts); default 7 s. */
   readonly silenceMs?: number
+  /**
+   * How fast the call's audio runs (CallLeg.timeScale): the silence and beep waits shrink with it,
+   * to no less than a second of real time (a loaded process may play scaled audio late).
+   */
+  readonly timeScale?: number
   readonly now?: () => number
 }
 
@@ -54,12 +60,9 @@ interface Heard {
   readonly transcribed: number
 }
 
-/** Sentences, for one mark each: split after . ? ! followed by space, kept whole otherwise. */
-export const sentencesOf = (text: string): string[] =>
-  text
-    .split(/(?<=[.?!])\s+/)
-    .map((s) => s.trim())
-    .filter((s) => s !== "")
+/** A wait of `ms` of the call's audio time, in real milliseconds at `timeScale`. */
+export const scaledWait = (ms: number, timeScale = 1): number =>
+  timeScale >= 1 ? ms : Math.max(Math.round(ms * timeScale), Math.min(ms, 1_000))
 
 export class MediaLeg implements CallLeg {
   readonly providerCallId: string
@@ -99,15 +102,18 @@ export class MediaLeg implements CallLeg {
       },
       utterance: ({ startMs, silenceMs }) => {
         const ended = performance.now()
-        const speechEnd = ended - silenceMs
-        const at = now() - (this.session.framesHeard * 20 - startMs)
+        // The endpointing wait in real time (a simulated call's audio runs at its time scale).
+        const waited = silenceMs * Math.min(1, o.timeScale ?? 1)
+        const speechEnd = ended - waited
+        // When it began: that much of the call's audio ago (at its time scale).
+        const at = now() - (this.session.framesHeard * 20 - startMs) * Math.min(1, o.timeScale ?? 1)
         void o.recognizer.end().then(
           (text) => {
             if (this.ended) return
             // Speech nobody understood: a listener is answered "" at once (the agent asks again); else it is let go.
             if (text === "" && this.listener === undefined) return
             const u = { text, at }
-            this.timing.set(u, { speechEnd, endpointing: silenceMs, transcribed: performance.now() })
+            this.timing.set(u, { speechEnd, endpointing: waited, transcribed: performance.now() })
             this.hearLine(u)
           },
           (err: unknown) => o.onFailure?.("recognition", err),
@@ -136,24 +142,34 @@ export class MediaLeg implements CallLeg {
     })
   }
 
-  async say(text: string): Promise<Spoken> {
+  say(text: string): Promise<Spoken> {
+    return this.sayStreamed(sentencesOf(text))
+  }
+
+  /**
+   * Speaks sentences as they come (a reply the model is still writing): each is rendered and sent
+   * as soon as it arrives, so the callee hears the first while the next is written and rendered.
+   */
+  async sayStreamed(sentences: AsyncIterable<string> | Iterable<string>): Promise<Spoken> {
     if (this.ended) throw new TelephonyError(`call ${this.providerCallId} has ended`, false)
-    const sentences = sentencesOf(text)
-    if (sentences.length === 0) return { durationMs: 0 }
-    const asked = performance.now()
     const answering = this.answering
     this.answering = undefined
-    if (!this.started) await this.streamStarted()
-    this.o.carrier?.say(text).catch(() => undefined)
     let done!: (s: Spoken) => void
     const result = new Promise<Spoken>((resolve) => {
       done = resolve
     })
     const turn: Turn = { marks: new Map(), done, durationMs: 0 }
-    this.speaking = turn
     let latency: TurnLatency | undefined
-    // Each sentence is sent as soon as it is rendered: the callee hears the first while the next renders.
-    for (const [i, sentence] of sentences.entries()) {
+    let first = true
+    for await (const sentence of sentences) {
+      if (first) {
+        first = false
+        if (!this.started) await this.streamStarted()
+        this.speaking = turn
+      } else if (this.speaking !== turn) break // barged in, or the call ended, meanwhile
+      // The first sentence is here: the model's part of the latency ends, synthesis begins.
+      const asked = performance.now()
+      this.o.carrier?.say(sentence).catch(() => undefined)
       let speech: Awaited<ReturnType<StreamingSynthesizer["speak"]>>
       try {
         speech = await this.o.synth.speak(sentence, this.o.voice)
@@ -161,11 +177,11 @@ export class MediaLeg implements CallLeg {
         this.o.onFailure?.("synthesis", err)
         continue
       }
-      if (this.speaking !== turn) break // barged in, or the call ended, meanwhile
+      if (this.speaking !== turn) break
       const mark = `m${this.seq++}`
       turn.marks.set(mark, sentence)
       turn.durationMs += speech.durationMs
-      if (i === 0 && answering !== undefined) {
+      if (answering !== undefined && latency === undefined && this.firstFrame === undefined) {
         const rendered = performance.now()
         this.firstFrame = () => {
           this.firstFrame = undefined
@@ -181,8 +197,9 @@ export class MediaLeg implements CallLeg {
           }
         }
       }
-      this.session.say(mark, speech.frames)
+      this.session.say(mark, speech.frames, turn.marks.size === 1)
     }
+    if (first) return { durationMs: 0 }
     const withLatency = (s: Spoken): Spoken => (latency === undefined ? s : { ...s, latencyMs: latency })
     // Over once the carrier says the last sentence was played (the session has nothing left).
     const played = () => {
@@ -198,10 +215,13 @@ export class MediaLeg implements CallLeg {
   afterBeep(maxMs: number): Promise<boolean> {
     if (this.beeped || this.ended) return Promise.resolve(this.beeped)
     return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.onBeep = undefined
-        resolve(false)
-      }, maxMs)
+      const t = setTimeout(
+        () => {
+          this.onBeep = undefined
+          resolve(false)
+        },
+        scaledWait(maxMs, this.o.timeScale),
+      )
       this.onBeep = () => {
         clearTimeout(t)
         this.onBeep = undefined
@@ -237,7 +257,7 @@ export class MediaLeg implements CallLeg {
         resolve(u)
       }
       this.listener = listener
-      this.silence = setTimeout(quiet, this.o.silenceMs ?? DEFAULT_SILENCE_MS)
+      this.silence = setTimeout(quiet, scaledWait(this.o.silenceMs ?? DEFAULT_SILENCE_MS, this.o.timeScale))
     })
   }
 

@@ -1,7 +1,8 @@
 // One call's audio in the runtime process that holds the call: the carrier's frames arrive over the
 // bus from the api process holding the media stream (api/media-streams.ts), are judged frame by
 // frame for speech (a voice-activity detector and src/providers/audio/end-of-speech.ts) and handed
-// on as utterances; the agent's audio goes back paced in real time, 20 ms a frame, with a mark
+// on as utterances; the agent's audio goes back paced in real time, 20 ms a frame (a simulated
+// call's at its time scale, frames batched), with a mark
 // after each sentence. Callee speech while the agent talks is a barge-in: the carrier is told to
 // clear what it queued, nothing more is sent, and what was played (up to the last mark the carrier
 // acknowledged) is what the agent said. Frames never pass through the call's state machine one by
@@ -20,6 +21,8 @@ import { decode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
 
 /** Audio kept from before speech was recognised as started (the onset the detector needed). */
 const PRE_ROLL_MS = 300
+/** The most frames one media message carries (a simulated call's audio, faster than real time). */
+const MAX_BATCH = 50
 /** The longest utterance kept for recognition (a callee talking on is cut into turns this long). */
 const MAX_UTTERANCE_MS = 30_000
 
@@ -116,10 +119,11 @@ export class MediaSession {
   }
 
   /** Queues one sentence of the agent's audio (μ-law frames); its mark follows its last frame. */
-  say(mark: string, frames: Uint8Array[]): void {
+  say(mark: string, frames: Uint8Array[], turnStart = !this.speaking): void {
     if (this.over) return
-    // The first sentence after silence begins a turn of the agent's.
-    if (!this.speaking) {
+    // The first sentence of a turn (by default: after silence; a streamed reply's next sentence
+    // may come after its first was played, and is the same turn).
+    if (turnStart) {
       this.played = []
       this.turnHeard = false
     }
@@ -127,28 +131,38 @@ export class MediaSession {
     this.o.pacer.add(this)
   }
 
-  /** Sends the next frame if one is due (the pacer calls this every 20 ms); false once nothing is left. */
-  tick(): boolean {
+  /**
+   * Sends the frames due (the pacer's: one every 20 ms at real time, more at a simulated call's
+   * time scale, in one message per sentence); false once nothing is left.
+   */
+  tick(due: number): boolean {
     // Before the stream starts nothing can be sent: started() adds the session again.
     if (this.over || !this.streaming) return false
-    if (this.sending === undefined) {
-      this.sending = this.queue.shift()
-      this.sentInSentence = 0
-      if (this.sending === undefined) return false
-    }
-    const s = this.sending
-    const f = s.frames[this.sentInSentence++]
-    if (f !== undefined) {
-      this.publish("media", f)
-      if (!this.turnHeard) {
-        this.turnHeard = true
-        this.o.events.firstAudio?.()
+    let left = due
+    while (left > 0) {
+      if (this.sending === undefined) {
+        this.sending = this.queue.shift()
+        this.sentInSentence = 0
+        if (this.sending === undefined) return false
       }
-    }
-    if (this.sentInSentence >= s.frames.length) {
-      this.publish("mark", { name: s.mark })
-      this.unplayed.push(s.mark)
-      this.sending = undefined
+      const s = this.sending
+      const n = Math.min(left, s.frames.length - this.sentInSentence, MAX_BATCH)
+      if (n > 0) {
+        const frames = s.frames.slice(this.sentInSentence, this.sentInSentence + n)
+        this.sentInSentence += n
+        left -= n
+        this.publish("media", frames.length === 1 ? frames[0]! : Buffer.concat(frames))
+        if (!this.turnHeard) {
+          this.turnHeard = true
+          this.o.events.firstAudio?.()
+        }
+      }
+      if (this.sentInSentence >= s.frames.length) {
+        this.publish("mark", { name: s.mark })
+        this.unplayed.push(s.mark)
+        this.sending = undefined
+      }
+      if (this.over) return false
     }
     return this.sending !== undefined || this.queue.length > 0
   }

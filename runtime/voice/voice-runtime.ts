@@ -1,5 +1,6 @@
 // What a runtime process needs to hold calls heard as audio (MEDIA_STREAMS): the media-stream URLs
-// carriers are sent to (a single-use token minted per call), the pacer every playing call shares,
+// carriers are sent to (a single-use token minted per call), the pacers every playing call shares
+// (one for real time; one per simulated time scale in use, whose audio runs that much faster),
 // the voice-activity detector's module, the synthesiser (flite) and the recognisers (PocketSphinx
 // when installed: a pool listening for the simulated callees' lines, and one with the general
 // model; else, for simulated calls only, the stand-in told the callee's script). audioLeg() turns a
@@ -13,6 +14,7 @@ import { Pacer } from "../../src/platform/pacer.js"
 import { Vad } from "../../src/providers/audio/vad.js"
 import { fliteSynthesizer } from "../../src/providers/speech/flite.phone.js"
 import { ScriptRecognizer } from "../../src/providers/speech/script.recognizer.js"
+import { sketchSynthesizer } from "../../src/providers/speech/sketch.synth.js"
 import { SphinxPool, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
 import type {
   PhoneVoice,
@@ -27,8 +29,17 @@ import { bargeIn, voiceFailure } from "./voice.metrics.js"
 
 /** The path carriers' media streams connect to (api/media-streams.ts). */
 const STREAM_PATH = "/media/telco_a/"
-/** Decoders loaded ahead of the first calls (a call holds one only while its callee speaks). */
-const WARM_DECODERS = 16
+/** Decoders loaded ahead of the first calls (a call holds one only while its callee speaks; more load on demand). */
+const WARM_DECODERS = 4
+/**
+ * The fastest simulated audio the engines follow: PocketSphinx recognises it (five times real time
+ * is 0.1 CPU-seconds a second of it) and flite renders it. Faster, the stand-in told the callee's
+ * script hears the simulated callee, and a sketched voice (src/providers/speech/sketch.synth.ts) speaks.
+ */
+const ENGINE_MIN_SCALE = 0.2
+
+/** What a new decoder hears before its first call. */
+const CALIBRATION_LINE = "Hello, thank you for calling. I would like to hear a little more about it, please."
 
 export type Recognition = "pocketsphinx" | "script"
 
@@ -56,15 +67,35 @@ export async function startVoiceRuntime(d: {
   readonly bus: BusClient
   readonly log: Logger
   readonly synth?: StreamingSynthesizer
+  /** An api runs in this process too (--role all): the simulated carrier's streams can connect to it. */
+  readonly withApi?: boolean
 }): Promise<VoiceRuntime> {
   const { config, sql, bus, log } = d
   const synth = d.synth ?? fliteSynthesizer
   await Vad.load()
-  const pacer = new Pacer()
+  // Faster than the engines can follow (flite renders a sentence in ~0.1 s of CPU), a sketched voice speaks.
+  const synthAt = (timeScale: number): StreamingSynthesizer =>
+    timeScale >= ENGINE_MIN_SCALE ? synth : sketchSynthesizer
+  const pacers = new Map<number, Pacer>()
+  const pacerAt = (timeScale: number): Pacer => {
+    const scale = Math.min(1, timeScale)
+    let p = pacers.get(scale)
+    if (p === undefined) pacers.set(scale, (p = new Pacer({ timeScale: scale })))
+    return p
+  }
   const recognition: Recognition = sphinxAvailable() ? "pocketsphinx" : "script"
-  const simPool = recognition === "pocketsphinx" ? new SphinxPool(SIM_CALLEE_LINES) : undefined
-  const generalPool = recognition === "pocketsphinx" ? new SphinxPool(null) : undefined
-  if (simPool !== undefined && config.mediaStreams === "all") await simPool.warm(WARM_DECODERS)
+  // A line in a phone voice every new decoder hears first (its normalisation then suits phone audio).
+  let calibration: Promise<readonly Uint8Array[]> | undefined
+  const calibrate = () =>
+    (calibration ??= synth.speak(CALIBRATION_LINE, { gender: "female", speed: 1, variant: 0 }).then(
+      (s) => s.frames,
+      () => [],
+    ))
+  const simPool = recognition === "pocketsphinx" ? new SphinxPool(SIM_CALLEE_LINES, undefined, calibrate) : undefined
+  const generalPool = recognition === "pocketsphinx" ? new SphinxPool(null, undefined, calibrate) : undefined
+  // Decoders are loaded ahead only where simulated calls' audio runs slow enough for the engine.
+  if (simPool !== undefined && config.mediaStreams === "all" && config.simTimeScale >= ENGINE_MIN_SCALE)
+    await simPool.warm(WARM_DECODERS)
   if (recognition === "script")
     log.warn(
       "PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us): simulated callees are " +
@@ -73,10 +104,10 @@ export async function startVoiceRuntime(d: {
 
   let localPort: number | undefined
   const streamsAt = (base: () => string | undefined): MediaStreams => ({
-    streamUrl: async ({ tenantId, callId }) => {
+    streamUrl: async ({ tenantId, callId, timeScale }) => {
       const at = base()
       if (at === undefined) throw new Error("no address for media streams: set MEDIA_STREAM_URL or PUBLIC_BASE_URL")
-      return `${at}${STREAM_PATH}${await mintStreamToken(sql, tenantId, callId)}`
+      return `${at}${STREAM_PATH}${await mintStreamToken(sql, tenantId, callId, { timeScale: timeScale ?? 1 })}`
     },
   })
   const publicBase = config.publicBaseUrl === undefined ? undefined : asWs(config.publicBaseUrl)
@@ -84,14 +115,27 @@ export async function startVoiceRuntime(d: {
     () => config.mediaStreamUrl ?? (localPort === undefined ? publicBase : `ws://127.0.0.1:${localPort}`),
   )
 
+  // A runtime-only process reaches an api process's streams at MEDIA_STREAM_URL or PUBLIC_BASE_URL;
+  // with neither, its simulated calls cannot be heard as audio and speak as text turns.
+  const simReachable = d.withApi === true || config.mediaStreamUrl !== undefined || publicBase !== undefined
+  const simHeard = config.mediaStreams === "all" && simReachable
+  if (config.mediaStreams === "all" && !simReachable)
+    log.warn(
+      "MEDIA_STREAMS=all, but this runtime process knows no api process to connect simulated calls' media " +
+        "streams to: set MEDIA_STREAM_URL (or PUBLIC_BASE_URL); until then its simulated calls speak as text turns",
+    )
+
   const recognizerFor = (carrier: CallLeg): StreamingRecognizer => {
     const script = simCalleeScript(carrier)
-    if (script !== undefined) return simPool?.recognizer() ?? new ScriptRecognizer(script)
+    if (script !== undefined) {
+      const engine = (carrier.timeScale ?? 1) >= ENGINE_MIN_SCALE ? simPool : undefined
+      return engine?.recognizer() ?? new ScriptRecognizer(script)
+    }
     return generalPool?.recognizer() ?? new ScriptRecognizer(() => undefined)
   }
 
   return {
-    simMedia: config.mediaStreams === "all" ? { streams: simStreams, synth, pacer } : undefined,
+    simMedia: simHeard ? { streams: simStreams, synthAt, pacerAt } : undefined,
     carrierStreams:
       config.mediaStreams === "none"
         ? undefined
@@ -99,11 +143,13 @@ export async function startVoiceRuntime(d: {
     recognition,
     audioLeg: (call, carrier, voice, dialed = carrier) => {
       const vad = Vad.now()
+      const timeScale = dialed.timeScale ?? 1
       const leg = new MediaLeg({
         providerCallId: carrier.providerCallId,
+        timeScale,
         voice,
         recognizer: recognizerFor(dialed),
-        synth,
+        synth: synthAt(timeScale),
         carrier,
         onFailure: (stage, err) => {
           voiceFailure[stage].inc()
@@ -115,7 +161,7 @@ export async function startVoiceRuntime(d: {
             tenantId: call.tenantId,
             callId: call.callId,
             voiced: (f) => vad.voiced(f),
-            pacer,
+            pacer: pacerAt(timeScale),
             events: {
               ...events,
               bargeIn: (b) => {
@@ -132,7 +178,7 @@ export async function startVoiceRuntime(d: {
       localPort = port
     },
     stop: () => {
-      pacer.stop()
+      for (const p of pacers.values()) p.stop()
       simPool?.close()
       generalPool?.close()
     },

@@ -13,21 +13,31 @@ export interface StreamGrant {
   readonly callId: number
   /** The carrier's id of the call (its `start` message must name it), if it gave one. */
   readonly providerCallId: string | null
+  /** How fast the stream's audio runs (a simulated call's time scale; 1 for a carrier's). */
+  readonly timeScale: number
 }
 
 const hashOf = (secret: string): Buffer => createHash("sha256").update(secret, "utf8").digest()
 
-/** A new token for `callId`'s stream: `mst_<id>_<secret>`, URL-safe, shown once. */
+/** The fastest a stream's audio may run: 500 times real time (src/platform/pacer.ts's floor). */
+const MIN_TIME_SCALE = 0.002
+
+/**
+ * A new token for `callId`'s stream: `mst_<id>_<secret>`, URL-safe, shown once. `timeScale`: a
+ * simulated call's (its audio faster than real time); a carrier's stream is real time.
+ */
 export async function mintStreamToken(
   sql: Sql | Tx,
   tenantId: number,
   callId: number,
-  ttlMs = STREAM_TOKEN_TTL_MS,
+  o: { readonly ttlMs?: number; readonly timeScale?: number } = {},
 ): Promise<string> {
   const secret = randomBytes(32).toString("base64url")
+  const ttlMs = o.ttlMs ?? STREAM_TOKEN_TTL_MS
+  const timeScale = Math.min(1, Math.max(MIN_TIME_SCALE, o.timeScale ?? 1))
   const [row] = await sql<[{ id: number }]>`
-    insert into media_stream_tokens (tenant_id, call_id, secret_hash, expires_at)
-    values (${tenantId}, ${callId}, ${hashOf(secret)}, now() + ${ttlMs} * interval '1 millisecond')
+    insert into media_stream_tokens (tenant_id, call_id, secret_hash, expires_at, time_scale)
+    values (${tenantId}, ${callId}, ${hashOf(secret)}, now() + ${ttlMs} * interval '1 millisecond', ${timeScale})
     returning id`
   return `${TOKEN_PREFIX}${row.id}_${secret}`
 }
@@ -47,15 +57,22 @@ function parse(token: string): { id: number; secret: string } | undefined {
 export async function takeStreamToken(sql: Sql, token: string): Promise<StreamGrant | undefined> {
   const t = parse(token)
   if (t === undefined) return undefined
-  const [row] = await sql<[{ tenant_id: number; call_id: number; provider_call_id: string | null }?]>`
+  const [row] = await sql<
+    [{ tenant_id: number; call_id: number; provider_call_id: string | null; time_scale: number }?]
+  >`
     update media_stream_tokens m set used_at = now()
     from calls c
     where m.id = ${t.id} and m.secret_hash = ${hashOf(t.secret)} and m.used_at is null and m.expires_at > now()
       and c.id = m.call_id and c.tenant_id = m.tenant_id and c.status <> 'ended'
-    returning m.tenant_id, m.call_id, c.provider_call_id`
+    returning m.tenant_id, m.call_id, c.provider_call_id, m.time_scale`
   return row === undefined
     ? undefined
-    : { tenantId: row.tenant_id, callId: row.call_id, providerCallId: row.provider_call_id }
+    : {
+        tenantId: row.tenant_id,
+        callId: row.call_id,
+        providerCallId: row.provider_call_id,
+        timeScale: Number(row.time_scale),
+      }
 }
 
 /** Deletes tokens taken or expired before `olderThanMs` ago (the sweeper's). */

@@ -1,25 +1,44 @@
 // The clock of every call's audio in a process (the runtime's agent voices, the simulated callees):
-// one timer every 20 ms sends each playing call its next frame, so 200 calls cost 50 wake-ups a
-// second, not 10,000. A late wake-up (the loop was busy) sends the frames that fell due meanwhile,
-// at most a few, so the audio keeps its real-time pace instead of drifting behind.
+// one timer every 20 ms tells each playing call how many frames fell due since the last wake-up,
+// so 200 calls cost 50 wake-ups a second, not 10,000. A late wake-up (the loop was busy) hands out
+// the frames that fell due meanwhile, at most a few, so the audio keeps its pace instead of
+// drifting behind. Simulated calls at a time scale run their audio at that scale: at 0.01 a
+// wake-up is 1 s of audio, 50 frames, which a call sends batched in one message.
 
 /** One frame of phone audio. */
-const FRAME_MS = 20
+export const FRAME_MS = 20
 
-/** Something with audio to send: tick() sends one frame, false once it has nothing left. */
+/** Something with audio to send: tick(due) sends `due` frames' worth, false once it has nothing left. */
 export interface Paced {
-  tick(): boolean
+  tick(due: number): boolean
 }
 
-/** The most frames one wake-up sends a call to catch up (100 ms of audio). */
+/** The most wake-ups' worth of frames one wake-up hands out to catch up (100 ms of audio at real time). */
 const MAX_CATCH_UP = 5
+/** The fastest audio is paced: 500 times real time (a time scale of 0 runs at this). */
+const MIN_SCALE = 0.002
+
+export interface PacerOptions {
+  /** How fast the audio runs against real time: 1 real time, 0.01 a hundred times faster. */
+  readonly timeScale?: number
+  readonly now?: () => number
+}
 
 export class Pacer {
+  /** Real milliseconds per frame. */
+  readonly frameMs: number
   private readonly playing = new Set<Paced>()
   private timer: NodeJS.Timeout | undefined
+  /** When the frames handed out so far were due. */
   private last = 0
+  private readonly now: () => number
+  private readonly maxDue: number
 
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  constructor(o: PacerOptions = {}) {
+    this.frameMs = FRAME_MS * Math.min(1, Math.max(MIN_SCALE, o.timeScale ?? 1))
+    this.now = o.now ?? (() => performance.now())
+    this.maxDue = Math.round((FRAME_MS / this.frameMs) * MAX_CATCH_UP)
+  }
 
   /** Starts pacing `p` until its tick() says it has nothing left. */
   add(p: Paced): void {
@@ -42,14 +61,11 @@ export class Pacer {
 
   private wake(): void {
     const t = this.now()
-    const due = Math.min(MAX_CATCH_UP, Math.max(1, Math.floor((t - this.last) / FRAME_MS)))
-    this.last += due * FRAME_MS
-    if (t - this.last > MAX_CATCH_UP * FRAME_MS) this.last = t
-    for (const p of this.playing) {
-      let more = true
-      for (let i = 0; i < due && more; i++) more = p.tick()
-      if (!more) this.playing.delete(p)
-    }
+    const due = Math.min(this.maxDue, Math.max(1, Math.floor((t - this.last) / this.frameMs)))
+    this.last += due * this.frameMs
+    // Further behind than a catch-up can mend: the audio resumes its pace from now.
+    if (t - this.last > this.maxDue * this.frameMs) this.last = t
+    for (const p of this.playing) if (!p.tick(due)) this.playing.delete(p)
     if (this.playing.size === 0) {
       clearInterval(this.timer)
       this.timer = undefined

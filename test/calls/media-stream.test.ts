@@ -99,7 +99,8 @@ const tone = (n: number) =>
   encode(Int16Array.from({ length: FRAME_SAMPLES }, (_, i) => Math.round(8000 * Math.sin(i * n))))
 
 beforeAll(async () => {
-  srv = await sharedTestServer({ env: HELD_RUNTIME_ENV })
+  // The suite is the carrier: the simulated calls it streams for must not have streams of their own.
+  srv = await sharedTestServer({ env: { ...HELD_RUNTIME_ENV, MEDIA_STREAMS: "telco_a" } })
   a = api(srv)
   live = await heldCall()
 }, 30_000)
@@ -119,7 +120,7 @@ describe("letting a media stream in", () => {
     expect(await upgradeStatus(`${good.slice(0, good.lastIndexOf("_"))}_${"B".repeat(43)}`)).toBe(401)
     expect(await upgradeStatus(good)).toBe(101)
     expect(await upgradeStatus(good)).toBe(401)
-    const expired = await mintStreamToken(srv.sql, live.tenantId, live.callId, 1)
+    const expired = await mintStreamToken(srv.sql, live.tenantId, live.callId, { ttlMs: 1 })
     await sleep(20)
     expect(await upgradeStatus(expired)).toBe(401)
     // A call that has ended takes no stream, whatever its token (the held call, marked ended for a moment).

@@ -2,11 +2,14 @@
 // analysis) and GET /api/runs/{id}/results as JSON pages and as CSV, for a sim run through the real
 // runtime; the CSV read back through csv-parse (quotes, commas, newlines, formula cells); isolation
 // between workspaces, authentication, and bad input answered 4xx in the contract's shape.
+
 import { parse } from "csv-parse/sync"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CallBody } from "../../api/routes/calls.get.js"
 import { ResultsBody } from "../../api/routes/runs.results.js"
+import type { TurnLatency } from "../../src/providers/telephony/telephony.interface.js"
 import { unsafeCell } from "../../src/results/results.csv.js"
+import { withAudio } from "../../src/turns/turn.message.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { sharedTestServer, type TestServer } from "../support/harness.js"
 
@@ -447,10 +450,23 @@ describe("GET /api/calls/{call_id}", () => {
         analyzed_at: expect.any(String),
       },
     })
-    const turns = await srv.sql<{ seq: number; turn_index: number; speaker: string; text: string; at: Date }[]>`
-      select seq, turn_index, speaker, text, at from turns where call_id = ${agreed.id} order by seq`
+    const turns = await srv.sql<
+      {
+        seq: number
+        turn_index: number
+        speaker: string
+        text: string
+        at: Date
+        interrupted: boolean
+        latency_ms: TurnLatency | null
+      }[]
+    >`
+      select seq, turn_index, speaker, text, at, interrupted, latency_ms from turns
+      where call_id = ${agreed.id} order by seq`
     expect(turns.length).toBeGreaterThan(2)
-    expect(res.body.transcript).toEqual(turns.map((t) => ({ ...t, at: t.at.toISOString() })))
+    // The call was heard as audio: the agent's answers carry their latency.
+    expect(turns.some((t) => t.latency_ms !== null)).toBe(true)
+    expect(res.body.transcript).toEqual(turns.map((t) => withAudio({ ...t, at: t.at.toISOString() })))
   })
 
   it("shows a failed analysis with its error, and none for a call that never connected", async () => {

@@ -53,6 +53,8 @@ beforeAll(async () => {
       DIALER_CPS_PER_TENANT: "100",
       DIALER_RETRY_BACKOFF_MS: "20000",
       RUN_CLAIM_INTERVAL_MS: "200",
+      // telco_a turn by turn (<Say>/<Gather>); test/runs/telco-a-media.test.ts has its calls heard as audio.
+      MEDIA_STREAMS: "none",
     },
   })
   a = api(srv)

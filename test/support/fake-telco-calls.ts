@@ -6,6 +6,7 @@
 // agree, 6 decline.
 import { randomBytes } from "node:crypto"
 import { Pacer } from "../../src/platform/pacer.js"
+import { frames as framesOf } from "../../src/providers/audio/g711.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
 import { SimCalleeStream } from "../../src/providers/telephony/sim.media.js"
 import type { FakeTelco } from "./fake-telco.js"
@@ -193,7 +194,7 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
         closed = true
         ended()
       },
-      (f) => agentAudio.push(f),
+      (audio) => agentAudio.push(...framesOf(audio)), // a late wake-up sends a few frames at once
     )
     let said = 0
     try {

@@ -84,8 +84,9 @@ function baseEnv(): Record<string, string> {
     SIGNUPS_PER_IP_HOUR: "100000",
     OTP_GUESSES_PER_IP_HOUR: "100000",
     PREVIEWS_ANON_PER_IP_HOUR: "100000",
-    // telco_a speaks turn by turn (<Say>/<Gather>) unless a suite of calls heard as audio asks for media streams.
-    MEDIA_STREAMS: "none",
+    // Calls are heard as audio, the simulator's too (the product's default); suites of telco_a's
+    // turn-by-turn <Say>/<Gather> ask for MEDIA_STREAMS=none.
+    MEDIA_STREAMS: "all",
   }
   if (process.env.NATS_URL !== undefined) env.NATS_URL = process.env.NATS_URL
   return env

@@ -3,11 +3,13 @@
 // carrier's side understands, the callee's spoken line comes back from listen() as text, and a
 // callee speaking over the agent cuts the agent off with what was heard whole.
 import { afterEach, describe, expect, it } from "vitest"
-import { MediaLeg, sentencesOf } from "../../runtime/voice/media-leg.js"
+import { MediaLeg } from "../../runtime/voice/media-leg.js"
 import { MediaSession } from "../../runtime/voice/media-session.js"
+import { sentencesOf } from "../../src/calls/sentences.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
+import { frames as framesOf } from "../../src/providers/audio/g711.js"
 import { Vad } from "../../src/providers/audio/vad.js"
 import { fliteSynthesizer, speakForPhone } from "../../src/providers/speech/flite.phone.js"
 import { SphinxDecoder, SphinxPool, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
@@ -44,7 +46,8 @@ async function setup() {
     bus.publish(mediaInSubject(T, CALL), payload, { headers: { [MEDIA_KIND_HEADER]: kind } })
   bus.subscribe(mediaOutSubject(T, CALL), (m) => {
     const kind = m.headers?.[MEDIA_KIND_HEADER]
-    if (kind === "media") pending.push(m.data)
+    if (kind === "media")
+      pending.push(...framesOf(m.data)) // a late wake-up sends a few frames at once
     else if (kind === "mark") {
       const mark = String(m.json<{ name: string }>().name)
       sentences.push({ mark, frames: pending })

@@ -11,7 +11,7 @@ export const callingEnv = {
    * voice pipeline): "telco_a" (the default), "all" (the simulator's calls too: real time, whatever
    * SIM_TIME_SCALE says of rings), or "none" (telco_a speaks turn by turn with <Say>/<Gather>).
    */
-  MEDIA_STREAMS: z.enum(["none", "telco_a", "all"]).default("telco_a"),
+  MEDIA_STREAMS: z.enum(["none", "telco_a", "all"]).default("all"),
   /**
    * Where the simulated carrier connects its media streams (an api process, ws:// or wss://); unset →
    * this process's own port (--role all), else PUBLIC_BASE_URL.

@@ -3,10 +3,13 @@
 // token, the carrier's message set), plays the agent's audio out in real time (a mark goes back
 // when the audio before it has been played; a clear drops what is queued and sends back the marks
 // still pending) and sends the callee's side, 20 ms a frame: silence, or a line in the callee's
-// voice. Both sides share the process's pacer (src/platform/pacer.ts).
+// voice. Both sides share the process's pacer for the call's time scale (src/platform/pacer.ts).
+// Faster than real time the frames due at a wake-up go batched in one message (as some carriers
+// batch), and while neither side speaks nothing is sent (discontinuous transmission, as mobile
+// networks do), so a simulated call on hold costs nothing; at real time every frame goes.
 import { WebSocket } from "undici"
 import { FastCounter, FastHistogram } from "../../platform/metrics.js"
-import type { Pacer } from "../../platform/pacer.js"
+import { FRAME_MS, type Pacer } from "../../platform/pacer.js"
 import { FRAME_SAMPLES } from "../audio/g711.js"
 import {
   carrierConnected,
@@ -14,6 +17,7 @@ import {
   carrierMedia,
   carrierStart,
   carrierStop,
+  MAX_MEDIA_BYTES,
   type OutboundStreamMessage,
 } from "./media-stream.messages.js"
 
@@ -23,6 +27,10 @@ const SILENCE = new Uint8Array(FRAME_SAMPLES).fill(0xff)
 const MAX_QUEUED_FRAMES = 3000
 /** A pause in the agent's audio this long (400 ms) ends its turn (shorter ones fall between sentences). */
 const TURN_GAP_FRAMES = 20
+/** The most frames one batched message carries (the media message's limit, MAX_MEDIA_BYTES). */
+const MAX_BATCH = Math.floor(MAX_MEDIA_BYTES / FRAME_SAMPLES)
+/** Silence sent after the callee's line before transmission pauses (the end of speech is heard in it). */
+const TRAILING_SILENCE_FRAMES = 60
 
 // What the simulated carrier measures of Parley's side (bench/voice reads them off /metrics).
 const clearLatency = new FastHistogram(
@@ -72,6 +80,10 @@ export class SimCalleeStream {
   private bargedAt = 0
   private sentenceAt = 0
   private sentenceFrames = 0
+  /** Faster than real time: batched frames, and no transmission while both sides are silent. */
+  private readonly scaled: boolean
+  /** Frames since the callee's line ended (silence sent after it). */
+  private sinceLine = TRAILING_SILENCE_FRAMES
 
   constructor(
     url: string,
@@ -82,6 +94,7 @@ export class SimCalleeStream {
     /** Each frame of the agent's audio as it arrives (a test carrier records what it heard). */
     private readonly onAgentAudio?: (mulaw: Uint8Array) => void,
   ) {
+    this.scaled = pacer.frameMs < FRAME_MS
     this.ws = new WebSocket(url)
     this.ws.addEventListener("open", () => {
       this.open = true
@@ -137,9 +150,21 @@ export class SimCalleeStream {
     this.finish()
   }
 
-  /** One 20 ms step of both sides (the pacer's): false once the stream is over. */
-  tick(): boolean {
+  /** `due` 20 ms steps of both sides (the pacer's): false once the stream is over. */
+  tick(due: number): boolean {
     if (this.closed) return false
+    const out: Uint8Array[] = []
+    for (let i = 0; i < due && !this.closed; i++) {
+      this.step(out)
+      if (out.length >= (this.scaled ? MAX_BATCH : 1)) this.flush(out)
+    }
+    this.flush(out)
+    if (this.waiters.length > 0) this.wake()
+    return !this.closed
+  }
+
+  /** One 20 ms step: the agent's audio played a frame on, marks played go back, the callee's frame out. */
+  private step(out: Uint8Array[]): void {
     if (this.played < this.received) {
       this.played++
       this.playedInTurn++
@@ -148,22 +173,35 @@ export class SimCalleeStream {
       this.playedInTurn = 0
       this.bargedAt = 0 // the agent finished its turn: nothing was cleared
     }
-    while (this.marks.length > 0 && this.marks[0]!.at <= this.played)
+    while (this.marks.length > 0 && this.marks[0]!.at <= this.played) {
+      this.flush(out)
       this.send(carrierMark(this.streamSid, this.marks.shift()!.name))
+    }
     const frame = this.line[this.lineAt]
     if (frame !== undefined) {
       if (this.lineAt === this.lineVoiced && this.agentSpeaking) this.bargedAt = performance.now()
       this.lineAt++
-    }
-    this.send(carrierMedia(this.streamSid, frame ?? SILENCE, this.chunk++))
+      this.sinceLine = 0
+    } else this.sinceLine++
+    // Faster than real time, silence goes only just after a line (its end is heard in it) or while the agent speaks.
+    if (frame !== undefined || !this.scaled || this.sinceLine <= TRAILING_SILENCE_FRAMES || this.agentSpeaking)
+      out.push(frame ?? SILENCE)
+    else this.chunk++
     if (frame !== undefined && this.lineAt >= this.line.length) {
       this.line = []
       const done = this.lineDone
       this.lineDone = undefined
       done?.()
     }
-    if (this.waiters.length > 0) this.wake()
-    return !this.closed
+  }
+
+  /** Sends the frames gathered as one media message. */
+  private flush(out: Uint8Array[]): void {
+    if (out.length === 0) return
+    const payload = out.length === 1 ? out[0]! : Buffer.concat(out)
+    this.send(carrierMedia(this.streamSid, payload, this.chunk))
+    this.chunk += out.length
+    out.length = 0
   }
 
   private until(done: () => boolean): Promise<void> {
@@ -188,9 +226,11 @@ export class SimCalleeStream {
       return
     }
     if (m.event === "media") {
-      if (this.received - this.played < MAX_QUEUED_FRAMES) this.received++
-      this.onAgentAudio?.(Buffer.from(m.media.payload, "base64"))
-      this.paced()
+      const audio = Buffer.from(m.media.payload, "base64")
+      const frames = Math.ceil(audio.length / FRAME_SAMPLES)
+      this.received = Math.min(this.played + MAX_QUEUED_FRAMES, this.received + frames)
+      this.onAgentAudio?.(audio)
+      this.paced(frames)
     } else if (m.event === "mark") {
       this.marks.push({ name: m.mark.name, at: this.received })
       this.sentenceAt = 0
@@ -203,17 +243,22 @@ export class SimCalleeStream {
     }
   }
 
-  /** Counts an agent frame on time or late against the pace its sentence began at (20 ms a frame). */
-  private paced(): void {
+  /**
+   * Counts the agent's frames on time or late against the pace their sentence began at (20 ms a
+   * frame at real time): a message's frames are on time when its first is.
+   */
+  private paced(frames: number): void {
     const now = performance.now()
+    const frameMs = this.pacer.frameMs
     if (this.sentenceAt === 0) {
       this.sentenceAt = now
-      this.sentenceFrames = 0
-      return onTime.inc()
+      this.sentenceFrames = frames - 1
+      return onTime.inc(frames)
     }
-    const due = this.sentenceAt + ++this.sentenceFrames * 20
-    if (now > due + 20) late.inc()
-    else onTime.inc()
+    const due = this.sentenceAt + (this.sentenceFrames + 1) * frameMs
+    this.sentenceFrames += frames
+    if (now > due + Math.max(frameMs, 1)) late.inc(frames)
+    else onTime.inc(frames)
   }
 
   private send(message: string): void {

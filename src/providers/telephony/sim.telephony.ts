@@ -27,8 +27,10 @@ import {
  */
 export interface SimMediaOptions {
   readonly streams: MediaStreams
-  readonly synth: StreamingSynthesizer
-  readonly pacer: Pacer
+  /** The voice callees speak in at a time scale (the sim's: its calls' audio runs at its timeScale). */
+  readonly synthAt: (timeScale: number) => StreamingSynthesizer
+  /** The pacer of audio at a time scale. */
+  readonly pacerAt: (timeScale: number) => Pacer
 }
 
 export interface SimTelephonyOptions {
@@ -45,7 +47,7 @@ export interface SimTelephonyOptions {
    * calls unfinished.
    */
   readonly holdProcess?: boolean
-  /** Bridges answered calls to media streams (real time, whatever timeScale says of rings). */
+  /** Bridges answered calls to media streams, their audio paced at timeScale. */
   readonly media?: SimMediaOptions
 }
 
@@ -307,6 +309,11 @@ class SimLeg implements CallLeg {
     return this.sim.media !== undefined
   }
 
+  /** The call's audio runs at the simulator's time scale. */
+  get timeScale(): number {
+    return this.sim.timeScale
+  }
+
   say(text: string): Promise<Spoken> {
     if (this.phase === ENDED) return Promise.reject(new TelephonyError(`call ${this.providerCallId} has ended`, false))
     // On a media stream the agent's line is heard while the callee may be talking: no turn to wait for.
@@ -366,7 +373,7 @@ class SimLeg implements CallLeg {
   private async answerAloud(): Promise<void> {
     const move = calleeMove(this)
     this.heard = 0
-    if (move === "hangup") return this.arm(DUE_CALLEE_HANGUP, SILENCE_MS)
+    if (move === "hangup") return this.arm(DUE_CALLEE_HANGUP, this.scaled(SILENCE_MS))
     this.step++
     const stream = await this.stream
     await stream?.agentQuietFor(300 + this.random() * 500)
@@ -380,7 +387,7 @@ class SimLeg implements CallLeg {
     const media = this.sim.media
     if (stream === undefined || media === undefined || this.phase !== CONNECTED) return null
     const text = LINES[move][this.variant]!
-    const spoken = await calleeAudio(media.synth, text, this.calleeVoice())
+    const spoken = await calleeAudio(media.synthAt(this.sim.timeScale), text, this.calleeVoice())
     if (this.phase !== CONNECTED) return null
     // A voicemail's greeting ends with its beep, 300 ms after.
     const frames = move === "voicemail" ? [...spoken, ...BEEP_AFTER_GREETING] : spoken
@@ -398,11 +405,13 @@ class SimLeg implements CallLeg {
 
   /** Connects the answered call's media stream, as a carrier told <Connect><Stream> does. */
   private connectStream(media: SimMediaOptions): void {
-    this.stream = media.streams.streamUrl({ tenantId: this.req.tenantId, callId: this.req.callId }).then(
+    const call = { tenantId: this.req.tenantId, callId: this.req.callId, timeScale: this.sim.timeScale }
+    this.stream = media.streams.streamUrl(call).then(
       (url) => {
         if (this.phase === ENDED) return undefined
         // The stream ending (Parley closed it, or it broke) ends the call, as <Connect> with no verb after it does.
-        return new SimCalleeStream(url, `MZ${this.providerCallId}`, this.providerCallId, media.pacer, () =>
+        const pacer = media.pacerAt(this.sim.timeScale)
+        return new SimCalleeStream(url, `MZ${this.providerCallId}`, this.providerCallId, pacer, () =>
           this.end({ type: "HANGUP", by: "agent", at: this.sim.now() }),
         )
       },

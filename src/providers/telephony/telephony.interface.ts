@@ -51,7 +51,8 @@ export interface Spoken {
  * the call) the carrier connects its bidirectional stream to.
  */
 export interface MediaStreams {
-  streamUrl(call: { readonly tenantId: number; readonly callId: number }): Promise<string>
+  /** `timeScale`: a simulated call's audio pace (faster than real time); a carrier's is real time. */
+  streamUrl(call: { readonly tenantId: number; readonly callId: number; readonly timeScale?: number }): Promise<string>
 }
 
 export interface CallLeg {
@@ -67,10 +68,20 @@ export interface CallLeg {
    */
   readonly reportsPlayed?: boolean
   /**
+   * How fast the call's audio runs against real time: a simulated call's at the simulator's time
+   * scale (0.01: a hundred times faster); a real carrier's at 1 (undefined).
+   */
+  readonly timeScale?: number
+  /**
    * Speaks text to the callee; resolves when it has been spoken (duration from text length at ~2.6
    * words/s, scaled). Rejects with TelephonyError if the leg is gone. One say or listen at a time.
    */
   say(text: string): Promise<Spoken>
+  /**
+   * say(), for text still being written (a model's reply, sentence by sentence): each sentence is
+   * spoken as it arrives, the first while the rest are written. Optional: an audio leg has it.
+   */
+  sayStreamed?(sentences: AsyncIterable<string>): Promise<Spoken>
   /**
    * Voicemail: resolves once the machine's beep has been heard (true; at once if it was heard
    * since the last listen) or after `maxMs` without one (false). Optional: a leg that hears no
