@@ -5,7 +5,7 @@
 // whole. listen() answers with the next utterance, recognised while the callee speaks
 // (src/providers/speech/sphinx.recognizer.ts, listening for the lines the callee may say).
 
-import { sentencesOf } from "../../src/calls/sentences.js"
+import { sentencesOf } from "../../src/providers/speech/sentences.js"
 import type {
   PhoneVoice,
   StreamingRecognizer,
@@ -40,7 +40,8 @@ export interface MediaLegOptions {
   readonly silenceMs?: number
   /**
    * How fast the call's audio runs (CallLeg.timeScale): the silence and beep waits shrink with it,
-   * to no less than a second of real time (a loaded process may play scaled audio late).
+   * to no less than 3 s of real time: what the simulated callee does in real time (rendering its
+   * line, ~0.1-0.3 s) does not shrink, and a loaded process plays scaled audio late.
    */
   readonly timeScale?: number
   readonly now?: () => number
@@ -62,7 +63,7 @@ interface Heard {
 
 /** A wait of `ms` of the call's audio time, in real milliseconds at `timeScale`. */
 export const scaledWait = (ms: number, timeScale = 1): number =>
-  timeScale >= 1 ? ms : Math.max(Math.round(ms * timeScale), Math.min(ms, 1_000))
+  timeScale >= 1 ? ms : Math.max(Math.round(ms * timeScale), Math.min(ms, 3_000))
 
 export class MediaLeg implements CallLeg {
   readonly providerCallId: string
@@ -81,6 +82,8 @@ export class MediaLeg implements CallLeg {
   private readonly timing = new Map<{ text: string; at: number }, Heard>()
   private firstFrame: (() => void) | undefined
   private silence: NodeJS.Timeout | undefined
+  /** Utterances whose transcript is still to come. */
+  private transcribing = 0
   /** A beep heard since the last listen(), and who waits for one. */
   private beeped = false
   private onBeep: (() => void) | undefined
@@ -107,8 +110,10 @@ export class MediaLeg implements CallLeg {
         const speechEnd = ended - waited
         // When it began: that much of the call's audio ago (at its time scale).
         const at = now() - (this.session.framesHeard * 20 - startMs) * Math.min(1, o.timeScale ?? 1)
+        this.transcribing++
         void o.recognizer.end().then(
           (text) => {
+            this.transcribing--
             if (this.ended) return
             // Speech nobody understood: a listener is answered "" at once (the agent asks again); else it is let go.
             if (text === "" && this.listener === undefined) return
@@ -116,7 +121,10 @@ export class MediaLeg implements CallLeg {
             this.timing.set(u, { speechEnd, endpointing: waited, transcribed: performance.now() })
             this.hearLine(u)
           },
-          (err: unknown) => o.onFailure?.("recognition", err),
+          (err: unknown) => {
+            this.transcribing--
+            o.onFailure?.("recognition", err)
+          },
         )
       },
       firstAudio: () => this.firstFrame?.(),
@@ -248,7 +256,8 @@ export class MediaLeg implements CallLeg {
       // Silence (no speech begun within the window, none under way) is answered "", so the agent can ask again.
       const quiet = () => {
         if (this.listener !== listener) return
-        if (this.session.hearingSpeech) return void (this.silence = setTimeout(quiet, 500))
+        // Speech under way, or said and still being transcribed, is not silence.
+        if (this.session.hearingSpeech || this.transcribing > 0) return void (this.silence = setTimeout(quiet, 500))
         this.listener = undefined
         resolve({ text: "", at: now() })
       }

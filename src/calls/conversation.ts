@@ -21,9 +21,9 @@ import {
   type ReplyRequest,
   type TranscriptLine,
 } from "../providers/llm/llm.interface.js"
+import { SentenceCutter } from "../providers/speech/sentences.js"
 import type { CallLeg, Spoken, TurnLatency } from "../providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../workflows/rulebook.schema.js"
-import { SentenceCutter } from "./sentences.js"
 
 export interface ConversationTurn {
   speaker: "agent" | "callee"

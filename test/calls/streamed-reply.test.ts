@@ -4,10 +4,10 @@
 // banned line is never spoken, and the turn recorded is what was said.
 import { describe, expect, it } from "vitest"
 import { converse } from "../../src/calls/conversation.js"
-import { SentenceCutter, sentencesOf } from "../../src/calls/sentences.js"
 import { prepareCallRules } from "../../src/kb/rule-matching.js"
 import type { AgentReply, AgentRule, LanguageModel, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
+import { SentenceCutter, sentencesOf } from "../../src/providers/speech/sentences.js"
 import type { CallLeg, Spoken } from "../../src/providers/telephony/telephony.interface.js"
 import { validateRuleBook } from "../../src/workflows/rulebook.schema.js"
 import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"

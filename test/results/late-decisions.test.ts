@@ -167,7 +167,7 @@ describe.concurrent("late decisions", () => {
     it("is applied by the call's end: the result records it once", async () => {
       // Slow enough to decide inside the goodbye: holds of 5 s × 0.2 = 1 s, a goodbye of ~1.5 s.
       const slow = await startTestServer({
-        // The window is the text turns' goodbye (the simulator's calls heard as audio at 0.2 end theirs sooner).
+        // Text turns: the window this needs (the goodbye after the hold, seen in /api/runs/live) is timed on them.
         env: { ...FAST_RUNTIME_ENV, SIM_TIME_SCALE: "0.2", APPROVAL_HOLD_MS: "5000", MEDIA_STREAMS: "telco_a" },
       })
       try {

@@ -5,8 +5,8 @@
 // conversation answers, and Parley ends the call by closing the stream and hanging up over REST.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { sentencesOf } from "../../src/calls/sentences.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { sentencesOf } from "../../src/providers/speech/sentences.js"
 import { SphinxDecoder, sphinxAvailable, wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
 import { findVoice } from "../../src/voices/voices.catalog.js"
 import { api } from "../support/clients.js"

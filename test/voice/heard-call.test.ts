@@ -5,12 +5,12 @@
 // off. The test records both directions off the bus, decodes them, and checks what each side heard
 // against the stored turns.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { sentencesOf } from "../../src/calls/sentences.js"
 import { Bus } from "../../src/platform/Bus.js"
 import { MEDIA_KIND_HEADER } from "../../src/platform/subjects.js"
 import { BeepDetector } from "../../src/providers/audio/beep.js"
 import { decode, frames as framesOf } from "../../src/providers/audio/g711.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { sentencesOf } from "../../src/providers/speech/sentences.js"
 import { SphinxDecoder, sphinxAvailable, wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
 import { SIM_CALLEE_LINES } from "../../src/providers/telephony/sim.telephony.js"
 import { findVoice } from "../../src/voices/voices.catalog.js"

@@ -5,13 +5,13 @@
 import { afterEach, describe, expect, it } from "vitest"
 import { MediaLeg } from "../../runtime/voice/media-leg.js"
 import { MediaSession } from "../../runtime/voice/media-session.js"
-import { sentencesOf } from "../../src/calls/sentences.js"
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
 import { frames as framesOf } from "../../src/providers/audio/g711.js"
 import { Vad } from "../../src/providers/audio/vad.js"
 import { fliteSynthesizer, speakForPhone } from "../../src/providers/speech/flite.phone.js"
+import { sentencesOf } from "../../src/providers/speech/sentences.js"
 import { SphinxDecoder, SphinxPool, sphinxAvailable } from "../../src/providers/speech/sphinx.recognizer.js"
 
 const required = process.env.REQUIRE_POCKETSPHINX === "1"
@@ -142,6 +142,33 @@ describe.skipIf(!required && !sphinxAvailable())("a call leg over a media stream
         }),
     })
     expect(await quiet.listen()).toMatchObject({ text: "" })
+  })
+
+  it("waits for a transcript that comes after the silence window: speech being transcribed is not silence", async () => {
+    const bus = makeMemoryBus()
+    const vad = await Vad.create()
+    const pacer = new Pacer()
+    stops.push(() => {
+      pacer.stop()
+      vad.free()
+    })
+    const leg = new MediaLeg({
+      providerCallId: "CA-slow",
+      voice: { gender: "female", speed: 1 },
+      // A recogniser as slow as the general model on a busy machine: the transcript 600 ms after the end.
+      recognizer: { frame() {}, partial: () => "", end: () => sleep(600).then(() => "no thank you"), free() {} },
+      synth: fliteSynthesizer,
+      silenceMs: 200,
+      open: (events) => new MediaSession({ bus, tenantId: T, callId: 98, voiced: (f) => vad.voiced(f), pacer, events }),
+    })
+    const carrier = (kind: string, payload: Uint8Array | object) =>
+      bus.publish(mediaInSubject(T, 98), payload, { headers: { [MEDIA_KIND_HEADER]: kind } })
+    carrier("start", { stream_sid: "MZ", call_sid: "CA-slow" })
+    const heard = leg.listen()
+    const { frames } = await speakForPhone(CALLEE[2]!, { gender: "male", speed: 1, variant: 1 })
+    for (const f of [...frames, ...Array.from({ length: 30 }, () => silence)]) carrier("media", f)
+    await bus.flush()
+    expect((await heard)?.text).toBe("no thank you")
   })
 
   it("answers listen() with null and refuses say() once the call has ended", async () => {

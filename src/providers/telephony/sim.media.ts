@@ -47,7 +47,7 @@ const onTime = agentFrames.child({ timing: "on_time" })
 const late = agentFrames.child({ timing: "late" })
 
 /** A frame with speech in it: some sample above about -24 dBFS (a μ-law exponent of 4 or more). */
-const loud = (frame: Uint8Array): boolean => {
+export const loud = (frame: Uint8Array): boolean => {
   for (const b of frame) if ((~b & 0x70) >>> 4 >= 4) return true
   return false
 }

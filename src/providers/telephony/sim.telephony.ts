@@ -9,8 +9,9 @@ import { type FairTimer, FairTimers } from "../../platform/fair-timers.js"
 import type { Pacer } from "../../platform/pacer.js"
 import { beepFrames } from "../audio/beep.js"
 import { encode } from "../audio/g711.js"
+import { sentencesOf } from "../speech/sentences.js"
 import type { PhoneVoice, StreamingSynthesizer } from "../speech/streaming.interface.js"
-import { SimCalleeStream } from "./sim.media.js"
+import { loud, SimCalleeStream } from "./sim.media.js"
 import {
   type CallLeg,
   type CarrierEvent,
@@ -112,17 +113,17 @@ const LINES = {
     "Sure, that works for me. Let's do it.",
     "Okay, sounds good. Go ahead.",
   ],
-  goOn: ["Okay, go on.", "Alright, I'm listening.", "Mm-hm, go on."],
+  goOn: ["Okay, go on.", "Alright, I'm listening.", "Right, go on."],
   object: [
     "Sorry, I don't think I need this right now.",
     "Honestly, I don't really need this.",
-    "Hmm, I don't think we need this at the moment.",
+    "Well, I don't think we need this at the moment.",
   ],
   refuse: ["No, I'm not interested. Thank you.", "No thanks, I'm not interested.", "I'm not interested, thank you."],
   askDiscount: [
     "It sounds interesting, but it's a bit pricey for me. Can you give me a discount?",
     "I might be interested if the price were lower. Is there any discount?",
-    "Hmm, that's more than I'd like to pay. Could you do a discount?",
+    "Well, that's more than I'd like to pay. Could you do a discount?",
   ],
   askDiscountAgain: [
     "Is there really no discount you can give me?",
@@ -137,7 +138,7 @@ const LINES = {
   noDiscount: ["Then I'm not interested, sorry.", "In that case, no thanks.", "Then I'll pass, thanks."],
   askCallback: [
     "I'm busy right now. Could you call me back tomorrow?",
-    "This isn't a good time. Can you call me back tomorrow?",
+    "Now is not a good time. Can you call me back tomorrow?",
     "I'm in the middle of something. Please call me back tomorrow.",
   ],
   askCallbackAgain: [
@@ -200,6 +201,10 @@ export const SIM_CALLEE_BY_DIGIT: readonly SimCallee[] = [
 ]
 
 /** What the sim does for `to`, from its last digit; undefined for a number with no digit. */
+/** A line as the simulated callee says it (its sentences rendered, trimmed, joined by a short pause). */
+export const simCalleeAudio = (synth: StreamingSynthesizer, text: string, voice: PhoneVoice): Promise<Uint8Array[]> =>
+  calleeAudio(synth, text, voice)
+
 export function simCalleeFor(to: string): SimCallee | undefined {
   const digit = lastDigit(to)
   if (digit < 0) return undefined
@@ -601,12 +606,38 @@ const BEEP_AFTER_GREETING: readonly Uint8Array[] = [
 
 /** The callee lines rendered so far, by voice and line (a few dozen lines in a few voices). */
 const rendered = new Map<string, Promise<Uint8Array[]>>()
+/**
+ * The pause between the sentences of a line (a person's, within a turn: well under the end-of-speech
+ * window), beside the quiet kept around each sentence's loud part (soft onsets and endings: "thanks").
+ */
+const SENTENCE_GAP_FRAMES = 4
+const ONSET_FRAMES = 3
+const ENDING_FRAMES = 6
+/** Silence before and after a line. */
+const LINE_EDGE_FRAMES = 10
+const QUIET_FRAME = new Uint8Array(160).fill(0xff)
+const quiet = (n: number): Uint8Array[] => Array.from({ length: n }, () => QUIET_FRAME)
 
+/**
+ * A callee line as audio: each sentence rendered, its silent edges trimmed, joined by a short
+ * pause (a synthesiser's own pause after a full stop can pass for the end of the turn).
+ */
 function calleeAudio(synth: StreamingSynthesizer, text: string, voice: PhoneVoice): Promise<Uint8Array[]> {
   const key = `${synth.name}|${voice.gender}|${voice.variant}|${text}`
   let audio = rendered.get(key)
   if (audio === undefined) {
-    audio = synth.speak(text, voice).then((s) => s.frames)
+    audio = Promise.all(sentencesOf(text).map((s) => synth.speak(s, voice))).then((spoken) => {
+      const out = quiet(LINE_EDGE_FRAMES)
+      for (const [i, s] of spoken.entries()) {
+        const first = s.frames.findIndex(loud)
+        if (first < 0) continue
+        const last = s.frames.findLastIndex(loud)
+        if (i > 0) out.push(...quiet(SENTENCE_GAP_FRAMES))
+        out.push(...s.frames.slice(Math.max(0, first - ONSET_FRAMES), last + 1 + ENDING_FRAMES))
+      }
+      out.push(...quiet(LINE_EDGE_FRAMES))
+      return out
+    })
     audio.catch(() => rendered.delete(key))
     rendered.set(key, audio)
   }
