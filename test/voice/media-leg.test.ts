@@ -144,7 +144,7 @@ describe.skipIf(!required && !sphinxAvailable())("a call leg over a media stream
     expect(await quiet.listen()).toMatchObject({ text: "" })
   })
 
-  it("waits for a transcript that comes after the silence window: speech being transcribed is not silence", async () => {
+  it("waits for a transcript later than the silence window: speech being transcribed is not silence", async () => {
     const bus = makeMemoryBus()
     const vad = await Vad.create()
     const pacer = new Pacer()
