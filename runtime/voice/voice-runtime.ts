@@ -29,8 +29,6 @@ import { bargeIn, voiceFailure } from "./voice.metrics.js"
 
 /** The path carriers' media streams connect to (api/media-streams.ts). */
 const STREAM_PATH = "/media/telco_a/"
-/** Decoders loaded ahead of the first calls (a call holds one only while its callee speaks; more load on demand). */
-const WARM_DECODERS = 4
 /**
  * The fastest simulated audio the engines follow: PocketSphinx recognises it (five times real time
  * is 0.1 CPU-seconds a second of it) and flite renders it. Faster, the stand-in told the callee's
@@ -95,7 +93,7 @@ export async function startVoiceRuntime(d: {
   const generalPool = recognition === "pocketsphinx" ? new SphinxPool(null, undefined, calibrate) : undefined
   // Decoders are loaded ahead only where simulated calls' audio runs slow enough for the engine.
   if (simPool !== undefined && config.mediaStreams === "all" && config.simTimeScale >= ENGINE_MIN_SCALE)
-    await simPool.warm(WARM_DECODERS)
+    await simPool.warm(config.speechDecodersWarm)
   if (recognition === "script")
     log.warn(
       "PocketSphinx is not installed (apt-get install pocketsphinx pocketsphinx-en-us): simulated callees are " +

@@ -17,6 +17,12 @@ export const callingEnv = {
    * this process's own port (--role all), else PUBLIC_BASE_URL.
    */
   MEDIA_STREAM_URL: optionalString.pipe(z.url({ protocol: /^wss?$/ }).optional()),
+  /**
+   * Speech decoders (PocketSphinx, ~29 MB each) a runtime process loads at start for simulated calls
+   * heard as audio: about as many as callees speaking at once (a quarter of the calls up); more load on
+   * demand, one at a time (~0.2 s each), while an utterance's frames wait.
+   */
+  SPEECH_DECODERS_WARM: nonNegativeInt.max(64).default(4),
   /** "any" lifts every workflow's calling window (test harnesses); unset → the windows apply. */
   CALLING_HOURS: optionalString.pipe(z.enum(["any"], { error: 'must be "any" or unset' }).optional()),
   /** How long a runtime process owns a run without renewing; a dead owner's runs move after this. */
@@ -91,6 +97,7 @@ export type CallingConfig = Readonly<{
   simTimeScale: number
   mediaStreams: "none" | "telco_a" | "all"
   mediaStreamUrl: string | undefined
+  speechDecodersWarm: number
   callingHoursAny: boolean
   runLeaseMs: number
   runClaimIntervalMs: number
@@ -128,6 +135,7 @@ export function callingConfig(e: CallingEnv): CallingConfig {
     simTimeScale: e.SIM_TIME_SCALE ?? 1,
     mediaStreams: e.MEDIA_STREAMS,
     mediaStreamUrl: e.MEDIA_STREAM_URL?.replace(/\/+$/, ""),
+    speechDecodersWarm: e.SPEECH_DECODERS_WARM,
     callingHoursAny: e.CALLING_HOURS === "any",
     runLeaseMs: e.RUN_LEASE_MS,
     runClaimIntervalMs: e.RUN_CLAIM_INTERVAL_MS,

@@ -23,6 +23,8 @@ interface SphinxApi {
   ps_free(ps: unknown): number
   ps_lookup_word(ps: unknown, word: string): string | null
   ps_set_jsgf_string(ps: unknown, name: string, jsgf: string): number
+  /** ps_set_jsgf_string on a worker thread (compiling a phrase list takes ~5-10 ms). */
+  ps_set_jsgf_string_async(ps: unknown, name: string, jsgf: string, done: (err: unknown, rc: number) => void): void
   ps_set_search(ps: unknown, name: string): number
   ps_start_utt(ps: unknown): number
   ps_process_raw(ps: unknown, data: Int16Array, n: number, noSearch: number, fullUtt: number): number
@@ -53,6 +55,7 @@ function sphinx(): SphinxApi | null {
     const init = f("void *ps_init(void *config)")
     const processRaw = f("int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)")
     const endUtt = f("int ps_end_utt(void *ps)")
+    const setJsgf = f("int ps_set_jsgf_string(void *ps, const char *name, const char *jsgf)")
     api = {
       ps_args: f("void *ps_args()"),
       cmd_ln_parse_r: f("void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)"),
@@ -60,7 +63,9 @@ function sphinx(): SphinxApi | null {
       ps_init_async: (config: unknown, done: (err: unknown, ps: unknown) => void) => init.async(config, done),
       ps_free: f("int ps_free(void *ps)"),
       ps_lookup_word: f("const char *ps_lookup_word(void *ps, const char *word)"),
-      ps_set_jsgf_string: f("int ps_set_jsgf_string(void *ps, const char *name, const char *jsgf)"),
+      ps_set_jsgf_string: setJsgf,
+      ps_set_jsgf_string_async: (ps: unknown, name: string, jsgf: string, done: (err: unknown, rc: number) => void) =>
+        setJsgf.async(ps, name, jsgf, done),
       ps_set_search: f("int ps_set_search(void *ps, const char *name)"),
       ps_start_utt: f("int ps_start_utt(void *ps)"),
       ps_process_raw: processRaw,
@@ -155,6 +160,31 @@ export class SphinxDecoder {
    * not know is left out (it could not be recognised). Returns the phrases kept.
    */
   listenFor(phrases: readonly string[]): string[] {
+    const { unique, name, jsgf } = this.grammarOf(phrases)
+    if (jsgf !== undefined) {
+      if (this.s.ps_set_jsgf_string(this.ps, name, jsgf) !== 0) throw new Error("the phrase list was refused")
+      this.grammars.add(name)
+    }
+    if (this.s.ps_set_search(this.ps, name) !== 0) throw new Error("the phrase list could not be chosen")
+    return unique
+  }
+
+  /** listenFor, the phrase list compiled on a worker thread (a decoder loading in a process with calls). */
+  async listenForOffThread(phrases: readonly string[]): Promise<string[]> {
+    const { unique, name, jsgf } = this.grammarOf(phrases)
+    if (jsgf !== undefined) {
+      const rc = await new Promise<number>((resolve, reject) =>
+        this.s.ps_set_jsgf_string_async(this.ps, name, jsgf, (err, r) => (err ? reject(err) : resolve(r))),
+      )
+      if (rc !== 0) throw new Error("the phrase list was refused")
+      this.grammars.add(name)
+    }
+    if (this.s.ps_set_search(this.ps, name) !== 0) throw new Error("the phrase list could not be chosen")
+    return unique
+  }
+
+  /** The phrases that can be recognised, their grammar's name, and its text when not yet compiled. */
+  private grammarOf(phrases: readonly string[]): { unique: string[]; name: string; jsgf: string | undefined } {
     const kept = phrases
       .map((p) => wordsOf(p))
       .filter((ws) => ws.length > 0 && ws.every((w) => this.s.ps_lookup_word(this.ps, w) !== null))
@@ -162,13 +192,10 @@ export class SphinxDecoder {
     const unique = [...new Set(kept)]
     if (unique.length === 0) throw new Error("no phrase of the list can be recognised")
     const name = `g${createHash("sha1").update(unique.join("\n")).digest("hex").slice(0, 16)}`
-    if (!this.grammars.has(name)) {
-      const jsgf = `#JSGF V1.0;\ngrammar ${name};\npublic <line> = ${unique.join(" | ")};\n`
-      if (this.s.ps_set_jsgf_string(this.ps, name, jsgf) !== 0) throw new Error("the phrase list was refused")
-      this.grammars.add(name)
-    }
-    if (this.s.ps_set_search(this.ps, name) !== 0) throw new Error("the phrase list could not be chosen")
-    return unique
+    const jsgf = this.grammars.has(name)
+      ? undefined
+      : `#JSGF V1.0;\ngrammar ${name};\npublic <line> = ${unique.join(" | ")};\n`
+    return { unique, name, jsgf }
   }
 
   /** Hears one 20 ms frame of μ-law audio (an utterance starts with its first frame). */
@@ -311,7 +338,7 @@ export class SphinxPool {
     this.count++
     try {
       const d = await SphinxDecoder.load(this.phrases === null)
-      if (this.phrases !== null) d.listenFor(this.phrases)
+      if (this.phrases !== null) await d.listenForOffThread(this.phrases)
       if (this.calibration !== undefined) {
         await d.framesOffThread(await this.calibration())
         await d.endOffThread()
