@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import { converse } from "../../src/calls/conversation.js"
 import { prepareCallRules } from "../../src/kb/rule-matching.js"
-import type { AgentReply, AgentRule, LanguageModel, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
+import type { AgentReply, LanguageModel, ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { SentenceCutter, sentencesOf } from "../../src/providers/speech/sentences.js"
 import type { CallLeg, Spoken } from "../../src/providers/telephony/telephony.interface.js"
@@ -112,11 +112,37 @@ function audioLeg(lines: string[]) {
   return { leg, arrivals }
 }
 
+/** The rules of a call that bans `line`. */
+const banning = (line: string) =>
+  prepareCallRules([{ id: 1, bucket: "banned_phrases", title: "no", body: line, trigger: null, priority: 0 }], {
+    name: "Asha",
+    agentName: "Priya",
+    company: "Acme",
+  })
+
+/** A call where the callee says "Sure, go ahead." once: what the leg was given, and the turns. */
+async function talk(llm: LanguageModel, rules?: ReturnType<typeof prepareCallRules>) {
+  const { leg, arrivals } = audioLeg(["Sure, go ahead."])
+  const turns: Array<{ speaker: string; text: string }> = []
+  await converse({
+    leg,
+    llm,
+    ruleBook: BOOK,
+    ...(rules !== undefined && { rules }),
+    callee: { name: "Asha" },
+    agentName: "Priya",
+    company: "Acme",
+    onTurn: (t) => turns.push(t),
+    requestApproval: async () => "timeout",
+    signal: new AbortController().signal,
+    maxTurns: 3,
+  })
+  return { said: arrivals.map((a) => a.sentence), arrivals, turns }
+}
+
 describe("a conversation heard as the model writes", () => {
   it("speaks the reply's first sentence before the model has written the rest", async () => {
     const pieces = ["Great, ", "thanks for your time. ", "The fibre ", "plan is ", "twice as fast. ", "Shall I go on?"]
-    const { leg, arrivals } = audioLeg(["Sure, go ahead."])
-    const turns: Array<{ speaker: string; text: string }> = []
     let modelDone = 0
     const llm = writingModel(pieces, 40)
     const streamReply = llm.streamReply!
@@ -125,23 +151,12 @@ describe("a conversation heard as the model writes", () => {
       modelDone = performance.now()
       return r
     }
-    await converse({
-      leg,
-      llm,
-      ruleBook: BOOK,
-      callee: { name: "Asha" },
-      agentName: "Priya",
-      company: "Acme",
-      onTurn: (t) => turns.push(t),
-      requestApproval: async () => "timeout",
-      signal: new AbortController().signal,
-      maxTurns: 3,
-    })
+    const { said, arrivals, turns } = await talk(llm)
     const first = arrivals.find((a) => a.sentence === "Great, thanks for your time.")
     expect(first).toBeDefined()
     // Four more pieces (160 ms) were still to be written when the first sentence went to the leg.
     expect(modelDone - first!.at).toBeGreaterThan(100)
-    expect(arrivals.map((a) => a.sentence)).toContain("Shall I go on?")
+    expect(said).toContain("Shall I go on?")
     expect(turns[2]).toMatchObject({
       speaker: "agent",
       text: "Great, thanks for your time. The fibre plan is twice as fast. Shall I go on?",
@@ -149,31 +164,10 @@ describe("a conversation heard as the model writes", () => {
   })
 
   it("never speaks a sentence that says a banned line; the turn is what was said", async () => {
-    const ban: AgentRule = {
-      id: 1,
-      bucket: "banned_phrases",
-      title: "no",
-      body: "guaranteed savings",
-      trigger: null,
-      priority: 0,
-    }
-    const rules = prepareCallRules([ban], { name: "Asha", agentName: "Priya", company: "Acme" })
-    const { leg, arrivals } = audioLeg(["Sure, go ahead."])
-    const turns: Array<{ speaker: string; text: string }> = []
-    await converse({
-      leg,
-      llm: writingModel(["It is fast. ", "You get guaranteed savings. ", "Shall I go on?"], 5),
-      ruleBook: BOOK,
-      rules,
-      callee: { name: "Asha" },
-      agentName: "Priya",
-      company: "Acme",
-      onTurn: (t) => turns.push(t),
-      requestApproval: async () => "timeout",
-      signal: new AbortController().signal,
-      maxTurns: 3,
-    })
-    const said = arrivals.map((a) => a.sentence)
+    const { said, turns } = await talk(
+      writingModel(["It is fast. ", "You get guaranteed savings. ", "Shall I go on?"], 5),
+      banning("guaranteed savings"),
+    )
     expect(said).toContain("It is fast.")
     expect(said.some((s) => /guaranteed savings/i.test(s))).toBe(false)
     expect(said).not.toContain("Shall I go on?")
@@ -181,38 +175,15 @@ describe("a conversation heard as the model writes", () => {
   })
 
   it("asks again without streaming when the first sentence is banned, and speaks an allowed answer", async () => {
-    const ban: AgentRule = {
-      id: 2,
-      bucket: "banned_phrases",
-      title: "no",
-      body: "trust me",
-      trigger: null,
-      priority: 0,
-    }
-    const rules = prepareCallRules([ban], { name: "Asha", agentName: "Priya", company: "Acme" })
-    const { leg, arrivals } = audioLeg(["Sure, go ahead."])
-    const turns: Array<{ speaker: string; text: string }> = []
     const model = writingModel(["Trust me. ", "It is fast."], 5)
     let asked = 0
     model.reply = async (req) => {
       asked++
       return { text: req.avoid?.length ? "It is a fast plan." : "Trust me. It is fast." }
     }
-    await converse({
-      leg,
-      llm: model,
-      ruleBook: BOOK,
-      rules,
-      callee: { name: "Asha" },
-      agentName: "Priya",
-      company: "Acme",
-      onTurn: (t) => turns.push(t),
-      requestApproval: async () => "timeout",
-      signal: new AbortController().signal,
-      maxTurns: 3,
-    })
+    const { said, turns } = await talk(model, banning("trust me"))
     expect(asked).toBe(2)
-    expect(arrivals.map((a) => a.sentence).some((s) => /trust me/i.test(s))).toBe(false)
+    expect(said.some((s) => /trust me/i.test(s))).toBe(false)
     expect(turns[2]).toMatchObject({ speaker: "agent", text: "It is a fast plan." })
   })
 })

@@ -1,19 +1,13 @@
-// flite's 16 kHz output brought to the phone's 8 kHz: the same samples as the plain filter (a
-// windowed-sinc low-pass, then every other sample), edges included, and 8 kHz passed through.
+// flite's 16 kHz output brought to the phone's 8 kHz: the same samples as the filter written
+// plainly (its taps over every input sample, then every other sample), edges included, and 8 kHz
+// passed through.
 import { describe, expect, it } from "vitest"
-import { downsampleToPhone } from "../../src/providers/speech/flite.phone.js"
+import { downsampleToPhone, TAPS } from "../../src/providers/speech/flite.phone.js"
 
-/** The filter written plainly: 31 taps, 3.4 kHz, Hamming window, zero outside the signal. */
+/** The filter written plainly: the 31 taps over every sample, zero outside the signal. */
 function reference(pcm: Int16Array): Int16Array {
-  const n = 31
-  const fc = 3400 / 16000
-  const raw = Array.from({ length: n }, (_, i) => {
-    const m = i - (n - 1) / 2
-    const sinc = m === 0 ? 2 * fc : Math.sin(2 * Math.PI * fc * m) / (Math.PI * m)
-    return sinc * (0.54 - 0.46 * Math.cos((2 * Math.PI * i) / (n - 1)))
-  })
-  const sum = raw.reduce((a, b) => a + b, 0)
-  const taps = raw.map((t) => t / sum)
+  const n = TAPS.length
+  const taps = TAPS
   const out = new Int16Array(pcm.length >> 1)
   for (let o = 0; o < out.length; o++) {
     let acc = 0

@@ -139,7 +139,7 @@ function readWav(b: Buffer): { rate: number; pcm: Int16Array } {
 }
 
 /** A 31-tap low-pass (Hamming-windowed sinc at 3.4 kHz for 16 kHz input), so halving does not alias. */
-const TAPS = (() => {
+export const TAPS: Float64Array = (() => {
   const n = 31
   const fc = 3400 / 16000
   const taps = Array.from({ length: n }, (_, i) => {
