@@ -160,7 +160,12 @@ export class CallEffects {
           const voice = s.deps.voice
           live.leg =
             leg.mediaStream === true && voice !== undefined
-              ? voice.audioLeg({ tenantId: input.tenantId, callId: input.callId }, carrierLeg, s.voice, leg)
+              ? voice.audioLeg(
+                  { tenantId: input.tenantId, callId: input.callId, listening: s.ruleBook.listening },
+                  carrierLeg,
+                  s.voice,
+                  leg,
+                )
               : carrierLeg
           return () => {}
         }),

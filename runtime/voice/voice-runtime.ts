@@ -11,6 +11,7 @@ import type { BusClient } from "../../src/platform/bus/bus.js"
 import type { Config } from "../../src/platform/config.js"
 import type { Sql } from "../../src/platform/Db.js"
 import { Pacer } from "../../src/platform/pacer.js"
+import { DEFAULT_END_OF_SPEECH } from "../../src/providers/audio/end-of-speech.js"
 import { Vad } from "../../src/providers/audio/vad.js"
 import { fliteSynthesizer } from "../../src/providers/speech/flite.phone.js"
 import { ScriptRecognizer } from "../../src/providers/speech/script.recognizer.js"
@@ -23,6 +24,7 @@ import type {
 } from "../../src/providers/speech/streaming.interface.js"
 import { SIM_CALLEE_LINES, type SimMediaOptions, simCalleeScript } from "../../src/providers/telephony/sim.telephony.js"
 import type { CallLeg, MediaStreams } from "../../src/providers/telephony/telephony.interface.js"
+import { DEFAULT_LISTENING, type RuleBook } from "../../src/workflows/rulebook.schema.js"
 import { MediaLeg } from "./media-leg.js"
 import { MediaSession } from "./media-session.js"
 import { bargeIn, voiceFailure } from "./voice.metrics.js"
@@ -51,7 +53,12 @@ export interface VoiceRuntime {
    * A carrier's leg whose audio is on a media stream, as one the conversation speaks and hears
    * through; `dialed`: the leg as the carrier made it, when `carrier` wraps it.
    */
-  audioLeg(call: { tenantId: number; callId: number }, carrier: CallLeg, voice: PhoneVoice, dialed?: CallLeg): CallLeg
+  audioLeg(
+    call: { tenantId: number; callId: number; listening?: RuleBook["listening"] },
+    carrier: CallLeg,
+    voice: PhoneVoice,
+    dialed?: CallLeg,
+  ): CallLeg
   /** The api of this process listens on `port` (--role all): the simulated carrier connects there. */
   apiListening(port: number): void
   stop(): void
@@ -142,9 +149,11 @@ export async function startVoiceRuntime(d: {
     audioLeg: (call, carrier, voice, dialed = carrier) => {
       const vad = Vad.now()
       const timeScale = dialed.timeScale ?? 1
+      const listening = call.listening ?? DEFAULT_LISTENING
       const leg = new MediaLeg({
         providerCallId: carrier.providerCallId,
         timeScale,
+        silenceMs: listening.reprompt_after_seconds * 1000,
         voice,
         recognizer: recognizerFor(dialed),
         synth: synthAt(timeScale),
@@ -160,6 +169,7 @@ export async function startVoiceRuntime(d: {
             callId: call.callId,
             voiced: (f) => vad.voiced(f),
             pacer: pacerAt(timeScale),
+            endOfSpeech: { ...DEFAULT_END_OF_SPEECH, silenceMs: listening.end_of_speech_ms },
             events: {
               ...events,
               bargeIn: (b) => {

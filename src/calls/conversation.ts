@@ -23,7 +23,7 @@ import {
 } from "../providers/llm/llm.interface.js"
 import { SentenceCutter } from "../providers/speech/sentences.js"
 import type { CallLeg, Spoken, TurnLatency } from "../providers/telephony/telephony.interface.js"
-import type { RuleBook } from "../workflows/rulebook.schema.js"
+import { type RuleBook, repromptsOf } from "../workflows/rulebook.schema.js"
 
 export interface ConversationTurn {
   speaker: "agent" | "callee"
@@ -86,9 +86,8 @@ export const DEFAULT_MAX_TURNS = 32
 
 /** Said when the callee was silent, or not understood (an audio leg's listen() answered ""). */
 const REPROMPT = "Sorry, I didn't catch that. Could you say that again?"
-/** Said after MAX_REPROMPTS reprompts in a row went unanswered. */
+/** Said after the rule book's reprompts in a row went unanswered (repromptsOf: two by default). */
 const SILENT_GOODBYE = "I'm sorry, I can't hear you. Someone from {company} will get back to you. Goodbye."
-const MAX_REPROMPTS = 2
 /** How long after a voicemail's greeting the message waits for the beep before it is left anyway. */
 const BEEP_WAIT_MS = 4_000
 
@@ -349,9 +348,9 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
         calleeHungUp = true
         return result("callee_hung_up")
       }
-      // Nothing heard (silence, or speech not understood): ask again, and after MAX_REPROMPTS say goodbye.
+      // Nothing heard (silence, or speech not understood): ask again, and after the rule book's reprompts say goodbye.
       if (heard.text.trim() === "") {
-        const last = ++unheard > MAX_REPROMPTS
+        const last = ++unheard > repromptsOf(book.listening)
         const spoken = await speak(fill(last ? SILENT_GOODBYE : REPROMPT))
         if (spoken !== "ok") return stopped(spoken)
         if (last) return result("no_decision")

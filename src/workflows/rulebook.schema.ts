@@ -59,9 +59,28 @@ export const RuleBook = z.object({
    * built-ins, or `enabled: false` for none. Absent: every connected call gets the built-ins.
    */
   analysis: AnalysisSection.optional(),
+  /**
+   * Calls heard as audio: the silence that ends the callee's turn, how long a silent callee is
+   * waited for before being asked again, and the silence after which the agent says goodbye.
+   * Absent: 500 ms, 7 s and 21 s (two reprompts).
+   */
+  listening: z
+    .object({
+      end_of_speech_ms: z.number().int().min(200).max(2000),
+      reprompt_after_seconds: z.number().int().min(2).max(30),
+      goodbye_after_seconds: z.number().int().min(2).max(120),
+    })
+    .optional(),
 })
 
 export type RuleBook = z.infer<typeof RuleBook>
+
+/** The listening settings a rule book without its own uses. */
+export const DEFAULT_LISTENING = { end_of_speech_ms: 500, reprompt_after_seconds: 7, goodbye_after_seconds: 21 }
+
+/** How many times a silent callee is asked again before the goodbye (the silence adds up to goodbye_after_seconds). */
+export const repromptsOf = (l: RuleBook["listening"] = DEFAULT_LISTENING): number =>
+  Math.max(0, Math.floor(l.goodbye_after_seconds / l.reprompt_after_seconds) - 1)
 
 export interface RuleBookError {
   readonly field: string
@@ -150,6 +169,8 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
     fail("escalation_policy.triggers", "at least one trigger is required when escalation is allowed")
   }
   if (book.analysis !== undefined) errors.push(...analysisSectionErrors(book.analysis))
+  if (book.listening !== undefined && book.listening.goodbye_after_seconds < book.listening.reprompt_after_seconds)
+    fail("listening.goodbye_after_seconds", "must be at least reprompt_after_seconds (the goodbye follows a reprompt)")
   return errors
 }
 
@@ -168,10 +189,10 @@ export function unknownPlaceholders(text: string): string[] {
 
 /**
  * The rule book's JSON Schema (draft 2020-12), as zod writes it; see the LLM adapter for OpenAI's
- * dialect. A model writes the book without its analysis section: the operator asks for fields.
+ * dialect. A model writes the book without its analysis and listening sections: the operator sets them.
  */
 export function ruleBookJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(RuleBook.omit({ analysis: true })) as Record<string, unknown>
+  return z.toJSONSchema(RuleBook.omit({ analysis: true, listening: true })) as Record<string, unknown>
 }
 
 /** One row of the global objection library, as the generator may draw on it. */

@@ -5,6 +5,7 @@ import { MAX_CONCESSION_MINOR, maxConcessionMinor } from "../../src/billing/pric
 import {
   mergeRuleBook,
   type RuleBook,
+  repromptsOf,
   ruleBookJsonSchema,
   validateRuleBook,
 } from "../../src/workflows/rulebook.schema.js"
@@ -103,6 +104,19 @@ describe("RuleBook shape", () => {
     const { goal: _goal, ...noGoal } = validBook()
     expect(fields(errorsOf(noGoal))).toEqual(["goal"])
     expect(fields(errorsOf("a rule book"))).toEqual(["rule_book"])
+  })
+
+  it("takes a listening section for calls heard as audio: in range, the goodbye not before the reprompt", () => {
+    const listening = { end_of_speech_ms: 700, reprompt_after_seconds: 5, goodbye_after_seconds: 15 }
+    const ok = validateRuleBook({ ...validBook(), listening }, INR)
+    expect(ok.ok && ok.value.listening).toEqual(listening)
+    expect(repromptsOf(listening)).toBe(2)
+    expect(repromptsOf({ ...listening, goodbye_after_seconds: 5 })).toBe(0)
+    expect(repromptsOf(undefined)).toBe(2) // 7 s, then goodbye at 21 s
+    const bad = { end_of_speech_ms: 50, reprompt_after_seconds: 10, goodbye_after_seconds: 4 }
+    expect(fields(errorsOf({ ...validBook(), listening: bad })).sort()).toEqual(["listening.end_of_speech_ms"])
+    const early = { ...listening, goodbye_after_seconds: 4 }
+    expect(fields(errorsOf({ ...validBook(), listening: early }))).toEqual(["listening.goodbye_after_seconds"])
   })
 
   it("accepts ncpr_category and objection_id null", () => {
