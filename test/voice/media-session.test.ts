@@ -7,7 +7,7 @@ import { MediaSession, type MediaSessionEvents } from "../../runtime/voice/media
 import { makeMemoryBus } from "../../src/platform/bus/memory.bus.js"
 import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
-import { encode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
+import { encode, FRAME_SAMPLES, frames as framesOf } from "../../src/providers/audio/g711.js"
 
 const T = 7
 const CALL = 42
@@ -22,7 +22,11 @@ function setup(events: MediaSessionEvents = {}) {
   const pacer = new Pacer()
   const out: Array<{ kind: string; data: Uint8Array; at: number }> = []
   bus.subscribe(mediaOutSubject(T, CALL), (m) => {
-    out.push({ kind: m.headers?.[MEDIA_KIND_HEADER] ?? "", data: m.data, at: performance.now() })
+    const kind = m.headers?.[MEDIA_KIND_HEADER] ?? ""
+    const at = performance.now()
+    // A late wake-up sends the frames due in one message: one entry per frame.
+    if (kind === "media") for (const f of framesOf(m.data)) out.push({ kind, data: f, at })
+    else out.push({ kind, data: m.data, at })
   })
   const session = new MediaSession({ bus, tenantId: T, callId: CALL, voiced, pacer, events })
   const carrier = (kind: string, payload: Uint8Array | object) =>
