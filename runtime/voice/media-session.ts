@@ -148,10 +148,11 @@ export class MediaSession {
       const s = this.sending
       const n = Math.min(left, s.frames.length - this.sentInSentence, MAX_BATCH)
       if (n > 0) {
-        const frames = s.frames.slice(this.sentInSentence, this.sentInSentence + n)
+        const at = this.sentInSentence
         this.sentInSentence += n
         left -= n
-        this.publish("media", frames.length === 1 ? frames[0]! : Buffer.concat(frames))
+        // At real time one frame a tick, sent as it is; faster, the frames due in one message.
+        this.publish("media", n === 1 ? s.frames[at]! : Buffer.concat(s.frames.slice(at, at + n)))
         if (!this.turnHeard) {
           this.turnHeard = true
           this.o.events.firstAudio?.()

@@ -4,24 +4,11 @@ import { describe, expect, it } from "vitest"
 import { converse } from "../../src/calls/conversation.js"
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import type { CallLeg } from "../../src/providers/telephony/telephony.interface.js"
-import { type RuleBook, validateRuleBook } from "../../src/workflows/rulebook.schema.js"
-import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
+import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
+import { simulatedBook } from "../support/rule-books.js"
 
-const book = (listening?: RuleBook["listening"]): RuleBook => {
-  const raw = simulateRuleBook({
-    prompt: "Call our broadband customers about the new fibre plan.",
-    currency: "INR",
-    country: "IN",
-    planTier: "free",
-    objections: [],
-  })
-  const v = validateRuleBook(
-    { ...raw, ...(listening !== undefined && { listening }) },
-    { currency: "INR", planTier: "free" },
-  )
-  if (!v.ok) throw new Error(JSON.stringify(v.errors))
-  return v.value
-}
+const book = (listening?: RuleBook["listening"]): RuleBook =>
+  simulatedBook(listening === undefined ? {} : { listening })
 
 /** A callee who never says anything (an audio leg's listen() answers "" after its silence window). */
 const silentLeg = (): CallLeg => ({

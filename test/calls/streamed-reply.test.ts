@@ -9,21 +9,9 @@ import type { AgentReply, LanguageModel, ReplyRequest } from "../../src/provider
 import { makeSimLlm } from "../../src/providers/llm/sim.llm.js"
 import { SentenceCutter, sentencesOf } from "../../src/providers/speech/sentences.js"
 import type { CallLeg, Spoken } from "../../src/providers/telephony/telephony.interface.js"
-import { validateRuleBook } from "../../src/workflows/rulebook.schema.js"
-import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
+import { simulatedBook } from "../support/rule-books.js"
 
-const BOOK = (() => {
-  const raw = simulateRuleBook({
-    prompt: "Call our broadband customers about the new fibre plan.",
-    currency: "INR",
-    country: "IN",
-    planTier: "free",
-    objections: [],
-  })
-  const v = validateRuleBook(raw, { currency: "INR", planTier: "free" })
-  if (!v.ok) throw new Error(JSON.stringify(v.errors))
-  return v.value
-})()
+const BOOK = simulatedBook()
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

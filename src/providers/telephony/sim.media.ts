@@ -82,6 +82,8 @@ export class SimCalleeStream {
   private sentenceFrames = 0
   /** Faster than real time: batched frames, and no transmission while both sides are silent. */
   private readonly scaled: boolean
+  /** The frames of the tick under way (one array for the stream's life: a tick every 20 ms allocates none). */
+  private readonly out: Uint8Array[] = []
   /** Frames since the callee's line ended (silence sent after it). */
   private sinceLine = TRAILING_SILENCE_FRAMES
 
@@ -153,7 +155,7 @@ export class SimCalleeStream {
   /** `due` 20 ms steps of both sides (the pacer's): false once the stream is over. */
   tick(due: number): boolean {
     if (this.closed) return false
-    const out: Uint8Array[] = []
+    const out = this.out
     for (let i = 0; i < due && !this.closed; i++) {
       this.step(out)
       if (out.length >= (this.scaled ? MAX_BATCH : 1)) this.flush(out)
