@@ -1,13 +1,15 @@
 // Carrier media streams (Twilio-style <Connect><Stream>, which telco_a speaks): a WebSocket per
 // call at /media/telco_a/<token>, served by the engine beside the HTTP routes. Nothing of a stream
 // is read before it is let in: the upgrade takes the call's single-use token
-// (src/calls/media-stream-tokens.repo.ts) and is answered 401 otherwise, before any frame. Then
+// (src/calls/media-stream-tokens.repo.ts), and a carrier's stream must also be signed as its
+// webhooks are (X-telco_a-Signature over the full stream URL, with the workspace's auth token; the
+// token is spent only once the signature holds); it is answered 401 otherwise, before any frame. Then
 // the carrier's `start` must name the call the token was minted for, and everything it sends goes
 // onto the bus for the runtime process that holds the call (mediaInSubject), and what that process
 // publishes (mediaOutSubject) goes to the carrier. Every buffer is bounded: a message over 16 KiB,
 // a peer sending faster than audio can come, or one that stops reading what we send is cut.
 import type { Logger } from "pino"
-import { type StreamGrant, takeStreamToken } from "../src/calls/media-stream-tokens.repo.js"
+import { claimOf, type StreamGrant, takeStreamToken } from "../src/calls/media-stream-tokens.repo.js"
 import type { BusClient, BusSubscription } from "../src/platform/bus/bus.js"
 import type { Sql } from "../src/platform/Db.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../src/platform/subjects.js"
@@ -19,6 +21,7 @@ import {
   mediaMessage,
   parseStreamMessage,
 } from "../src/providers/telephony/media-stream.messages.js"
+import { verifyTelcoA } from "../src/providers/telephony/telco-a.signature.js"
 import { clientAddress } from "./pipeline/client-address.js"
 import type { TemplatedApp, WebSocket } from "./uws.js"
 
@@ -61,6 +64,8 @@ export interface MediaStreamDeps {
   readonly sql: Sql
   readonly bus: BusClient
   readonly log: Logger
+  /** The telco_a auth token a workspace's carrier signs with (its own credential, else the platform's). */
+  readonly signingToken: (tenantId: number) => Promise<string | undefined>
   /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES), for the refusal throttle. */
   readonly trustedProxies?: readonly string[]
   readonly now?: () => number
@@ -102,6 +107,12 @@ const UNAUTHORIZED = JSON.stringify({
   code: "UNAUTHENTICATED",
 })
 
+const BAD_SIGNATURE = JSON.stringify({
+  error:
+    "this media stream's upgrade is not signed by its workspace's carrier (X-telco_a-Signature over the stream URL)",
+  code: "INVALID_SIGNATURE",
+})
+
 const TOO_MANY = JSON.stringify({
   error: "too many refused media streams from this address: try again in a minute",
   code: "RATE_LIMITED",
@@ -133,6 +144,21 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
   }
   const publishIn = (s: StreamState, kind: string, payload: Uint8Array | object) => {
     if (outbox.push({ s, kind, payload }) === 1) setImmediate(flushOutbox)
+  }
+
+  /**
+   * The call a stream may carry, or the refusal's body: the token must be live, and a carrier's
+   * stream signed over the URL it was given; only then is the token spent (a stranger who saw the
+   * URL cannot spend it for the carrier).
+   */
+  const admitStream = async (token: string, signature: string | undefined): Promise<StreamGrant | string> => {
+    const claim = await claimOf(sql, token)
+    if (claim === undefined) return UNAUTHORIZED
+    if (claim.signedUrl !== undefined) {
+      const key = await deps.signingToken(claim.tenantId)
+      if (key === undefined || !verifyTelcoA(key, claim.signedUrl, undefined, signature)) return BAD_SIGNATURE
+    }
+    return (await takeStreamToken(sql, token)) ?? UNAUTHORIZED
   }
 
   const cut = (ws: WebSocket<StreamState>, code: number, reason: string) => {
@@ -194,6 +220,8 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
         return
       }
       const token = req.getParameter(0) ?? ""
+      // The spec's header name, or its hyphenated form (what a proxy forwards: deploy/nginx.conf).
+      const signature = req.getHeader("x-telco_a-signature") || req.getHeader("x-telco-a-signature") || undefined
       const key = req.getHeader("sec-websocket-key")
       const protocol = req.getHeader("sec-websocket-protocol")
       const extensions = req.getHeader("sec-websocket-extensions")
@@ -202,20 +230,20 @@ export function attachMediaStreams(app: TemplatedApp, deps: MediaStreamDeps): Me
         aborted = true
       })
       // A token is URL-safe as minted: anything escaped is not one (and decoding could throw here).
-      takeStreamToken(sql, token).then(
-        (grant) => {
+      admitStream(token, signature).then(
+        (admitted) => {
           if (aborted) return
           res.cork(() => {
-            if (grant === undefined) {
+            if (typeof admitted === "string") {
               refusals.refused(ip)
               res
                 .writeStatus("401 Unauthorized")
                 .writeHeader("Content-Type", "application/json; charset=utf-8")
-                .end(UNAUTHORIZED, true)
+                .end(admitted, true)
               return
             }
             const state: StreamState = {
-              grant,
+              grant: admitted,
               streamSid: undefined,
               out: undefined,
               allowance: MESSAGE_BURST,

@@ -4,6 +4,7 @@ import type { ManagedRuntime } from "effect"
 import type { Logger } from "pino"
 import { Auth } from "../src/auth/Auth.js"
 import type { Invalidation, Principal } from "../src/auth/principal.js"
+import { Credentials } from "../src/onboarding/Credentials.js"
 import { Bus } from "../src/platform/Bus.js"
 import { Clock } from "../src/platform/Clock.js"
 import type { Config } from "../src/platform/config.js"
@@ -79,11 +80,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     for (const s of open) s.end()
   })
 
-  // Carrier media streams: WebSockets let in by a call's single-use token, their audio on the bus.
+  // Carrier media streams: WebSockets let in by a call's single-use token (and a carrier's
+  // signature, with the workspace's telco_a auth token as its webhooks are), their audio on the bus.
+  const credentials = runtime.runSync(Credentials)
   const media = attachMediaStreams(app, {
     sql: db.sql,
     bus: runtime.runSync(Bus),
     log,
+    signingToken: async (tenantId) =>
+      (await credentials.active(tenantId, "telco_a"))?.secret ?? config.telcoA?.authToken,
     trustedProxies: config.trustedProxies,
   })
 

@@ -108,16 +108,23 @@ export async function startVoiceRuntime(d: {
     )
 
   let localPort: number | undefined
-  const streamsAt = (base: () => string | undefined): MediaStreams => ({
+  // A carrier signs its stream's upgrade over the URL it was given; the simulator's streams are not signed.
+  const streamsAt = (base: () => string | undefined, signed: boolean): MediaStreams => ({
     streamUrl: async ({ tenantId, callId, timeScale }) => {
       const at = base()
       if (at === undefined) throw new Error("no address for media streams: set MEDIA_STREAM_URL or PUBLIC_BASE_URL")
-      return `${at}${STREAM_PATH}${await mintStreamToken(sql, tenantId, callId, { timeScale: timeScale ?? 1 })}`
+      const address = `${at}${STREAM_PATH}`
+      const token = await mintStreamToken(sql, tenantId, callId, {
+        timeScale: timeScale ?? 1,
+        ...(signed && { signedBase: address }),
+      })
+      return address + token
     },
   })
   const publicBase = config.publicBaseUrl === undefined ? undefined : asWs(config.publicBaseUrl)
   const simStreams = streamsAt(
     () => config.mediaStreamUrl ?? (localPort === undefined ? publicBase : `ws://127.0.0.1:${localPort}`),
+    false,
   )
 
   // A runtime-only process reaches an api process's streams at MEDIA_STREAM_URL or PUBLIC_BASE_URL;
@@ -144,7 +151,7 @@ export async function startVoiceRuntime(d: {
     carrierStreams:
       config.mediaStreams === "none"
         ? undefined
-        : streamsAt(() => publicBase ?? (localPort === undefined ? undefined : `ws://127.0.0.1:${localPort}`)),
+        : streamsAt(() => publicBase ?? (localPort === undefined ? undefined : `ws://127.0.0.1:${localPort}`), true),
     recognition,
     audioLeg: (call, carrier, voice, dialed = carrier) => {
       const vad = Vad.now()

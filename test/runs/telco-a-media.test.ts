@@ -4,10 +4,13 @@
 // lines aloud; the runtime recognises them with PocketSphinx's general English model, the
 // conversation answers, and Parley ends the call by closing the stream and hanging up over REST.
 import { randomBytes } from "node:crypto"
+import { request } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
 import { sentencesOf } from "../../src/providers/speech/sentences.js"
 import { SphinxDecoder, sphinxAvailable, wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
+import { signTelcoA } from "../../src/providers/telephony/telco-a.signature.js"
 import { findVoice } from "../../src/voices/voices.catalog.js"
 import { api } from "../support/clients.js"
 import { type FakeTelco, startFakeTelco } from "../support/fake-telco.js"
@@ -116,5 +119,57 @@ describe.skipIf(!required && !sphinxAvailable())("a telco_a call on a media stre
     } finally {
       ear.free()
     }
+
+    // The fake signed its upgrade as telco_a does; one not signed with the workspace's token over the
+    // URL it was given is refused, and the refusal does not spend the token (the call, live a moment).
+    const [{ id: callId }] = await srv.sql<[{ id: number }]>`select id from calls where run_id = ${runId}`
+    const base = `${srv.url.replace("http", "ws")}/media/telco_a/`
+    const token = await mintStreamToken(srv.sql, s.tenantId, callId, { signedBase: base })
+    const unsigned = await mintStreamToken(srv.sql, s.tenantId, callId)
+    await srv.sql`update calls set status = 'connected' where id = ${callId}`
+    try {
+      for (const signature of [
+        undefined,
+        signTelcoA(fake.addAccount().token, base + token),
+        signTelcoA(account.token, `${base}${token}?x=1`),
+        "not base64 at all",
+      ]) {
+        const refused = await upgrade(base + token, signature)
+        expect(refused.status).toBe(401)
+        expect(JSON.parse(refused.body).code).toBe("INVALID_SIGNATURE")
+      }
+      expect((await upgrade(base + token, signTelcoA(account.token, base + token))).status).toBe(101)
+      expect((await upgrade(base + token, signTelcoA(account.token, base + token))).status).toBe(401)
+      // A simulated call's token (minted without an address to sign) needs none.
+      expect((await upgrade(base + unsigned, undefined)).status).toBe(101)
+    } finally {
+      await srv.sql`update calls set status = 'ended' where id = ${callId}`
+    }
   }, 120_000)
 })
+
+/** An upgrade to `url` (a stream's), signed as given: the status and body it is answered with. */
+function upgrade(url: string, signature: string | undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url.replace(/^ws/, "http"), {
+      headers: {
+        Connection: "Upgrade",
+        Upgrade: "websocket",
+        "Sec-WebSocket-Key": randomBytes(16).toString("base64"),
+        "Sec-WebSocket-Version": "13",
+        ...(signature !== undefined && { "X-telco_a-Signature": signature }),
+      },
+    })
+    req.on("upgrade", (res, socket) => {
+      socket.destroy()
+      resolve({ status: res.statusCode ?? 0, body: "" })
+    })
+    req.on("response", (res) => {
+      let body = ""
+      res.on("data", (c: Buffer) => (body += c.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+    })
+    req.on("error", reject)
+    req.end()
+  })
+}

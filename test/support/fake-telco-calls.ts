@@ -9,6 +9,7 @@ import { Pacer } from "../../src/platform/pacer.js"
 import { frames as framesOf } from "../../src/providers/audio/g711.js"
 import { speakForPhone } from "../../src/providers/speech/flite.phone.js"
 import { SimCalleeStream } from "../../src/providers/telephony/sim.media.js"
+import { signTelcoA } from "../../src/providers/telephony/telco-a.signature.js"
 import type { FakeTelco } from "./fake-telco.js"
 
 export interface FakeCall {
@@ -148,7 +149,7 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
       if (joinConference(call, doc) || call.conference !== undefined) return
       const stream = attr(doc, "Stream", "url")
       if (stream !== undefined) {
-        turn = await playStream(call, unxml(stream), digit === "6" ? CALLEE_LINES.declineAloud! : lines)
+        turn = await playStream(call, unxml(stream), digit === "6" ? CALLEE_LINES.declineAloud! : lines, token)
         break
       }
       if (doc.includes("<Hangup/>")) break
@@ -175,9 +176,10 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
   /**
    * A call on a media stream: the fake connects to the stream URL as the carrier, and the callee
    * says each line aloud (flite, a man's voice) once the agent has spoken and fallen quiet, until the
-   * stream ends (Parley hung up) or the lines run out. Answers how many lines were said.
+   * stream ends (Parley hung up) or the lines run out. Answers how many lines were said. The upgrade
+   * is signed as telco_a signs it: X-telco_a-Signature over the stream URL, with the account's token.
    */
-  async function playStream(call: FakeCall, url: string, lines: readonly string[]): Promise<number> {
+  async function playStream(call: FakeCall, url: string, lines: readonly string[], token: string): Promise<number> {
     call.streamUrl = url
     const agentAudio: Uint8Array[] = []
     call.agentAudio = agentAudio
@@ -195,6 +197,7 @@ export function fakeOutboundCalls(fake: FakeTelco, opts: { stepMs?: number } = {
         ended()
       },
       (audio) => agentAudio.push(...framesOf(audio)), // a late wake-up sends a few frames at once
+      { "X-telco_a-Signature": signTelcoA(token, url) },
     )
     let said = 0
     try {

@@ -95,9 +95,11 @@ export class SimCalleeStream {
     private readonly onEnd: () => void,
     /** Each frame of the agent's audio as it arrives (a test carrier records what it heard). */
     private readonly onAgentAudio?: (mulaw: Uint8Array) => void,
+    /** Headers of the upgrade (a carrier's signature; the simulator's streams are not signed). */
+    headers?: Readonly<Record<string, string>>,
   ) {
     this.scaled = pacer.frameMs < FRAME_MS
-    this.ws = new WebSocket(url)
+    this.ws = new WebSocket(url, headers === undefined ? undefined : { headers: { ...headers } })
     this.ws.addEventListener("open", () => {
       this.open = true
       this.ws.send(carrierConnected())
