@@ -5,12 +5,14 @@
 import { randomBytes } from "node:crypto"
 import { request } from "node:http"
 import { WebSocket } from "undici"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
 import { Bus } from "../../src/platform/Bus.js"
 import type { BusMsg } from "../../src/platform/bus/bus.js"
+import { Pacer } from "../../src/platform/pacer.js"
 import { MEDIA_KIND_HEADER, mediaInSubject, mediaOutSubject } from "../../src/platform/subjects.js"
 import { encode, FRAME_SAMPLES } from "../../src/providers/audio/g711.js"
+import { SimCalleeStream } from "../../src/providers/telephony/sim.media.js"
 import { api, HELD_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { sharedTestServer, type TestServer } from "../support/harness.js"
 
@@ -43,6 +45,14 @@ async function heldCall(): Promise<typeof live> {
     await sleep(100)
   }
   throw new Error("no call connected")
+}
+
+/**
+ * The held call ends at its rule book's cap (300 s of the simulator's time: 3 s at the suite's
+ * scale); what is tested here reads only whether the call is live, so each test finds it live.
+ */
+async function revive(): Promise<void> {
+  await srv.sql`update calls set status = 'connected', ended_at = null where id = ${live.callId}`
 }
 
 /** The status an upgrade request is answered with (101 when let in). */
@@ -137,6 +147,8 @@ describe("letting a media stream in", () => {
 })
 
 describe("a stream let in", () => {
+  beforeEach(revive)
+
   it("carries the carrier's audio and events to the bus, and the runtime's media, marks and clear back", async () => {
     const bus = srv.running.runtime.runSync(Bus)
     const heard: BusMsg[] = []
@@ -204,6 +216,85 @@ describe("a stream let in", () => {
       const closed = await c.closed
       expect(closed.code, name).toBe(name === "binary" ? 1003 : 1008)
     }
+  })
+
+  it("lets a simulated call's audio come at its time scale, and cuts it at real time's limit", async () => {
+    // 400 messages over about a second: four times real time. A stream minted at a tenth of real
+    // time (ten times as fast) takes them all; a carrier's (real time) is cut.
+    const paced = async (timeScale: number) => {
+      await revive()
+      const bus = srv.running.runtime.runSync(Bus)
+      let media = 0
+      const sub = bus.subscribe(mediaInSubject(live.tenantId, live.callId), (m) => {
+        if (m.headers?.[MEDIA_KIND_HEADER] === "media") media++
+      })
+      const c = await carrier(await mintStreamToken(srv.sql, live.tenantId, live.callId, { timeScale }))
+      let closed: number | undefined
+      void c.closed.then((x) => (closed = x.code))
+      c.send(startMsg("MZ7", live.providerCallId ?? "CA-sim"))
+      const frame = mediaMsg("MZ7", tone(0.1))
+      for (let burst = 0; burst < 10 && closed === undefined; burst++) {
+        for (let i = 0; i < 40; i++) c.send(frame)
+        await sleep(100)
+      }
+      for (let i = 0; i < 50 && media < 400 && closed === undefined; i++) await sleep(20)
+      if (closed === undefined) c.ws.close()
+      sub.unsubscribe()
+      return { closed, media }
+    }
+    expect(await paced(0.1)).toEqual({ closed: undefined, media: 400 })
+    expect((await paced(1)).closed).toBe(1008)
+  })
+
+  it("carries a simulated callee's audio as sent: silence withheld when scaled, every frame at real time", async () => {
+    // The simulator's own carrier (src/providers/telephony/sim.media.ts) on this endpoint: faster than
+    // real time it sends nothing while neither side speaks (DTX), a line and the silence just after it.
+    const framesSent = async (timeScale: number, act: (s: SimCalleeStream) => Promise<void>) => {
+      const bus = srv.running.runtime.runSync(Bus)
+      let frames = 0
+      const sub = bus.subscribe(mediaInSubject(live.tenantId, live.callId), (m) => {
+        if (m.headers?.[MEDIA_KIND_HEADER] === "media") frames += m.data.length / FRAME_SAMPLES
+      })
+      const pacer = new Pacer({ timeScale })
+      const url = wsUrl(await mintStreamToken(srv.sql, live.tenantId, live.callId, { timeScale }))
+      let opened!: () => void
+      const started = new Promise<void>((r) => (opened = r))
+      const startSub = bus.subscribe(mediaInSubject(live.tenantId, live.callId), (m) => {
+        if (m.headers?.[MEDIA_KIND_HEADER] === "start") opened()
+      })
+      const callee = new SimCalleeStream(url, "MZ8", live.providerCallId ?? "CA-sim", pacer, () => {})
+      try {
+        await started
+        await act(callee)
+        return frames
+      } finally {
+        callee.stop()
+        pacer.stop()
+        sub.unsubscribe()
+        startSub.unsubscribe()
+      }
+    }
+    // A tenth of real time: 3 s of the call's silence (300 ms) sends nothing; a 25-frame line goes
+    // with the 60 frames of silence after it (its end is heard in them), then nothing again.
+    const line = Array.from({ length: 25 }, (_, i) => tone(0.1 + i / 100))
+    expect(
+      await framesSent(0.1, async (callee) => {
+        await sleep(300)
+        await callee.speak(line)
+        await sleep(500)
+      }),
+    ).toBe(25 + 60)
+    expect(
+      await framesSent(0.1, async () => {
+        await sleep(300)
+      }),
+    ).toBe(0)
+    // Real time: silence goes too, a frame every 20 ms (about 25 in half a second, whatever the timer's jitter).
+    expect(
+      await framesSent(1, async () => {
+        await sleep(500)
+      }),
+    ).toBeGreaterThanOrEqual(15)
   })
 
   it("cuts a carrier that sends faster than audio can come, and one whose message is too big", async () => {

@@ -98,6 +98,11 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
     ]
     expect((await call(s, "POST", `/api/workflows/${w.id}/audience`, { rows })).status).toBe(200)
     await call(s, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+    // The workflow waits longer than the default 500 ms of silence before the callee's turn is over.
+    const listening = { end_of_speech_ms: 800, reprompt_after_seconds: 7, goodbye_after_seconds: 21 }
+    const put = await call(s, "PUT", `/api/workflows/${w.id}`, { rule_book: { listening } })
+    expect(put.status).toBe(200)
+    expect(put.body.rule_book.listening).toEqual(listening)
 
     let runId = 0
     const recorded = new Map<number, Recorded>()
@@ -203,7 +208,8 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
       for (const t of answered) {
         const l = t.latency_ms!
         expect(l.total).toBeGreaterThan(0)
-        expect(l.endpointing).toBeGreaterThanOrEqual(400 * SCALE) // 500 ms of the call's audio, in real time
+        // The workflow's 800 ms of the call's audio, in real time (the default would have waited 500).
+        expect(l.endpointing).toBeGreaterThanOrEqual(800 * SCALE - 1)
         const parts = l.endpointing + l.transcript + l.model + l.synthesis + l.hop
         expect(Math.abs(parts - l.total)).toBeLessThanOrEqual(5)
       }
