@@ -211,6 +211,8 @@ export interface Decided {
 }
 
 export interface ReplyRequest {
+  /** Aborts the request (and any retry) when it fires: the call ended, or the caller's own limit. */
+  readonly signal?: AbortSignal
   ruleBook: AgentBrief
   /** The call so far, oldest first; the agent's first line (disclosure + opening) included. */
   history: ReadonlyArray<TranscriptLine>

@@ -1,10 +1,20 @@
 // The adapter for an OpenAI-compatible chat-completions API: each structured request (a rule book,
 // say) and each agent reply are asked for as strict structured output (json_schema), with
-// per-attempt timeouts, bounded retries and typed errors.
+// per-attempt timeouts, bounded retries and typed errors; a reply can be streamed as it is written.
 
 import { formatAmount } from "../../platform/money.js"
-import { type Attempt, parseJsonObject, withRetries } from "../http.util.js"
-import { type Outbound, PLATFORM_DEFAULT, retryableStatus, vendorAttempt } from "../outbound.js"
+import { type Attempt, parseJsonObject, parseRetryAfter, withRetries } from "../http.util.js"
+import {
+  type FetchFailure,
+  fetchFailure,
+  type Outbound,
+  PLATFORM_DEFAULT,
+  providerFetch,
+  ResponseTooLarge,
+  readBounded,
+  retryableStatus,
+  vendorAttempt,
+} from "../outbound.js"
 import {
   AGENT_OUTCOMES,
   type AgentBrief,
@@ -22,6 +32,16 @@ import {
   type ToolChatRequest,
 } from "./llm.interface.js"
 import { toStrictJsonSchema } from "./openai.schema.js"
+import {
+  type ChatDelta,
+  type ChatStreamEnd,
+  LeadingTextField,
+  readChatStream,
+  SpokenTextStream,
+  spokenText,
+  sseData,
+  sseLines,
+} from "./openai.stream.js"
 import { readToolCompletion, toolChatBody } from "./openai.tools.js"
 
 export interface OpenAiLlmOptions {
@@ -38,6 +58,27 @@ export interface OpenAiLlmOptions {
   readonly fetch?: typeof fetch
   /** The address guard (a tenant's base URL) and answer size cap; default: no guard, 2 MiB. */
   readonly outbound?: Outbound
+  /** Time limits of each attempt at a streamed reply (streamReply); defaults from timeoutMs. */
+  readonly stream?: StreamLimits | undefined
+}
+
+/** How long a streamed reply may take, per attempt. */
+export interface StreamLimits {
+  /**
+   * From the request to the first piece of the answer (connect and headers included): the moment
+   * reply() would have given up with nothing. Default timeoutMs.
+   */
+  readonly firstTokenMs?: number | undefined
+  /**
+   * Between one event of the answer and the next, once it has begun (keep-alive comments do not
+   * count: a server that only keeps the line open is not answering). Default a quarter of timeoutMs.
+   */
+  readonly idleMs?: number | undefined
+  /**
+   * The whole answer. Default twice timeoutMs: a model that begins at the first-token limit still
+   * has a whole budget to finish in, and one that drips its answer is still cut off.
+   */
+  readonly totalMs?: number | undefined
 }
 
 /** How much of an API error body goes into the error message. */
@@ -59,50 +100,63 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
   const apiKey = opts.apiKey ?? ""
   // The key must never reach a log line or an error message, even if the API echoes it back.
   const scrub = (s: string): string => (apiKey === "" ? s : s.split(apiKey).join("***"))
+  const headers = (accept: string): Record<string, string> => ({
+    "content-type": "application/json",
+    accept,
+    ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
+    ...(opts.organization && { "openai-organization": opts.organization }),
+  })
+  // The caller gave up (its own time limit): no request, and no retry of this one.
+  const aborted = () => new LlmCallError("language model request aborted by its caller", false)
+  /** No usable answer: unreachable, timed out, a redirect, an answer past the cap. */
+  const unreachable = (f: FetchFailure, e: unknown, signal: AbortSignal | undefined): LlmCallError => {
+    if (signal?.aborted) return aborted()
+    // The cause may carry the request (and so the key): keep it only when it cannot.
+    const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
+    return new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options)
+  }
+  /**
+   * A status other than 2xx. 429 and 5xx may pass later; any other (a bad key, an unknown model, a
+   * schema the server rejects) fails the same way every time.
+   */
+  const refused = (text: string, status: number): LlmCallError => {
+    const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
+    return new LlmCallError(
+      `language model API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
+      retryableStatus(status),
+      { status },
+    )
+  }
 
   async function attempt<T = Record<string, unknown>>(
     body: string,
     read: (text: string, status: number) => Attempt<T, LlmCallError>,
     signal?: AbortSignal,
   ): Promise<Attempt<T, LlmCallError>> {
-    // The caller gave up (its own time limit): no request, and no retry of this one.
-    const aborted = () => new LlmCallError("language model request aborted by its caller", false)
     if (signal?.aborted) return { ok: false, error: aborted() }
     return vendorAttempt({
       url,
-      init: {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json",
-          ...(apiKey !== "" && { authorization: `Bearer ${apiKey}` }),
-          ...(opts.organization && { "openai-organization": opts.organization }),
-        },
-        body,
-      },
+      init: { method: "POST", headers: headers("application/json"), body },
       timeoutMs,
       signal,
       outbound,
       fetch: opts.fetch,
-      unreachable: (f, e) => {
-        if (signal?.aborted) return aborted()
-        // The cause may carry the request (and so the key): keep it only when it cannot.
-        const options = { ...(f.timedOut && { cause: e }), ...(f.status !== undefined && { status: f.status }) }
-        return new LlmCallError(`language model API ${scrub(f.message)}`, f.retryable, options)
-      },
+      unreachable: (f, e) => unreachable(f, e, signal),
       answered: ({ text, status }) => read(text, status),
-      refused: ({ text, status }) => {
-        const detail = scrub(errorDetail(text)).replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)
-        // 429 and 5xx may pass later; any other 4xx (bad key, unknown model, a schema the server
-        // rejects) fails the same way every time.
-        return new LlmCallError(
-          `language model API answered ${status}${detail === "" ? "" : `: ${detail}`}`,
-          retryableStatus(status),
-          { status },
-        )
-      },
+      refused: ({ text, status }) => refused(text, status),
     })
   }
+
+  /** The chat-completions body asking for an answer that matches `format.schema` (strict structured output). */
+  const chatBody = (
+    messages: ReadonlyArray<ChatMessage>,
+    format: { name: string; schema: Record<string, unknown> },
+  ) => ({
+    model: opts.model,
+    temperature: 0,
+    messages,
+    response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
+  })
 
   /**
    * One chat completion whose answer must match `format.schema` (strict structured output),
@@ -113,17 +167,110 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
     format: { name: string; schema: Record<string, unknown> },
     signal?: AbortSignal,
   ): Promise<JsonAnswer> {
-    const body = JSON.stringify({
-      model: opts.model,
-      temperature: 0,
-      messages,
-      response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
-    })
-    return withRetries(
-      () => attempt(body, readCompletion, signal),
-      (message, cause) =>
-        new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
-    )
+    const body = JSON.stringify(chatBody(messages, format))
+    return withRetries(() => attempt(body, readCompletion, signal), gaveUp)
+  }
+
+  const limits = {
+    firstTokenMs: opts.stream?.firstTokenMs ?? timeoutMs,
+    idleMs: opts.stream?.idleMs ?? Math.ceil(timeoutMs / 4),
+    totalMs: opts.stream?.totalMs ?? 2 * timeoutMs,
+  }
+
+  /**
+   * One attempt at a streamed reply: `give` gets the reply's text as spoken (spokenText's shape, so
+   * nothing the final text will not hold) as the model writes it, and the attempt resolves with the
+   * answer's JSON object. A failure once something was given is never retryable: a retry would say
+   * it again. A server that answers whole (not text/event-stream) is read as reply() reads it, and
+   * gives nothing here. What `give` throws rejects the attempt as it is.
+   */
+  async function streamAttempt(
+    body: string,
+    give: (piece: string) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<Attempt<Record<string, unknown>, LlmCallError>> {
+    if (signal?.aborted) return { ok: false, error: aborted() }
+    const stop = new AbortController()
+    let expired: string | undefined
+    const expire = (ms: number, what: string) =>
+      setTimeout(() => {
+        expired ??= what
+        stop.abort()
+      }, ms)
+    const whole = expire(limits.totalMs, `did not finish its answer within ${limits.totalMs} ms`)
+    let quiet = expire(limits.firstTokenMs, `sent no answer within ${limits.firstTokenMs} ms`)
+    const field = new LeadingTextField()
+    const spoken = new SpokenTextStream(REPLY_TEXT_MAX)
+    let begun = false
+    let gave = false
+    let callerThrew: { readonly error: unknown } | undefined
+    const onDelta = (delta: ChatDelta): void => {
+      // Before the answer begins, a chunk that carries none of it (the role, say) does not count.
+      if (!begun && delta.content === "" && delta.refusal === "") return
+      begun = true
+      clearTimeout(quiet)
+      quiet = expire(limits.idleMs, `went quiet for ${limits.idleMs} ms in the middle of its answer`)
+      const piece = spoken.push(field.push(delta.content))
+      if (piece === "") return
+      gave = true
+      try {
+        give(piece)
+      } catch (error) {
+        callerThrew = { error }
+        throw error
+      }
+    }
+    const read = async (): Promise<Attempt<Record<string, unknown>, LlmCallError>> => {
+      const res = await providerFetch(
+        url,
+        {
+          method: "POST",
+          headers: headers("text/event-stream"),
+          body,
+          signal: signal === undefined ? stop.signal : AbortSignal.any([stop.signal, signal]),
+        },
+        outbound,
+        opts.fetch,
+      )
+      if (res.status < 200 || res.status >= 300) {
+        const error = refused(await readBounded(res, outbound.responseLimitBytes), res.status)
+        const retryAfterMs = error.retryable ? parseRetryAfter(res.headers.get("retry-after")) : undefined
+        return { ok: false, error, ...(retryAfterMs !== undefined && { retryAfterMs }) }
+      }
+      if (!/^text\/event-stream\b/i.test(res.headers.get("content-type") ?? "")) {
+        const answer = readCompletion(await readBounded(res, outbound.responseLimitBytes), res.status)
+        return answer.ok ? { ok: true, value: answer.value.value } : answer
+      }
+      const events = sseData(sseLines(boundedBody(res, outbound.responseLimitBytes)))
+      return readStreamEnd(await readChatStream(events, onDelta, scrub), res.status)
+    }
+    let result: Attempt<Record<string, unknown>, LlmCallError>
+    try {
+      result = await read()
+    } catch (e) {
+      if (callerThrew !== undefined) throw callerThrew.error
+      const error =
+        e instanceof LlmCallError
+          ? e
+          : expired !== undefined
+            ? new LlmCallError(`language model API ${expired}`, true)
+            : unreachable(fetchFailure(e, limits.firstTokenMs), e, signal)
+      result = { ok: false, error }
+    } finally {
+      clearTimeout(whole)
+      clearTimeout(quiet)
+      // Lets the connection go when the answer was not read to its end (a failure, events after [DONE]).
+      stop.abort()
+    }
+    if (result.ok || !gave || !result.error.retryable) return result
+    const { error } = result
+    return {
+      ok: false,
+      error: new LlmCallError(error.message, false, {
+        cause: error,
+        ...(error.status !== undefined && { status: error.status }),
+      }),
+    }
   }
 
   return {
@@ -141,15 +288,74 @@ export function makeOpenAiLlm(opts: OpenAiLlmOptions): LanguageModel {
       const answer = await chat(replyMessages(req), { name: "agent_reply", schema: replySchema(actions) })
       return readReply(answer.value, actions)
     },
+    /**
+     * The pieces given are the final reply's text as it will be (whitespace collapsed, trimmed,
+     * capped as readReply does), never more: joined, they are the resolved reply's text. The text
+     * is streamed when it is the answer's first key; otherwise, or when the server answers whole,
+     * it is given in one piece once the answer is read. Retried as reply() is, but only while
+     * nothing was given; a reply that fails readReply rejects, and what was given stands.
+     */
+    async streamReply(req: ReplyRequest, onText: (piece: string) => void): Promise<AgentReply> {
+      const actions = allowedActions(req.ruleBook)
+      const format = { name: "agent_reply", schema: replySchema(actions) }
+      const body = JSON.stringify({ ...chatBody(replyMessages(req), format), stream: true })
+      const signal = req.signal
+      let given = ""
+      const give = (piece: string): void => {
+        given += piece
+        onText(piece)
+      }
+      const reply = readReply(await withRetries(() => streamAttempt(body, give, signal), gaveUp), actions)
+      // Only a JSON object with two "text" keys (JSON.parse keeps the last) can say otherwise.
+      if (!reply.text.startsWith(given))
+        throw new LlmCallError(
+          "language model answered with a malformed reply: its text is not the one it streamed",
+          false,
+        )
+      if (reply.text.length > given.length) onText(reply.text.slice(given.length))
+      return reply
+    },
     chatWithTools(req: ToolChatRequest): Promise<ToolChatAnswer> {
       const body = toolChatBody(opts.model, req)
-      return withRetries(
-        () => attempt(body, readToolCompletion),
-        (message, cause) =>
-          new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) }),
-      )
+      return withRetries(() => attempt(body, readToolCompletion), gaveUp)
     },
   }
+}
+
+/** withRetries' last retryable failure: the call gave up. */
+const gaveUp = (message: string, cause: LlmCallError): LlmCallError =>
+  new LlmCallError(message, true, { cause, ...(cause.status !== undefined && { status: cause.status }) })
+
+/** A streamed answer's body, abandoned (ResponseTooLarge) past the outbound cap, as readBounded's is. */
+async function* boundedBody(res: Response, limitBytes: number): AsyncGenerator<Uint8Array, void, undefined> {
+  if (res.body === null) return
+  let total = 0
+  for await (const chunk of res.body) {
+    total += chunk.byteLength
+    if (total > limitBytes) throw new ResponseTooLarge(limitBytes, res.status)
+    yield chunk
+  }
+}
+
+/**
+ * The JSON object out of a streamed completion that has ended, as readCompletion reads a whole one.
+ * A body that ended without [DONE] is fine when the answer is whole; when it is not, the stream was
+ * cut short, which may not happen again (retryable).
+ */
+function readStreamEnd(end: ChatStreamEnd, status: number): Attempt<Record<string, unknown>, LlmCallError> {
+  const fail = (message: string, retryable = false): Attempt<Record<string, unknown>, LlmCallError> => ({
+    ok: false,
+    error: new LlmCallError(message, retryable, { status }),
+  })
+  if (end.refusal.trim() !== "")
+    return fail(`language model refused: ${end.refusal.replace(/\s+/g, " ").trim().slice(0, ERROR_DETAIL_CHARS)}`)
+  const json = parseJsonObject(end.content)
+  if (json !== undefined) return { ok: true, value: json }
+  if (end.finishReason === "length")
+    return fail("language model answered without a JSON object (the answer was cut off at the token limit)")
+  if (!end.done && end.finishReason === null)
+    return fail("language model answered without a JSON object (the stream ended before the answer did)", true)
+  return fail("language model answered without a JSON object")
 }
 
 /**
@@ -351,7 +557,7 @@ function readReply(answer: Record<string, unknown>, actions: readonly ProposalAc
   const fail = (why: string): never => {
     throw new LlmCallError(`language model answered with a malformed reply: ${why}`, false)
   }
-  const text = typeof answer.text === "string" ? answer.text.replace(/\s+/g, " ").trim().slice(0, REPLY_TEXT_MAX) : ""
+  const text = typeof answer.text === "string" ? spokenText(answer.text, REPLY_TEXT_MAX) : ""
   if (text === "") fail("no text")
   const out: AgentReply = { text }
   const p = answer.propose
