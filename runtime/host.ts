@@ -97,7 +97,9 @@ export const startRuntimeHost: Effect.Effect<
   const voice =
     config.mediaStreams === "none"
       ? undefined
-      : yield* Effect.promise(() => startVoiceRuntime({ config, sql, bus, log, withApi: instance.role === "all" }))
+      : yield* Effect.promise(() =>
+          startVoiceRuntime({ config, sql, bus, log, credentials, withApi: instance.role === "all" }),
+        )
   const money = callMoney({ log, runEffect, callEnded: () => analysis.callEnded() })
   const providers = runProviders({
     config,

@@ -161,7 +161,12 @@ export class CallEffects {
           live.leg =
             leg.mediaStream === true && voice !== undefined
               ? voice.audioLeg(
-                  { tenantId: input.tenantId, callId: input.callId, listening: s.ruleBook.listening },
+                  {
+                    tenantId: input.tenantId,
+                    callId: input.callId,
+                    listening: s.ruleBook.listening,
+                    speech: s.speech,
+                  },
                   carrierLeg,
                   s.voice,
                   leg,

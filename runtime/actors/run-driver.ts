@@ -22,6 +22,7 @@ import { callVoice } from "../../src/voices/call-voice.js"
 import { findVoice, VOICES } from "../../src/voices/voices.catalog.js"
 import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
+import type { HostedSpeech } from "../voice/hosted-speech.js"
 import { RunApprovals } from "./approvals.js"
 import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"
@@ -51,6 +52,8 @@ export class RunDriver implements RunScope {
   readonly company: string
   readonly agentName: string
   voice: PhoneVoice
+  /** The hosted recogniser and voice the run's audio calls use (the workspace's, else the platform's), if any. */
+  speech: HostedSpeech | undefined
   readonly simulation: boolean
   /** Whose knowledge-base rules the run follows: a simulation's are those of the workflow it rehearses. */
   readonly rulesWorkflowId: number
@@ -136,6 +139,12 @@ export class RunDriver implements RunScope {
       this.voice = await callVoice(this.deps.sql, this.tenantId, this.workflowId).catch((err: unknown) => {
         this.deps.log.warn({ err, run_id: this.runId }, "could not load the workflow's voice: the persona's speaks")
         return this.voice
+      })
+    // Hosted speech vendors, when the workspace brings its own or the platform has them (else the offline engines).
+    if (this.deps.voice !== undefined)
+      this.speech = await this.deps.voice.speechFor(this.tenantId, this.ruleBook.persona).catch((err: unknown) => {
+        this.deps.log.warn({ err, run_id: this.runId }, "could not load the hosted speech vendors: offline engines")
+        return undefined
       })
     this.loop = this.dialLoop()
   }

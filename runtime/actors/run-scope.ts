@@ -16,6 +16,7 @@ import type { PhoneVoice } from "../../src/providers/speech/streaming.interface.
 import type { CallLeg, TelephonyProvider } from "../../src/providers/telephony/telephony.interface.js"
 import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
+import type { HostedSpeech } from "../voice/hosted-speech.js"
 import type { VoiceRuntime } from "../voice/voice-runtime.js"
 import type { TurnSink } from "./turns.js"
 
@@ -113,6 +114,8 @@ export interface RunScope {
   readonly agentName: string
   /** The voice a call heard as audio speaks with (the workflow's cloned voice or persona's), once loaded. */
   readonly voice: PhoneVoice
+  /** The hosted recogniser and voice its audio calls use, once loaded (none: the offline engines). */
+  readonly speech: HostedSpeech | undefined
   /**
    * A simulation campaign's run (src/rehearsals/): simulated callees are not people, so the dialer skips
    * the DNC, NCPR, cool-down and calling-window checks and writes no contact or DNC record for them.

@@ -7,6 +7,7 @@
 // carrier's leg into one the conversation speaks and hears through (runtime/voice/media-leg.ts).
 import type { Logger } from "pino"
 import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
+import type { CredentialsService } from "../../src/onboarding/Credentials.js"
 import type { BusClient } from "../../src/platform/bus/bus.js"
 import type { Config } from "../../src/platform/config.js"
 import type { Sql } from "../../src/platform/Db.js"
@@ -25,6 +26,14 @@ import type {
 import { SIM_CALLEE_LINES, type SimMediaOptions, simCalleeScript } from "../../src/providers/telephony/sim.telephony.js"
 import type { CallLeg, MediaStreams } from "../../src/providers/telephony/telephony.interface.js"
 import { DEFAULT_LISTENING, type RuleBook } from "../../src/workflows/rulebook.schema.js"
+import {
+  FallbackRecognizer,
+  FallbackSynth,
+  type HostedSpeech,
+  HostedSpeechSource,
+  type ProviderFailure,
+  providerFailed,
+} from "./hosted-speech.js"
 import { MediaLeg } from "./media-leg.js"
 import { MediaSession } from "./media-session.js"
 import { bargeIn, voiceFailure } from "./voice.metrics.js"
@@ -53,8 +62,18 @@ export interface VoiceRuntime {
    * A carrier's leg whose audio is on a media stream, as one the conversation speaks and hears
    * through; `dialed`: the leg as the carrier made it, when `carrier` wraps it.
    */
+  /** The hosted recogniser and voice a run of the workspace's uses (hosted-speech.ts), if any. */
+  speechFor(tenantId: number, persona: string): Promise<HostedSpeech>
   audioLeg(
-    call: { tenantId: number; callId: number; listening?: RuleBook["listening"] },
+    call: {
+      tenantId: number
+      callId: number
+      listening?: RuleBook["listening"]
+      /** The run's hosted vendors: the offline engines take over from one that fails the call. */
+      speech?: HostedSpeech | undefined
+      /** A hosted vendor failed the call (counted already): the call's record keeps it. */
+      providerFailed?: ((f: ProviderFailure) => void) | undefined
+    },
     carrier: CallLeg,
     voice: PhoneVoice,
     dialed?: CallLeg,
@@ -72,6 +91,8 @@ export async function startVoiceRuntime(d: {
   readonly bus: BusClient
   readonly log: Logger
   readonly synth?: StreamingSynthesizer
+  /** The workspaces' own speech credentials (byok), for hosted recognisers and voices. */
+  readonly credentials: Pick<CredentialsService, "active">
   /** An api runs in this process too (--role all): the simulated carrier's streams can connect to it. */
   readonly withApi?: boolean
 }): Promise<VoiceRuntime> {
@@ -146,7 +167,10 @@ export async function startVoiceRuntime(d: {
     return generalPool?.recognizer() ?? new ScriptRecognizer(() => undefined)
   }
 
+  const hosted = new HostedSpeechSource(config, d.credentials)
+
   return {
+    speechFor: (tenantId, persona) => hosted.forRun(tenantId, persona),
     simMedia: simHeard ? { streams: simStreams, synthAt, pacerAt } : undefined,
     carrierStreams:
       config.mediaStreams === "none"
@@ -157,13 +181,27 @@ export async function startVoiceRuntime(d: {
       const vad = Vad.now()
       const timeScale = dialed.timeScale ?? 1
       const listening = call.listening ?? DEFAULT_LISTENING
+      const failed = (stage: ProviderFailure["stage"], provider: string) => (err: Error) =>
+        providerFailed({ stage, provider, message: err.message.slice(0, 300) }, (f) => {
+          log.warn({ call_id: call.callId, ...f }, "hosted speech failed the call: the offline engine takes over")
+          call.providerFailed?.(f)
+        })
+      const offlineSynth = synthAt(timeScale)
+      const hostedSynth = call.speech?.synth
+      const makeRecognizer = call.speech?.recognizer
       const leg = new MediaLeg({
         providerCallId: carrier.providerCallId,
         timeScale,
         silenceMs: listening.reprompt_after_seconds * 1000,
         voice,
-        recognizer: recognizerFor(dialed),
-        synth: synthAt(timeScale),
+        recognizer:
+          makeRecognizer === undefined
+            ? recognizerFor(dialed)
+            : new FallbackRecognizer(makeRecognizer(failed("recognition", "deepgram")), () => recognizerFor(dialed)),
+        synth:
+          hostedSynth === undefined
+            ? offlineSynth
+            : new FallbackSynth(hostedSynth, offlineSynth, call.speech?.voiceId, failed("synthesis", hostedSynth.name)),
         carrier,
         onFailure: (stage, err) => {
           voiceFailure[stage].inc()
@@ -196,6 +234,7 @@ export async function startVoiceRuntime(d: {
       for (const p of pacers.values()) p.stop()
       simPool?.close()
       generalPool?.close()
+      hosted.close()
     },
   }
 }

@@ -50,6 +50,8 @@ export interface FakeDeepgramConnection {
 export interface FakeDeepgram {
   /** ws://127.0.0.1:<port>: a recogniser's baseUrl. */
   readonly url: string
+  /** The same server as an API root (http://…), as a byok credential names it. */
+  readonly httpUrl: string
   readonly upgrades: readonly FakeDeepgramUpgrade[]
   readonly connections: readonly FakeDeepgramConnection[]
   /** Streams open now. */
@@ -251,6 +253,12 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
   }
 
   const app = uws.App()
+  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/account, the key as a bearer
+  // token): 200 for the fake's key, 401 otherwise.
+  app.get("/v1/account", (res, req) => {
+    const ok = req.getHeader("authorization") === `Bearer ${opts.apiKey}`
+    res.writeStatus(ok ? "200 OK" : "401 Unauthorized").end(JSON.stringify(ok ? { ok: true } : { error: "bad key" }))
+  })
   app.ws<Stream>("/v1/listen", {
     maxPayloadLength: 1024 * 1024,
     idleTimeout: 0,
@@ -342,6 +350,7 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
 
   return {
     url: `ws://127.0.0.1:${port}`,
+    httpUrl: `http://127.0.0.1:${port}`,
     upgrades,
     connections,
     get open() {

@@ -39,6 +39,8 @@ export interface FakeStreamConnection {
 export interface FakeElevenLabsStream {
   /** ws://127.0.0.1:<port> */
   readonly url: string
+  /** The same server as an API root (http://…), as a byok credential names it. */
+  readonly httpUrl: string
   readonly connections: readonly FakeStreamConnection[]
   /** The audio answered to `text` (the fake's tone, as long as the text). */
   audioFor(text: string): Uint8Array
@@ -84,6 +86,12 @@ const TONE_HZ = 330
 export async function startFakeElevenLabsStream(opts: FakeElevenLabsStreamOptions): Promise<FakeElevenLabsStream> {
   const uws = loadUws()
   const app: TemplatedApp = uws.App()
+  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/account, the key as a bearer
+  // token): 200 for the fake's key, 401 otherwise.
+  app.get("/v1/account", (res, req) => {
+    const ok = req.getHeader("authorization") === `Bearer ${opts.apiKey}`
+    res.writeStatus(ok ? "200 OK" : "401 Unauthorized").end(JSON.stringify(ok ? { ok: true } : { error: "bad key" }))
+  })
   const bytesPerChar = opts.bytesPerChar ?? 97
   const gapMs = opts.chunkGapMs ?? 2
   const chunkSizes = opts.chunkSizes ?? CHUNK_SIZES
@@ -329,6 +337,7 @@ export async function startFakeElevenLabsStream(opts: FakeElevenLabsStreamOption
 
   return {
     url: `ws://127.0.0.1:${port}`,
+    httpUrl: `http://127.0.0.1:${port}`,
     connections,
     audioFor,
     refuseNext: (n, status = 429) => {

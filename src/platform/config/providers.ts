@@ -56,6 +56,12 @@ export const providersEnv = {
   /** The vendor voice that speaks the catalogue personas; unset → the simulator speaks them. */
   SPEECH_DEFAULT_VOICE_ID: optionalString,
   /**
+   * The platform's Deepgram-style streaming recogniser for calls heard as audio: its key (sent as
+   * Authorization: Token …) and API root (default wss://api.deepgram.com). Unset key → the offline one.
+   */
+  STT_API_KEY: optionalString,
+  STT_API_URL: optionalString.pipe(z.url({ protocol: /^(wss?|https?)$/ }).optional()),
+  /**
    * The storefront app's client id and secret (Shopify-style OAuth install; the secret also checks
    * the platform's hmac query signatures). Unset (either) → the storefront simulator (a demo shop).
    */
@@ -90,6 +96,8 @@ export type ProvidersConfig = Readonly<{
   llmTimeoutMs: number
   simLlm: { firstTokenMs: number; tokenMs: number }
   speechApi: { url: string; apiKey: string; defaultVoiceId: string | undefined } | undefined
+  /** The platform's streaming recogniser (Deepgram's protocol), or undefined: the offline one. */
+  sttApi: { url: string; apiKey: string } | undefined
   storefront: {
     /** The app's credentials; undefined → the simulator. */
     app: { apiKey: string; apiSecret: string } | undefined
@@ -123,6 +131,9 @@ export function providersConfig(e: ProvidersEnv & Pick<StorageEnv, "DATA_DIR">):
     llmModel: e.LLM_MODEL,
     llmTimeoutMs: e.LLM_TIMEOUT_MS,
     simLlm: { firstTokenMs: e.SIM_LLM_FIRST_TOKEN_MS, tokenMs: e.SIM_LLM_TOKEN_MS },
+    sttApi: e.STT_API_KEY
+      ? { url: (e.STT_API_URL ?? "wss://api.deepgram.com").replace(/\/+$/, ""), apiKey: e.STT_API_KEY }
+      : undefined,
     speechApi:
       e.SPEECH_API_URL && e.SPEECH_API_KEY
         ? {

@@ -117,11 +117,19 @@ export interface DeepgramStats {
 }
 
 export interface DeepgramRecognizers {
-  /** One call's recogniser: it connects at once. */
-  recognizer(): StreamingRecognizer
+  /**
+   * One call's recogniser: it connects at once. `gaveUp`: told once when recognition is over for the
+   * call (a fatal failure), so the call can hear with another recogniser from then on.
+   */
+  recognizer(gaveUp?: (failure: DeepgramFailure) => void): HostedRecognizer
   readonly stats: Readonly<DeepgramStats>
   /** Frees every recogniser still held (process shutdown). */
   close(): void
+}
+
+/** A hosted recogniser: whether it has given up on its call (what it hears from then on is dropped). */
+export interface HostedRecognizer extends StreamingRecognizer {
+  readonly failed: boolean
 }
 
 interface Settings {
@@ -224,7 +232,7 @@ export function makeDeepgramRecognizers(opts: DeepgramOptions): DeepgramRecogniz
     },
   }
   return {
-    recognizer: () => new DeepgramRecognizer(s, hub),
+    recognizer: (gaveUp) => new DeepgramRecognizer(s, hub, gaveUp),
     stats,
     close() {
       hub.closed = true
@@ -363,7 +371,7 @@ class HandshakeWatch implements Dispatcher.DispatchHandlers {
 const watched = (base: Dispatcher, seen: Handshake): Dispatcher =>
   base.compose((dispatch) => (opts, handler) => dispatch(opts, new HandshakeWatch(handler, seen)))
 
-class DeepgramRecognizer implements StreamingRecognizer {
+class DeepgramRecognizer implements HostedRecognizer {
   private state: "live" | "failed" | "freed" = "live"
   private conn: Connection | undefined
   /** The utterance being spoken, and those ended whose transcript is still to come (in order). */
@@ -382,6 +390,7 @@ class DeepgramRecognizer implements StreamingRecognizer {
   constructor(
     private readonly s: Settings,
     private readonly hub: Hub,
+    private readonly gaveUp?: (failure: DeepgramFailure) => void,
   ) {
     if (hub.closed) {
       this.state = "freed"
@@ -395,6 +404,10 @@ class DeepgramRecognizer implements StreamingRecognizer {
     }
     hub.live.add(this)
     this.connect()
+  }
+
+  get failed(): boolean {
+    return this.state === "failed"
   }
 
   frame(mulaw: Uint8Array): void {
@@ -614,7 +627,13 @@ class DeepgramRecognizer implements StreamingRecognizer {
     if (this.state !== "live") return
     this.state = "failed"
     this.hub.live.delete(this)
-    this.hub.report(new DeepgramFailure(kind, message, true, status))
+    const failure = new DeepgramFailure(kind, message, true, status)
+    this.hub.report(failure)
+    try {
+      this.gaveUp?.(failure)
+    } catch {
+      // the caller's handler threw: recognition is over all the same
+    }
     this.stopTimers()
     if (this.conn !== undefined) this.hangUp(this.conn)
     this.current = undefined

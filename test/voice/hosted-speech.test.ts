@@ -1,0 +1,141 @@
+// A byok workspace's calls heard through its own speech vendors (issue 38): its stt credential
+// points at a local fake of Deepgram's live protocol, its tts credential at a local fake of
+// ElevenLabs' input streaming with a voice map for its persona. A simulated run goes through the
+// media path: the simulated callee's audio reaches the fake recogniser, whose transcripts the
+// conversation answers, and every agent sentence is spoken by the fake voice. When the voice refuses
+// the key, the call goes on in the offline voice, and the failure is counted.
+import { randomBytes } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
+import { type FakeDeepgram, startFakeDeepgram } from "../support/fake-deepgram.js"
+import { type FakeElevenLabsStream, startFakeElevenLabsStream } from "../support/fake-elevenlabs-stream.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
+
+type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const STT_KEY = `dg_${randomBytes(12).toString("hex")}`
+const TTS_KEY = `xi_${randomBytes(12).toString("hex")}`
+const VOICE = "v_persona_1"
+const METRICS_TOKEN = randomBytes(16).toString("hex")
+
+let srv: TestServer
+let a: ReturnType<typeof api>
+let dg: FakeDeepgram
+let el: FakeElevenLabsStream
+
+beforeAll(async () => {
+  dg = await startFakeDeepgram({ apiKey: STT_KEY })
+  el = await startFakeElevenLabsStream({ apiKey: TTS_KEY, voices: [VOICE] })
+  srv = await startTestServer({
+    env: {
+      ...FAST_RUNTIME_ENV,
+      // Five times real time: the calls' audio paced at that, the vendors' fakes keep up.
+      SIM_TIME_SCALE: "0.2",
+      MEDIA_STREAMS: "all",
+      CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"),
+      ALLOW_PRIVATE_PROVIDER_URLS: "true",
+      METRICS_TOKEN,
+    },
+  })
+  a = api(srv)
+}, 30_000)
+afterAll(async () => {
+  await srv?.stop()
+  await dg?.close()
+  await el?.close()
+})
+
+const call = async (s: Session, method: string, path: string, body?: unknown) => {
+  const res = await a.call(method, path, { token: s.token, ...(body !== undefined && { body }) })
+  return { status: res.status, body: (await res.json()) as Json }
+}
+
+/** A byok workspace with the fakes as its vendors, and a finished run of one agreeing callee. */
+async function runWithOwnVendors(): Promise<{ s: Session; runId: number; persona: string }> {
+  const s = await a.signup({ country: "US" })
+  expect((await call(s, "PUT", "/onboarding/mode", { mode: "byok" })).status).toBe(200)
+  const w = (await call(s, "POST", "/api/workflows", { nl_prompt: "Invite members to renew their plan." })).body
+  const persona = (w.rule_book as Json).persona as string
+  const stt = await call(s, "PUT", "/onboarding/credentials/stt", {
+    secret: STT_KEY,
+    extra: { api_base_url: dg.httpUrl },
+  })
+  expect(stt.status).toBe(200)
+  const tts = await call(s, "PUT", "/onboarding/credentials/tts", {
+    secret: TTS_KEY,
+    extra: { api_base_url: el.httpUrl, voice_map: { [persona]: VOICE } },
+  })
+  expect(tts.status).toBe(200)
+  const intent = (await call(s, "POST", "/billing/topup", { amount_minor: 1_000_000 })).body
+  await a.call("POST", "/billing/webhooks/stub", { body: { external_id: intent.external_id, status: "succeeded" } })
+  await call(s, "POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550113", name: "Ann" }] })
+  await call(s, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+  const run = await call(s, "POST", `/api/workflows/${w.id}/run`)
+  expect(run.status).toBe(201)
+  const runId = run.body.run_id as number
+  const deadline = Date.now() + 90_000
+  for (;;) {
+    const [r] = await srv.sql<[{ status: string }]>`select status from runs where id = ${runId}`
+    if (r.status === "completed") break
+    if (Date.now() > deadline) throw new Error(`the run is still ${r.status}`)
+    await new Promise((res) => setTimeout(res, 300))
+  }
+  return { s, runId, persona }
+}
+
+describe("a byok workspace's own speech vendors on the media path", () => {
+  it("hears the callee through its recogniser and speaks every sentence in its voice", async () => {
+    // What the fake recogniser hears the callee say, utterance by utterance.
+    dg.say(Array(12).fill("Yes, that sounds good, go ahead."))
+    const before = { dg: dg.connections.length, el: el.connections.length }
+    const { runId } = await runWithOwnVendors()
+
+    const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
+    expect(target.outcome).toBe("agreed")
+    // The recogniser's stream: the workspace's key, μ-law 8 kHz, the callee's audio in it.
+    const heard = dg.connections.slice(before.dg)
+    expect(heard.length).toBeGreaterThanOrEqual(1)
+    expect(heard[0]!.headers.authorization).toBe(`Token ${STT_KEY}`)
+    expect(heard[0]!.query).toMatchObject({ encoding: "mulaw", sample_rate: "8000" })
+    expect(heard.reduce((n, c) => n + c.audioBytes, 0)).toBeGreaterThan(8000) // more than a second of speech
+    const turns = await srv.sql<{ speaker: string; text: string }[]>`
+      select speaker, text from turns where run_id = ${runId} order by turn_index`
+    // The callee's turns are the recogniser's transcripts.
+    const callee = turns.filter((t) => t.speaker === "callee")
+    expect(callee.length).toBeGreaterThanOrEqual(1)
+    for (const t of callee) expect(t.text).toBe("Yes, that sounds good, go ahead.")
+    // Each sentence the agent said went to the voice: the persona's mapped voice, with the workspace's key.
+    const spoken = el.connections.slice(before.el)
+    expect(spoken.length).toBeGreaterThanOrEqual(2)
+    for (const c of spoken) {
+      expect(c.voiceId).toBe(VOICE)
+      expect(c.headers["xi-api-key"]).toBe(TTS_KEY)
+      expect(c.query.output_format).toBe("ulaw_8000")
+    }
+    const sentTexts = spoken.flatMap((c) =>
+      c.messages.map((m) => String((m as { text?: unknown }).text ?? "").trim()).filter((t) => t !== ""),
+    )
+    const opening = turns.find((t) => t.speaker === "agent")!.text
+    expect(opening.startsWith(sentTexts[0]!)).toBe(true)
+  }, 120_000)
+
+  it("goes on in the offline voice when the vendor refuses the key, and counts the failure", async () => {
+    el.refuseNext(1000, 401)
+    dg.say(Array(12).fill("Yes, that sounds good, go ahead."))
+    const metric = async () => {
+      const res = await fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+      const text = await res.text()
+      const m = /parley_voice_provider_failures_total\{stage="synthesis"\} (\d+)/.exec(text)
+      return m === null ? 0 : Number(m[1])
+    }
+    const before = await metric()
+    const { runId } = await runWithOwnVendors()
+    const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
+    expect(target.outcome).toBe("agreed")
+    // The agent was heard all the same: its turns were spoken (the offline voice), the failure counted once a call.
+    const agent = await srv.sql<{ text: string }[]>`
+      select text from turns where run_id = ${runId} and speaker = 'agent'`
+    expect(agent.length).toBeGreaterThanOrEqual(2)
+    expect(await metric()).toBe(before + 1)
+  }, 120_000)
+})
