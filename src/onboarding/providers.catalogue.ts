@@ -182,7 +182,9 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     id: "tts",
     kind: "speech_synthesis",
     name: "Speech synthesis",
-    description: "Speaks the agent's lines in the persona's voice.",
+    description:
+      "Speaks the agent's lines in the persona's voice (ElevenLabs' input-streaming protocol on calls heard as " +
+      "audio; extra.voice_map names the vendor voice per persona).",
     byok_requirement: "required",
     fields: [
       apiKey("API key"),
@@ -203,7 +205,7 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     id: "stt",
     kind: "speech_recognition",
     name: "Speech recognition",
-    description: "Transcribes the callee's speech.",
+    description: "Transcribes the callee's speech (Deepgram's live-streaming protocol on calls heard as audio).",
     byok_requirement: "required",
     fields: [apiKey("API key"), baseUrl("extra.api_base_url", "the provider's API root"), unusedPrimaryId],
     validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
