@@ -77,6 +77,19 @@ export const CallBody = z.object({
     }),
   ),
   transcript_truncated: z.boolean(),
+  provider_failures: z
+    .array(
+      z.object({
+        at: z.string(),
+        stage: z.enum(["recognition", "synthesis"]),
+        provider: z.string(),
+        message: z.string(),
+      }),
+    )
+    .describe(
+      "hosted speech vendors (the workspace's or the platform's) that failed this call heard as audio; the call " +
+        "went on with the offline engine from then",
+    ),
   analysis: Analysis.nullable(),
 })
 

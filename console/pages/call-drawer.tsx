@@ -51,6 +51,13 @@ interface Call {
     readonly latency_ms?: Readonly<Record<string, number>>
   }>
   readonly transcript_truncated: boolean
+  /** Hosted speech vendors that failed the call: it went on with the offline engine from then. */
+  readonly provider_failures?: ReadonlyArray<{
+    readonly at: string
+    readonly stage: "recognition" | "synthesis"
+    readonly provider: string
+    readonly message: string
+  }>
   readonly analysis: {
     readonly status: string
     readonly summary: string | null
@@ -210,6 +217,20 @@ function CallView({ call, currency }: { readonly call: Call; readonly currency: 
           <>
             <dt>Latency</dt>
             <dd>{latency.join(", ")}</dd>
+          </>
+        )}
+        {(call.provider_failures ?? []).length > 0 && (
+          <>
+            <dt>Speech vendors</dt>
+            <dd data-testid="provider-failures">
+              {(call.provider_failures ?? []).map((f) => (
+                <p key={`${f.stage}-${f.at}`} title={f.message}>
+                  {f.stage === "synthesis" ? "The voice" : "The recogniser"} ({f.provider}) failed at{" "}
+                  {new Date(f.at).toLocaleTimeString()}: the offline {f.stage === "synthesis" ? "voice" : "one"} took
+                  over.
+                </p>
+              ))}
+            </dd>
           </>
         )}
       </dl>

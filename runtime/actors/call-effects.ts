@@ -166,6 +166,12 @@ export class CallEffects {
                     callId: input.callId,
                     listening: s.ruleBook.listening,
                     speech: s.speech,
+                    providerFailed: (f) =>
+                      void calls
+                        .recordProviderFailure(s.deps.sql, input.callId, { ...f, at: new Date() })
+                        .catch((err: unknown) =>
+                          s.deps.log.warn({ err, call_id: input.callId }, "could not record a vendor's failure"),
+                        ),
                   },
                   carrierLeg,
                   s.voice,

@@ -155,7 +155,7 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
   const c = tx(alias)
   return tx`${c}.id, ${c}.tenant_id, ${c}.run_id, ${c}.workflow_id, ${c}.target_id, ${c}.attempt,
     ${c}.phone_e164 as phone, ${c}.provider, ${c}.status, ${c}.outcome, ${c}.connected_seconds, ${c}.reserved_minor,
-    ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner,
+    ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner, ${c}.provider_failures,
     (select au.name from audience_targets au where au.id = ${c}.target_id) as name,
     (select t.currency from tenants t where t.id = ${c}.tenant_id) as currency,
     exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.kind = 'rehearsal') as simulation`
@@ -393,3 +393,18 @@ export const scrubDialDecisions = async (tx: Tx, m: ContactMatch): Promise<numbe
     update dial_decisions set detail = ${m.scrub("detail")}::jsonb, reason = ${m.scrub("reason")}
     where tenant_id = ${m.tenantId} and (${m.mentions("detail")} or ${m.mentions("reason")})`
   ).count
+
+/** The most vendor failures a call keeps (each stage fails a call once; the rest is noise). */
+const MAX_PROVIDER_FAILURES = 10
+
+/** Adds a hosted speech vendor's failure to the call's record (migration 0051), up to the cap. */
+export const recordProviderFailure = async (
+  sql: Sql,
+  callId: number,
+  f: { readonly stage: string; readonly provider: string; readonly message: string; readonly at: Date },
+): Promise<void> => {
+  const entry = { at: f.at.toISOString(), stage: f.stage, provider: f.provider, message: f.message.slice(0, 300) }
+  await sql`
+    update calls set provider_failures = provider_failures || jsonb_build_array(${sql.json(entry)}::jsonb)
+    where id = ${callId} and jsonb_array_length(provider_failures) < ${MAX_PROVIDER_FAILURES}`
+}

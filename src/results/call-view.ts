@@ -53,5 +53,7 @@ export const callView = (c: CallRow, turns: ReadonlyArray<TurnRow>, analysis: An
     ...(t.latency_ms !== null && { latency_ms: t.latency_ms }),
   })),
   transcript_truncated: turns.length > CALL_TURNS_MAX,
+  // A hosted speech vendor that failed the call: it went on with the offline engine from then.
+  provider_failures: c.provider_failures,
   analysis: analysis === undefined ? null : analysisView(analysis),
 })

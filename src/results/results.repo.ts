@@ -23,6 +23,8 @@ export interface CallRow {
   readonly started_at: Date
   readonly answered_at: Date | null
   readonly ended_at: Date | null
+  /** Hosted speech vendors that failed the call (migration 0051): {at, stage, provider, message}. */
+  readonly provider_failures: ReadonlyArray<{ at: string; stage: string; provider: string; message: string }>
 }
 
 /** The call, when it is the workspace's (another workspace's call is as absent as a missing one). */
@@ -30,7 +32,7 @@ export const callOfTenant = async (sql: Sql, tenantId: number, callId: number): 
   const [row] = await sql<[CallRow?]>`
     select c.id, c.run_id, c.workflow_id, c.target_id, c.attempt, c.phone_e164 as phone, au.name, c.provider,
       c.status, c.outcome, c.connected_seconds, c.reserved_minor, c.cost_minor, t.currency, c.started_at,
-      c.answered_at, c.ended_at
+      c.answered_at, c.ended_at, c.provider_failures
     from calls c
     join tenants t on t.id = c.tenant_id
     left join audience_targets au on au.id = c.target_id

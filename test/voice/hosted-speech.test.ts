@@ -88,7 +88,7 @@ describe("a byok workspace's own speech vendors on the media path", () => {
     // What the fake recogniser hears the callee say, utterance by utterance.
     dg.say(Array(12).fill("Yes, that sounds good, go ahead."))
     const before = { dg: dg.connections.length, el: el.connections.length }
-    const { runId } = await runWithOwnVendors()
+    const { s, runId } = await runWithOwnVendors()
 
     const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
     expect(target.outcome).toBe("agreed")
@@ -117,6 +117,8 @@ describe("a byok workspace's own speech vendors on the media path", () => {
     )
     const opening = turns.find((t) => t.speaker === "agent")!.text
     expect(opening.startsWith(sentTexts[0]!)).toBe(true)
+    const [c] = await srv.sql<[{ id: number }]>`select id from calls where run_id = ${runId}`
+    expect((await call(s, "GET", `/api/calls/${c.id}`)).body.provider_failures).toEqual([])
   }, 120_000)
 
   it("goes on in the offline voice when the vendor refuses the key, and counts the failure", async () => {
@@ -129,7 +131,7 @@ describe("a byok workspace's own speech vendors on the media path", () => {
       return m === null ? 0 : Number(m[1])
     }
     const before = await metric()
-    const { runId } = await runWithOwnVendors()
+    const { s, runId } = await runWithOwnVendors()
     const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
     expect(target.outcome).toBe("agreed")
     // The agent was heard all the same: its turns were spoken (the offline voice), the failure counted once a call.
@@ -137,5 +139,11 @@ describe("a byok workspace's own speech vendors on the media path", () => {
       select text from turns where run_id = ${runId} and speaker = 'agent'`
     expect(agent.length).toBeGreaterThanOrEqual(2)
     expect(await metric()).toBe(before + 1)
+    // The call's record says which vendor failed it, and when (the console's call view shows it).
+    const [c] = await srv.sql<[{ id: number }]>`select id from calls where run_id = ${runId}`
+    const view = (await call(s, "GET", `/api/calls/${c.id}`)).body
+    expect(view.provider_failures).toHaveLength(1)
+    expect(view.provider_failures[0]).toMatchObject({ stage: "synthesis", provider: "elevenlabs" })
+    expect(view.provider_failures[0].message).not.toContain(TTS_KEY)
   }, 120_000)
 })
