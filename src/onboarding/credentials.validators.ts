@@ -40,8 +40,9 @@ const MAX_RETRY_AFTER_MS = 2_000
 
 interface Probe {
   readonly url: string
-  readonly authorization: string
-  /** Further headers (the language model's OpenAI-Organization). */
+  /** The Authorization header; absent for a vendor that takes its key in a header of its own. */
+  readonly authorization?: string
+  /** Further headers (the language model's OpenAI-Organization, the voice vendor's xi-api-key). */
   readonly headers?: Readonly<Record<string, string>>
   /** Whose URL it is: the credential's own base URL, or the platform's. */
   readonly source: "tenant" | "platform"
@@ -57,6 +58,7 @@ const LABEL: Readonly<Record<ProviderId, string>> = {
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined)
 const trimSlash = (u: string): string => u.replace(/\/+$/, "")
+const httpOf = (u: string): string => u.replace(/^ws/, "http")
 
 /** The account-endpoint request for a credential, or undefined when there is no endpoint to call. */
 export function probeFor(provider: ProviderId, cred: CheckedCredential, platform: PlatformUrls): Probe | undefined {
@@ -83,13 +85,25 @@ export function probeFor(provider: ProviderId, cred: CheckedCredential, platform
         source: own === undefined ? "platform" : "tenant",
       }
     }
-    case "telco_b":
-    case "tts":
-    case "stt": {
+    case "telco_b": {
       const base = str(cred.extra.api_base_url)
       return base === undefined
         ? undefined
         : { url: `${trimSlash(base)}/v1/account`, authorization: bearer, source: "tenant" }
+    }
+    // The speech vendors' own account endpoints, as their keys are sent on the media path: Deepgram's
+    // projects (Authorization: Token …) and ElevenLabs' user (xi-api-key). A ws(s) root is asked over http(s).
+    case "stt": {
+      const base = str(cred.extra.api_base_url)
+      return base === undefined
+        ? undefined
+        : { url: `${httpOf(trimSlash(base))}/v1/projects`, authorization: `Token ${cred.secret}`, source: "tenant" }
+    }
+    case "tts": {
+      const base = str(cred.extra.api_base_url)
+      return base === undefined
+        ? undefined
+        : { url: `${httpOf(trimSlash(base))}/v1/user`, headers: { "xi-api-key": cred.secret }, source: "tenant" }
     }
   }
 }
@@ -111,7 +125,8 @@ export async function validateCredential(
   )
   const timeoutMs = opts.timeoutMs ?? 5_000
   const label = LABEL[provider]
-  const secrets = [cred.secret, probe.authorization.slice(probe.authorization.indexOf(" ") + 1)]
+  const auth = probe.authorization ?? ""
+  const secrets = [cred.secret, auth.slice(auth.indexOf(" ") + 1)]
   // The secret must not reach the stored error, a response or a log line, even if echoed back.
   const scrub = (s: string): string => secrets.reduce((acc, x) => (x === "" ? acc : acc.split(x).join("***")), s)
 
@@ -124,7 +139,11 @@ export async function validateCredential(
       url: probe.url,
       init: {
         method: "GET",
-        headers: { ...probe.headers, authorization: probe.authorization, accept: "application/json" },
+        headers: {
+          ...probe.headers,
+          ...(probe.authorization !== undefined && { authorization: probe.authorization }),
+          accept: "application/json",
+        },
       },
       timeoutMs,
       outbound,

@@ -199,7 +199,7 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
       },
       unusedPrimaryId,
     ],
-    validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
+    validation: "GET {api_base_url}/v1/user with the key as xi-api-key (ElevenLabs): 200 valid, 401/403 rejected",
   },
   {
     id: "stt",
@@ -208,7 +208,8 @@ export const PROVIDERS: ReadonlyArray<ProviderEntry> = [
     description: "Transcribes the callee's speech (Deepgram's live-streaming protocol on calls heard as audio).",
     byok_requirement: "required",
     fields: [apiKey("API key"), baseUrl("extra.api_base_url", "the provider's API root"), unusedPrimaryId],
-    validation: "GET {api_base_url}/v1/account with the key as a bearer token: 200 valid, 401/403 rejected",
+    validation:
+      "GET {api_base_url}/v1/projects with Authorization: Token <key> (Deepgram): 200 valid, 401/403 rejected",
   },
 ]
 

@@ -18,7 +18,7 @@ let fake: Server
 let fakeUrl: string
 
 beforeAll(async () => {
-  // A provider that accepts every key: GET /v1/models and /v1/account answer 200.
+  // A provider that accepts every key: every GET (/v1/models, /v1/account, /v1/projects, /v1/user) answers 200.
   fake = createServer((req, res) => {
     req.resume()
     req.on("end", () => {

@@ -1,7 +1,7 @@
 // Onboarding through the real server: the catalogue, every row of the spec's onboarding table,
 // live validation against a local fake provider (telco_a account endpoint, OpenAI-style /models,
-// /v1/account), encryption at rest, 503 without a master key, scopes, tenant isolation, and the
-// secret never showing in a response, a database row or a log line.
+// /v1/account, the speech vendors' /v1/projects and /v1/user), encryption at rest, 503 without a master key,
+// scopes, tenant isolation, and the secret never showing in a response, a database row or a log line.
 import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -79,7 +79,16 @@ async function startFakeProvider(): Promise<FakeProvider> {
       if (bearer(req) === SPEECH_KEY) return send(res, 200, { id: "acct_1" })
       return send(res, 403, { error: `key ${bearer(req)} is not allowed` })
     }
-    if (path === "/redir/v1/account") return send(res, 302, {}, { location: "/v1/account" })
+    // The speech vendors' own account endpoints: Deepgram's (Authorization: Token) and ElevenLabs' (xi-api-key).
+    if (path === "/v1/projects") {
+      if (req.headers.authorization === `Token ${SPEECH_KEY}`) return send(res, 200, { projects: [] })
+      return send(res, 403, { err_msg: `key ${req.headers.authorization} is not allowed` })
+    }
+    if (path === "/v1/user") {
+      if (req.headers["xi-api-key"] === SPEECH_KEY) return send(res, 200, { user_id: "u_1" })
+      return send(res, 401, { detail: { status: "invalid_api_key", message: `bad key ${req.headers["xi-api-key"]}` } })
+    }
+    if (path.startsWith("/redir/")) return send(res, 302, {}, { location: path.slice("/redir".length) })
     send(res, 404, { error: "not found" })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -411,7 +420,7 @@ describe("state table: PUT credentials", () => {
     expect(fake.seen.slice(before)).toEqual([{ path: "/v1/models", authorization: `Bearer ${LLM_KEY}` }])
   })
 
-  it("validates telco_b, tts and stt with GET {api_base_url}/v1/account", async () => {
+  it("validates telco_b at GET {api_base_url}/v1/account, tts and stt at their vendors' own endpoints", async () => {
     const s = await a.signup()
     await setMode(s, "byok")
     expect(
@@ -432,6 +441,15 @@ describe("state table: PUT credentials", () => {
     const stt = await put(s.token, "stt", { secret: BAD_LLM_KEY, extra: { api_base_url: fake.url } })
     expect(stt.body).toMatchObject({ validated: false, credential: { status: "failed" } })
     expect(stt.body.error).toMatch(/HTTP 403/)
+    expect(stt.body.error).not.toContain(BAD_LLM_KEY)
+    const goodStt = await put(s.token, "stt", { secret: SPEECH_KEY, extra: { api_base_url: fake.url } })
+    expect(goodStt.body.credential.status).toBe("validated")
+    const badTts = await put(s.token, "tts", { secret: BAD_LLM_KEY, extra: { api_base_url: fake.url } })
+    expect(badTts.body).toMatchObject({ validated: false, credential: { status: "failed" } })
+    expect(badTts.body.error).toMatch(/HTTP 401/)
+    expect(badTts.body.error).not.toContain(BAD_LLM_KEY)
+    // Each asked the vendor's own endpoint, the key as that vendor takes it.
+    expect(fake.seen.map((x) => x.path)).toEqual(expect.arrayContaining(["/v1/projects", "/v1/user"]))
   })
 
   it("validates only the format when there is no endpoint to call (the simulators)", async () => {

@@ -253,10 +253,10 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
   }
 
   const app = uws.App()
-  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/account, the key as a bearer
-  // token): 200 for the fake's key, 401 otherwise.
-  app.get("/v1/account", (res, req) => {
-    const ok = req.getHeader("authorization") === `Bearer ${opts.apiKey}`
+  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/projects, Authorization: Token
+  // <key>): 200 for the fake's key, 401 otherwise.
+  app.get("/v1/projects", (res, req) => {
+    const ok = req.getHeader("authorization") === `Token ${opts.apiKey}`
     res.writeStatus(ok ? "200 OK" : "401 Unauthorized").end(JSON.stringify(ok ? { ok: true } : { error: "bad key" }))
   })
   app.ws<Stream>("/v1/listen", {

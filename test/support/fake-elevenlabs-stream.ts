@@ -86,10 +86,10 @@ const TONE_HZ = 330
 export async function startFakeElevenLabsStream(opts: FakeElevenLabsStreamOptions): Promise<FakeElevenLabsStream> {
   const uws = loadUws()
   const app: TemplatedApp = uws.App()
-  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/account, the key as a bearer
-  // token): 200 for the fake's key, 401 otherwise.
-  app.get("/v1/account", (res, req) => {
-    const ok = req.getHeader("authorization") === `Bearer ${opts.apiKey}`
+  // The catalogue's live check of a byok credential (GET {api_base_url}/v1/user, xi-api-key): 200 for the
+  // fake's key, 401 otherwise.
+  app.get("/v1/user", (res, req) => {
+    const ok = req.getHeader("xi-api-key") === opts.apiKey
     res.writeStatus(ok ? "200 OK" : "401 Unauthorized").end(JSON.stringify(ok ? { ok: true } : { error: "bad key" }))
   })
   const bytesPerChar = opts.bytesPerChar ?? 97
