@@ -3,8 +3,7 @@
 // (pieces before the answer ends, the same reply as reply(), retries only before anything was
 // given, time limits, an endless line, errors without the key).
 import { once } from "node:events"
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { ServerResponse } from "node:http"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { LlmCallError, type ReplyRequest } from "../../src/providers/llm/llm.interface.js"
 import { makeOpenAiLlm, type OpenAiLlmOptions } from "../../src/providers/llm/openai.llm.js"
@@ -18,6 +17,7 @@ import {
   sseLines,
 } from "../../src/providers/llm/openai.stream.js"
 import { outboundFor } from "../../src/providers/outbound.js"
+import { type FakeOpenAi, type Scripted, startFakeOpenAi } from "../support/fake-openai.js"
 import { simulatedBook } from "../support/rule-books.js"
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
@@ -209,56 +209,6 @@ describe("the reply's text out of its JSON as it is written", () => {
 // ---------------------------------------------------------------------------------------------
 // The adapter against a fake OpenAI-compatible server.
 
-interface Recorded {
-  path: string
-  headers: IncomingHttpHeaders
-  body: Record<string, unknown>
-}
-
-/** How the fake answers one request; it may hold the answer open as long as it likes. */
-type Answer = (res: ServerResponse) => void | Promise<void>
-
-interface FakeOpenAi {
-  url: string
-  requests: Recorded[]
-  /** Answers the next requests in order; a request with none left gets a 500. */
-  script(...answers: Answer[]): void
-  reset(): void
-  close(): Promise<void>
-}
-
-async function startFake(): Promise<FakeOpenAi> {
-  const requests: Recorded[] = []
-  const queue: Answer[] = []
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      requests.push({
-        path: req.url ?? "",
-        headers: req.headers,
-        body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
-      })
-      const answer = queue.shift() ?? ((r: ServerResponse) => void r.writeHead(500).end("nothing scripted"))
-      void Promise.resolve(answer(res)).catch(() => res.destroy())
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    requests,
-    script: (...answers) => void queue.push(...answers),
-    reset() {
-      requests.length = 0
-      queue.length = 0
-    },
-    async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** Resolves when the client has gone (it hung up, or the test server closed). */
 const gone = (res: ServerResponse) => (res.closed ? Promise.resolve() : once(res, "close").then(() => {}))
@@ -287,7 +237,7 @@ const openStream = (res: ServerResponse) => {
 
 /** Streams `sse` in writes of at most `size` bytes (cut anywhere, inside characters too), `gapMs` apart. */
 const streamed =
-  (sse: string, o: { size?: number; gapMs?: number } = {}): Answer =>
+  (sse: string, o: { size?: number; gapMs?: number } = {}): Scripted =>
   async (res) => {
     openStream(res)
     const bytes = Buffer.from(sse, "utf8")
@@ -300,7 +250,7 @@ const streamed =
   }
 
 const whole =
-  (status: number, body: unknown, headers: Record<string, string> = {}): Answer =>
+  (status: number, body: unknown, headers: Record<string, string> = {}): Scripted =>
   (res) =>
     void res
       .writeHead(status, { "content-type": "application/json", ...headers })
@@ -327,7 +277,7 @@ describe("OpenAI-compatible adapter: streamed replies", () => {
   const BOOK = simulatedBook()
   let fake: FakeOpenAi
   beforeAll(async () => {
-    fake = await startFake()
+    fake = await startFakeOpenAi()
   })
   afterEach(() => fake.reset())
   afterAll(async () => {
@@ -528,7 +478,7 @@ describe("OpenAI-compatible adapter: streamed replies", () => {
   })
 
   it("retries a stream that sends no answer by the first-token limit, then gives up", async () => {
-    const silent: Answer = async (res) => {
+    const silent: Scripted = async (res) => {
       openStream(res)
       res.write(chunk({ role: "assistant", content: "" }))
       await gone(res)

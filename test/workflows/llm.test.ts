@@ -2,8 +2,6 @@
 // workspaces, the INVALID_RULEBOOK path, persona choice) and the OpenAI-compatible adapter against
 // a local fake API (request shape, strict schema, retries, Retry-After, refusals, timeouts, and
 // agent replies: the schema built from the rule book, decisions, knowledge-base rules, malformed answers).
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { replyRules } from "../../src/kb/reply-rules.js"
@@ -26,6 +24,7 @@ import {
   validateRuleBook,
 } from "../../src/workflows/rulebook.schema.js"
 import { simulateRuleBook } from "../../src/workflows/rulebook.sim-writer.js"
+import { completion, type FakeOpenAi, type Scripted, startFakeOpenAi } from "../support/fake-openai.js"
 
 /** A few rows shaped like the global library (migrations/0001), {offer} and {callback_window} included. */
 const OBJECTIONS: LibraryObjection[] = [
@@ -280,75 +279,9 @@ describe("sim language model", () => {
 // ---------------------------------------------------------------------------------------------
 // The OpenAI-compatible adapter against a local fake API.
 
-interface Recorded {
-  method: string
-  path: string
-  headers: IncomingHttpHeaders
-  body: Record<string, unknown>
-  at: number
-}
-
-type Scripted = { status: number; body: unknown; headers?: Record<string, string> } | "hang"
-
-interface FakeOpenAi {
-  url: string
-  requests: Recorded[]
-  /** Answers the next requests in order; once empty, each request gets `book` as a completion. */
-  script(...answers: Scripted[]): void
-  book: unknown
-  reset(): void
-  close(): Promise<void>
-}
-
-const completion = (content: string | null, extra: Record<string, unknown> = {}) => ({
-  id: "chatcmpl-1",
-  object: "chat.completion",
-  model: "gpt-4o-mini",
-  choices: [{ index: 0, message: { role: "assistant", content, refusal: null, ...extra }, finish_reason: "stop" }],
-})
-
-async function startFakeOpenAi(): Promise<FakeOpenAi> {
-  const requests: Recorded[] = []
-  const queue: Scripted[] = []
-  const fake: FakeOpenAi = {
-    url: "",
-    requests,
-    book: simulateRuleBook(request()),
-    script: (...answers) => void queue.push(...answers),
-    reset() {
-      requests.length = 0
-      queue.length = 0
-    },
-    async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    res.writeHead(status, { "content-type": "application/json", ...headers })
-    res.end(typeof body === "string" ? body : JSON.stringify(body))
-  }
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      requests.push({
-        method: req.method ?? "",
-        path: req.url ?? "",
-        headers: req.headers,
-        body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
-        at: Date.now(),
-      })
-      const next = queue.shift()
-      if (next === "hang") return
-      if (next !== undefined) return send(res, next.status, next.body, next.headers)
-      send(res, 200, completion(JSON.stringify(fake.book)))
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
-  return fake
-}
+/** The fake's answer once its script is spent: the simulator's rule book, as a completion. */
+const BOOK = simulateRuleBook(request())
+const startFake = () => startFakeOpenAi({ status: 200, body: completion(JSON.stringify(BOOK)) })
 
 async function caught(p: Promise<unknown>): Promise<LlmCallError> {
   const e = await p.then(
@@ -373,7 +306,7 @@ describe("OpenAI-compatible adapter", () => {
   const KEY = "sk-test-0123456789abcdef"
   let fake: FakeOpenAi
   beforeAll(async () => {
-    fake = await startFakeOpenAi()
+    fake = await startFake()
   })
   afterEach(() => fake.reset())
   afterAll(async () => {
@@ -388,7 +321,7 @@ describe("OpenAI-compatible adapter", () => {
     expect(model.name).toBe("openai")
     expect(model.model).toBe("gpt-4o-mini")
     const book = await generateRuleBook(model, request({ persona: "rohan" }))
-    expect(book).toEqual(fake.book)
+    expect(book).toEqual(BOOK)
 
     expect(fake.requests).toHaveLength(1)
     const r = fake.requests[0]!
@@ -472,7 +405,7 @@ describe("OpenAI-compatible adapter", () => {
   it("retries after a 500 and succeeds", async () => {
     fake.script({ status: 500, body: { error: { message: "The server had an error", type: "server_error" } } })
     const book = await generateRuleBook(llm(), request())
-    expect(book).toEqual(fake.book)
+    expect(book).toEqual(BOOK)
     expect(fake.requests).toHaveLength(2)
     expect(fake.requests[1]!.body).toEqual(fake.requests[0]!.body)
   })
@@ -622,7 +555,7 @@ describe("Llm service", () => {
 describe("OpenAI-compatible adapter: replies", () => {
   let fake: FakeOpenAi
   beforeAll(async () => {
-    fake = await startFakeOpenAi()
+    fake = await startFake()
   })
   afterEach(() => fake.reset())
   afterAll(async () => {
