@@ -137,7 +137,8 @@ beforeAll(async () => {
       values (${x.call_id}, ${owner.tenantId}, ${runId}, ${x.status}, 1, ${x.summary}, ${x.goal_met}, ${x.sentiment},
         ${x.callback_at}, ${x.agreed_value_minor}, ${srv.sql.json(x.fields)}, ${x.model}, ${x.model_version},
         ${x.error}, ${x.charged_minor}, now())
-      on conflict (call_id) do update set status = excluded.status, summary = excluded.summary,
+      on conflict (call_id) do update set status = excluded.status, attempts = excluded.attempts,
+        summary = excluded.summary,
         goal_met = excluded.goal_met, sentiment = excluded.sentiment, callback_at = excluded.callback_at,
         agreed_value_minor = excluded.agreed_value_minor, fields = excluded.fields, model = excluded.model,
         model_version = excluded.model_version, error = excluded.error, charged_minor = excluded.charged_minor,
