@@ -208,10 +208,17 @@ describe("the memory measure", () => {
   })
 
   it("counts a read body: a 64 MiB buffer in this process shows in its measure", () => {
-    const before = rssOutsideWasmOf(process.pid)
-    const buffer = Buffer.alloc(64 * MiB, 1)
-    expect(rssOutsideWasmOf(process.pid) - before).toBeGreaterThan(60 * MiB)
-    expect(buffer[buffer.length - 1]).toBe(1)
+    // The process may give pages back between the two reads (a collection, a freed arena), so a
+    // measure that counts the buffer shows it in one of three tries; one that leaves it out never does.
+    const held: Buffer[] = []
+    let grew = 0
+    for (let attempt = 0; attempt < 3 && grew <= 60 * MiB; attempt++) {
+      const before = rssOutsideWasmOf(process.pid)
+      held.push(Buffer.alloc(64 * MiB, 1))
+      grew = rssOutsideWasmOf(process.pid) - before
+    }
+    expect(grew).toBeGreaterThan(60 * MiB)
+    expect(held.every((b) => b[b.length - 1] === 1)).toBe(true)
   })
 })
 

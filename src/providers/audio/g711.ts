@@ -63,3 +63,16 @@ export function frames(bytes: Uint8Array): Uint8Array[] {
   }
   return out
 }
+
+/** Two μ-law signals of one length heard together: their samples summed (clipped), as μ-law. */
+export function mix(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length !== b.length) throw new RangeError(`cannot mix ${a.length} bytes with ${b.length}`)
+  const out = new Uint8Array(a.length)
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!
+    const y = b[i]!
+    // Silence on either side (the common case: one side talks at a time) is the other side as it is.
+    out[i] = x === 0xff || x === 0x7f ? y : y === 0xff || y === 0x7f ? x : encodeSample(DECODE[x]! + DECODE[y]!)
+  }
+  return out
+}
