@@ -132,7 +132,12 @@ export class CallEffects {
       actors: {
         reserveFunds: fromPromise<void, ReserveFundsInput>(async ({ input }) => {
           // Grouped with the other calls starting now (runtime/host/call-money.ts, wired by the host).
-          const r = await money.reserve(input.tenantId, `call:${input.callId}`, input.expectedSeconds)
+          const r = await money.reserve(
+            input.tenantId,
+            `call:${input.callId}`,
+            input.expectedSeconds,
+            s.speech?.platformParts,
+          )
           if (!r.ok) throw new Error("insufficient_funds")
           liveOf(input.callId).reservedMinor = r.reservedMinor
         }),
@@ -166,6 +171,7 @@ export class CallEffects {
                     callId: input.callId,
                     listening: s.ruleBook.listening,
                     speech: s.speech,
+                    record: s.records,
                     providerFailed: (f) =>
                       void calls
                         .recordProviderFailure(s.deps.sql, input.callId, { ...f, at: new Date() })

@@ -20,7 +20,7 @@ import type { PhoneVoice } from "../../src/providers/speech/streaming.interface.
 import * as repo from "../../src/runs/runs.repo.js"
 import { callVoice } from "../../src/voices/call-voice.js"
 import { findVoice, VOICES } from "../../src/voices/voices.catalog.js"
-import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
+import { type RuleBook, recordsCalls } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
 import type { HostedSpeech } from "../voice/hosted-speech.js"
 import { RunApprovals } from "./approvals.js"
@@ -55,6 +55,8 @@ export class RunDriver implements RunScope {
   /** The hosted recogniser and voice the run's audio calls use (the workspace's, else the platform's), if any. */
   speech: HostedSpeech | undefined
   readonly simulation: boolean
+  /** Its calls heard as audio are recorded (the rule book discloses it and does not turn it off). */
+  readonly records: boolean
   /** Whose knowledge-base rules the run follows: a simulation's are those of the workflow it rehearses. */
   readonly rulesWorkflowId: number
   private readonly approvals: RunApprovals
@@ -85,6 +87,8 @@ export class RunDriver implements RunScope {
     this.agentName = setup.persona_agent_name ?? findVoice(this.ruleBook.persona)?.name ?? "Alex"
     this.voice = (findVoice(this.ruleBook.persona) ?? VOICES[0]!).speech
     this.simulation = setup.kind === "rehearsal"
+    // A public demo's callee is nobody's contact: nothing of it is kept.
+    this.records = setup.kind !== "demo" && recordsCalls(this.ruleBook)
     this.rulesWorkflowId = setup.simulation_of ?? claim.workflow_id
     this.approvals = new RunApprovals(this)
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))
@@ -142,10 +146,12 @@ export class RunDriver implements RunScope {
       })
     // Hosted speech vendors, when the workspace brings its own or the platform has them (else the offline engines).
     if (this.deps.voice !== undefined)
-      this.speech = await this.deps.voice.speechFor(this.tenantId, this.ruleBook.persona).catch((err: unknown) => {
-        this.deps.log.warn({ err, run_id: this.runId }, "could not load the hosted speech vendors: offline engines")
-        return undefined
-      })
+      this.speech = await this.deps.voice
+        .speechFor(this.tenantId, this.ruleBook.persona, { platformAccounts: this.deps.money.paysHostedSpeech })
+        .catch((err: unknown) => {
+          this.deps.log.warn({ err, run_id: this.runId }, "could not load the hosted speech vendors: offline engines")
+          return undefined
+        })
     this.loop = this.dialLoop()
   }
 

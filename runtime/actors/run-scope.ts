@@ -5,6 +5,7 @@
 import type { Logger } from "pino"
 import type { Actor } from "xstate"
 import type { callMachine, runMachine } from "../../machines/index.js"
+import type { HostedSpeechPart } from "../../src/billing/pricing.js"
 import type { DialLimits } from "../../src/dialing/dial-limits.js"
 import type { Pacer, SlotCounter } from "../../src/dialing/pacing.js"
 import type { BusClient } from "../../src/platform/bus/bus.js"
@@ -45,10 +46,14 @@ export interface DriverDeps {
   readonly limits: { readonly current: DialLimits }
   /** Money, from the billing service: reserve before dialing, settle at hangup (both idempotent). */
   readonly money: {
+    /** Whether the run's calls may be heard through the platform's hosted speech, paying for it. */
+    readonly paysHostedSpeech: boolean
+    /** `hostedSpeech`: the platform's hosted speech the call is heard through, priced with it. */
     reserve(
       tenantId: number,
       callRef: string,
       seconds: number,
+      hostedSpeech?: readonly HostedSpeechPart[],
     ): Promise<{ ok: true; reservedMinor: number } | { ok: false }>
     settle(callRef: string, seconds: number): Promise<{ chargedMinor: number } | undefined>
   }
@@ -121,6 +126,8 @@ export interface RunScope {
    * the DNC, NCPR, cool-down and calling-window checks and writes no contact or DNC record for them.
    */
   readonly simulation: boolean
+  /** Its calls heard as audio are recorded (the rule book discloses it and does not turn it off). */
+  readonly records: boolean
   /** The run actor (set once the driver starts). */
   readonly run: Actor<typeof runMachine>
   /** Calls in flight, by call id. */

@@ -4,6 +4,7 @@
 // demo's calls, which hold and charge nothing, to anyone.
 import type { Effect, Either } from "effect"
 import type { Logger } from "pino"
+import type { HostedSpeechPart } from "../../src/billing/pricing.js"
 import { reserveCalls, settleCalls } from "../../src/billing/usage.service.js"
 import type { AppConfig } from "../../src/platform/AppConfig.js"
 import type { Bus } from "../../src/platform/Bus.js"
@@ -33,6 +34,7 @@ interface Reservation {
   readonly tenantId: number
   readonly callRef: string
   readonly seconds: number
+  readonly hostedSpeech: readonly HostedSpeechPart[]
 }
 type Reserved = { ok: true; reservedMinor: number } | { ok: false }
 type Charged = { chargedMinor: number }
@@ -56,10 +58,12 @@ export const callMoney = (d: { log: Logger; runEffect: RunEffect; callEnded: () 
     // and one wallet lock: a dial batch starts many calls in one loop turn.
     const reservations = new BatchWriter<string, Reservation, Reserved>(
       async (_, items) => {
-        const { tenantId, seconds } = items[0]!
+        const { tenantId, seconds, hostedSpeech } = items[0]!
         const callRefs = items.map((i) => i.callRef)
         // Postgres out of reach is waited out (idempotent by call ref), not taken for a lack of funds.
-        const r = await retryOnDisconnect(() => runEffect(reserveCalls(tenantId, callRefs, seconds, { onOwnAccounts })))
+        const r = await retryOnDisconnect(() =>
+          runEffect(reserveCalls(tenantId, callRefs, seconds, { onOwnAccounts, hostedSpeech })),
+        )
         if (r._tag === "Left") {
           log.info({ tenant_id: tenantId, reason: r.left.message }, "calls not funded")
           return callRefs.map(() => ({ ok: false as const }))
@@ -73,8 +77,16 @@ export const callMoney = (d: { log: Logger; runEffect: RunEffect; callEnded: () 
       { maxBatch: 500 },
     )
     return {
-      reserve: (tenantId: number, callRef: string, seconds: number) =>
-        reservations.submit(`${tenantId}:${seconds}`, { tenantId, callRef, seconds }),
+      // The platform's hosted speech is paid for by calls on its accounts; a workspace on its own
+      // accounts is never given it (hosted-speech.ts), so it has nothing to pay for.
+      paysHostedSpeech: !onOwnAccounts,
+      reserve: (tenantId: number, callRef: string, seconds: number, hostedSpeech: readonly HostedSpeechPart[] = []) =>
+        reservations.submit(`${tenantId}:${seconds}:${hostedSpeech.join(",")}`, {
+          tenantId,
+          callRef,
+          seconds,
+          hostedSpeech,
+        }),
       settle: (callRef: string, seconds: number) => {
         if (seconds > 0) d.callEnded()
         return settlements.submit("settle", { callRef, seconds })
@@ -85,6 +97,7 @@ export const callMoney = (d: { log: Logger; runEffect: RunEffect; callEnded: () 
     platform: moneyFor(false),
     own: moneyFor(true),
     free: {
+      paysHostedSpeech: false,
       reserve: async () => ({ ok: true as const, reservedMinor: 0 }),
       settle: async (_callRef: string, seconds: number) => {
         if (seconds > 0) d.callEnded()

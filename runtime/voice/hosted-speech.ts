@@ -8,6 +8,7 @@
 // lost is answered as one nobody understood ("Sorry, I didn't catch that"). Each hand-over is
 // counted (parley_voice_provider_failures_total) and told to the call (its provider_failures).
 import { createHash } from "node:crypto"
+import type { HostedSpeechPart } from "../../src/billing/pricing.js"
 import type { CredentialsService } from "../../src/onboarding/Credentials.js"
 import type { Config } from "../../src/platform/config.js"
 import { FastCounter } from "../../src/platform/metrics.js"
@@ -41,6 +42,8 @@ export interface HostedSpeech {
   readonly synth?: StreamingSynthesizer | undefined
   /** The vendor voice the run's persona speaks with (a tts credential's voice map), if it names one. */
   readonly voiceId?: string | undefined
+  /** What of it runs on the platform's accounts, paid for in the call's price (src/billing/pricing.ts). */
+  readonly platformParts: readonly HostedSpeechPart[]
 }
 
 const failures = new FastCounter(
@@ -69,14 +72,18 @@ export class HostedSpeechSource {
     private readonly credentials: Pick<CredentialsService, "active">,
   ) {}
 
-  /** The hosted vendors for a run of `tenantId`'s speaking as `persona`. */
-  async forRun(tenantId: number, persona: string): Promise<HostedSpeech> {
+  /**
+   * The hosted vendors for a run of `tenantId`'s speaking as `persona`; the platform's accounts only
+   * for a run whose calls pay for them (`platformAccounts`: billed on the platform's accounts; a
+   * workspace on its own accounts, a rehearsal or a demo gets its own keys' vendors or the offline engines).
+   */
+  async forRun(tenantId: number, persona: string, o: { platformAccounts: boolean }): Promise<HostedSpeech> {
     const [stt, tts] = await Promise.all([
       this.credentials.active(tenantId, "stt"),
       this.credentials.active(tenantId, "tts"),
     ])
-    const platformStt = this.config.sttApi
-    const platformTts = this.config.speechApi
+    const platformStt = o.platformAccounts ? this.config.sttApi : undefined
+    const platformTts = o.platformAccounts ? this.config.speechApi : undefined
     const recognizers =
       stt !== undefined
         ? this.recognizersAt("tenant", asWs(str(stt.extra.api_base_url) ?? "wss://api.deepgram.com"), stt.secret)
@@ -91,7 +98,12 @@ export class HostedSpeechSource {
           : this.synthAt("platform", platformTts.url, platformTts.apiKey, platformTts.defaultVoiceId)
     const map = tts?.extra.voice_map
     const voiceId = typeof map === "object" && map !== null ? str((map as Record<string, unknown>)[persona]) : undefined
+    const platformParts: HostedSpeechPart[] = [
+      ...(stt === undefined && recognizers !== undefined ? (["recognition"] as const) : []),
+      ...(tts === undefined && synth !== undefined ? (["voice"] as const) : []),
+    ]
     return {
+      platformParts,
       ...(recognizers !== undefined && { recognizer: (gaveUp) => recognizers.recognizer(gaveUp) }),
       ...(synth !== undefined && { synth }),
       ...(voiceId !== undefined && { voiceId }),

@@ -65,6 +65,14 @@ export interface MediaSessionOptions {
   readonly pacer: Pacer
   readonly endOfSpeech?: EndOfSpeechSettings
   readonly events: MediaSessionEvents
+  /** Hears both sides as they go (the call's recording): the callee's frames as heard, the agent's as sent. */
+  readonly tap?: MediaTap
+}
+
+/** Both sides of a call's audio, μ-law, whole 20 ms frames (a batch at a simulated call's time scale). */
+export interface MediaTap {
+  heard(bytes: Uint8Array): void
+  spoke(bytes: Uint8Array): void
 }
 
 interface Sentence {
@@ -152,7 +160,9 @@ export class MediaSession {
         this.sentInSentence += n
         left -= n
         // At real time one frame a tick, sent as it is; faster, the frames due in one message.
-        this.publish("media", n === 1 ? s.frames[at]! : Buffer.concat(s.frames.slice(at, at + n)))
+        const audio = n === 1 ? s.frames[at]! : Buffer.concat(s.frames.slice(at, at + n))
+        this.publish("media", audio)
+        this.o.tap?.spoke(audio)
         if (!this.turnHeard) {
           this.turnHeard = true
           this.o.events.firstAudio?.()
@@ -203,6 +213,7 @@ export class MediaSession {
   }
 
   private frameIn(bytes: Uint8Array): void {
+    this.o.tap?.heard(bytes)
     // A carrier may batch: each 160 bytes is a frame; a short tail waits for nothing (dropped).
     for (let at = 0; at + FRAME_SAMPLES <= bytes.length; at += FRAME_SAMPLES) {
       const frame = bytes.subarray(at, at + FRAME_SAMPLES)

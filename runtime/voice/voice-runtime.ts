@@ -13,6 +13,7 @@ import type { Config } from "../../src/platform/config.js"
 import type { Sql } from "../../src/platform/Db.js"
 import { Pacer } from "../../src/platform/pacer.js"
 import { DEFAULT_END_OF_SPEECH } from "../../src/providers/audio/end-of-speech.js"
+import type { RecordingEncoder } from "../../src/providers/audio/recording-encoder.js"
 import { Vad } from "../../src/providers/audio/vad.js"
 import { fliteSynthesizer } from "../../src/providers/speech/flite.phone.js"
 import { ScriptRecognizer } from "../../src/providers/speech/script.recognizer.js"
@@ -26,6 +27,7 @@ import type {
 import { SIM_CALLEE_LINES, type SimMediaOptions, simCalleeScript } from "../../src/providers/telephony/sim.telephony.js"
 import type { CallLeg, MediaStreams } from "../../src/providers/telephony/telephony.interface.js"
 import { DEFAULT_LISTENING, type RuleBook } from "../../src/workflows/rulebook.schema.js"
+import { recordCall, type SaveRecording } from "./call-recorder.js"
 import {
   FallbackRecognizer,
   FallbackSynth,
@@ -63,7 +65,7 @@ export interface VoiceRuntime {
    * through; `dialed`: the leg as the carrier made it, when `carrier` wraps it.
    */
   /** The hosted recogniser and voice a run of the workspace's uses (hosted-speech.ts), if any. */
-  speechFor(tenantId: number, persona: string): Promise<HostedSpeech>
+  speechFor(tenantId: number, persona: string, o: { platformAccounts: boolean }): Promise<HostedSpeech>
   audioLeg(
     call: {
       tenantId: number
@@ -73,6 +75,8 @@ export interface VoiceRuntime {
       speech?: HostedSpeech | undefined
       /** A hosted vendor failed the call (counted already): the call's record keeps it. */
       providerFailed?: ((f: ProviderFailure) => void) | undefined
+      /** The call is recorded (its rule book discloses it): both sides, kept once its audio is over. */
+      record?: boolean
     },
     carrier: CallLeg,
     voice: PhoneVoice,
@@ -95,6 +99,8 @@ export async function startVoiceRuntime(d: {
   readonly credentials: Pick<CredentialsService, "active">
   /** An api runs in this process too (--role all): the simulated carrier's streams can connect to it. */
   readonly withApi?: boolean
+  /** Where recorded calls are encoded and kept; without it no call is recorded. */
+  readonly recordings?: { readonly encoder: RecordingEncoder; readonly save: SaveRecording }
 }): Promise<VoiceRuntime> {
   const { config, sql, bus, log } = d
   const synth = d.synth ?? fliteSynthesizer
@@ -170,7 +176,7 @@ export async function startVoiceRuntime(d: {
   const hosted = new HostedSpeechSource(config, d.credentials)
 
   return {
-    speechFor: (tenantId, persona) => hosted.forRun(tenantId, persona),
+    speechFor: (tenantId, persona, o) => hosted.forRun(tenantId, persona, o),
     simMedia: simHeard ? { streams: simStreams, synthAt, pacerAt } : undefined,
     carrierStreams:
       config.mediaStreams === "none"
@@ -207,8 +213,12 @@ export async function startVoiceRuntime(d: {
           voiceFailure[stage].inc()
           log.warn({ err, call_id: call.callId, stage }, "voice pipeline failure")
         },
-        open: (events) =>
-          new MediaSession({
+        open: (events) => {
+          const recording =
+            call.record === true && d.recordings !== undefined
+              ? recordCall({ tenantId: call.tenantId, callId: call.callId, timeScale, log, ...d.recordings })
+              : undefined
+          return new MediaSession({
             bus,
             tenantId: call.tenantId,
             callId: call.callId,
@@ -221,9 +231,14 @@ export async function startVoiceRuntime(d: {
                 bargeIn.inc()
                 events.bargeIn?.(b)
               },
-              closed: () => vad.free(),
+              closed: () => {
+                vad.free()
+                void recording?.finish()
+              },
             },
-          }),
+            ...(recording !== undefined && { tap: recording }),
+          })
+        },
       })
       return leg
     },

@@ -33,3 +33,10 @@ export const voiceFailure = {
   recognition: failures.child({ stage: "recognition" }),
   stream: failures.child({ stage: "stream" }),
 }
+
+const recordings = new FastCounter(
+  "parley_recordings_total",
+  'Recordings of calls heard as audio, by result ("saved", or "failed": encoding or the store failed)',
+)
+export const recordingsSaved = recordings.child({ result: "saved" })
+export const recordingFailures = recordings.child({ result: "failed" })

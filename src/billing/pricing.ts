@@ -6,6 +6,22 @@ export type PerCurrency<T> = Readonly<Record<Currency, T>>
 
 /** Bundled (all-inclusive) price of one connected minute, in minor units. */
 export const RATE_PER_MINUTE_MINOR: PerCurrency<number> = { INR: 700, USD: 10 }
+/**
+ * Hosted speech on the platform's accounts (STT_API_KEY, SPEECH_API_KEY): a call heard through the
+ * platform's hosted recogniser or voice pays for it per connected minute on top of the bundled rate,
+ * billed per second with it. The offline engines and a workspace's own keys add nothing.
+ */
+export type HostedSpeechPart = "recognition" | "voice"
+export const HOSTED_SPEECH_PER_MINUTE_MINOR: Readonly<Record<HostedSpeechPart, PerCurrency<number>>> = {
+  recognition: { INR: 100, USD: 1 },
+  voice: { INR: 300, USD: 4 },
+}
+
+/** The per-minute rate of a call on the platform's accounts, with the hosted speech it is heard through. */
+export const callRatePerMinuteMinor = (currency: Currency, hosted: readonly HostedSpeechPart[] = []): number =>
+  RATE_PER_MINUTE_MINOR[currency] +
+  [...new Set(hosted)].reduce((sum, part) => sum + HOSTED_SPEECH_PER_MINUTE_MINOR[part][currency], 0)
+
 /** Monthly platform fee of the byok plan. */
 export const BYOK_FEE_MINOR: PerCurrency<number> = { INR: 249_900, USD: 2_900 }
 /**
@@ -103,6 +119,15 @@ export function priceCatalogue() {
         fee_minor: BYOK_FEE_MINOR,
         fee_display: display(BYOK_FEE_MINOR),
       },
+    },
+    hosted_speech: {
+      billing:
+        "per connected minute on top of the all-inclusive rate, billed per second, for calls heard through the " +
+        "platform's hosted recogniser or voice; none with the offline engines or your own speech keys (byok)",
+      recognition_per_minute_minor: HOSTED_SPEECH_PER_MINUTE_MINOR.recognition,
+      recognition_per_minute_display: display(HOSTED_SPEECH_PER_MINUTE_MINOR.recognition),
+      voice_per_minute_minor: HOSTED_SPEECH_PER_MINUTE_MINOR.voice,
+      voice_per_minute_display: display(HOSTED_SPEECH_PER_MINUTE_MINOR.voice),
     },
     numbers: {
       billing:

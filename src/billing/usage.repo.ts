@@ -26,6 +26,8 @@ export const postReservations = async (
   tenantId: number,
   callRefs: readonly string[],
   costMinor: number,
+  /** The per-minute rate held at, and the hosted speech in it, when not the bundled rate alone. */
+  rate: { readonly perMinuteMinor: number; readonly hostedSpeech: readonly string[] } | undefined = undefined,
 ): Promise<Array<{ call_ref: string; outcome: "posted" | "replayed" | "insufficient_funds"; balance: number }>> => {
   const rows = await tx<{ call_ref: string; r: { outcome: string; balance_minor?: number } }[]>`
     select u.ref as call_ref,
@@ -35,8 +37,9 @@ export const postReservations = async (
   for (const x of rows) ledgerPosts.labels(x.r.outcome).inc()
   const posted = rows.filter((x) => x.r.outcome !== "insufficient_funds").map((x) => x.call_ref)
   if (posted.length > 0) {
-    await tx`insert into usage_reservations (tenant_id, call_ref, reserved_minor)
-      select ${tenantId}, ref, ${costMinor} from unnest(${posted}::text[]) as ref
+    await tx`insert into usage_reservations (tenant_id, call_ref, reserved_minor, rate_per_minute_minor, hosted_speech)
+      select ${tenantId}, ref, ${costMinor}, ${rate?.perMinuteMinor ?? null}, ${(rate?.hostedSpeech ?? []) as string[]}
+      from unnest(${posted}::text[]) as ref
       on conflict do nothing`
     // One check for the batch (wallet.low / wallet.exhausted); releases only give holds back, so
     // postReleases needs none (wallet-events.ts).
@@ -51,8 +54,8 @@ export const postReservations = async (
 
 /** The reservations among `callRefs` with their workspace, locked (in call_ref order) for the transaction. */
 export const lockReservations = (tx: Tx, callRefs: readonly string[]) =>
-  tx<(Reservation & { tenant_id: number })[]>`
-    select tenant_id, call_ref, reserved_minor, status, settled_minor from usage_reservations
+  tx<(Reservation & { tenant_id: number; rate_per_minute_minor: number | null })[]>`
+    select tenant_id, call_ref, reserved_minor, status, settled_minor, rate_per_minute_minor from usage_reservations
       where call_ref = any(${callRefs as string[]}::text[]) order by call_ref for update`
 
 /**

@@ -8,6 +8,7 @@ import { InsufficientFunds } from "../platform/errors.js"
 import { findTenantPlan } from "../workspaces/workspaces.repo.js"
 import { maybeAutocharge } from "./autocharge.service.js"
 import { callTerms } from "./call-terms.js"
+import { callRatePerMinuteMinor, type HostedSpeechPart } from "./pricing.js"
 import type { Reservation } from "./usage.repo.js"
 import * as repo from "./usage.repo.js"
 import { callCostMinor, loadTenant } from "./wallet.service.js"
@@ -33,7 +34,7 @@ export const reserveCalls = (
   tenantId: number,
   callRefs: readonly string[],
   expectedSeconds: number,
-  opts: { onOwnAccounts: boolean } = { onOwnAccounts: false },
+  opts: { onOwnAccounts: boolean; hostedSpeech?: readonly HostedSpeechPart[] } = { onOwnAccounts: false },
 ) =>
   Effect.gen(function* () {
     const { sql } = yield* Db
@@ -43,7 +44,10 @@ export const reserveCalls = (
     const terms = yield* Effect.promise(() => callTerms(sql, tenantId, clock.now(), config.telcoA !== undefined))
     if (terms.billing === "byok" && opts.onOwnAccounts)
       return callRefs.map((): BatchReservation => ({ ok: true, reserved_minor: 0 }))
-    const cost = callCostMinor(expectedSeconds, tenant.currency)
+    // Hosted speech on the platform's accounts is part of the call's price (pricing.ts).
+    const hostedSpeech = [...new Set(opts.hostedSpeech ?? [])].sort()
+    const rate = callRatePerMinuteMinor(tenant.currency, hostedSpeech)
+    const cost = callCostMinor(expectedSeconds, tenant.currency, rate)
     const byRef = yield* Effect.promise(() =>
       sql.begin(async (tx) => {
         const answers = new Map<string, BatchReservation>()
@@ -51,7 +55,13 @@ export const reserveCalls = (
           answers.set(r.call_ref, { ok: true, reserved_minor: Number(r.reserved_minor) })
         const fresh = [...new Set(callRefs.filter((ref) => !answers.has(ref)))]
         if (fresh.length > 0)
-          for (const p of await repo.postReservations(tx, tenantId, fresh, cost))
+          for (const p of await repo.postReservations(
+            tx,
+            tenantId,
+            fresh,
+            cost,
+            hostedSpeech.length === 0 ? undefined : { perMinuteMinor: rate, hostedSpeech },
+          ))
             answers.set(
               p.call_ref,
               p.outcome === "insufficient_funds"
@@ -105,7 +115,8 @@ export const settleCalls = (items: ReadonlyArray<{ readonly callRef: string; rea
             currencies.set(r.tenant_id, currency)
           }
           const seconds = secondsOf.get(r.call_ref) ?? 0
-          const charged = Math.min(r.reserved_minor, callCostMinor(seconds, currency))
+          const rate = r.rate_per_minute_minor === null ? undefined : Number(r.rate_per_minute_minor)
+          const charged = Math.min(r.reserved_minor, callCostMinor(seconds, currency, rate))
           const unused = r.reserved_minor - charged
           if (unused > 0) releases.push({ tenantId: r.tenant_id, callRef: r.call_ref, amountMinor: unused })
           const status = seconds > 0 ? "settled" : "released"

@@ -17,9 +17,12 @@ import { walletObject } from "./wallet.view.js"
 
 export const DEFAULT_PRECHECK_SECONDS = 180
 
-/** Cost of `seconds` of a connected call at the bundled rate, billed per second, rounded up. */
-export const callCostMinor = (seconds: number, currency: Currency): number =>
-  Math.ceil((seconds * RATE_PER_MINUTE_MINOR[currency]) / 60)
+/**
+ * Cost of `seconds` of a connected call at the bundled rate (or `ratePerMinute`: the bundled rate with
+ * hosted speech, pricing.ts), billed per second, rounded up.
+ */
+export const callCostMinor = (seconds: number, currency: Currency, ratePerMinute = RATE_PER_MINUTE_MINOR[currency]) =>
+  Math.ceil((seconds * ratePerMinute) / 60)
 
 /**
  * A new workspace's wallet in its currency, credited with the trial (in signup's transaction; the

@@ -71,9 +71,21 @@ export const RuleBook = z.object({
       goodbye_after_seconds: z.number().int().min(2).max(120),
     })
     .optional(),
+  /**
+   * Calls heard as audio are recorded when a disclosure line tells the callee so (one that mentions
+   * recording); `false` turns recording off. Absent: recorded, when disclosed.
+   */
+  recording: z.boolean().optional(),
 })
 
 export type RuleBook = z.infer<typeof RuleBook>
+
+/** A disclosure line that tells the callee the call is recorded (English, or Hindi written in Latin letters). */
+const DISCLOSES_RECORDING = /\brecord(ed|ing|s)?\b|\brecord ki\b/i
+
+/** Whether a call under this rule book is recorded: not turned off, and disclosed to the callee. */
+export const recordsCalls = (book: Pick<RuleBook, "recording" | "disclosure_lines">): boolean =>
+  book.recording !== false && book.disclosure_lines.some((l) => DISCLOSES_RECORDING.test(l))
 
 /** The listening settings a rule book without its own uses. */
 export const DEFAULT_LISTENING = { end_of_speech_ms: 500, reprompt_after_seconds: 7, goodbye_after_seconds: 21 }
@@ -168,6 +180,8 @@ function semanticErrors(book: RuleBook, ctx: RuleBookContext): RuleBookError[] {
   if (book.escalation_policy.allowed && book.escalation_policy.triggers.length === 0) {
     fail("escalation_policy.triggers", "at least one trigger is required when escalation is allowed")
   }
+  if (book.recording === true && !recordsCalls(book))
+    fail("recording", "a recorded call must be disclosed: add a disclosure line that says the call is recorded")
   if (book.analysis !== undefined) errors.push(...analysisSectionErrors(book.analysis))
   if (book.listening !== undefined && book.listening.goodbye_after_seconds < book.listening.reprompt_after_seconds)
     fail("listening.goodbye_after_seconds", "must be at least reprompt_after_seconds (the goodbye follows a reprompt)")
@@ -189,10 +203,10 @@ export function unknownPlaceholders(text: string): string[] {
 
 /**
  * The rule book's JSON Schema (draft 2020-12), as zod writes it; see the LLM adapter for OpenAI's
- * dialect. A model writes the book without its analysis and listening sections: the operator sets them.
+ * dialect. A model writes the book without its analysis, listening and recording sections: the operator sets them.
  */
 export function ruleBookJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(RuleBook.omit({ analysis: true, listening: true })) as Record<string, unknown>
+  return z.toJSONSchema(RuleBook.omit({ analysis: true, listening: true, recording: true })) as Record<string, unknown>
 }
 
 /** One row of the global objection library, as the generator may draw on it. */

@@ -35,6 +35,12 @@ beforeAll(async () => {
       CREDENTIALS_MASTER_KEY: randomBytes(32).toString("base64"),
       ALLOW_PRIVATE_PROVIDER_URLS: "true",
       METRICS_TOKEN,
+      // The platform's own hosted accounts (bundled workspaces), on the same fakes.
+      STT_API_KEY: STT_KEY,
+      STT_API_URL: dg.httpUrl,
+      SPEECH_API_URL: el.httpUrl,
+      SPEECH_API_KEY: TTS_KEY,
+      SPEECH_DEFAULT_VOICE_ID: VOICE,
     },
   })
   a = api(srv)
@@ -145,5 +151,42 @@ describe("a byok workspace's own speech vendors on the media path", () => {
     expect(view.provider_failures).toHaveLength(1)
     expect(view.provider_failures[0]).toMatchObject({ stage: "synthesis", provider: "elevenlabs" })
     expect(view.provider_failures[0].message).not.toContain(TTS_KEY)
+  }, 120_000)
+})
+
+describe("the platform's hosted speech", () => {
+  it("hears and speaks a bundled workspace's calls, and prices them into the call", async () => {
+    dg.say(Array(12).fill("Yes, that sounds good, go ahead."))
+    const before = { dg: dg.connections.length, el: el.connections.length }
+    const s = await a.signup({ country: "US" })
+    const w = (await call(s, "POST", "/api/workflows", { nl_prompt: "Invite members to renew their plan." })).body
+    await call(s, "POST", `/api/workflows/${w.id}/audience`, { rows: [{ phone: "+12025550114", name: "Bo" }] })
+    await call(s, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+    const runId = (await call(s, "POST", `/api/workflows/${w.id}/run`)).body.run_id as number
+    await expect
+      .poll(async () => (await srv.sql`select status from runs where id = ${runId}`)[0]!.status, { timeout: 90_000 })
+      .toBe("completed")
+    // The platform's key went to both vendors.
+    expect(dg.connections.slice(before.dg)[0]!.headers.authorization).toBe(`Token ${STT_KEY}`)
+    expect(el.connections.slice(before.el).map((c) => c.voiceId)).toContain(VOICE)
+    // The call was held and charged at the bundled rate with both hosted parts ($0.10 + $0.01 + $0.04 a minute).
+    const [c] = await srv.sql<[{ id: number }]>`select id from calls where run_id = ${runId}`
+    const [r] = await srv.sql<[{ rate: string; parts: string[]; reserved: string; settled: string }]>`
+      select rate_per_minute_minor as rate, hosted_speech as parts, reserved_minor as reserved,
+        settled_minor as settled
+      from usage_reservations where call_ref = ${`call:${c.id}`}`
+    expect({ rate: Number(r.rate), parts: r.parts }).toEqual({ rate: 15, parts: ["recognition", "voice"] })
+    expect(Number(r.settled)).toBeGreaterThan(0)
+    // What the wallet paid is the settlement: the hold, less what was released.
+    const [ledger] = await srv.sql<[{ net: string }]>`
+      select coalesce(sum(amount_minor), 0) as net from ledger_entries
+      where reference = ${`call:${c.id}`} and kind in ('call_reservation', 'call_release')`
+    expect(-Number(ledger.net)).toBe(Number(r.settled))
+    // The catalogue says what it costs.
+    const pricing = (await (await fetch(`${srv.url}/pricing`)).json()) as Json
+    expect(pricing.hosted_speech).toMatchObject({
+      recognition_per_minute_minor: { USD: 1 },
+      voice_per_minute_minor: { USD: 4 },
+    })
   }, 120_000)
 })

@@ -5,6 +5,7 @@ import { MAX_CONCESSION_MINOR, maxConcessionMinor } from "../../src/billing/pric
 import {
   mergeRuleBook,
   type RuleBook,
+  recordsCalls,
   repromptsOf,
   ruleBookJsonSchema,
   validateRuleBook,
@@ -117,6 +118,19 @@ describe("RuleBook shape", () => {
     expect(fields(errorsOf({ ...validBook(), listening: bad })).sort()).toEqual(["listening.end_of_speech_ms"])
     const early = { ...listening, goodbye_after_seconds: 4 }
     expect(fields(errorsOf({ ...validBook(), listening: early }))).toEqual(["listening.goodbye_after_seconds"])
+  })
+
+  it("records calls the disclosures say are recorded, unless recording is turned off", () => {
+    const book = validBook()
+    expect(recordsCalls(book)).toBe(true) // "may be recorded for quality", recording absent
+    expect(recordsCalls({ ...book, recording: false })).toBe(false)
+    const undisclosed = { ...book, disclosure_lines: ["This call is from {company}."] }
+    expect(recordsCalls(undisclosed)).toBe(false)
+    expect(recordsCalls({ ...book, disclosure_lines: ["Yeh call record ki ja sakti hai."] })).toBe(true)
+    // Asking for recording without telling the callee is refused, with the field.
+    expect(fields(errorsOf({ ...undisclosed, recording: true }))).toEqual(["recording"])
+    expect(validateRuleBook({ ...undisclosed, recording: false }, INR).ok).toBe(true)
+    expect(Object.keys((ruleBookJsonSchema().properties ?? {}) as object)).not.toContain("recording")
   })
 
   it("accepts ncpr_category and objection_id null", () => {
