@@ -11,6 +11,7 @@ import { benchKb } from "./kb.js"
 import { benchLedger } from "./ledger.js"
 import { benchRamp } from "./ramp.js"
 import { benchReads } from "./reads.js"
+import { benchRecordingCodec } from "./recording-codec.js"
 import { benchResults } from "./results.js"
 import { benchSim } from "./sim.js"
 import { benchSse } from "./sse.js"
@@ -38,6 +39,7 @@ const benches: Record<string, () => Promise<void>> = {
   footprint: benchFootprint,
   webhooks: benchWebhooks,
   analysis: benchAnalysis,
+  "recording-codec": benchRecordingCodec,
   voice: benchVoice,
 }
 

@@ -13,12 +13,22 @@ import { recordingFailures, recordingsSaved } from "./voice.metrics.js"
 /** Aligned audio is handed to the encoder a second at a time. */
 const BATCH_SLOTS = 50
 
+/** Where in the recording a turn began (ms of audio), for a player that follows the transcript. */
+export interface RecordingCue {
+  readonly at_ms: number
+  readonly speaker: "agent" | "callee"
+}
+
 /** Where a finished recording goes (src/recordings/, wired by the host). */
 export type SaveRecording = (r: {
   readonly tenantId: number
   readonly callId: number
   readonly parts: RecordingParts
+  readonly cues: readonly RecordingCue[]
 }) => Promise<void>
+
+/** Turns marked at most (a call of 30 minutes has a few hundred). */
+const MAX_CUES = 2_000
 
 export interface CallRecording extends MediaTap {
   /** The call's audio is over: encodes the rest and saves it (never rejects). */
@@ -34,8 +44,16 @@ export function recordCall(d: {
   readonly log: Logger
 }): CallRecording {
   const tracks = new TwoTrack({ frameMs: FRAME_MS * Math.min(1, d.timeScale) })
-  let take: RecordingTake | undefined = d.encoder.open()
+  let take: RecordingTake | undefined
+  try {
+    take = d.encoder.open()
+  } catch (err) {
+    // As many calls are being recorded as the encoder takes (or it is closing): this one is not.
+    recordingFailures.inc()
+    d.log.warn({ err, call_id: d.callId }, "the call is not recorded: the encoder is full")
+  }
   let pending = 0
+  const cues: RecordingCue[] = []
   const flush = (all: boolean) => {
     const slots = all ? tracks.takeAll() : tracks.take()
     if (slots !== undefined) take?.push(slots)
@@ -50,6 +68,10 @@ export function recordCall(d: {
   return {
     heard: heard("callee"),
     spoke: heard("agent"),
+    turn: (speaker, agoMs) => {
+      if (take !== undefined && cues.length < MAX_CUES)
+        cues.push({ at_ms: Math.max(0, tracks.slotNow * FRAME_MS - agoMs), speaker })
+    },
     finish: async () => {
       const t = take
       if (t === undefined) return
@@ -58,7 +80,7 @@ export function recordCall(d: {
       try {
         const parts = await t.finish()
         if (parts.durationMs === 0) return
-        await d.save({ tenantId: d.tenantId, callId: d.callId, parts })
+        await d.save({ tenantId: d.tenantId, callId: d.callId, parts, cues })
         recordingsSaved.inc()
       } catch (err) {
         recordingFailures.inc()

@@ -73,6 +73,8 @@ export interface MediaSessionOptions {
 export interface MediaTap {
   heard(bytes: Uint8Array): void
   spoke(bytes: Uint8Array): void
+  /** A turn began: the agent's first frame went, or the callee's speech began `agoMs` of audio ago. */
+  turn(speaker: "agent" | "callee", agoMs: number): void
 }
 
 interface Sentence {
@@ -165,6 +167,7 @@ export class MediaSession {
         this.o.tap?.spoke(audio)
         if (!this.turnHeard) {
           this.turnHeard = true
+          this.o.tap?.turn("agent", n * FRAME_MS)
           this.o.events.firstAudio?.()
         }
       }
@@ -236,6 +239,7 @@ export class MediaSession {
         this.utterance = this.recent
         this.recent = []
         this.utteranceStart = Math.max(0, (t + 1) * FRAME_MS - this.utterance.length * FRAME_MS)
+        this.o.tap?.turn("callee", this.utterance.length * FRAME_MS)
         if (this.speaking) this.bargeIn(t * FRAME_MS)
         for (const f of this.utterance) this.o.events.speechFrame?.(f)
       } else {
