@@ -4,6 +4,7 @@ import type { ApprovalStreams } from "../src/approvals/ApprovalStreams.js"
 import type { RunCallbacks } from "../src/approvals/RunCallbacks.js"
 import type { Auth } from "../src/auth/Auth.js"
 import type { Challenge } from "../src/auth/Challenge.js"
+import type { ListenStreams } from "../src/calls/ListenStreams.js"
 import type { Credentials } from "../src/onboarding/Credentials.js"
 import type { AppConfig } from "../src/platform/AppConfig.js"
 import type { Bus } from "../src/platform/Bus.js"
@@ -40,6 +41,7 @@ export type ApiServices =
   | TurnStreams
   | TurnWriters
   | ApprovalStreams
+  | ListenStreams
   | Credentials
   | RunCallbacks
   | CampaignMachine

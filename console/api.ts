@@ -149,6 +149,27 @@ export async function blobUrl(path: string): Promise<string> {
 }
 
 /**
+ * Why the server refuses an event stream, which EventSource does not say: the same GET by fetch, its
+ * error in words (a 401 signs the app out, as any request's does); undefined when it would be let in
+ * now (that stream is closed at once).
+ */
+export async function streamRefusal(path: string): Promise<ApiError | undefined> {
+  const abort = new AbortController()
+  let res: Response
+  try {
+    res = await fetch(path, { credentials: "same-origin", signal: abort.signal })
+  } catch {
+    return networkError()
+  }
+  if (res.ok) {
+    abort.abort()
+    return undefined
+  }
+  if (res.status === 401) sessionExpired()
+  return refused(toError(res.status, await readBody(res), res.headers.get("Retry-After")))
+}
+
+/**
  * A multipart upload with progress (fetch cannot report upload progress; XMLHttpRequest can).
  * `onProgress` gets a fraction 0..1 as the bytes leave.
  */

@@ -21,8 +21,9 @@
 //     verify-email banner), "Create workflow", "Save changes", "Upload audience", "Attest consent",
 //     "Save opening line", "Preview opening", "Run", "Pause", "Retire" (then "Yes, retire" / "Keep it"),
 //     "Show results", "Open the call to <name or phone>" (a results row), "Close" (the call drawer),
-//     "Watch" / "Stop watching" (a live call's row; the name ends with the phone number), "Close" and
-//     "Reconnect" (a transcript column), "Approve", "Deny" (after the call they say what they do:
+//     "Watch" / "Stop watching" and "Listen" / "Stop listening" (a live call's row; the name ends with the
+//     phone number), "Close" and "Reconnect" (a transcript column), "Stop listening" / "Close" (the call
+//     listened to), "Approve", "Deny" (after the call they say what they do:
 //     "Approve: record $10.00 as agreed", "Deny: record as denied", …); on Settings "Save name"; on Members "Send
 //     invitation", "Resend <email>", "Revoke <email>", "Remove <email>" (then "Yes, remove"), "Make owner
 //     <email>" (then "Yes, make owner"), "Cancel", "Leave workspace" (then "Yes, leave"); on Webhooks "Add
@@ -43,7 +44,8 @@
 //     as its caption; the call drawer is a dialog "Call to <name> (<phone>)" with an ordered list
 //     "Turns" and a region "Analysis"; a transcript column is a region "Transcript of the call to
 //     <phone>" with an ordered list "Turns" and, once the ended call is analysed, a region "Analysis";
-//     Live's calls are a region "Calls in flight", a held call's decision a region "Decision for <name>
+//     Live's calls are a region "Calls in flight", the call listened to a region "Listening to the call to
+//     <phone>" (data-samples-decoded, data-samples-played), a held call's decision a region "Decision for <name>
 //     (<phone>)", its time left a timer; a campaign's outcome counts a list "Outcomes"
 import { type ComponentType, render } from "preact"
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"

@@ -348,6 +348,8 @@ const FIXED: Readonly<Record<string, string>> = {
   RUN_IN_PROGRESS: "A run of this campaign is in progress: pause or finish it first.",
   APPROVAL_EXPIRED: "This approval ran out of time.",
   APPROVAL_ALREADY_DECIDED: "Someone already decided this approval.",
+  CALL_NOT_LIVE: "The call has ended: there is nothing to listen to.",
+  CALL_NOT_HEARD: "This call is not heard as audio (it has no media stream), so it cannot be listened to.",
   NOT_FOUND: "That is no longer there. Reload the page to see what is.",
   PAYLOAD_TOO_LARGE: "The file is too large.",
   UNSUPPORTED_MEDIA_TYPE: "That kind of file cannot be used here.",

@@ -24,6 +24,7 @@ import { billingAutochargePost, billingAutochargePut, billingTopup } from "./bil
 import { billingBalance, billingHistory, billingPrecheck } from "./billing.wallet.js"
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import callsGet from "./calls.get.js"
+import callsListen from "./calls.listen.js"
 import { dataChatGet, dataChatPost } from "./data.chat.js"
 import {
   dataSourceDelete,
@@ -167,6 +168,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     runsTurnsStream,
     runsResults,
     callsGet,
+    callsListen,
     timelineGet,
     telcoAIncoming,
     telcoAIncomingGet,

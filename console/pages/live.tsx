@@ -4,12 +4,14 @@
 // column per watched call, streamed over EventSource. The stream sets each event's id to the turn's
 // seq, so a dropped connection resumes with Last-Event-ID by itself, and one the browser gave up
 // on is reopened by "Reconnect" from the highest seq shown; turns are kept by seq, so a turn that
-// arrives twice is shown once and the order is the run's. An ended call shows its analysis.
+// arrives twice is shown once and the order is the run's. An ended call shows its analysis. One call at
+// a time may be listened to (its audio, both sides, through ../listen.ts) while this page is open.
 import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { useApprovalChanges } from "../approvals-feed.js"
+import { type Listening, type ListenStatus, listenTo } from "../listen.js"
 import { Button, duration, ErrorText, money, useInterval } from "../ui.js"
 import { callStatusWords, outcomeWords, phaseWords, proposedActionWords, sentimentWords } from "../words.js"
 import {
@@ -70,7 +72,8 @@ const POLL_MS = 2_000
 /** How long an ended call's outcome and analysis are waited for (the analysis runs after hangup). */
 const RESULT_POLL_MS = 2_000
 const RESULT_POLLS_MAX = 90
-const MAX_COLUMNS = 4
+/** Transcript columns and the call listened to, together: each holds a stream open. */
+const MAX_STREAMS = 4
 
 let remembered: ReadonlyArray<LiveCall> = []
 
@@ -97,6 +100,10 @@ export function LivePage() {
   const [notices, setNotices] = useState<ReadonlyArray<Notice>>([])
   const { policies, want } = usePolicies()
   const { can } = useAccess()
+  // The call listened to, if any; its stream and audio stop when another is chosen or the page goes
+  // (signing out unmounts it).
+  const [listening, setListening] = useState<{ readonly call: LiveCall; readonly handle: Listening } | undefined>()
+  useEffect(() => () => listening?.handle.stop(), [listening])
 
   const readLive = () =>
     request<{ calls: LiveCall[] }>("GET", "/api/runs/live").then(
@@ -140,11 +147,17 @@ export function LivePage() {
   })
 
   const isWatched = (c: LiveCall) => watched.some((w) => w.call_id === c.call_id)
-  // Each column holds a stream open, and a browser gives one origin only six HTTP/1.1 connections:
-  // past four columns (and the approvals feed) the polls would queue behind the streams.
-  const full = watched.length >= MAX_COLUMNS
+  const isListened = (c: LiveCall) => listening?.call.call_id === c.call_id
+  // Each column, and listening, holds a stream open, and a browser gives one origin only six HTTP/1.1
+  // connections: past four such streams (and the approvals feed) the polls would queue behind them.
+  const full = watched.length + (listening === undefined ? 0 : 1) >= MAX_STREAMS
   const toggle = (c: LiveCall) =>
     setWatched(isWatched(c) ? watched.filter((w) => w.call_id !== c.call_id) : full ? watched : [...watched, c])
+  // The audio starts in the click itself: a browser lets a page play sound only after a user's gesture.
+  const toggleListen = (c: LiveCall) => {
+    if (isListened(c)) setListening(undefined)
+    else if (!full || listening !== undefined) setListening({ call: c, handle: listenTo(c.call_id) })
+  }
   const live = new Set(calls.map((c) => c.call_id))
   const onHold = (c: LiveCall) =>
     c.on_hold !== null &&
@@ -182,6 +195,7 @@ export function LivePage() {
                   <th scope="col">Talk time</th>
                   <th scope="col">Turns</th>
                   <th scope="col">Transcript</th>
+                  <th scope="col">Audio</th>
                 </tr>
               </thead>
               <tbody>
@@ -235,10 +249,20 @@ export function LivePage() {
                             <span class="visually-hidden"> {c.phone_e164}</span>
                           </Button>
                         </td>
+                        <td>
+                          <Button
+                            aria-pressed={isListened(c)}
+                            disabled={full && listening === undefined}
+                            onClick={() => toggleListen(c)}
+                          >
+                            {isListened(c) ? "Stop listening" : "Listen"}
+                            <span class="visually-hidden"> {c.phone_e164}</span>
+                          </Button>
+                        </td>
                       </tr>
                       {holding && (
                         <tr class="row-decide">
-                          <td colSpan={6}>
+                          <td colSpan={7}>
                             <HeldDecision
                               approval={approval}
                               canDecide={can("supervise")}
@@ -259,7 +283,19 @@ export function LivePage() {
           </section>
         </>
       )}
-      {full && <p class="hint">Watching {MAX_COLUMNS} calls; close one to watch another.</p>}
+      {full && (
+        <p class="hint">
+          Following {MAX_STREAMS} calls (transcripts and listening), the most at once; close one to follow another.
+        </p>
+      )}
+      {listening && (
+        <ListenPanel
+          key={listening.call.call_id}
+          call={listening.call}
+          handle={listening.handle}
+          onClose={() => setListening(undefined)}
+        />
+      )}
       {watched.length > 0 && (
         <div class="columns">
           {watched.map((c) => (
@@ -272,6 +308,53 @@ export function LivePage() {
           ))}
         </div>
       )}
+    </section>
+  )
+}
+
+const LISTEN_WORDS: Readonly<Record<ListenStatus["state"], string>> = {
+  connecting: "Connecting to the call's audio…",
+  playing: "Playing the call as it happens, both sides, under half a second behind.",
+  reconnecting: "The audio stopped; reconnecting…",
+  ended: "The call has ended.",
+  stopped: "Stopped.",
+  failed: "The call's audio could not be played.",
+}
+
+/**
+ * The call listened to: what is happening, and Stop. Its counts (samples decoded, and handed to the
+ * audio graph) are on the region as data-samples-decoded and data-samples-played, for tests.
+ */
+function ListenPanel({
+  call,
+  handle,
+  onClose,
+}: {
+  readonly call: LiveCall
+  readonly handle: Listening
+  readonly onClose: () => void
+}) {
+  const [status, setStatus] = useState<ListenStatus>(handle.status)
+  useEffect(() => {
+    handle.onChange(setStatus)
+    setStatus(handle.status)
+    return () => handle.onChange(() => undefined)
+  }, [handle])
+  const over = status.state === "ended" || status.state === "failed" || status.state === "stopped"
+  return (
+    <section
+      class="panel listen"
+      aria-label={`Listening to the call to ${call.phone_e164}`}
+      data-state={status.state}
+      data-samples-decoded={status.decoded}
+      data-samples-played={status.played}
+    >
+      <h2>Listening to {call.target_name ? `${call.target_name} (${call.phone_e164})` : call.phone_e164}</h2>
+      <p role="status">{LISTEN_WORDS[status.state]}</p>
+      {status.error && <ErrorText error={status.error} />}
+      <div class="actions">
+        <Button onClick={onClose}>{over ? "Close" : "Stop listening"}</Button>
+      </div>
     </section>
   )
 }

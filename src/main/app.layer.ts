@@ -8,6 +8,7 @@ import { ApprovalStreamsLive } from "../approvals/ApprovalStreams.js"
 import { ApprovalMetricsLive } from "../approvals/approvals.metrics.js"
 import { AuthLive } from "../auth/Auth.js"
 import { ChallengeLive } from "../auth/Challenge.js"
+import { ListenStreamsLive } from "../calls/ListenStreams.js"
 import { StreamTokenSweeperLive } from "../calls/media-stream-tokens.sweeper.js"
 import { DemoSweeperLive } from "../demo/demo.sweeper.js"
 import { IdempotencySweeperLive } from "../idempotency/idempotency.sweeper.js"
@@ -85,6 +86,7 @@ export function appLayer(deps: {
     TurnStreamsLive,
     TurnWritersLive,
     ApprovalStreamsLive,
+    ListenStreamsLive,
     ApprovalMetricsLive,
     RunCallbacksLive,
     WorkflowVoicesLive,
