@@ -1,6 +1,7 @@
 // Zod pieces shared by route schemas: path ids, booleans and integers as they arrive in a query
 // string (z.coerce.boolean would read "false" as true), and the error bodies for OpenAPI.
 import { z } from "zod"
+import { internationalE164 } from "../src/phones/phone.js"
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, parseListCursor } from "../src/platform/page.cursor.js"
 import { cleanWorkspaceName, WORKSPACE_NAME_MAX } from "../src/workspaces/workspace-name.js"
 
@@ -44,6 +45,21 @@ export const Email = z
   .max(254, "must be at most 254 characters")
   .pipe(z.email("must be an email address"))
   .transform((e) => e.toLowerCase())
+
+/**
+ * A phone number in international form, as E.164: "+1 (202) 555-0189" → "+12025550189"; valid by
+ * libphonenumber's full metadata (src/phones/phone.ts), so "+1555" or "call me" are refused.
+ */
+export const E164Phone = z
+  .string({ error: "must be a phone number in international form, such as +14155550100" })
+  .max(40, "must be a phone number in international form, such as +14155550100")
+  .transform((raw, ctx) => {
+    const e164 = internationalE164(raw)
+    if (e164 === undefined)
+      ctx.addIssue({ code: "custom", message: "must be a phone number in international form, such as +14155550100" })
+    return e164 ?? z.NEVER
+  })
+  .describe("an E.164 phone number (+ and the country code; spaces, dashes and brackets are ignored)")
 
 export const ErrorBody = z.object({
   error: z.string(),

@@ -299,6 +299,7 @@ const FIELD_WORDS: Readonly<Record<string, string>> = {
   value_minor: "Amount",
   note: "Note",
   code: "Code",
+  operator_number: "Operator number",
 }
 
 /** "rule_book.objection_handlers.0.response" → "Objection handlers 1 response". */
@@ -361,6 +362,21 @@ const FIXED: Readonly<Record<string, string>> = {
   METHOD_NOT_ALLOWED: "The request could not be read. Reload the page and try again.",
   ENCRYPTION_UNAVAILABLE: "Secrets cannot be stored on this server yet (no encryption key is set up).",
 }
+
+/**
+ * A take-over's refusals (POST /api/calls/{id}/take-over) whose general words would mislead: the call
+ * ended is not "nothing to listen to", and a failed conference is not worth trying again.
+ */
+const TAKE_OVER_REFUSALS: Readonly<Record<string, string>> = {
+  CALL_NOT_LIVE: "The call has ended: there is no one left to hand over.",
+  CALL_HANDED_OFF: "This call was already handed over to a person.",
+  CONFLICT: "No one is on the line yet (the call is ringing, at voicemail or ending). Try again once they talk.",
+  GATEWAY_UNAVAILABLE:
+    "The operator did not answer, so the hand-over failed: the callee was let go and the call ended.",
+}
+
+/** The words for a take-over's refusal with this code, where they differ from the general ones. */
+export const takeOverRefusalWords = (code: string): string | undefined => TAKE_OVER_REFUSALS[code]
 
 /** The words for an error the API answered (or a network failure). */
 export function errorWords(e: ErrorBody): string {

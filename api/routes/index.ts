@@ -25,6 +25,7 @@ import { billingBalance, billingHistory, billingPrecheck } from "./billing.walle
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import callsGet from "./calls.get.js"
 import callsListen from "./calls.listen.js"
+import callsTakeOver from "./calls.take-over.js"
 import { dataChatGet, dataChatPost } from "./data.chat.js"
 import {
   dataSourceDelete,
@@ -169,6 +170,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     runsResults,
     callsGet,
     callsListen,
+    callsTakeOver,
     timelineGet,
     telcoAIncoming,
     telcoAIncomingGet,

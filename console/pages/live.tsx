@@ -5,15 +5,25 @@
 // seq, so a dropped connection resumes with Last-Event-ID by itself, and one the browser gave up
 // on is reopened by "Reconnect" from the highest seq shown; turns are kept by seq, so a turn that
 // arrives twice is shown once and the order is the run's. An ended call shows its analysis. One call at
-// a time may be listened to (its audio, both sides, through ../listen.ts) while this page is open.
+// a time may be listened to (its audio, both sides, through ../listen.ts) while this page is open, and,
+// for whoever may supervise, taken over from there: handed to a person at an operator number.
 import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
 import { ApiError, request } from "../api.js"
 import { useApprovalChanges } from "../approvals-feed.js"
 import { type Listening, type ListenStatus, listenTo } from "../listen.js"
-import { Button, duration, ErrorText, money, useInterval } from "../ui.js"
-import { callStatusWords, outcomeWords, phaseWords, proposedActionWords, sentimentWords } from "../words.js"
+import { Button, duration, ErrorText, Field, money, useInterval } from "../ui.js"
+import {
+  callStatusWords,
+  fieldWords,
+  outcomeWords,
+  phaseWords,
+  proposedActionWords,
+  sentence,
+  sentimentWords,
+  takeOverRefusalWords,
+} from "../words.js"
 import {
   type Approval,
   calleeOf,
@@ -293,6 +303,7 @@ export function LivePage() {
           key={listening.call.call_id}
           call={listening.call}
           handle={listening.handle}
+          canTakeOver={can("supervise")}
           onClose={() => setListening(undefined)}
         />
       )}
@@ -328,10 +339,12 @@ const LISTEN_WORDS: Readonly<Record<ListenStatus["state"], string>> = {
 function ListenPanel({
   call,
   handle,
+  canTakeOver,
   onClose,
 }: {
   readonly call: LiveCall
   readonly handle: Listening
+  readonly canTakeOver: boolean
   readonly onClose: () => void
 }) {
   const [status, setStatus] = useState<ListenStatus>(handle.status)
@@ -341,6 +354,8 @@ function ListenPanel({
     return () => handle.onChange(() => undefined)
   }, [handle])
   const over = status.state === "ended" || status.state === "failed" || status.state === "stopped"
+  // Its audio failing (not heard as audio, too many listeners) leaves the call live: it may still be taken over.
+  const ended = status.state === "ended" || status.error?.code === "CALL_NOT_LIVE"
   return (
     <section
       class="panel listen"
@@ -355,7 +370,108 @@ function ListenPanel({
       <div class="actions">
         <Button onClick={onClose}>{over ? "Close" : "Stop listening"}</Button>
       </div>
+      {canTakeOver && <TakeOver call={call} ended={ended} />}
     </section>
+  )
+}
+
+/** What POST /api/calls/{id}/take-over answers (only the fields shown here). */
+interface TakenOver {
+  readonly operator_number: string
+}
+
+/**
+ * Take over: the callee is handed to a person at the operator number typed (empty: the deployment's
+ * own), through POST /api/calls/{id}/take-over, which answers once the operator's phone is answered.
+ */
+function TakeOver({ call, ended }: { readonly call: LiveCall; readonly ended: boolean }) {
+  const [asking, setAsking] = useState(false)
+  const [number, setNumber] = useState("")
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  const [done, setDone] = useState<TakenOver | undefined>(undefined)
+  if (done !== undefined)
+    return (
+      <p role="status" data-testid="taken-over">
+        Handed over: the callee is in a recorded conference and {done.operator_number} is joining it; the agent has left
+        the call.
+      </p>
+    )
+  // Refused or failed, the words stay after the call ends (a failed hand-over ends it).
+  const refusal =
+    error instanceof ApiError && error.fieldError("operator_number") === undefined
+      ? (takeOverRefusalWords(error.code) ?? error)
+      : error
+  if (!asking || (ended && !busy))
+    return (
+      <>
+        <ErrorText error={refusal} />
+        {!ended && (
+          <div class="actions">
+            <Button onClick={() => setAsking(true)}>Take over</Button>
+          </div>
+        )}
+      </>
+    )
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    setBusy(true)
+    setError(undefined)
+    const operator = number.trim()
+    try {
+      setDone(
+        await request<TakenOver>(
+          "POST",
+          `/api/calls/${call.call_id}/take-over`,
+          operator === "" ? {} : { operator_number: operator },
+        ),
+      )
+    } catch (err) {
+      setError(err)
+    } finally {
+      setBusy(false)
+    }
+  }
+  const numberError = error instanceof ApiError ? error.fieldError("operator_number") : undefined
+  return (
+    <form class="take-over" onSubmit={submit} noValidate aria-label={`Take over the call to ${call.phone_e164}`}>
+      <Field
+        label="Operator number"
+        error={numberError === undefined ? undefined : sentence(`${fieldWords("operator_number")} ${numberError}`)}
+        hint={
+          "The person to hand the call to, in international form (+14155550100). Left empty: the operator " +
+          "number set up for this deployment."
+        }
+      >
+        {(id, d) => (
+          <input
+            id={id}
+            type="tel"
+            autoComplete="tel"
+            aria-describedby={d}
+            value={number}
+            disabled={busy}
+            onInput={(e) => setNumber(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <ErrorText error={refusal} besideFields={["operator_number"]} />
+      {busy && <p role="status">Calling the operator; the call is handed over once they answer…</p>}
+      <div class="actions">
+        <Button type="submit" kind="primary" busy={busy}>
+          Hand the call over
+        </Button>
+        <Button
+          disabled={busy}
+          onClick={() => {
+            setAsking(false)
+            setError(undefined)
+          }}
+        >
+          Cancel
+        </Button>
+      </div>
+    </form>
   )
 }
 

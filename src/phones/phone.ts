@@ -57,6 +57,16 @@ export function toE164(raw: string | number, defaultCountry: TenantCountry): Pho
 }
 
 /**
+ * A number written in international form (a leading +; spaces, dashes, dots and brackets allowed)
+ * as E.164, valid by the full metadata; undefined for anything else. For a number typed where no
+ * country may be assumed: the operator a supervisor hands a call over to.
+ */
+export function internationalE164(raw: string): string | undefined {
+  const text = raw.trim()
+  return /^\+[\d\s\-().\u00a0]{7,30}$/.test(text) ? valid(text) : undefined
+}
+
+/**
  * Every E.164 reading of a value, most likely first: toE164's answer, then, for digits without
  * a +, the international reading when it differs. For finding a number already stored, where
  * either reading may be the one that was meant.

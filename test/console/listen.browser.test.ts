@@ -1,7 +1,8 @@
 // Listening in from the Live page, in Chromium (issue 38, item 3): a supervisor picks a running
 // simulated call heard as audio and clicks Listen; the call's audio arrives, is decoded and is fed to
-// the page's audio graph; signing out ends the stream (the server ends it, the page stops) and closes
-// the audio, so nothing more is played.
+// the page's audio graph; the supervisor is offered Take over, whose request goes out with the number
+// typed (one that is not a number is refused in words, so the call goes on); signing out ends the stream
+// (the server ends it, the page stops) and closes the audio, so nothing more is played.
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ListenStreams } from "../../src/calls/ListenStreams.js"
@@ -107,6 +108,15 @@ describe.skipIf(skipBrowser)("listening in from the Live page in Chromium", () =
     expect(await panel.getAttribute("data-state")).toBe("playing")
     expect(await page.getByRole("button", { name: `Stop listening ${DEE.phone}`, exact: true }).count()).toBe(1)
     expect(listeners()).toBe(1)
+
+    await panel.getByRole("button", { name: "Take over", exact: true }).click()
+    await panel.getByLabel("Operator number").fill("555")
+    const asked = page.waitForRequest(
+      (r) => r.method() === "POST" && r.url().endsWith(`/api/calls/${callId}/take-over`),
+    )
+    await panel.getByRole("button", { name: "Hand the call over", exact: true }).click()
+    expect((await asked).postDataJSON()).toEqual({ operator_number: "555" })
+    await panel.getByText("Operator number must be a phone number in international form", { exact: false }).waitFor()
 
     await page.getByRole("button", { name: "Sign out", exact: true }).click()
     await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
