@@ -5,6 +5,7 @@ import { z } from "zod"
 import { type CallingConfig, callingConfig, callingEnv } from "./config/calling.js"
 import { type PaymentsConfig, paymentsConfig, paymentsEnv } from "./config/payments.js"
 import { type ProvidersConfig, providersConfig, providersEnv } from "./config/providers.js"
+import { missingS3Settings, type RecordingsConfig, recordingsConfig, recordingsEnv } from "./config/recordings.js"
 import { type SecurityConfig, securityConfig, securityEnv } from "./config/security.js"
 import { type ServerConfig, serverConfig, serverEnv } from "./config/server.js"
 import { type StorageConfig, storageConfig, storageEnv } from "./config/storage.js"
@@ -19,10 +20,11 @@ const Env = z.object({
   ...providersEnv,
   ...paymentsEnv,
   ...callingEnv,
+  ...recordingsEnv,
 })
 
 export type Config = Readonly<
-  ServerConfig & StorageConfig & SecurityConfig & ProvidersConfig & PaymentsConfig & CallingConfig
+  ServerConfig & StorageConfig & SecurityConfig & ProvidersConfig & PaymentsConfig & CallingConfig & RecordingsConfig
 >
 
 export class ConfigError extends Error {
@@ -41,6 +43,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       "invalid configuration:\n  STOREFRONT_BASE_URL_OVERRIDE: needs ALLOW_PRIVATE_PROVIDER_URLS=true (tests only)",
     )
+  const missingS3 = missingS3Settings(e)
+  if (missingS3.length > 0)
+    throw new ConfigError(
+      `invalid configuration:\n${missingS3.map((v) => `  ${v}: required when RECORDING_STORE=s3`).join("\n")}`,
+    )
   return {
     ...serverConfig(e),
     ...storageConfig(e),
@@ -48,5 +55,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...providersConfig(e),
     ...paymentsConfig(e),
     ...callingConfig(e),
+    ...recordingsConfig(e),
   }
 }
