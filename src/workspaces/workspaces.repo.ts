@@ -19,6 +19,8 @@ export interface TenantRow {
   readonly onboarding_mode: Mode
   readonly trial_expires_at: Date | null
   readonly created_at: Date
+  /** How many days the workspace's call recordings are kept (1–3650, default 90; src/recordings/). */
+  readonly recording_retention_days: number
 }
 
 export const insertTenant = async (
@@ -71,6 +73,22 @@ export const setPlanTier = async (sql: Sql | Tx, tenantId: number, to: string, f
   else await sql`update tenants set plan_tier = ${to} where id = ${tenantId} and plan_tier = ${from}`
 }
 
+/** How many days the workspace keeps its call recordings. */
+export async function recordingRetentionDays(sql: Sql | Tx, tenantId: number): Promise<number | undefined> {
+  const [row] = await sql<[{ days: number }?]>`
+    select recording_retention_days as days from tenants where id = ${tenantId}`
+  return row?.days
+}
+
+/** Sets the recordings' retention; the days before, undefined when there is no such workspace. */
+export async function setRecordingRetentionDays(tx: Tx, tenantId: number, days: number): Promise<number | undefined> {
+  const [old] = await tx<[{ days: number }?]>`
+    select recording_retention_days as days from tenants where id = ${tenantId} for update`
+  if (old === undefined) return undefined
+  await tx`update tenants set recording_retention_days = ${days} where id = ${tenantId}`
+  return old.days
+}
+
 // The workspace's onboarding state (src/onboarding decides it; the row is written only here).
 
 /** Switches the mode and resets completion; false when the tenant was already in that mode. */
@@ -98,4 +116,10 @@ export const tenantView = (t: TenantRow) => ({
   onboarding_mode: t.onboarding_mode,
   country: t.country,
   currency: t.currency,
+})
+
+/** The workspace as GET and PATCH /api/workspace show it: its public shape and its settings. */
+export const workspaceView = (t: TenantRow) => ({
+  ...tenantView(t),
+  recording_retention_days: t.recording_retention_days,
 })

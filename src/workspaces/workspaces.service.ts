@@ -5,7 +5,7 @@ import { type AuditActor, recordAudit } from "../audit/audit.repo.js"
 import { Db, type Tx } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
 import { defaultWorkspaceName } from "./workspace-name.js"
-import { findTenant, insertTenant, renameTenant, type TenantRow, tenantView } from "./workspaces.repo.js"
+import { findTenant, insertTenant, renameTenant, type TenantRow, workspaceView } from "./workspaces.repo.js"
 
 export const COUNTRIES = ["IN", "US", "GB", "AU", "CA", "SG", "AE"] as const
 export type Country = (typeof COUNTRIES)[number]
@@ -39,7 +39,7 @@ export const getWorkspace = (tenantId: number) =>
     const { sql } = yield* Db
     const tenant = yield* Effect.promise(() => findTenant(sql, tenantId))
     if (!tenant) return yield* Effect.dieMessage(`tenant ${tenantId} of a valid credential is missing`)
-    return tenantView(tenant)
+    return workspaceView(tenant)
   })
 
 /** Renames the caller's workspace (`actor.tenantId`); the audit entry says the name before and after. */
@@ -60,5 +60,5 @@ export const renameWorkspace = (actor: AuditActor, name: string) =>
           return r.after
         }) as Promise<TenantRow>,
     )
-    return tenantView(renamed)
+    return workspaceView(renamed)
   })
