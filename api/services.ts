@@ -17,6 +17,7 @@ import type { Mail } from "../src/providers/Mail.js"
 import type { Payments } from "../src/providers/Payments.js"
 import type { Speech } from "../src/providers/Speech.js"
 import type { Telephony } from "../src/providers/Telephony.js"
+import type { Recordings } from "../src/recordings/recordings.service.js"
 import type { CampaignMachine } from "../src/rehearsals/CampaignMachine.js"
 import type { TurnStreams } from "../src/turns/TurnStreams.js"
 import type { TurnWriters } from "../src/turns/turn-writer.js"
@@ -42,6 +43,7 @@ export type ApiServices =
   | TurnWriters
   | ApprovalStreams
   | ListenStreams
+  | Recordings
   | Credentials
   | RunCallbacks
   | CampaignMachine

@@ -17,9 +17,11 @@ import { Instance } from "../src/platform/Instance.js"
 import { Log } from "../src/platform/Log.js"
 import { RT_PING, RT_RUN_WAKE, type RunControl } from "../src/platform/subjects.js"
 import { ownLlmOf } from "../src/providers/accounts.js"
+import { makeRecordingEncoder } from "../src/providers/audio/recording-encoder.js"
 import { Llm } from "../src/providers/Llm.js"
 import { Mail } from "../src/providers/Mail.js"
 import { Telephony } from "../src/providers/Telephony.js"
+import { makeRecordings, recordingStoreFor } from "../src/recordings/recordings.service.js"
 import { TurnWriters } from "../src/turns/turn-writer.js"
 import { runLeases } from "./actors/leases.js"
 import { RunDriver } from "./actors/run-driver.js"
@@ -93,12 +95,23 @@ export const startRuntimeHost: Effect.Effect<
   })
   let stopping = false
 
-  // Calls heard as audio (MEDIA_STREAMS): the media streams, the voice pipeline's engines.
+  // Calls heard as audio (MEDIA_STREAMS): the media streams, the voice pipeline's engines, and the
+  // encoder (a worker thread) and store of the calls recorded.
+  const recordings = makeRecordings({ sql, log, store: recordingStoreFor(config, sql) })
+  const encoder = config.mediaStreams === "none" ? undefined : makeRecordingEncoder()
   const voice =
-    config.mediaStreams === "none"
+    encoder === undefined
       ? undefined
       : yield* Effect.promise(() =>
-          startVoiceRuntime({ config, sql, bus, log, credentials, withApi: instance.role === "all" }),
+          startVoiceRuntime({
+            config,
+            sql,
+            bus,
+            log,
+            credentials,
+            withApi: instance.role === "all",
+            recordings: { encoder, save: (r) => recordings.saveCallRecording(r) },
+          }),
         )
   const money = callMoney({ log, runEffect, callEnded: () => analysis.callEnded() })
   const providers = runProviders({
@@ -217,6 +230,7 @@ export const startRuntimeHost: Effect.Effect<
       await webhooksStopped
       await Promise.all(subscriptions.map((s) => s.drain()))
       voice?.stop()
+      await encoder?.close().catch((err: unknown) => log.warn({ err }, "the recording encoder did not close"))
       log.info({ released: handed.filter((d) => !d.lost).map((d) => d.runId) }, "runtime host stopped")
     },
   }

@@ -2,6 +2,7 @@
 // post-call analysis. Another workspace's call is 404, as a missing one is.
 import { Effect } from "effect"
 import { z } from "zod"
+import { Recordings } from "../../src/recordings/recordings.service.js"
 import { getCall } from "../../src/results/results.service.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
@@ -91,6 +92,19 @@ export const CallBody = z.object({
         "went on with the offline engine from then",
     ),
   analysis: Analysis.nullable(),
+  recording: z
+    .object({
+      url: z.string().describe("GET it for the audio (Ogg Opus, both sides mixed); `?track=sides` for stereo"),
+      sides_url: z.string(),
+      duration_ms: z.number().int(),
+      bytes: z.number().int(),
+      expires_at: z.string().describe("when the workspace's retention deletes it"),
+      cues: z
+        .array(z.object({ at_ms: z.number().int(), speaker: z.enum(["agent", "callee"]) }))
+        .describe("where each turn began in the recording, in order: a speaker's k-th cue is its k-th turn"),
+    })
+    .nullable()
+    .describe("the call's recording (a call heard as audio, whose rule book discloses recording); else null"),
 })
 
 export default route({
@@ -111,6 +125,21 @@ export default route({
   handler: ({ principal, params }) =>
     Effect.gen(function* () {
       const c = yield* callerOf(principal)
-      return json(yield* getCall(c.tenantId, params.call_id))
+      const call = yield* getCall(c.tenantId, params.call_id)
+      const recordings = yield* Recordings
+      const r = yield* Effect.promise(() => recordings.recordingOf(c.tenantId, params.call_id, "mixed"))
+      const at = `/api/calls/${params.call_id}/recording`
+      const recording =
+        r === undefined
+          ? null
+          : {
+              url: at,
+              sides_url: `${at}?track=sides`,
+              duration_ms: r.duration_ms,
+              bytes: r.bytes,
+              expires_at: r.expires_at.toISOString(),
+              cues: r.cues,
+            }
+      return json({ ...call, recording })
     }),
 })

@@ -4,6 +4,8 @@
 import { Effect } from "effect"
 import { z } from "zod"
 import { exportContact } from "../../src/dsr/export.service.js"
+import { AppConfig } from "../../src/platform/AppConfig.js"
+import { baseUrl } from "../base-url.js"
 import { json } from "../reply.js"
 import { route } from "../route.js"
 
@@ -24,8 +26,16 @@ export default route({
         .max(254, "must be at most 254 characters"),
     }),
   },
-  handler: ({ principal, body }) =>
+  handler: ({ principal, body, headers }) =>
     Effect.gen(function* () {
-      return json(yield* exportContact(principal!, body!.contact_identifier))
+      const config = yield* AppConfig
+      const { recordingsToken, ...exported } = yield* exportContact(principal!, body!.contact_identifier)
+      return json({
+        ...exported,
+        // A link the data subject can be given: absolute where the deployment knows its address.
+        ...(recordingsToken !== undefined && {
+          recordings_zip_url: `${baseUrl(config, headers)}/dsr/recordings/${recordingsToken}`,
+        }),
+      })
     }),
 })

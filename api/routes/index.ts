@@ -25,6 +25,7 @@ import { billingBalance, billingHistory, billingPrecheck } from "./billing.walle
 import { gwCardWebhook, gwUpiWebhook, paymentWebhook, stubWebhook } from "./billing.webhooks.js"
 import callsGet from "./calls.get.js"
 import callsListen from "./calls.listen.js"
+import callsRecording from "./calls.recording.js"
 import callsTakeOver from "./calls.take-over.js"
 import { dataChatGet, dataChatPost } from "./data.chat.js"
 import {
@@ -43,6 +44,7 @@ import dncImport from "./dnc.import.js"
 import dncList from "./dnc.list.js"
 import dsrErase from "./dsr.erase.js"
 import dsrExport from "./dsr.export.js"
+import dsrRecordings from "./dsr.recordings.js"
 import { emailPageRoutes } from "./email.pages.js"
 import { mailAWebhook, mailBWebhook } from "./email.webhooks.js"
 import health from "./health.get.js"
@@ -170,6 +172,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     runsResults,
     callsGet,
     callsListen,
+    callsRecording,
     callsTakeOver,
     timelineGet,
     telcoAIncoming,
@@ -207,6 +210,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     dncDelete,
     dsrExport,
     dsrErase,
+    dsrRecordings,
     kbRulesList,
     kbRulesCreate,
     kbRuleGet,

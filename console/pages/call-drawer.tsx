@@ -2,7 +2,7 @@
 // analysis (GET /api/calls/{id}), and latency when the call reports it. The row names its target;
 // its calls are found on the number's timeline (GET /api/timeline?phone=), the newest attempt first.
 import { Fragment } from "preact"
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { request } from "../api.js"
 import { Drawer, duration, ErrorText, Field, money } from "../ui.js"
 import { analysisStatusWords, callStatusWords, outcomeWords, sentimentWords, spaced } from "../words.js"
@@ -66,6 +66,13 @@ interface Call {
     readonly callback_at: string | null
     readonly agreed_value_minor: number | null
     readonly fields: Readonly<Record<string, unknown>>
+  } | null
+  /** A recorded call heard as audio: where to play it, and where in it each turn began. */
+  readonly recording?: {
+    readonly url: string
+    readonly duration_ms: number
+    readonly expires_at: string
+    readonly cues: ReadonlyArray<{ readonly at_ms: number; readonly speaker: "agent" | "callee" }>
   } | null
   /** Response times, when the call reports them (milliseconds, by name, or one figure). */
   readonly latency?: Readonly<Record<string, unknown>> | null
@@ -195,9 +202,30 @@ const stageWords = (l: Readonly<Record<string, number>>): string =>
     .map((k) => `${k} ${l[k]} ms`)
     .join(", ")
 
+/**
+ * The transcript turn being heard at `ms` of the recording: the recording's k-th turn of a speaker
+ * (its cues) is that speaker's k-th turn in the transcript. -1 before the first.
+ */
+export function turnAt(call: Call, ms: number): number {
+  const cues = call.recording?.cues ?? []
+  let cue = -1
+  for (let i = 0; i < cues.length && cues[i]!.at_ms <= ms; i++) cue = i
+  if (cue < 0) return -1
+  const speaker = cues[cue]!.speaker
+  const k = cues.slice(0, cue).filter((c) => c.speaker === speaker).length
+  let seen = 0
+  for (let i = 0; i < call.transcript.length; i++) if (call.transcript[i]!.speaker === speaker && seen++ === k) return i
+  return -1
+}
+
 function CallView({ call, currency }: { readonly call: Call; readonly currency: string }) {
   const a = call.analysis
   const latency = latencyLines(call)
+  const [heard, setHeard] = useState(-1)
+  const turns = useRef<HTMLOListElement>(null)
+  useEffect(() => {
+    if (heard >= 0) turns.current?.children[heard]?.scrollIntoView?.({ block: "nearest" })
+  }, [heard])
   return (
     <>
       <dl class="kv">
@@ -234,14 +262,28 @@ function CallView({ call, currency }: { readonly call: Call; readonly currency: 
           </>
         )}
       </dl>
+      {call.recording && (
+        <section aria-label="Recording">
+          <h3>Recording</h3>
+          {/* biome-ignore lint/a11y/useMediaCaption: the transcript beside it is the call's words */}
+          <audio
+            controls
+            preload="metadata"
+            src={call.recording.url}
+            data-testid="recording"
+            onTimeUpdate={(e) => setHeard(turnAt(call, e.currentTarget.currentTime * 1000))}
+          />
+          <p class="hint">Kept until {new Date(call.recording.expires_at).toLocaleDateString()}.</p>
+        </section>
+      )}
       <section aria-label="Transcript">
         <h3>Transcript</h3>
         {call.transcript.length === 0 ? (
           <p class="muted">Nothing was said: the call did not connect.</p>
         ) : (
-          <ol class="transcript" aria-label="Turns">
-            {call.transcript.map((t) => (
-              <li key={t.seq} class={t.speaker}>
+          <ol class="transcript" aria-label="Turns" ref={turns}>
+            {call.transcript.map((t, i) => (
+              <li key={t.seq} class={i === heard ? `${t.speaker} playing` : t.speaker} aria-current={i === heard}>
                 <span class="speaker">{SPEAKERS[t.speaker] ?? t.speaker}</span>
                 {t.text}
                 {t.interrupted && <span class="hint"> (cut off: the callee spoke over this)</span>}

@@ -15,6 +15,8 @@ import { finishAttemptGrouped } from "./settlements.js"
 export async function endAttempt(s: RunScope, callId: number, live: LiveCall, out: CallOutput): Promise<void> {
   if (!s.calls.has(callId)) return
   s.calls.delete(callId)
+  // An unanswered call's media session never heard its stream stop: it is let go here.
+  live.leg?.release?.()
   const { settings, sql, log, slots } = s.deps
   slots.leave([`tenant:${s.tenantId}`, `workflow:${s.workflowId}`])
   const now = Date.now()

@@ -35,6 +35,7 @@ export async function endCallsAtShutdown(s: RunScope): Promise<void> {
       // Out of the map first: the actor's own end (call-effects.ts) then writes nothing.
       s.calls.delete(callId)
       live.actor.stop()
+      live.leg?.release?.()
       // Hung up while it is billed (to now): a slow carrier does not hold the others' endings back.
       // The leg's hang-up never rejects: a failure is logged, counted and swept (hangups.ts).
       await Promise.all([

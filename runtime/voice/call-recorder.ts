@@ -43,25 +43,35 @@ export function recordCall(d: {
   readonly save: SaveRecording
   readonly log: Logger
 }): CallRecording {
-  const tracks = new TwoTrack({ frameMs: FRAME_MS * Math.min(1, d.timeScale) })
+  // The take and its clock start with the call's first frame (a call never answered records nothing).
+  let tracks: TwoTrack | undefined
   let take: RecordingTake | undefined
-  try {
-    take = d.encoder.open()
-  } catch (err) {
-    // As many calls are being recorded as the encoder takes (or it is closing): this one is not.
-    recordingFailures.inc()
-    d.log.warn({ err, call_id: d.callId }, "the call is not recorded: the encoder is full")
+  let over = false
+  const start = (): TwoTrack | undefined => {
+    if (tracks !== undefined || over) return tracks
+    try {
+      take = d.encoder.open()
+    } catch (err) {
+      // As many calls are being recorded as the encoder takes (or it is closing): this one is not.
+      over = true
+      recordingFailures.inc()
+      d.log.warn({ err, call_id: d.callId }, "the call is not recorded: the encoder is full")
+      return undefined
+    }
+    tracks = new TwoTrack({ frameMs: FRAME_MS * Math.min(1, d.timeScale) })
+    return tracks
   }
   let pending = 0
   const cues: RecordingCue[] = []
   const flush = (all: boolean) => {
-    const slots = all ? tracks.takeAll() : tracks.take()
+    const slots = all ? tracks?.takeAll() : tracks?.take()
     if (slots !== undefined) take?.push(slots)
     pending = 0
   }
   const heard = (side: "callee" | "agent") => (bytes: Uint8Array) => {
-    if (take === undefined) return
-    tracks.push(side, bytes)
+    const t = start()
+    if (t === undefined || take === undefined) return
+    t.push(side, bytes)
     pending += bytes.length / 160
     if (pending >= BATCH_SLOTS) flush(false)
   }
@@ -69,10 +79,12 @@ export function recordCall(d: {
     heard: heard("callee"),
     spoke: heard("agent"),
     turn: (speaker, agoMs) => {
-      if (take !== undefined && cues.length < MAX_CUES)
-        cues.push({ at_ms: Math.max(0, tracks.slotNow * FRAME_MS - agoMs), speaker })
+      const t = start()
+      if (t !== undefined && take !== undefined && cues.length < MAX_CUES)
+        cues.push({ at_ms: Math.max(0, t.slotNow * FRAME_MS - agoMs), speaker })
     },
     finish: async () => {
+      over = true
       const t = take
       if (t === undefined) return
       flush(true)

@@ -308,6 +308,11 @@ export class MediaLeg implements CallLeg {
     await this.o.carrier?.hangup()
   }
 
+  release(): void {
+    this.session.close()
+    this.end()
+  }
+
   get handoff(): CallLeg["handoff"] {
     const carrier = this.o.carrier
     if (carrier?.handoff === undefined) return undefined

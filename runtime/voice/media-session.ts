@@ -181,6 +181,11 @@ export class MediaSession {
     return this.sending !== undefined || this.queue.length > 0
   }
 
+  /** Ends the session here (the call is over): nothing more is heard or sent, the carrier is not told. */
+  close(): void {
+    this.finish()
+  }
+
   /** Ends the session: the carrier is asked to hang up, and nothing more is heard or sent. */
   hangUp(): void {
     if (this.over) return

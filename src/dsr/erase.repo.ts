@@ -27,6 +27,7 @@ import { forgetAnswersNaming } from "../idempotency/idempotency.repo.js"
 import { deleteFeedbackOnTurns } from "../kb/feedback.repo.js"
 import { scrubKbEvents } from "../kb/kb.repo.js"
 import type { Tx } from "../platform/Db.js"
+import { deleteCallRecordings } from "../recordings/recordings.repo.js"
 import { eraseContactTargets } from "../runs/run-targets.repo.js"
 import { scrubRunSnapshots } from "../runs/runs.repo.js"
 import { contactTurnIds, deleteTurns } from "../turns/turns.repo.js"
@@ -67,6 +68,8 @@ export async function eraseContact(tx: Tx, t: EraseTarget): Promise<Erased> {
   count("kb_feedback", feedback.kb_feedback)
   count("turns", await deleteTurns(tx, turnIds))
   count("call_analyses", await deleteCallAnalyses(tx, T, callIds))
+  // The calls' recordings (rows and pg chunks now; S3 objects queued, deleted after the commit).
+  count("recordings", await deleteCallRecordings(tx, T, callIds))
   const hooks = await eraseContactEvents(tx, m, callIds)
   count("webhook_events", hooks.events)
   count("webhook_deliveries_pending", hooks.pending)

@@ -17,6 +17,7 @@ import { Db } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, type RunControl } from "../platform/subjects.js"
+import { Recordings } from "../recordings/recordings.service.js"
 import { tenantCountry } from "../workspaces/workspaces.repo.js"
 import * as dsr from "./dsr.repo.js"
 import { eraseContact, liveCalls } from "./erase.repo.js"
@@ -87,5 +88,14 @@ export const eraseSubject = (principal: Principal, raw: string, ip: string | nul
     )
     for (const a of cancelled)
       announceApprovalChange(bus, log, tenantId, { approvalId: a.id, status: "denied", at: a.decided_at })
+    // The recordings' objects in an S3 store go now that their rows are gone (the sweep retries a failure).
+    if ((erased["recordings"] ?? 0) > 0) {
+      const recordings = yield* Recordings
+      yield* Effect.promise(() =>
+        recordings
+          .purgeDeletedObjects()
+          .catch((err: unknown) => log.warn({ err }, "recording objects left to the sweep")),
+      )
+    }
     return { erased, erased_at: erasedAt.toISOString(), receipt_id: receipt.receipt_id } satisfies EraseResult
   })

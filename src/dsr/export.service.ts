@@ -2,19 +2,22 @@
 // gathered through the registry of contact-bearing tables (contact-tables.ts), and recorded in the
 // DSR audit log by its keyed hash. An unknown contact gets the same shape with empty sections.
 //
-// No call audio is stored anywhere (calls are streamed, never recorded; speech_clips are synthesised
-// previews of the agent and voice_avatars samples of operators), so there is no recordings_zip_url.
+// The contact's calls' recordings are not in the bundle: `recordings_zip_url` is a signed link, an hour
+// long, to a zip of them streamed as it is downloaded (recordings-link.ts, GET /dsr/recordings/{token});
+// absent when the contact has none.
 import { Effect } from "effect"
 import { actorOf, type Principal } from "../auth/principal.js"
 import { contactHashFor } from "../erasure/contact-hash.js"
 import { Clock } from "../platform/Clock.js"
 import { Db } from "../platform/Db.js"
 import { ValidationFailed } from "../platform/errors.js"
+import { Recordings } from "../recordings/recordings.service.js"
 import type { TimelineEvent } from "../timeline/timeline.events.js"
 import { cursorOf, getTimeline, TIMELINE_MAX_N } from "../timeline/timeline.service.js"
 import { recordRequest } from "./dsr.repo.js"
 import * as repo from "./export.repo.js"
 import { parseIdentifier } from "./identifier.js"
+import { RECORDINGS_LINK_MAX_CALLS, signRecordingsLink } from "./recordings-link.js"
 
 /** At most this many timeline events (the timeline summarises; the other sections hold every row). */
 export const EXPORT_TIMELINE_MAX = 5_000
@@ -24,6 +27,8 @@ export interface ContactExport {
   readonly generated_at: string
   readonly receipt_id: string
   readonly bundle: repo.ContactRows & { readonly timeline: TimelineEvent[] }
+  /** The token of the recordings' link (the route makes it a URL), when there are recordings. */
+  readonly recordingsToken?: string
 }
 
 const isMessageEvent = (e: TimelineEvent) =>
@@ -60,14 +65,36 @@ export const exportContact = (principal: Principal, rawIdentifier: string) =>
       Effect.catchTag("ValidationFailed", () => Effect.succeed([] as TimelineEvent[])),
     )
     const hash = yield* Effect.promise(() => contactHashFor(sql, tenantId, id.value))
-    const counts = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, (v as unknown[]).length]))
+    const recordings = yield* Recordings
+    const callIds = rows.calls.map((c) => Number(c["id"]))
+    // The newest calls first, when a contact has more recorded calls than a link names.
+    const recorded = [
+      ...new Set((yield* Effect.promise(() => recordings.recordingsOf(tenantId, callIds))).map((r) => r.call_id)),
+    ]
+      .map(Number)
+      .sort((a, b) => b - a)
+    const counts = {
+      ...Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, (v as unknown[]).length])),
+      recorded_calls: recorded.length,
+    }
     const receipt = yield* Effect.promise(() =>
       recordRequest(sql, { tenantId, action: "export", hash, actor: actorOf(principal), detail: counts }),
     )
+    const recordingsToken =
+      recorded.length === 0
+        ? undefined
+        : yield* Effect.promise(() =>
+            signRecordingsLink(
+              sql,
+              { tenantId, callIds: recorded.slice(0, RECORDINGS_LINK_MAX_CALLS), receiptId: receipt.receipt_id },
+              Math.floor(now.getTime() / 1000),
+            ),
+          )
     return {
       contact: { kind: id.kind, identifier: id.value },
       generated_at: now.toISOString(),
       receipt_id: receipt.receipt_id,
       bundle: { ...rows, timeline },
+      ...(recordingsToken !== undefined && { recordingsToken }),
     } satisfies ContactExport
   })

@@ -28,6 +28,8 @@ import { MailLive } from "../providers/Mail.js"
 import { PaymentsLive } from "../providers/Payments.js"
 import { SpeechLive } from "../providers/Speech.js"
 import { TelephonyLive } from "../providers/Telephony.js"
+import { RecordingsLive } from "../recordings/recordings.service.js"
+import { RecordingSweeperLive } from "../recordings/recordings.sweeper.js"
 import { RunCallbacksLive } from "../runs/run-callbacks.js"
 import { TurnStreamsLive } from "../turns/TurnStreams.js"
 import { TurnWritersLive } from "../turns/turn-writer.js"
@@ -97,5 +99,6 @@ export function appLayer(deps: {
     IdempotencySweeperLive,
     StreamTokenSweeperLive,
     WebhookRetentionSweeperLive,
+    RecordingSweeperLive.pipe(Layer.provideMerge(RecordingsLive)),
   ).pipe(Layer.provideMerge(infra))
 }

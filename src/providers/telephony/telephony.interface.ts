@@ -97,6 +97,12 @@ export interface CallLeg {
    */
   hangup(): Promise<void>
   /**
+   * The attempt is over in this process (whoever ended it, answered or not): what the leg holds here
+   * (a media session's subscription, a recording under way) is let go, without a word to the carrier.
+   * Optional: a leg that holds nothing has none.
+   */
+  release?(): void
+  /**
    * Patch-in: moves the callee into a recorded conference, dials `operatorNumber` into it and drops
    * our (the agent's) side without hanging the callee up; resolves once the conference is set up.
    * A say or listen in flight ends (say rejects, listen resolves null). Rejects with TelephonyError
