@@ -1,5 +1,5 @@
 // GET /api/calls/{call_id}/recording: a recorded call's audio (Ogg Opus), played by the console's call
-// view and any media player. Range requests are answered 206 with at most 1 MiB each (a player asks
+// view and any media player. Range requests are answered 206 with at most 256 KiB each (a player asks
 // for the rest as it goes; nothing holds a whole recording), a request without one streams it all.
 import { Effect } from "effect"
 import { z } from "zod"
@@ -12,7 +12,7 @@ import { Id } from "../schemas.js"
 import { callerOf } from "../session.js"
 
 /** The most bytes one range answer carries. */
-export const MAX_RANGE_BYTES = 1024 * 1024
+export const MAX_RANGE_BYTES = 256 * 1024
 
 /** The one range of a `Range` header, clamped to the object; "none" (answer it whole), or unsatisfiable. */
 export function byteRange(header: string | undefined, size: number): { start: number; end: number } | "none" | 416 {
@@ -43,13 +43,13 @@ export default route({
   auth: "jwt",
   summary:
     "A recorded call's audio, Ogg Opus (audio/ogg): `track=mixed` (default; both sides, mono) or `sides` " +
-    "(stereo: the callee left, the agent right). Range requests get 206 with at most 1 MiB each",
+    "(stereo: the callee left, the agent right). Range requests get 206 with at most 256 KiB each",
   tags: ["calls"],
   params: z.object({ call_id: Id }),
   query: z.object({ track: z.enum(TRACKS).default("mixed") }),
   responses: {
     200: { description: "The whole recording (Accept-Ranges: bytes)", contentType: RECORDING_CONTENT_TYPE },
-    206: { description: "The bytes asked for (Content-Range), at most 1 MiB", contentType: RECORDING_CONTENT_TYPE },
+    206: { description: "The bytes asked for (Content-Range), at most 256 KiB", contentType: RECORDING_CONTENT_TYPE },
     404: {
       description:
         "NOT_FOUND: no such call in this workspace, or it has no recording (not heard as audio, recording off, " +

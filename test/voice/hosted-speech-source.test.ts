@@ -20,7 +20,7 @@ describe("hosted speech for a run", () => {
     source.close()
   })
 
-  it("never gives the platform's accounts to a run that does not pay for them (own accounts, rehearsal, demo)", async () => {
+  it("never gives the platform's accounts to a run that does not pay for them (own accounts)", async () => {
     const source = new HostedSpeechSource(config, noKeys)
     const speech = await source.forRun(1, "asha", { platformAccounts: false })
     expect(speech).toEqual({ platformParts: [] })
