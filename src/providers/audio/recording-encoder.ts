@@ -1,6 +1,7 @@
 // A call's recording, compressed off the event loop: the two sides' time-aligned slots (two-track.ts)
 // go to one worker thread per process (recording-encoder.worker.ts), which hands back two Ogg Opus files.
-import { Worker, type WorkerOptions } from "node:worker_threads"
+import { Worker } from "node:worker_threads"
+import { workerEntry } from "../../platform/worker-entry.js"
 import { FRAME_SAMPLES } from "./g711.js"
 import { type FromWorker, RECORDING_WORKER, type ToWorker } from "./recording-encoder.worker.js"
 import type { TrackSlots } from "./two-track.js"
@@ -52,29 +53,6 @@ export const DEFAULT_MAX_TAKES = 96
  */
 const MAX_BACKLOG_BYTES = 8 * 2 ** 20
 
-/*
- * The worker entry sits beside this module: recording-encoder.worker.js in the build, .ts when this
- * module runs from source (tsx, vitest). Node 20 applies neither `--import tsx` in a worker's
- * execArgv nor the parent's loader hooks to a worker's entry module, so from source the worker
- * starts as a small script that registers tsx's ESM hooks in its own thread and then imports the
- * .ts entry (as sim.speech.ts starts its workers). tsx is a devDependency: only this source path needs it.
- */
-function workerEntry(): { readonly target: string | URL; readonly options: WorkerOptions } {
-  const here = import.meta.url
-  if (!here.endsWith(".ts")) return { target: new URL("./recording-encoder.worker.js", here), options: {} }
-  const entry = new URL("./recording-encoder.worker.ts", here)
-  let tsxApi: string
-  try {
-    tsxApi = import.meta.resolve("tsx/esm/api")
-  } catch {
-    // Let the worker fail to load: its takes reject, naming the file.
-    return { target: entry, options: {} }
-  }
-  const code =
-    `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); ` + `return import(${JSON.stringify(entry.href)}) })`
-  return { target: code, options: { eval: true } }
-}
-
 type TakeState = "open" | "finishing" | "settled"
 
 interface Take {
@@ -97,7 +75,7 @@ class Encoder implements RecordingEncoder {
   /** The worker's uncaught error, reported with the takes it took down. */
   private workerError: unknown
   private readonly open_ = new Map<number, Take>()
-  private readonly entry = workerEntry()
+  private readonly entry = workerEntry(import.meta.url, "recording-encoder")
   private nextId = 1
   private backlog = 0
   private finishing = 0

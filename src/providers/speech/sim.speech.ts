@@ -2,7 +2,8 @@
 // small pool of worker threads (sim.worker.ts), since one eSpeak run blocks its thread 200–400 ms.
 // It "clones" a voice by measuring the sample (clone.analysis.ts): the voice is those parameters.
 import { availableParallelism } from "node:os"
-import { Worker, type WorkerOptions } from "node:worker_threads"
+import { Worker } from "node:worker_threads"
+import { workerEntry } from "../../platform/worker-entry.js"
 import { deriveVoiceParams } from "./clone.analysis.js"
 import { type PreparedSpeech, prepareSpeech } from "./sim.engine.js"
 import type { WorkerJob, WorkerResult } from "./sim.worker.js"
@@ -51,29 +52,6 @@ const CODES: ReadonlySet<SpeechErrorCode> = new Set([
   "BAD_SAMPLE",
 ])
 
-/*
- * The worker entry sits beside this module: sim.worker.js in the build, sim.worker.ts when this
- * module runs from source (tsx, vitest). Node 20 applies neither `--import tsx` in a worker's
- * execArgv nor the parent's loader hooks to a worker's entry module, so from source the worker
- * starts as a small script that registers tsx's ESM hooks in its own thread and then imports the
- * .ts entry. tsx is a devDependency: only this source path needs it.
- */
-function workerEntry(): { readonly target: string | URL; readonly options: WorkerOptions } {
-  const here = import.meta.url
-  if (!here.endsWith(".ts")) return { target: new URL("./sim.worker.js", here), options: {} }
-  const entry = new URL("./sim.worker.ts", here)
-  let tsxApi: string
-  try {
-    tsxApi = import.meta.resolve("tsx/esm/api")
-  } catch {
-    // Let the worker fail to load: its job rejects with ENGINE_FAILURE naming the file.
-    return { target: entry, options: {} }
-  }
-  const code =
-    `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); ` + `return import(${JSON.stringify(entry.href)}) })`
-  return { target: code, options: { eval: true } }
-}
-
 interface Job {
   readonly id: number
   readonly prepared: PreparedSpeech
@@ -106,7 +84,7 @@ class WorkerPool {
   private readonly lowQueue: Job[] = []
   private nextId = 1
   private closed = false
-  private readonly entry = workerEntry()
+  private readonly entry = workerEntry(import.meta.url, "sim")
 
   constructor(
     private readonly size: number,
