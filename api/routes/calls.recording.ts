@@ -66,7 +66,8 @@ export default route({
       if (row === undefined) return yield* Effect.fail(new NotFound({ message: "this call has no recording" }))
       const common = {
         "Accept-Ranges": "bytes",
-        "Cache-Control": "private, max-age=300",
+        // Not kept by the browser: an erased or expired recording must not outlive its row there.
+        "Cache-Control": "private, no-store",
         "Content-Disposition": `inline; filename="call-${row.call_id}-${row.track}.ogg"`,
       }
       const range = byteRange(headers.range, row.bytes)
