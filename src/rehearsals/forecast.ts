@@ -1,35 +1,11 @@
 // What a simulation campaign predicts for the real run: its observed rates (each with a 95% Wilson
 // interval and the sample it rests on) scaled to the workflow's audience, per hour of dialing, in minutes and money.
 import { RATE_PER_MINUTE_MINOR } from "../billing/pricing.js"
+// The Wilson interval lives with the experiments' statistics (one implementation); re-exported here for its callers.
+import { wilson } from "../experiments/readout.js"
 import { type Currency, formatAmount } from "../platform/money.js"
 
-/** z for a two-sided 95% interval. */
-export const Z95 = 1.959963984540054
-
-export interface Interval {
-  readonly low: number
-  readonly high: number
-}
-
-/**
- * The Wilson score interval of `successes` in `n` trials: unlike p ± z·√(p(1−p)/n) it stays
- * inside [0, 1] and is honest for small samples and rates near 0 or 1, which a 20-callee
- * rehearsal has. Undefined for n = 0.
- */
-export function wilson(successes: number, n: number, z = Z95): Interval {
-  if (!(n > 0)) throw new RangeError("a Wilson interval needs at least one trial")
-  if (successes < 0 || successes > n) throw new RangeError(`successes must be within 0..${n}`)
-  const p = successes / n
-  const z2 = z * z
-  const denominator = 1 + z2 / n
-  const centre = (p + z2 / (2 * n)) / denominator
-  const half = (z / denominator) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))
-  // At p = 0 or 1 the bound is exactly 0 or 1; floating point would leave it a hair inside.
-  return {
-    low: successes === 0 ? 0 : Math.max(0, centre - half),
-    high: successes === n ? 1 : Math.min(1, centre + half),
-  }
-}
+export { type Interval, wilson, Z95 } from "../experiments/readout.js"
 
 /**
  * Time a line is busy on an attempt beyond its talk time, as the dialer sees it: a call nobody
