@@ -3,10 +3,13 @@
 // persona's voice (src/providers/speech/flite.phone.ts) and sends it paced, resolving once the
 // carrier has played the last one, or at once when the callee barges in, saying what was heard
 // whole. listen() answers with the next utterance, recognised while the callee speaks
-// (src/providers/speech/sphinx.recognizer.ts, listening for the lines the callee may say).
+// (src/providers/speech/sphinx.recognizer.ts, listening for the lines the callee may say). A sentence
+// no voice can render ends the turn with an apology rendered ahead, never silence (Spoken.voiceFailed).
 
 import { sentencesOf } from "../../src/providers/speech/sentences.js"
+import { sketchSynthesizer } from "../../src/providers/speech/sketch.synth.js"
 import type {
+  PhoneSpeech,
   PhoneVoice,
   StreamingRecognizer,
   StreamingSynthesizer,
@@ -22,6 +25,40 @@ const STREAM_START_MS = 10_000
 /** How long listen() waits for the callee to say something before it answers "" (silence). */
 export const DEFAULT_SILENCE_MS = 7_000
 
+/** What the callee hears when no voice can speak: a line rendered before it was needed. */
+export interface Apology {
+  readonly text: string
+  readonly speech: PhoneSpeech
+}
+
+/** The apology's words (no name or company: it is rendered once for every call in a voice). */
+export const VOICE_APOLOGY = "I'm sorry, I'm having some trouble on my side. Someone will get back to you. Goodbye."
+
+/**
+ * The apology in a call's voice, rendered by `engine` once per voice (at most `max` kept: a process's calls
+ * speak in a few), as the call starts; sketched when the engine cannot render it (a sketch cannot fail), and
+ * then tried again for the next call.
+ */
+export function apologyRenderer(max = 64): (engine: StreamingSynthesizer, voice: PhoneVoice) => Promise<Apology> {
+  const rendered = new Map<string, Promise<Apology>>()
+  return (engine, voice) => {
+    const key = [engine.name, voice.gender, voice.speed, voice.variant ?? 0, voice.pitch ?? 0].join("|")
+    let apology = rendered.get(key)
+    if (apology === undefined) {
+      if (rendered.size >= max) rendered.clear()
+      apology = engine.speak(VOICE_APOLOGY, voice).then(
+        (speech) => ({ text: VOICE_APOLOGY, speech }),
+        async () => {
+          rendered.delete(key)
+          return { text: VOICE_APOLOGY, speech: await sketchSynthesizer.speak(VOICE_APOLOGY, voice) }
+        },
+      )
+      rendered.set(key, apology)
+    }
+    return apology
+  }
+}
+
 export interface MediaLegOptions {
   readonly providerCallId: string
   readonly voice: PhoneVoice
@@ -36,6 +73,11 @@ export interface MediaLegOptions {
   readonly carrier?: CallLeg
   /** A stage of the pipeline failed (synthesis, recognition): for the call's log and metrics. */
   readonly onFailure?: (stage: "synthesis" | "recognition", err: unknown) => void
+  /**
+   * Played when a sentence cannot be rendered (the synthesiser, the offline engine behind a hosted voice
+   * included, failed it): the turn ends with it, and the leg speaks no more. Without it the turn ends there.
+   */
+  readonly apology?: Promise<Apology | undefined>
   /** How long listen() waits for speech before answering "" (the conversation reprompts); default 7 s. */
   readonly silenceMs?: number
   /**
@@ -87,6 +129,8 @@ export class MediaLeg implements CallLeg {
   /** A beep heard since the last listen(), and who waits for one. */
   private beeped = false
   private onBeep: (() => void) | undefined
+  /** No voice could render a sentence: the apology was played, and nothing more is said. */
+  private voiceless = false
 
   constructor(private readonly o: MediaLegOptions) {
     this.providerCallId = o.providerCallId
@@ -160,6 +204,7 @@ export class MediaLeg implements CallLeg {
    */
   async sayStreamed(sentences: AsyncIterable<string> | Iterable<string>): Promise<Spoken> {
     if (this.ended) throw new TelephonyError(`call ${this.providerCallId} has ended`, false)
+    if (this.voiceless) return { durationMs: 0, voiceFailed: { played: "" } }
     const answering = this.answering
     this.answering = undefined
     let done!: (s: Spoken) => void
@@ -169,6 +214,7 @@ export class MediaLeg implements CallLeg {
     const turn: Turn = { marks: new Map(), done, durationMs: 0 }
     let latency: TurnLatency | undefined
     let first = true
+    let failed = false
     for await (const sentence of sentences) {
       if (first) {
         first = false
@@ -182,8 +228,10 @@ export class MediaLeg implements CallLeg {
       try {
         speech = await this.o.synth.speak(sentence, this.o.voice)
       } catch (err) {
+        // No voice for this sentence: the rest of the turn is not tried (each would add its failure's wait).
         this.o.onFailure?.("synthesis", err)
-        continue
+        failed = true
+        break
       }
       if (this.speaking !== turn) break
       const mark = `m${this.seq++}`
@@ -208,6 +256,7 @@ export class MediaLeg implements CallLeg {
       this.session.say(mark, speech.frames, turn.marks.size === 1)
     }
     if (first) return { durationMs: 0 }
+    if (failed) await this.apologise(turn)
     const withLatency = (s: Spoken): Spoken => (latency === undefined ? s : { ...s, latencyMs: latency })
     // Over once the carrier says the last sentence was played (the session has nothing left).
     const played = () => {
@@ -217,7 +266,21 @@ export class MediaLeg implements CallLeg {
       turn.done({ durationMs: turn.durationMs })
     }
     played()
-    return withLatency(await result)
+    const spoken = withLatency(await result)
+    if (!failed) return spoken
+    return { ...spoken, voiceFailed: { played: spoken.interrupted?.played ?? [...turn.marks.values()].join(" ") } }
+  }
+
+  /** Ends `turn` with the apology rendered ahead (unless the callee spoke over it meanwhile); the leg goes quiet. */
+  private async apologise(turn: Turn): Promise<void> {
+    this.voiceless = true
+    const apology = await this.o.apology?.catch(() => undefined)
+    if (apology === undefined || this.speaking !== turn) return
+    this.o.carrier?.say(apology.text).catch(() => undefined)
+    const mark = `m${this.seq++}`
+    turn.marks.set(mark, apology.text)
+    turn.durationMs += apology.speech.durationMs
+    this.session.say(mark, apology.speech.frames, turn.marks.size === 1)
   }
 
   afterBeep(maxMs: number): Promise<boolean> {

@@ -4,7 +4,8 @@
 // the voice-activity detector's module, the synthesiser (flite) and the recognisers (PocketSphinx
 // when installed: a pool listening for the simulated callees' lines, and one with the general
 // model; else, for simulated calls only, the stand-in told the callee's script). audioLeg() turns a
-// carrier's leg into one the conversation speaks and hears through (runtime/voice/media-leg.ts).
+// carrier's leg into one the conversation speaks and hears through (runtime/voice/media-leg.ts), with
+// an apology rendered ahead in its voice for when no synthesiser can speak (never silence).
 import type { Logger } from "pino"
 import { mintStreamToken } from "../../src/calls/media-stream-tokens.repo.js"
 import type { CredentialsService } from "../../src/onboarding/Credentials.js"
@@ -36,7 +37,7 @@ import {
   type ProviderFailure,
   providerFailed,
 } from "./hosted-speech.js"
-import { MediaLeg } from "./media-leg.js"
+import { apologyRenderer, MediaLeg } from "./media-leg.js"
 import { MediaSession } from "./media-session.js"
 import { bargeIn, voiceFailure } from "./voice.metrics.js"
 
@@ -175,6 +176,9 @@ export async function startVoiceRuntime(d: {
 
   const hosted = new HostedSpeechSource(config, d.credentials)
 
+  // What a call plays when no voice can speak, rendered in its voice as it starts (once per engine and voice).
+  const apologyIn = apologyRenderer()
+
   return {
     speechFor: (tenantId, persona, o) => hosted.forRun(tenantId, persona, o),
     simMedia: simHeard ? { streams: simStreams, synthAt, pacerAt } : undefined,
@@ -209,6 +213,7 @@ export async function startVoiceRuntime(d: {
             ? offlineSynth
             : new FallbackSynth(hostedSynth, offlineSynth, call.speech?.voiceId, failed("synthesis", hostedSynth.name)),
         carrier,
+        apology: apologyIn(offlineSynth, voice),
         onFailure: (stage, err) => {
           voiceFailure[stage].inc()
           log.warn({ err, call_id: call.callId, stage }, "voice pipeline failure")

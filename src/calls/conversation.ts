@@ -99,6 +99,8 @@ const settled = <T>(f: () => Promise<T>): Promise<T> => new Promise<T>((resolve)
 
 const ABORTED = Symbol("aborted")
 type Aborted = typeof ABORTED
+/** How saying an agent turn went: said, the leg gone, no voice to say it with, or the call aborted. */
+type Said = "ok" | "gone" | "voiceless" | Aborted
 
 /** Drives one connected call to its outcome; never rejects for provider failures. */
 export async function converse(o: ConversationOptions): Promise<ConversationResult> {
@@ -136,17 +138,18 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   }
 
   /**
-   * Speaks one agent turn: "ok", or why the call cannot go on. A turn is recorded before it is
-   * spoken, except on a leg that reports what was played (audio): there once spoken, as heard.
+   * Speaks one agent turn: "ok", or why the call cannot go on ("voiceless": no voice could speak it,
+   * and the leg apologised instead). A turn is recorded before it is spoken, except on a leg that
+   * reports what was played (audio): there once spoken, as heard.
    */
-  const speak = (text: string): Promise<"ok" | "gone" | Aborted> => {
+  const speak = (text: string): Promise<Said> => {
     const at = now()
     if (o.leg.reportsPlayed !== true) turn("agent", text, at)
     return spoken(text, at, o.leg.say(text))
   }
 
   /** Waits for an agent turn being said; a leg that reports what was played has it recorded now, as heard. */
-  const spoken = async (text: string, at: number, saying: Promise<Spoken>): Promise<"ok" | "gone" | Aborted> => {
+  const spoken = async (text: string, at: number, saying: Promise<Spoken>): Promise<Said> => {
     const said = await race(
       saying.then(
         (s) => s,
@@ -157,12 +160,13 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
     if (o.leg.reportsPlayed === true && said !== ABORTED) {
       const s = said === "gone" ? undefined : said
       const cut = s?.interrupted
-      turn("agent", cut === undefined ? text : cut.played, at, {
+      turn("agent", s?.voiceFailed?.played ?? cut?.played ?? text, at, {
         ...(cut !== undefined && { interrupted: true as const }),
         ...(s?.latencyMs !== undefined && { latencyMs: s.latencyMs }),
       })
     }
-    return said === "gone" || said === ABORTED ? said : "ok"
+    if (said === "gone" || said === ABORTED) return said
+    return said.voiceFailed === undefined ? "ok" : "voiceless"
   }
 
   const requestFor = (decision: Decided | undefined, avoid?: ReadonlyArray<string>): ReplyRequest => ({
@@ -218,7 +222,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
    */
   const streamAnswer = async (
     decision: Decided | undefined,
-  ): Promise<{ reply: AgentReply; spoken: "ok" | "gone" | Aborted } | undefined | Aborted> => {
+  ): Promise<{ reply: AgentReply; spoken: Said } | undefined | Aborted> => {
     const { streamReply } = o.llm
     const { sayStreamed } = o.leg
     if (streamReply === undefined || sayStreamed === undefined) return undefined
@@ -311,9 +315,9 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
   }
 
   const result = (outcome: string): ConversationResult => ({ outcome, turns: history.length, calleeHungUp })
-  /** Where the call stands when the leg is gone or the signal fired. */
-  const stopped = (why: "gone" | Aborted): ConversationResult =>
-    result(why === ABORTED ? (reached ?? "aborted") : (reached ?? "callee_hung_up"))
+  /** Where the call stands when the leg is gone, its voice failed, or the signal fired. */
+  const stopped = (why: Exclude<Said, "ok">): ConversationResult =>
+    result(reached ?? (why === ABORTED ? "aborted" : why === "voiceless" ? "agent_error" : "callee_hung_up"))
 
   try {
     if (o.signal.aborted) return result("aborted")
@@ -332,6 +336,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
       reached = "voicemail_left"
       const spoken = await speak(openingTurn())
       // The machine hanging up mid-message still took most of it: the message counts as left.
+      if (spoken === "voiceless") return result("agent_error")
       return spoken === ABORTED ? stopped(ABORTED) : result("voicemail_left")
     }
 
@@ -366,7 +371,7 @@ export async function converse(o: ConversationOptions): Promise<ConversationResu
         const streamed = await streamAnswer(decision)
         if (streamed === ABORTED) return stopped(ABORTED)
         let reply: AgentReply
-        let said: "ok" | "gone" | Aborted
+        let said: Said
         if (streamed !== undefined) ({ reply, spoken: said } = streamed)
         else {
           const answered = await answer(decision)

@@ -163,9 +163,11 @@ describe.skipIf(!required && !sphinxAvailable())("a call leg over a media stream
     })
     const carrier = (kind: string, payload: Uint8Array | object) =>
       bus.publish(mediaInSubject(T, 98), payload, { headers: { [MEDIA_KIND_HEADER]: kind } })
+    // The callee's line is rendered before the agent listens: on a loaded machine flite alone can
+    // outlast the 200 ms silence window, which would then (rightly) end the wait before any speech.
+    const { frames } = await speakForPhone(CALLEE[2]!, { gender: "male", speed: 1, variant: 1 })
     carrier("start", { stream_sid: "MZ", call_sid: "CA-slow" })
     const heard = leg.listen()
-    const { frames } = await speakForPhone(CALLEE[2]!, { gender: "male", speed: 1, variant: 1 })
     for (const f of [...frames, ...Array.from({ length: 30 }, () => silence)]) carrier("media", f)
     await bus.flush()
     expect((await heard)?.text).toBe("no thank you")

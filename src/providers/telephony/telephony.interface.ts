@@ -44,6 +44,11 @@ export interface Spoken {
   readonly interrupted?: { readonly played: string }
   /** From the end of the callee's speech to this line's first audio (an audio leg answering an utterance). */
   readonly latencyMs?: TurnLatency
+  /**
+   * No voice could speak the line (an audio leg's synthesisers all failed): the callee heard, `played`, the
+   * sentences before the failure and an apology rendered ahead; the leg speaks no more, so the call ends.
+   */
+  readonly voiceFailed?: { readonly played: string }
 }
 
 /**
