@@ -2,12 +2,14 @@
 // vendor's live API (test/support/fake-deepgram.ts): transcripts per utterance, partial results, KeepAlive,
 // reconnection with the utterance replayed, refused keys and 429s, unanswered Finalizes, CloseStream.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { FallbackRecognizer } from "../../runtime/voice/hosted-speech.js"
 import {
   type DeepgramFailure,
   type DeepgramOptions,
   type DeepgramRecognizers,
   makeDeepgramRecognizers,
 } from "../../src/providers/speech/deepgram.recognizer.js"
+import { ScriptRecognizer } from "../../src/providers/speech/script.recognizer.js"
 import type { StreamingRecognizer } from "../../src/providers/speech/streaming.interface.js"
 import { type FakeDeepgram, type FakeDeepgramOptions, startFakeDeepgram } from "../support/fake-deepgram.js"
 
@@ -155,6 +157,29 @@ describe("Deepgram-protocol recogniser", () => {
     expect(fake.connections[1]!.audioBytes).toBe(30 * 160)
     expect(fake.connections[1]!.controls).toEqual(["Finalize"])
     expect(failures.map((f) => [f.kind, f.fatal])).toEqual([["dropped", false]])
+  })
+
+  it("a stream lost between utterances is opened again: the call keeps it, and never falls back", async () => {
+    fake.say(["First line.", "Second line."])
+    fake.dropNext({ afterUtterances: 1 })
+    const { dg, failures } = recognizers()
+    const gaveUp: DeepgramFailure[] = []
+    let offline = 0
+    const r = new FallbackRecognizer(
+      dg.recognizer((f) => gaveUp.push(f)),
+      () => {
+        offline++
+        return new ScriptRecognizer(() => "offline")
+      },
+    )
+    speak(r, 10)
+    expect(await r.end()).toBe("First line.")
+    await vi.waitFor(() => expect(dg.stats.opened).toBe(2), WAIT)
+    speak(r, 10)
+    expect(await r.end()).toBe("Second line.")
+    expect(fake.connections.map((c) => c.closed?.code)).toEqual([1011, undefined])
+    expect(failures.map((f) => [f.kind, f.fatal])).toEqual([["dropped", false]])
+    expect({ gaveUp, offline }).toEqual({ gaveUp: [], offline: 0 })
   })
 
   it("reconnects after a connection lost without a close frame", async () => {

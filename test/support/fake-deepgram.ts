@@ -6,7 +6,8 @@
 // speech_final, from_finalize), one line per utterance in order. KeepAlive is not answered but keeps the stream
 // open; with neither audio nor KeepAlive for idleMs it closes 1011 NET-0001, as the vendor does after 10 s.
 // CloseStream is answered with Metadata and a 1000 close. Faults on demand: upgrades refused (429 or any status),
-// the next connection dropped mid-stream, Finalize answered late or never, raw messages injected.
+// the next connection dropped mid-stream or after its first utterances (and, if asked, the reconnects refused),
+// Finalize answered late or never, raw messages injected.
 import { randomUUID } from "node:crypto"
 import { loadUws, type us_listen_socket, type WebSocket } from "../../api/uws.js"
 
@@ -61,11 +62,20 @@ export interface FakeDeepgram {
   /** Refuses the next `n` upgrades with `status` (default 429), with Retry-After when given. */
   refuseNext(n: number, status?: number, retryAfterS?: number): void
   /**
-   * Closes the next stream to have received `afterBytes` of audio (default 1): with `code` and `reason` (default
+   * Closes the next stream to have received `afterBytes` of audio (default 1), or, given `afterUtterances`, the
+   * next to have answered that many Finalizes (closed right after the answer): with `code` and `reason` (default
    * 1011 NET-0000, the vendor's internal error; 1008 DATA-0000 is its "not audio it can decode"), or `abrupt`ly,
-   * without a close frame (a lost connection).
+   * without a close frame (a lost connection). `thenRefuse`: the next `n` upgrades after the drop are refused
+   * with `status` (an outage, or credits run out, that the call's reconnects meet).
    */
-  dropNext(opts?: { afterBytes?: number; code?: number; reason?: string; abrupt?: boolean }): void
+  dropNext(opts?: {
+    afterBytes?: number
+    afterUtterances?: number
+    code?: number
+    reason?: string
+    abrupt?: boolean
+    thenRefuse?: { n: number; status: number }
+  }): void
   /** Answers each Finalize after `ms` from now on (Infinity: never); 0 answers at once. */
   delayFinalize(ms: number): void
   /** Sends `text` as is to every open stream. */
@@ -86,6 +96,8 @@ interface Stream {
   said: number
   /** Lines taken by a Finalize whose answer has not gone yet (given back if the stream ends first). */
   readonly awaiting: string[]
+  /** Finalizes answered. */
+  answered: number
   idle: NodeJS.Timeout | undefined
 }
 
@@ -107,7 +119,16 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
     status: 429,
     retryAfterS: undefined,
   }
-  let drop: { afterBytes: number; code: number; reason: string; abrupt: boolean } | undefined
+  let drop:
+    | {
+        afterBytes: number
+        afterUtterances: number | undefined
+        code: number
+        reason: string
+        abrupt: boolean
+        thenRefuse: { n: number; status: number } | undefined
+      }
+    | undefined
   let finalizeDelayMs = 0
 
   const later = (ms: number, run: () => void) => {
@@ -123,6 +144,14 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
     if (ws === undefined || s.record.closed !== undefined) return
     s.record.sent.push(message)
     ws.cork(() => ws.send(JSON.stringify(message), false))
+  }
+
+  /** The drop asked for, on `s`; its reconnects refused from then on when asked. */
+  const dropNow = (s: Stream) => {
+    const { code, reason, abrupt, thenRefuse } = drop!
+    drop = undefined
+    if (thenRefuse !== undefined) refusals = { ...thenRefuse, retryAfterS: undefined }
+    end(s, code, reason, abrupt)
   }
 
   const end = (s: Stream, code: number, reason: string, abrupt = false) => {
@@ -187,11 +216,7 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
     r.audioBytes += bytes
     r.binaryMessages++
     touch(s)
-    if (drop !== undefined && r.audioBytes >= drop.afterBytes) {
-      const { code, reason, abrupt } = drop
-      drop = undefined
-      return end(s, code, reason, abrupt)
-    }
+    if (drop !== undefined && drop.afterUtterances === undefined && r.audioBytes >= drop.afterBytes) return dropNow(s)
     const total = r.audioBytes
     const words = lineNow()
     const revealed = Math.min(words.length, Math.ceil((total - s.uttStart) / bytesPerWord))
@@ -221,6 +246,8 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
       if (s.record.closed !== undefined) return
       s.awaiting.shift()
       send(s, results(s, from, total, text, { is_final: true, speech_final: true, from_finalize: true }))
+      s.answered++
+      if (drop?.afterUtterances !== undefined && s.answered >= drop.afterUtterances) dropNow(s)
     }
     if (finalizeDelayMs === 0) answer()
     else if (Number.isFinite(finalizeDelayMs)) later(finalizeDelayMs, answer)
@@ -282,7 +309,10 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
       if (refusals.n > 0) {
         refusals.n--
         const { status, retryAfterS } = refusals
-        const body = { err_code: "TOO_MANY_REQUESTS", err_msg: "Too many requests." }
+        const body =
+          status === 429
+            ? { err_code: "TOO_MANY_REQUESTS", err_msg: "Too many requests." }
+            : { err_code: "REFUSED", err_msg: `Refused (${status}).` }
         return refuse(status, status === 429 ? "Too Many Requests" : "Refused", body, retryAfterS)
       }
       if (query.encoding !== "mulaw" || query.sample_rate !== String(BYTES_PER_SECOND))
@@ -306,6 +336,7 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
         lastInterim: 0,
         said: 0,
         awaiting: [],
+        answered: 0,
         idle: undefined,
       }
       res.upgrade(
@@ -365,9 +396,11 @@ export async function startFakeDeepgram(opts: FakeDeepgramOptions): Promise<Fake
     dropNext(o = {}) {
       drop = {
         afterBytes: o.afterBytes ?? 1,
+        afterUtterances: o.afterUtterances,
         code: o.code ?? 1011,
         reason: o.reason ?? "NET-0000",
         abrupt: o.abrupt ?? false,
+        thenRefuse: o.thenRefuse,
       }
     },
     delayFinalize(ms) {

@@ -3,9 +3,12 @@
 // ElevenLabs' input streaming with a voice map for its persona. A simulated run goes through the
 // media path: the simulated callee's audio reaches the fake recogniser, whose transcripts the
 // conversation answers, and every agent sentence is spoken by the fake voice. When the voice refuses
-// the key, the call goes on in the offline voice, and the failure is counted.
+// the key, the call goes on in the offline voice; when the recogniser's stream is lost mid-call and
+// its reconnect refused, the offline recogniser hears the rest of the call; each failure is counted.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { wordsOf } from "../../src/providers/speech/sphinx.recognizer.js"
+import { SIM_CALLEE_LINES } from "../../src/providers/telephony/sim.telephony.js"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { type FakeDeepgram, startFakeDeepgram } from "../support/fake-deepgram.js"
 import { type FakeElevenLabsStream, startFakeElevenLabsStream } from "../support/fake-elevenlabs-stream.js"
@@ -50,6 +53,13 @@ afterAll(async () => {
   await dg?.close()
   await el?.close()
 })
+
+/** Vendor failures counted at `stage` (parley_voice_provider_failures_total). */
+const failuresCounted = async (stage: "recognition" | "synthesis") => {
+  const res = await fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  const m = new RegExp(`parley_voice_provider_failures_total\\{stage="${stage}"\\} (\\d+)`).exec(await res.text())
+  return m === null ? 0 : Number(m[1])
+}
 
 const call = async (s: Session, method: string, path: string, body?: unknown) => {
   const res = await a.call(method, path, { token: s.token, ...(body !== undefined && { body }) })
@@ -130,12 +140,7 @@ describe("a byok workspace's own speech vendors on the media path", () => {
   it("goes on in the offline voice when the vendor refuses the key, and counts the failure", async () => {
     el.refuseNext(1000, 401)
     dg.say(Array(12).fill("Yes, that sounds good, go ahead."))
-    const metric = async () => {
-      const res = await fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-      const text = await res.text()
-      const m = /parley_voice_provider_failures_total\{stage="synthesis"\} (\d+)/.exec(text)
-      return m === null ? 0 : Number(m[1])
-    }
+    const metric = () => failuresCounted("synthesis")
     const before = await metric()
     const { s, runId } = await runWithOwnVendors()
     const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
@@ -151,6 +156,33 @@ describe("a byok workspace's own speech vendors on the media path", () => {
     expect(view.provider_failures).toHaveLength(1)
     expect(view.provider_failures[0]).toMatchObject({ stage: "synthesis", provider: "elevenlabs" })
     expect(view.provider_failures[0].message).not.toContain(TTS_KEY)
+  }, 120_000)
+
+  it("hears the rest of the call offline when the recogniser's stream is lost and its reconnect refused", async () => {
+    el.refuseNext(0) // the voice works again
+    const line = "Yes, that sounds good, go ahead."
+    dg.say(Array(12).fill(line))
+    // The stream closes 1011 once it has answered the callee's first utterance; the reconnect meets a 402.
+    dg.dropNext({ afterUtterances: 1, thenRefuse: { n: 1, status: 402 } })
+    const before = { upgrades: dg.upgrades.length, failures: await failuresCounted("recognition") }
+    const { s, runId } = await runWithOwnVendors()
+    const [target] = await srv.sql<[{ outcome: string }]>`select outcome from run_targets where run_id = ${runId}`
+    expect(target.outcome).toBe("agreed")
+    expect(dg.upgrades.slice(before.upgrades).map((u) => u.status)).toEqual([101, 402])
+    // The first turn is the vendor's transcript; the later ones the offline recogniser's (PocketSphinx spells a
+    // simulator line in lower-case words, the stand-in told the callee's script says it as written).
+    const [first, ...later] = await srv.sql<{ text: string }[]>`
+      select text from turns where run_id = ${runId} and speaker = 'callee' order by turn_index`
+    expect(first!.text).toBe(line)
+    expect(later.length).toBeGreaterThanOrEqual(1)
+    const offline = [...SIM_CALLEE_LINES, ...SIM_CALLEE_LINES.map((l) => wordsOf(l).join(" "))]
+    for (const t of later) expect(offline).toContain(t.text)
+    expect(await failuresCounted("recognition")).toBe(before.failures + 1)
+    const [c] = await srv.sql<[{ id: number }]>`select id from calls where run_id = ${runId}`
+    const failures = (await call(s, "GET", `/api/calls/${c.id}`)).body.provider_failures as Json[]
+    expect(failures).toHaveLength(1)
+    expect(failures[0]).toMatchObject({ stage: "recognition", provider: "deepgram" })
+    expect(failures[0]!.message).not.toContain(STT_KEY)
   }, 120_000)
 })
 
