@@ -19,6 +19,7 @@ export function workerEntry(
     // Let the worker fail to load: its work rejects, naming the file.
     return { target: entry, options: {} }
   }
-  const code = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}) })`
+  const register = `import(${JSON.stringify(tsxApi)}).then((m) => m.register())`
+  const code = `${register}.then(() => import(${JSON.stringify(entry.href)}))`
   return { target: code, options: { eval: true } }
 }
