@@ -1,5 +1,6 @@
 // npm run bench [-- NAME...]: runs the named benches (all when none is named), one after another.
 import { benchAnalysis } from "./analysis.js"
+import { benchAnalytics } from "./analytics.js"
 import { benchApprovals } from "./approvals.js"
 import { benchAudience } from "./audience.js"
 import { benchAuth } from "./auth.js"
@@ -39,6 +40,7 @@ const benches: Record<string, () => Promise<void>> = {
   footprint: benchFootprint,
   webhooks: benchWebhooks,
   analysis: benchAnalysis,
+  analytics: benchAnalytics,
   "recording-codec": benchRecordingCodec,
   voice: benchVoice,
 }

@@ -116,6 +116,7 @@ import {
   webhookEndpointUpdate,
 } from "./webhooks.endpoints.js"
 import { webhookWalletThresholdGet, webhookWalletThresholdPut } from "./webhooks.wallet-threshold.js"
+import workflowsAnalytics from "./workflows.analytics.js"
 import workflowsAudience from "./workflows.audience.js"
 import workflowsCompliance from "./workflows.compliance.js"
 import workflowsCreate from "./workflows.create.js"
@@ -194,6 +195,7 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     dialLimitsPut,
     dialLimitsDelete,
     internalAttribution,
+    workflowsAnalytics,
     workflowsAudience,
     dataSourcesList,
     dataSourcesCreate,

@@ -1,0 +1,143 @@
+// SQL of a workflow's campaign analytics: the funnel, outcomes per UTC day, dials and connects per
+// UTC hour and number prefix, agent reply latency percentiles and spend, over calls placed in a range.
+
+import type { Sql } from "../platform/Db.js"
+import type { Currency } from "../platform/money.js"
+
+export interface Range {
+  readonly from: Date
+  readonly to: Date
+}
+
+/** Outcomes that count as an agreement (as the rehearsal readout buckets them), besides goal_met. */
+export const AGREED_OUTCOMES = ["agreed", "agreed_with_concession", "agreed_after_call"] as const
+/** Outcomes of an answered call that reached a voicemail, not a person. */
+export const VOICEMAIL_OUTCOMES = ["voicemail", "voicemail_left"] as const
+/** Talk time from which a conversation counts as one. */
+export const TALKED_SECONDS = 30
+/**
+ * How many leading characters of a number fix its callee's zone: "+", the country code and, for
+ * NANP numbers, the area code ("+1202"); Australian prefixes ("+612") fit as well.
+ */
+export const ZONE_PREFIX_CHARS = 5
+
+export const workflowOfTenant = async (sql: Sql, tenantId: number, workflowId: number) => {
+  const [row] = await sql<[{ id: number; currency: Currency }?]>`
+    select w.id, t.currency from workflows w join tenants t on t.id = w.tenant_id
+    where w.id = ${workflowId} and w.tenant_id = ${tenantId}`
+  return row
+}
+
+export interface FunnelRow {
+  readonly targets: number
+  readonly dialed: number
+  readonly call_cost_minor: string
+}
+
+/** The audience, the targets dialed in range and what their calls cost (settled at hangup). */
+export const dialed = async (sql: Sql, workflowId: number, r: Range): Promise<FunnelRow> => {
+  const [row] = await sql<[FunnelRow]>`
+    select (select count(*)::int from audience_targets where workflow_id = ${workflowId}) as targets,
+      count(distinct target_id)::int as dialed, coalesce(sum(cost_minor), 0)::bigint as call_cost_minor
+    from calls
+    where workflow_id = ${workflowId} and started_at >= ${r.from} and started_at < ${r.to}`
+  return row
+}
+
+export interface AnsweredRow {
+  readonly answered: number
+  readonly human: number
+  readonly talked: number
+  readonly agreed: number
+  readonly analysis_cost_minor: string
+}
+
+/**
+ * Distinct targets at each answered step: a target is human when one of its answered calls was not
+ * a voicemail, talked when such a call lasted TALKED_SECONDS, agreed when a call's outcome or its
+ * analysis (goal_met) says so; and what the answered calls' analyses were charged.
+ */
+export const answered = async (sql: Sql, workflowId: number, r: Range): Promise<AnsweredRow> => {
+  const [row] = await sql<[AnsweredRow]>`
+    select count(distinct target_id)::int as answered,
+      count(distinct target_id) filter (where not voicemail)::int as human,
+      count(distinct target_id) filter (where not voicemail and connected_seconds >= ${TALKED_SECONDS})::int
+        as talked,
+      count(distinct target_id) filter (where agreed)::int as agreed,
+      coalesce(sum(charged_minor), 0)::bigint as analysis_cost_minor
+    from (
+      select c.target_id, c.connected_seconds, ca.charged_minor,
+        coalesce(c.outcome in ${sql(VOICEMAIL_OUTCOMES)}, false) as voicemail,
+        coalesce(c.outcome in ${sql(AGREED_OUTCOMES)}, false) or coalesce(ca.goal_met, false) as agreed
+      from calls c left join call_analyses ca on ca.call_id = c.id
+      where c.workflow_id = ${workflowId} and c.started_at >= ${r.from} and c.started_at < ${r.to}
+        and c.answered_at is not null
+    ) x`
+  return row
+}
+
+export interface DayOutcomeRow {
+  readonly day: string
+  readonly outcome: string | null
+  readonly calls: number
+}
+
+/** Calls per UTC day and outcome (null: not ended yet). */
+export const outcomesPerDay = (sql: Sql, workflowId: number, r: Range) =>
+  sql<DayOutcomeRow[]>`
+    select to_char(started_at at time zone 'UTC', 'YYYY-MM-DD') as day, outcome, count(*)::int as calls
+    from calls
+    where workflow_id = ${workflowId} and started_at >= ${r.from} and started_at < ${r.to}
+    group by 1, 2`
+
+/** Buckets of 15 minutes: every zone's offset is a whole number of them (+05:30, +05:45, +12:45). */
+export const SLOT_SECONDS = 900
+
+export interface HourPrefixRow {
+  /** The 15-minute slot's start, as epoch seconds. */
+  readonly slot: number
+  /** A number of the prefix, to find its zone by. */
+  readonly phone: string
+  readonly dials: number
+  readonly connects: number
+}
+
+/**
+ * Dials and connects per 15-minute slot and zone prefix of the number: a few thousand rows at most
+ * a month, shifted to the callee's local time by the caller (zones come from libphonenumber).
+ */
+export const dialsPerSlotAndPrefix = (sql: Sql, workflowId: number, r: Range) =>
+  sql<HourPrefixRow[]>`
+    select (floor(extract(epoch from started_at) / ${SLOT_SECONDS}) * ${SLOT_SECONDS})::float8 as slot,
+      min(phone_e164) as phone, count(*)::int as dials, count(answered_at)::int as connects
+    from calls
+    where workflow_id = ${workflowId} and started_at >= ${r.from} and started_at < ${r.to}
+    group by 1, left(phone_e164, ${ZONE_PREFIX_CHARS})`
+
+export interface LatencyRow {
+  readonly n: number
+  readonly p50: number | null
+  readonly p90: number | null
+  readonly p99: number | null
+}
+
+/**
+ * Percentiles (observed values) of the agent's reply latency, end of the callee's speech to the
+ * first audio (`latency_ms.total`, migration 0048), over agent turns spoken in range in the
+ * workflow's runs (turns_latency_idx: only turns that carry a latency).
+ */
+export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Promise<LatencyRow> => {
+  const [row] = await sql<[LatencyRow]>`
+    select count(*)::int as n,
+      percentile_disc(0.5) within group (order by l) as p50,
+      percentile_disc(0.9) within group (order by l) as p90,
+      percentile_disc(0.99) within group (order by l) as p99
+    from (
+      select (t.latency_ms ->> 'total')::float8 as l
+      from runs ru join turns t on t.run_id = ru.id
+      where ru.workflow_id = ${workflowId} and t.at >= ${r.from} and t.at < ${r.to}
+        and t.latency_ms is not null and t.speaker = 'agent'
+    ) x
+    where l is not null`
+  return row
+}
