@@ -209,11 +209,12 @@ describe("a simulated run", () => {
       expect(e.body.data).not.toHaveProperty("transcript")
       await expectEnvelopeAndFanOut(e)
     }
-    // The object GET /api/calls/{id} returns, without the transcript and analysis (plus connected_seconds).
+    // The object GET /api/calls/{id} returns, without the transcript, the analysis and the recording
+    // (the last two come after the call ends), plus connected_seconds.
     const first = ended.find((e) => e.type === "call.completed")!
     const got = await call("GET", `/api/calls/${first.body.data.id}`, owner)
     expect(got.status).toBe(200)
-    const { transcript: _t, transcript_truncated: _tt, analysis: _a, ...polled } = got.body
+    const { transcript: _t, transcript_truncated: _tt, analysis: _a, recording: _r, ...polled } = got.body
     const { version: _v, connected_seconds, ...sent } = first.body.data
     expect(sent).toEqual(polled)
     expect(connected_seconds).toBe(polled.talk_seconds)
