@@ -686,11 +686,22 @@ const refusedUnread = (c: Case, message: string): boolean =>
   (c.body?.length ?? 0) > UNREAD_BODY_BYTES &&
   /EPIPE|ECONNRESET|other side closed/.test(message)
 
+/**
+ * A body over the server's limit (BODY_LIMIT_BYTES, 1 MiB by default; counted in bytes: a string of
+ * 650,000 "é" is 1.3 MB) is answered 413 as soon as its length is known, and the connection closed
+ * rather than read to its end: the client's write can fail before it reads the answer.
+ */
+const BODY_LIMIT_BYTES = 1024 * 1024
+const overLimit = (c: Case, message: string): boolean =>
+  Buffer.byteLength(c.body ?? "") > BODY_LIMIT_BYTES && /EPIPE|ECONNRESET|other side closed/.test(message)
+
 /** What is wrong with an answer, or undefined. */
 export function judge(c: Case, o: Outcome, codes: ReadonlySet<string>): string | undefined {
   if (o.kind === "timeout") return `no answer within ${o.ms} ms`
   if (o.kind === "closed")
-    return c.oversized || refusedUnread(c, o.message) ? undefined : `connection closed without an answer (${o.message})`
+    return c.oversized || refusedUnread(c, o.message) || overLimit(c, o.message)
+      ? undefined
+      : `connection closed without an answer (${o.message})`
   if (o.status >= 500) return `${o.status}: ${o.body.slice(0, 300)}`
   if (!/^application\/(.+\+)?json/.test(o.contentType) || c.method === "HEAD") return undefined
   let parsed: unknown
