@@ -219,8 +219,10 @@ export async function startVoiceRuntime(d: {
           log.warn({ err, call_id: call.callId, stage }, "voice pipeline failure")
         },
         open: (events) => {
+          // A simulated call faster than the engines follow speaks with a sketched voice: nothing worth
+          // keeping, and encoding it would cost a hundred times its audio's pace.
           const recording =
-            call.record === true && d.recordings !== undefined
+            call.record === true && d.recordings !== undefined && timeScale >= ENGINE_MIN_SCALE
               ? recordCall({ tenantId: call.tenantId, callId: call.callId, timeScale, log, ...d.recordings })
               : undefined
           return new MediaSession({
