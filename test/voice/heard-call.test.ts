@@ -31,7 +31,8 @@ const SCALE = 0.2
 
 /** One call's audio as it went by: the agent's sentences (frames up to each mark), the callee's frames. */
 interface Recorded {
-  agent: Array<{ mark: string; frames: Uint8Array[] }>
+  /** The agent's sentences sent, each with whether the carrier said it was played (its mark came back). */
+  agent: Array<{ mark: string; frames: Uint8Array[]; played: boolean }>
   pending: Uint8Array[]
   clears: number
   callee: Uint8Array[]
@@ -117,6 +118,12 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
       const [, , id, way] = m.subject.split(".")
       const r = rec(Number(id))
       const kind = m.headers?.[MEDIA_KIND_HEADER]
+      // The carrier plays a sentence to its end, then sends its mark back.
+      if (way === "in" && kind === "mark") {
+        const name = String(m.json<{ name: string }>().name)
+        const sent = r.agent.find((x) => x.mark === name)
+        if (sent !== undefined) sent.played = true
+      }
       if (way === "in" && kind === "media") {
         // Faster than real time a message carries a few frames.
         for (const f of framesOf(m.data)) {
@@ -129,11 +136,14 @@ describe.skipIf(!required && !sphinxAvailable())("a simulated run heard as audio
         r.firstAgentAt ??= performance.now()
         r.pending.push(...framesOf(m.data))
       } else if (kind === "mark") {
-        r.agent.push({ mark: String(m.json<{ name: string }>().name), frames: r.pending })
+        r.agent.push({ mark: String(m.json<{ name: string }>().name), frames: r.pending, played: false })
         r.pending = []
       } else if (kind === "clear") {
+        // A barge-in: the sentences the carrier had not finished were not heard, even those whose
+        // mark went out (the turn keeps only what was played, so these must go here too).
         r.clears++
         r.pending = []
+        r.agent = r.agent.filter((x) => x.played)
       }
     })
     try {
