@@ -12,6 +12,7 @@ import {
   wilson,
 } from "../../src/experiments/readout.js"
 import { wilson as forecastWilson } from "../../src/rehearsals/forecast.js"
+import { seededRandom } from "../../src/rehearsals/mix.js"
 
 /** Wilson's closed form, written out here independently of the module. */
 const wilsonRef = (x: number, n: number, z = 1.959963984540054) => {
@@ -21,17 +22,8 @@ const wilsonRef = (x: number, n: number, z = 1.959963984540054) => {
   return [(n * p + (z * z) / 2 - root) / denominator, (n * p + (z * z) / 2 + root) / denominator] as const
 }
 
-/** mulberry32: a small seeded generator, so the simulations are the same on every run. */
-function prng(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A small seeded generator (mulberry32, the rehearsals' own), so the simulations are the same on every run. */
+const prng = seededRandom
 
 const draws = (random: () => number, p: number, count: number) => {
   let s = 0
