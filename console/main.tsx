@@ -11,7 +11,8 @@
 //     on Approvals the sections "On hold now" and "After the call", one card (article) per approval,
 //     headed "<Concession|Callback|Escalation to a person> for <name> (<phone>)" (or "… for <phone>"
 //     without a name); on Webhooks one card (article) per endpoint, headed by its URL
-//   tabs (a campaign's sections): "Overview", "Audience", "Rule book", "Consent", "Settings", "Results";
+//   tabs (a campaign's sections): "Overview", "Audience", "Rule book", "Consent", "Settings", "Results",
+//     "Analytics" (its range "First day" and "Last day", a region per experiment named by its name);
 //     on Approvals "Waiting", "Decided"
 //   nav links: "Campaigns", "Live", "Approvals" (described by "<n> waiting for a decision" while any
 //     wait), "Wallet", "Settings", "Reports", "Members", "Webhooks", "Audit log" (only for owners and

@@ -2,9 +2,10 @@
 // prompt (validation errors beside it); the chosen one's Run, Pause and Retire above its sections:
 // Overview (its facts and runs), Audience (upload a CSV), Rule book (readable, the opening line edited
 // and previewed as edited), Consent (an empty statement and an explicit confirmation), Settings
-// (name, persona, voice, schedule) and Results (each run's results per target, the call drawer,
-// CSV). Each action shows only to a role that may take it: setting up and running need write,
-// pausing supervise (a supervisor may stop a campaign going wrong), retiring admin.
+// (name, persona, voice, schedule), Results (each run's results per target, the call drawer,
+// CSV) and Analytics (funnel, outcomes, connect rate by hour, experiments; ./analytics.tsx). Each
+// action shows only to a role that may take it: setting up and running need write, pausing supervise
+// (a supervisor may stop a campaign going wrong), retiring admin.
 import { Fragment } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { useAccess } from "../access.js"
@@ -21,6 +22,7 @@ import {
   voicemailWords,
   workflowStatusWords,
 } from "../words.js"
+import { CampaignAnalytics } from "./analytics.js"
 import { CampaignOverview } from "./campaign-overview.js"
 import { RunResults } from "./run-results.js"
 
@@ -254,6 +256,7 @@ const TABS = [
   { id: "consent", title: "Consent" },
   { id: "settings", title: "Settings" },
   { id: "results", title: "Results" },
+  { id: "analytics", title: "Analytics" },
 ] as const
 type TabId = (typeof TABS)[number]["id"]
 
@@ -454,8 +457,11 @@ function WorkflowDetail({ id, onChanged }: { readonly id: number; readonly onCha
                     : "Owners and admins change a campaign's settings."}
                 </p>
               )
-            ) : (
+            ) : t.id === "results" ? (
               <RunResults key={`${w.status}-${w.runs_count}`} workflowId={id} />
+            ) : (
+              // Read only once opened (and afresh each time): its queries cover every call in a range.
+              tab === "analytics" && <CampaignAnalytics workflowId={id} />
             ),
         }))}
       />

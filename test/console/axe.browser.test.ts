@@ -1,7 +1,7 @@
 // Every console page under axe-core in Chromium, at 1280 px and 390 px: signed out (sign-in, sign-up,
 // a join link), and signed in as an owner whose workspace has data on every page (a campaign with
-// its audience, consent and a finished run's results, each of its sections and the call drawer; a
-// webhook endpoint and its deliveries; a DNC entry, an API key, members and the audit log; a callee
+// its audience, consent and a finished run's results, each of its sections, Analytics too, and the call
+// drawer; a webhook endpoint and its deliveries; a DNC entry, an API key, members and the audit log; a callee
 // on hold on Live and on Approvals, a card after its call and the Decided tab), plus the verify-email
 // banner of an unverified workspace. No violation of serious or critical impact may
 // remain; each found is printed with its rule, the elements and what to fix.
@@ -195,11 +195,15 @@ describe.skipIf(skipBrowser)("the console under axe-core", () => {
       await page.getByRole("button", { name: workflowName, exact: true }).click()
       const detail = page.getByRole("article")
       await detail.getByRole("heading", { level: 2 }).waitFor()
-      for (const section of ["Overview", "Audience", "Rule book", "Consent", "Settings", "Results"]) {
+      for (const section of ["Overview", "Audience", "Rule book", "Consent", "Settings", "Analytics", "Results"]) {
         await detail.getByRole("tab", { name: section, exact: true }).click()
         await page.getByRole("tabpanel", { name: section }).waitFor()
         if (section === "Settings") await detail.getByLabel("Persona").waitFor()
         if (section === "Consent") await detail.getByTestId("attested").waitFor()
+        if (section === "Analytics") {
+          await detail.getByTestId("heat-mon-0").waitFor()
+          await detail.getByText("No experiments.").waitFor()
+        }
         await check(page, `campaign: ${section}`)
       }
       await detail.getByRole("button", { name: "Show results" }).click()

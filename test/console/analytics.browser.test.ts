@@ -1,0 +1,298 @@
+// A campaign's Analytics section in Chromium: on a campaign with seeded calls (New York numbers, two days
+// ago and yesterday, with reply latencies and costs), the funnel's counts and shares, a heat-map cell,
+// the latency percentiles and the spend read on the page equal GET …/analytics's JSON for the default
+// last 30 days, and again after the range is moved; an experiment's arms, intervals, comparison and
+// "Better" badge equal its readout (route-mocked from readout() until GET …/experiments exists).
+import type { Browser, Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { rate, readout } from "../../src/experiments/readout.js"
+import { api, type Session } from "../support/clients.js"
+import { startTestServer, type TestServer } from "../support/harness.js"
+import { assertBrowser, launchChromium, screenshot, skipBrowser, watchProblems } from "./browser.support.js"
+
+const STEP_MS = 15_000
+const DAY_MS = 86_400_000
+
+type Json = Record<string, any>
+
+// The page's formatting (console/pages/analytics.format.ts), restated: the test computes what it must show.
+const percent = (x: number | null) => (x === null ? "—" : `${(x * 100).toFixed(1)}%`)
+const share = (n: number, of: number) => (of > 0 ? percent(n / of) : "—")
+const interval = (lo: number, hi: number) => `[${percent(lo)}–${percent(hi)}]`
+const points = (d: number) => `${d >= 0 ? "+" : "-"}${Math.abs(d * 100).toFixed(1)} pts`
+const money = (minor: number | null, currency: string) =>
+  minor === null ? "—" : new Intl.NumberFormat("en-US", { style: "currency", currency }).format(minor / 100)
+const millis = (ms: number | null) => (ms === null ? "—" : `${Math.round(ms)} ms`)
+const isoDay = (t: number) => new Date(t).toISOString().slice(0, 10)
+
+const FUNNEL = [
+  ["targets", undefined],
+  ["dialed", "targets"],
+  ["answered", "dialed"],
+  ["human", "answered"],
+  ["voicemail", "answered"],
+  ["talked_30s", "human"],
+  ["agreed", "talked_30s"],
+] as const
+
+/** An arm's figures as GET …/experiments gives them, its rates from readout.ts's own Wilson intervals. */
+function armFigures(name: string, n: number, c: { connects: number; agreed: number; goal: number; opt: number }) {
+  const r = (s: number) => ({ ...rate(s, n), successes: s })
+  return {
+    name,
+    targets: n,
+    calls: n + 7,
+    connects: r(c.connects),
+    agreement: r(c.agreed),
+    goal_met: r(c.goal),
+    opt_outs: r(c.opt),
+    approvals_asked: 3,
+    approvals_granted: 2,
+    talk_seconds_avg: 41.25,
+    cost_minor: 4200,
+    cost_per_agreement_minor: c.agreed > 0 ? Math.round(4200 / c.agreed) : null,
+  }
+}
+
+function experimentOf(workflowId: number) {
+  const arms = [
+    armFigures("A", 60, { connects: 40, agreed: 8, goal: 10, opt: 3 }),
+    armFigures("B", 60, { connects: 42, agreed: 28, goal: 30, opt: 1 }),
+  ]
+  const counts = (k: "connects" | "agreement" | "goal_met" | "opt_outs") =>
+    arms.map((a) => ({ name: a.name, n: a[k].n, successes: a[k].successes }))
+  const agreement = readout(counts("agreement"), "agreement")
+  return {
+    id: 7,
+    workflow_id: workflowId,
+    name: "Opening line test",
+    status: "running",
+    seed: 42,
+    promoted_arm: null,
+    created_at: new Date(Date.now() - 3 * DAY_MS).toISOString(),
+    ended_at: null,
+    arms: arms.map((a) => ({ name: a.name, weight: 1, stopped: false, persona: null, voice: null, rule_book: null })),
+    readout: {
+      unit: "target",
+      currency: "USD",
+      arms,
+      agreement,
+      goal_met: readout(counts("goal_met"), "goal_met"),
+      connect: readout(counts("connects"), "connect"),
+      opt_out: readout(counts("opt_outs"), "opt_out"),
+      better: agreement.better,
+      decided: agreement.decided,
+      statement: agreement.statement,
+    },
+  }
+}
+
+describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
+  let srv: TestServer
+  let browser: Browser
+  let page: Page
+  let problems: string[]
+  let owner: Session
+  let workflowId = 0
+  let workflowName = ""
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await api(srv).call(method, path, { token: owner.token, ...(body !== undefined && { body }) })
+    return { status: res.status, body: (await res.json()) as Json }
+  }
+
+  /** Seeds a finished run's calls, as test/workflows/analytics.test.ts does (no ended_at: no analysis sweep). */
+  async function seed(tenantId: number) {
+    const sql = srv.sql
+    const [run] = await sql<[{ id: number }]>`
+      insert into runs (tenant_id, workflow_id, status) values (${tenantId}, ${workflowId}, 'completed') returning id`
+    const phones = ["+12025550101", "+12025550102", "+12025550103", "+12025550104", "+12025550105"]
+    const targets: { id: number; rt: number; phone: string }[] = []
+    for (const phone of phones) {
+      const [t] = await sql<[{ id: number }]>`
+        insert into audience_targets (tenant_id, workflow_id, phone_e164) values (${tenantId}, ${workflowId}, ${phone})
+        returning id`
+      const [rt] = await sql<[{ id: number }]>`
+        insert into run_targets (tenant_id, run_id, target_id, phone_e164, status)
+        values (${tenantId}, ${run!.id}, ${t!.id}, ${phone}, 'done') returning id`
+      targets.push({ id: Number(t!.id), rt: Number(rt!.id), phone })
+    }
+    const day = (ago: number, hh: number) =>
+      new Date(Date.parse(`${isoDay(Date.now() - ago * DAY_MS)}T00:00:00Z`) + hh * 3_600_000).toISOString()
+    const calls = [
+      { target: 0, attempt: 1, at: day(2, 14.2), answered: false, outcome: "no_answer", secs: null, cost: 0 },
+      { target: 0, attempt: 2, at: day(1, 15), answered: true, outcome: "agreed", secs: 45, cost: 120 },
+      { target: 1, attempt: 1, at: day(2, 14.5), answered: true, outcome: "voicemail_left", secs: 20, cost: 40 },
+      { target: 2, attempt: 1, at: day(2, 14.7), answered: true, outcome: "declined", secs: 31, cost: 60 },
+      { target: 3, attempt: 1, at: day(1, 18), answered: true, outcome: "callee_hung_up", secs: 12, cost: 30 },
+    ]
+    let talk = 0
+    for (const c of calls) {
+      const t = targets[c.target]!
+      const [row] = await sql<[{ id: number }]>`
+        insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+          owner_instance, status, outcome, connected_seconds, cost_minor, started_at, answered_at)
+        values (${tenantId}, ${run!.id}, ${workflowId}, ${t.rt}, ${t.id}, ${c.attempt}, ${t.phone}, 'sim', 'test',
+          'ended', ${c.outcome}, ${c.secs}, ${c.cost}, ${c.at}, ${c.answered ? c.at : null})
+        returning id`
+      if (c.outcome === "declined") talk = Number(row!.id)
+    }
+    for (let i = 1; i <= 10; i++)
+      await sql`
+        insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at, latency_ms)
+        values (${tenantId}, ${run!.id}, 0, ${talk}, ${i}, ${i}, 'agent', 'x', ${day(2, 14.7 + i / 3600)},
+          ${sql.json({ total: i * 110, model: i * 50 })})`
+  }
+
+  /** The page's next GET …/analytics and the JSON it got. */
+  const analyticsAnswer = () =>
+    page.waitForResponse(
+      (r) => r.request().method() === "GET" && new URL(r.url()).pathname === `/api/workflows/${workflowId}/analytics`,
+    )
+
+  const testId = (id: string) => page.getByTestId(id)
+  const text = async (id: string) => ((await testId(id).textContent()) ?? "").trim()
+
+  /** Every figure of the funnel, the latency and the spend as the page shows them, and as `a` says they should. */
+  async function expectFigures(a: Json) {
+    const f = a.funnel as Record<string, number>
+    for (const [step, of] of FUNNEL) {
+      expect(await text(`funnel-${step}-count`), step).toBe(String(f[step]))
+      if (of !== undefined) expect(await text(`funnel-${step}-share`), step).toBe(share(f[step]!, f[of]!))
+    }
+    expect(await text("latency-n")).toBe(String(a.latency.n))
+    for (const p of ["p50", "p90", "p99"]) expect(await text(`latency-${p}`)).toBe(millis(a.latency[p]))
+    expect(await text("spend")).toBe(money(a.spend_minor, a.currency))
+  }
+
+  beforeAll(async () => {
+    assertBrowser()
+    ;[srv, browser] = await Promise.all([startTestServer(), launchChromium()])
+    owner = await api(srv).signup({ country: "US" })
+    const created = await call("POST", "/api/workflows", { nl_prompt: "Ask lapsed members to rejoin the gym." })
+    expect(created.status).toBe(201)
+    workflowId = created.body.id
+    workflowName = created.body.name
+    await seed(owner.tenantId)
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-US" })
+    context.setDefaultTimeout(STEP_MS)
+    await context.addCookies([{ name: "svc_session", value: owner.cookie.slice("svc_session=".length), url: srv.url }])
+    page = await context.newPage()
+    problems = watchProblems(page, srv.url)
+    // GET …/experiments is not served yet: its answer, built from readout.ts, stands in for it.
+    await page.route(`${srv.url}/api/workflows/${workflowId}/experiments`, (r) =>
+      r.fulfill({ json: { data: [experimentOf(workflowId)] } }),
+    )
+    await page.goto(`${srv.url}/console#/campaigns`)
+    await page.getByRole("button", { name: workflowName, exact: true }).click()
+    await page.getByRole("article").getByRole("heading", { level: 2 }).waitFor()
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await srv?.stop()
+  })
+
+  it("shows the funnel, a heat-map cell, latency and spend of the last 30 days as the API gives them", async () => {
+    const answered = analyticsAnswer()
+    await page.getByRole("tab", { name: "Analytics", exact: true }).click()
+    const res = await answered
+    expect(res.status()).toBe(200)
+    const asked = new URL(res.url()).searchParams
+    expect([asked.get("from"), asked.get("to")]).toEqual([isoDay(Date.now() - 29 * DAY_MS), isoDay(Date.now())])
+    const a = (await res.json()) as Json
+    // The page's own answer, and the API's to the same question asked with the owner's token.
+    expect((await call("GET", `/api/workflows/${workflowId}/analytics?${asked}`)).body).toEqual(a)
+    expect(a.funnel).toEqual({ targets: 5, dialed: 4, answered: 4, human: 3, voicemail: 1, talked_30s: 2, agreed: 1 })
+    await testId("funnel-targets-count").waitFor()
+    await expectFigures(a)
+
+    // Every cell with dials carries connects/dials and the rate; one without dials is blank.
+    const { weekdays, dials, connects } = a.hour_of_day as {
+      weekdays: string[]
+      dials: number[][]
+      connects: number[][]
+    }
+    const busy = weekdays.flatMap((d, i) => dials[i]!.flatMap((n, h) => (n > 0 ? [{ d, i, h }] : [])))
+    expect(busy.length).toBeGreaterThan(0)
+    for (const { d, i, h } of busy) {
+      const cell = testId(`heat-${d}-${h}`)
+      expect(await cell.getAttribute("title")).toBe(`${connects[i]![h]}/${dials[i]![h]}`)
+      expect(await cell.textContent()).toBe(`${Math.round((connects[i]![h]! / dials[i]![h]!) * 100)}%`)
+    }
+    const idle = weekdays.flatMap((d, i) => dials[i]!.flatMap((n, h) => (n === 0 ? [`heat-${d}-${h}`] : [])))[0]!
+    expect(await testId(idle).getAttribute("title")).toBe("0/0")
+    expect(await testId(idle).textContent()).toBe("")
+
+    // The outcomes chart is drawn, its legend naming each outcome of the period.
+    await page.locator("figure.chart canvas").first().waitFor()
+    const legend = page.getByRole("list", { name: "Outcomes shown" }).getByRole("listitem")
+    expect(await legend.count()).toBe(new Set(a.outcomes_over_time.flatMap((d: Json) => Object.keys(d.outcomes))).size)
+    await screenshot(page, "campaign-analytics")
+  })
+
+  it("reads the analytics again for a range picked, and shows that answer", async () => {
+    const today = isoDay(Date.now())
+    const answered = analyticsAnswer()
+    await page.getByLabel("First day").fill(today)
+    const res = await answered
+    expect(new URL(res.url()).searchParams.get("from")).toBe(today)
+    const a = (await res.json()) as Json
+    // Only today: none of the seeded calls, but the audience is still counted.
+    expect(a.funnel).toMatchObject({ targets: 5, dialed: 0, agreed: 0 })
+    await expect.poll(() => text("funnel-dialed-count")).toBe("0")
+    await expectFigures(a)
+    expect(await text("funnel-answered-share")).toBe("—")
+    await page.getByText("No calls placed in this period.").waitFor()
+  })
+
+  it("shows an experiment's statement, its arms with intervals, the comparison and the better arm", async () => {
+    const x = experimentOf(workflowId)
+    const r = x.readout
+    expect(r.agreement.better).toBe("B")
+    const box = page.getByRole("region", { name: new RegExp(`^${x.name} `) })
+    await box.getByTestId("statement").waitFor()
+    expect(await box.getByTestId("statement").textContent()).toBe(r.statement)
+    const inBox = async (id: string) => ((await box.getByTestId(id).textContent()) ?? "").trim()
+    for (const arm of r.arms) {
+      expect(await inBox(`targets-${arm.name}`)).toBe(String(arm.targets))
+      expect(await inBox(`calls-${arm.name}`)).toBe(String(arm.calls))
+      for (const [id, v] of [
+        ["connects", arm.connects],
+        ["agreement", arm.agreement],
+        ["goal", arm.goal_met],
+        ["optouts", arm.opt_outs],
+      ] as const) {
+        expect(await inBox(`${id}-${arm.name}`), id).toBe(percent(v.rate))
+        expect(await inBox(`${id}-${arm.name}-ci`), id).toBe(interval(v.ci_low, v.ci_high))
+      }
+      expect(await inBox(`talk-${arm.name}`)).toBe(`${arm.talk_seconds_avg.toFixed(1)} s`)
+      expect(await inBox(`approvals-${arm.name}`)).toBe(`${arm.approvals_asked} / ${arm.approvals_granted}`)
+      expect(await inBox(`cpa-${arm.name}`)).toBe(money(arm.cost_per_agreement_minor, r.currency))
+    }
+    // The readout's agreement rates, its arms' and the table's, are the same numbers.
+    for (const arm of r.agreement.arms) expect(await inBox(`agreement-${arm.name}`)).toBe(percent(arm.rate))
+    expect(await box.getByTestId("better-B").textContent()).toBe("Better")
+    expect(await box.getByTestId("better-A").count()).toBe(0)
+    const cmp = r.agreement.comparisons[0]!
+    expect(await inBox(`diff-${cmp.arm}`)).toBe(points(cmp.difference!.diff))
+    expect(await inBox(`diff-ci-${cmp.arm}`)).toBe(
+      `[${points(cmp.difference!.ci_low).replace(" pts", "")} to ${points(cmp.difference!.ci_high)}]`,
+    )
+    const plot = box.getByRole("img", { name: /^Agreement rate with 95% intervals/ })
+    expect(await plot.getAttribute("aria-label")).toContain(`B: ${percent(r.arms[1]!.agreement.rate)}`)
+    await box.scrollIntoViewIfNeeded()
+    await screenshot(page, "campaign-experiment")
+
+    // At 390 px the wide parts (the heat map, the arms table) scroll in their own boxes, not the page.
+    await page.setViewportSize({ width: 390, height: 844 })
+    const overflow = Number(await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+    expect(overflow).toBeLessThanOrEqual(0)
+    await page.setViewportSize({ width: 1280, height: 900 })
+  })
+
+  it("met no page error, CSP violation or 5xx", () => {
+    expect(problems).toEqual([])
+  })
+})
