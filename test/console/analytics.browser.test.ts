@@ -1,8 +1,10 @@
 // A campaign's Analytics section in Chromium: on a campaign with seeded calls (New York numbers, two days
-// ago and yesterday, with reply latencies and costs), the funnel's counts and shares, a heat-map cell,
+// ago and yesterday, with reply latencies and costs), the funnel's counts and shares, the heat map's cells,
 // the latency percentiles and the spend read on the page equal GET …/analytics's JSON for the default
-// last 30 days, and again after the range is moved; an experiment's arms, intervals, comparison and
-// "Better" badge equal its readout (route-mocked from readout() until GET …/experiments exists).
+// last 30 days, and again after the range is moved. Experiments: a decided one (GET …/experiments
+// route-mocked with figures from readout.ts) shows its statement, arms, intervals, comparison and
+// "Better" badge as its readout says; then one made by POST …/experiments, the seeded calls put in its
+// arms, as the real GET reads it out.
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { rate, readout } from "../../src/experiments/readout.js"
@@ -247,11 +249,9 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     await page.getByText("No calls placed in this period.").waitFor()
   })
 
-  it("shows an experiment's statement, its arms with intervals, the comparison and the better arm", async () => {
-    const x = experimentOf(workflowId)
-    const r = x.readout
-    expect(r.agreement.better).toBe("B")
-    const box = page.getByRole("region", { name: new RegExp(`^${x.name} `) })
+  /** The experiment's region on the page: its statement, arms table and comparisons equal `r`, its readout. */
+  async function expectReadout(name: string, r: Json) {
+    const box = page.getByRole("region", { name: new RegExp(`^${name} `) })
     await box.getByTestId("statement").waitFor()
     expect(await box.getByTestId("statement").textContent()).toBe(r.statement)
     const inBox = async (id: string) => ((await box.getByTestId(id).textContent()) ?? "").trim()
@@ -267,21 +267,32 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
         expect(await inBox(`${id}-${arm.name}`), id).toBe(percent(v.rate))
         expect(await inBox(`${id}-${arm.name}-ci`), id).toBe(interval(v.ci_low, v.ci_high))
       }
-      expect(await inBox(`talk-${arm.name}`)).toBe(`${arm.talk_seconds_avg.toFixed(1)} s`)
+      const talk = arm.talk_seconds_avg === null ? "—" : `${arm.talk_seconds_avg.toFixed(1)} s`
+      expect(await inBox(`talk-${arm.name}`)).toBe(talk)
       expect(await inBox(`approvals-${arm.name}`)).toBe(`${arm.approvals_asked} / ${arm.approvals_granted}`)
       expect(await inBox(`cpa-${arm.name}`)).toBe(money(arm.cost_per_agreement_minor, r.currency))
+      expect(await box.getByTestId(`better-${arm.name}`).count()).toBe(arm.name === r.better ? 1 : 0)
     }
-    // The readout's agreement rates, its arms' and the table's, are the same numbers.
+    // The headline's agreement rates, its arms' and the table's, are the same numbers.
     for (const arm of r.agreement.arms) expect(await inBox(`agreement-${arm.name}`)).toBe(percent(arm.rate))
-    expect(await box.getByTestId("better-B").textContent()).toBe("Better")
-    expect(await box.getByTestId("better-A").count()).toBe(0)
-    const cmp = r.agreement.comparisons[0]!
-    expect(await inBox(`diff-${cmp.arm}`)).toBe(points(cmp.difference!.diff))
-    expect(await inBox(`diff-ci-${cmp.arm}`)).toBe(
-      `[${points(cmp.difference!.ci_low).replace(" pts", "")} to ${points(cmp.difference!.ci_high)}]`,
-    )
+    for (const c of r.agreement.comparisons) {
+      if (c.difference === null) continue
+      expect(await inBox(`diff-${c.arm}`)).toBe(points(c.difference.diff))
+      expect(await inBox(`diff-ci-${c.arm}`)).toBe(
+        `[${points(c.difference.ci_low).replace(" pts", "")} to ${points(c.difference.ci_high)}]`,
+      )
+    }
     const plot = box.getByRole("img", { name: /^Agreement rate with 95% intervals/ })
-    expect(await plot.getAttribute("aria-label")).toContain(`B: ${percent(r.arms[1]!.agreement.rate)}`)
+    for (const arm of r.agreement.arms)
+      expect(await plot.getAttribute("aria-label")).toContain(`${arm.name}: ${percent(arm.rate)}`)
+    return box
+  }
+
+  it("shows a decided experiment's statement, arms with intervals, comparison and better arm", async () => {
+    const x = experimentOf(workflowId)
+    expect(x.readout.better).toBe("B")
+    const box = await expectReadout(x.name, x.readout)
+    expect(await box.getByTestId("better-B").textContent()).toBe("Better")
     await box.scrollIntoViewIfNeeded()
     await screenshot(page, "campaign-experiment")
 
@@ -290,6 +301,37 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     const overflow = Number(await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
     expect(overflow).toBeLessThanOrEqual(0)
     await page.setViewportSize({ width: 1280, height: 900 })
+  })
+
+  it("shows an experiment made by POST …/experiments as GET …/experiments reads it out", async () => {
+    await page.unrouteAll()
+    const made = await call("POST", `/api/workflows/${workflowId}/experiments`, {
+      name: "Voice test",
+      arms: [{ name: "Control" }, { name: "Kai", persona: "kai" }],
+      seed: 7,
+    })
+    expect(made.status, JSON.stringify(made.body)).toBe(201)
+    // The seeded calls as if placed in the experiment: the first two targets in the control, the rest in Kai.
+    await srv.sql`
+      update calls set experiment_id = ${made.body.id},
+        arm = case when phone_e164 in ('+12025550101', '+12025550102') then 'Control' else 'Kai' end
+      where workflow_id = ${workflowId}`
+    // The section is read afresh when opened again.
+    await page.getByRole("tab", { name: "Results", exact: true }).click()
+    const listed = page.waitForResponse(
+      (r) => new URL(r.url()).pathname === `/api/workflows/${workflowId}/experiments` && r.request().method() === "GET",
+    )
+    await page.getByRole("tab", { name: "Analytics", exact: true }).click()
+    const res = await listed
+    expect(res.status()).toBe(200)
+    const body = (await res.json()) as { data: Json[] }
+    expect(body.data.map((x) => x.name)).toEqual(["Voice test"])
+    const r = body.data[0]!.readout
+    expect(r.arms.map((a: Json) => [a.name, a.targets, a.calls])).toEqual([
+      ["Control", 2, 3],
+      ["Kai", 2, 2],
+    ])
+    await expectReadout("Voice test", r)
   })
 
   it("met no page error, CSP violation or 5xx", () => {
