@@ -1,5 +1,5 @@
-// SQL of a workflow's campaign analytics: the funnel, outcomes per UTC day, dials and connects per
-// UTC hour and number prefix, agent reply latency percentiles and spend, over calls placed in a range.
+// SQL of a workflow's campaign analytics: the funnel, outcomes per UTC day, dials and connects per 15-minute
+// slot and number prefix, reply latency percentiles and spend, read from the rollups of migration 0057.
 
 import type { Sql } from "../platform/Db.js"
 import type { Currency } from "../platform/money.js"
@@ -35,7 +35,7 @@ export interface FunnelRow {
 }
 
 /** The audience, the targets dialed in range and what their calls cost (settled at hangup). */
-export const dialed = async (sql: Sql, workflowId: number, r: Range): Promise<FunnelRow> => {
+const dialed = async (sql: Sql, workflowId: number, r: Range): Promise<FunnelRow> => {
   const [row] = await sql<[FunnelRow]>`
     select (select count(*)::int from audience_targets where workflow_id = ${workflowId}) as targets,
       count(distinct target_id)::int as dialed, coalesce(sum(cost_minor), 0)::bigint as call_cost_minor
@@ -57,7 +57,7 @@ export interface AnsweredRow {
  * a voicemail, talked when such a call lasted TALKED_SECONDS, agreed when a call's outcome or its
  * analysis (goal_met) says so; and what the answered calls' analyses were charged.
  */
-export const answered = async (sql: Sql, workflowId: number, r: Range): Promise<AnsweredRow> => {
+const answered = async (sql: Sql, workflowId: number, r: Range): Promise<AnsweredRow> => {
   const [row] = await sql<[AnsweredRow]>`
     select count(distinct target_id)::int as answered,
       count(distinct target_id) filter (where not voicemail)::int as human,
@@ -83,7 +83,7 @@ export interface DayOutcomeRow {
 }
 
 /** Calls per UTC day and outcome (null: not ended yet). */
-export const outcomesPerDay = (sql: Sql, workflowId: number, r: Range) =>
+const outcomesPerDay = (sql: Sql, workflowId: number, r: Range) =>
   sql<DayOutcomeRow[]>`
     select to_char(started_at at time zone 'UTC', 'YYYY-MM-DD') as day, outcome, count(*)::int as calls
     from calls
@@ -106,7 +106,7 @@ export interface HourPrefixRow {
  * Dials and connects per 15-minute slot and zone prefix of the number: a few thousand rows at most
  * a month, shifted to the callee's local time by the caller (zones come from libphonenumber).
  */
-export const dialsPerSlotAndPrefix = (sql: Sql, workflowId: number, r: Range) =>
+const dialsPerSlotAndPrefix = (sql: Sql, workflowId: number, r: Range) =>
   sql<HourPrefixRow[]>`
     select (floor(extract(epoch from started_at) / ${SLOT_SECONDS}) * ${SLOT_SECONDS})::float8 as slot,
       min(phone_e164) as phone, count(*)::int as dials, count(answered_at)::int as connects
@@ -141,3 +141,106 @@ export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Prom
     where l is not null`
   return row
 }
+
+/**
+ * The same figures computed from the calls themselves, as before the rollups (funnel: distinct targets with
+ * a call placed in range): the reference the tests and bench/analytics.ts compare the rollups with.
+ */
+export const direct = { dialed, answered, outcomesPerDay, dialsPerSlotAndPrefix }
+
+/**
+ * Where a range meets the rollups: whole slots [fromSlot, toSlot) from call_rollups, the partial slots at
+ * its ends ([from, head), [tail, to)) from calls; a range inside one slot is all head.
+ */
+export interface SlotPlan extends Range {
+  readonly fromSlot: number
+  readonly toSlot: number
+  readonly head: Date
+  readonly tail: Date
+}
+
+export const slotPlan = (r: Range): SlotPlan => {
+  const fromSlot = Math.ceil(r.from.getTime() / 1000 / SLOT_SECONDS)
+  const toSlot = Math.floor(r.to.getTime() / 1000 / SLOT_SECONDS)
+  if (toSlot <= fromSlot) return { ...r, fromSlot, toSlot: fromSlot, head: r.to, tail: r.to }
+  const at = (slot: number) => new Date(slot * SLOT_SECONDS * 1000)
+  return { ...r, fromSlot, toSlot, head: at(fromSlot), tail: at(toSlot) }
+}
+
+/**
+ * A workflow's calls placed in range, as rows of call_rollups' shape: the whole slots' rollups, the ended
+ * calls of the partial slots at the ends (calls_workflow_started_idx), and the calls still in progress
+ * (outcome null, never rolled up: calls_in_progress_idx).
+ */
+const slotRows = (sql: Sql, workflowId: number, p: SlotPlan) => {
+  const callRows = (where: ReturnType<Sql>) => sql`
+    select floor(extract(epoch from c.started_at) / ${SLOT_SECONDS})::int as slot,
+      left(c.phone_e164, ${ZONE_PREFIX_CHARS}) as prefix, c.outcome, analytics_sample(c.phone_e164) as sample,
+      1 as calls, (c.answered_at is not null)::int as connects, coalesce(c.cost_minor, 0) as cost_minor,
+      case when c.answered_at is not null then coalesce(ca.charged_minor, 0) else 0 end as analysis_minor
+    from calls c left join call_analyses ca on ca.call_id = c.id
+    where c.workflow_id = ${workflowId} and ${where}`
+  return sql`
+    select slot, prefix, outcome, sample, calls, connects, cost_minor, analysis_minor from call_rollups
+    where workflow_id = ${workflowId} and slot >= ${p.fromSlot} and slot < ${p.toSlot}
+    union all ${callRows(sql`c.outcome is not null and c.started_at >= ${p.from} and c.started_at < ${p.head}`)}
+    union all ${callRows(sql`c.outcome is not null and c.started_at >= ${p.tail} and c.started_at < ${p.to}`)}
+    union all ${callRows(sql`c.outcome is null and c.started_at >= ${p.from} and c.started_at < ${p.to}`)}`
+}
+
+/**
+ * The audience, and the targets with a call placed in range at each step, as far as their first and last
+ * such calls tell (analytics_targets): one of them in range is a call in range; a target whose calls at a
+ * step all lie before the range or after it has none. A target with such calls before and after the range
+ * (and none of the two in it) is not counted: exact for any range that ends after the workflow's latest
+ * call (the default, up to now) or starts before its first.
+ */
+export const funnel = async (sql: Sql, workflowId: number, r: Range) => {
+  const inRange = (step: string) => {
+    const first = sql(`first_${step}_at`)
+    const last = sql(`last_${step}_at`)
+    return sql`(${first} >= ${r.from} and ${first} < ${r.to} or ${last} >= ${r.from} and ${last} < ${r.to})`
+  }
+  const [row] = await sql<
+    [{ targets: number; dialed: number; answered: number; human: number; talked: number; agreed: number }]
+  >`
+    select (select count(*)::int from audience_targets where workflow_id = ${workflowId}) as targets,
+      count(*)::int as dialed, count(*) filter (where ${inRange("answered")})::int as answered,
+      count(*) filter (where ${inRange("human")})::int as human,
+      count(*) filter (where ${inRange("talked")})::int as talked,
+      count(*) filter (where ${inRange("agreed")})::int as agreed
+    from analytics_targets
+    where workflow_id = ${workflowId} and first_dialed_at < ${r.to} and last_dialed_at >= ${r.from}
+      and ${inRange("dialed")}`
+  return row
+}
+
+const DAY_SLOTS = 86_400 / SLOT_SECONDS
+
+export interface DayRow extends DayOutcomeRow {
+  readonly cost_minor: string
+  readonly analysis_minor: string
+}
+
+/** Calls per UTC day and outcome (null: not ended yet), with their settled cost and analyses' charges. */
+export const daysOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
+  sql<DayRow[]>`
+    select to_char(to_timestamp(d::float8 * 86400) at time zone 'UTC', 'YYYY-MM-DD') as day, outcome, calls,
+      cost_minor, analysis_minor
+    from (
+      select slot / ${DAY_SLOTS} as d, outcome, sum(calls)::int as calls, sum(cost_minor)::bigint as cost_minor,
+        sum(analysis_minor)::bigint as analysis_minor
+      from (${slotRows(sql, workflowId, p)}) x
+      group by 1, 2
+    ) y`
+
+/**
+ * Dials and connects per 15-minute slot and masked number (its prefix and length: a prefix may come in two
+ * lengths, each a row of its own), to find the zone by.
+ */
+export const prefixesOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
+  sql<HourPrefixRow[]>`
+    select (slot::float8 * ${SLOT_SECONDS}) as slot, sample as phone, sum(calls)::int as dials,
+      sum(connects)::int as connects
+    from (${slotRows(sql, workflowId, p)}) x
+    group by x.slot, sample`

@@ -92,33 +92,34 @@ export const workflowAnalytics = (
     const range = yield* rangeOf(q, (yield* Clock).now())
     const w = yield* Effect.promise(() => repo.workflowOfTenant(sql, tenantId, workflowId))
     if (w === undefined) return yield* Effect.fail(new NotFound({ message: `workflow ${workflowId} not found` }))
-    // Five independent reads, each on a connection of its own where the pool has them.
-    const [d, a, days, slots, latency] = yield* Effect.promise(() =>
+    // Four independent reads, each on a connection of its own where the pool has them.
+    const plan = repo.slotPlan(range)
+    const [f, days, slots, latency] = yield* Effect.promise(() =>
       Promise.all([
-        repo.dialed(sql, workflowId, range),
-        repo.answered(sql, workflowId, range),
-        repo.outcomesPerDay(sql, workflowId, range),
-        repo.dialsPerSlotAndPrefix(sql, workflowId, range),
+        repo.funnel(sql, workflowId, range),
+        repo.daysOfSlots(sql, workflowId, plan),
+        repo.prefixesOfSlots(sql, workflowId, plan),
         repo.replyLatency(sql, workflowId, range),
       ]),
     )
+    const spend = days.reduce((sum, d) => sum + Number(d.cost_minor) + Number(d.analysis_minor), 0)
     return {
       workflow_id: workflowId,
       from: range.from.toISOString(),
       to: range.to.toISOString(),
       funnel: {
-        targets: d.targets,
-        dialed: d.dialed,
-        answered: a.answered,
-        human: a.human,
-        voicemail: a.answered - a.human,
-        talked_30s: a.talked,
-        agreed: a.agreed,
+        targets: f.targets,
+        dialed: f.dialed,
+        answered: f.answered,
+        human: f.human,
+        voicemail: f.answered - f.human,
+        talked_30s: f.talked,
+        agreed: f.agreed,
       },
       outcomes_over_time: perDay(range, days),
       hour_of_day: hourOfDay(slots),
       latency: { n: latency.n, p50: latency.p50, p90: latency.p90, p99: latency.p99 },
-      spend_minor: Number(d.call_cost_minor) + Number(a.analysis_cost_minor),
+      spend_minor: spend,
       currency: w.currency,
     }
   })

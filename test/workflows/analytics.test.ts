@@ -1,9 +1,11 @@
 // GET /api/workflows/{id}/analytics on a small seeded campaign with exact figures: the funnel, the
 // outcomes per UTC day, the weekday × hour grid in the callee's local time (a +05:30 zone and two US
-// zones), reply latency percentiles, spend; another workspace's workflow 404, bad ranges 422, empty.
+// zones), reply latency percentiles, spend; another workspace's workflow 404, bad ranges 422, empty; and the
+// rollups (migration 0057) against the calls themselves through inserts, updates, an erasure and deletes.
 
 import { beforeAll, describe, expect, it } from "vitest"
 import { AnalyticsBody } from "../../api/routes/workflows.analytics.js"
+import { direct } from "../../src/analytics/analytics.repo.js"
 import { api, type Session } from "../support/clients.js"
 import { sharedTestServer, type TestServer } from "../support/harness.js"
 
@@ -281,5 +283,143 @@ describe("GET /api/workflows/{id}/analytics", () => {
     expect((body.hour_of_day.dials as number[][]).flat().every((n) => n === 0)).toBe(true)
     expect(body.latency).toEqual({ n: 0, p50: null, p90: null, p99: null })
     expect(body.spend_minor).toBe(0)
+  })
+})
+
+describe("the rollups follow the calls", () => {
+  // Both ends inside a 15-minute slot: the partial slots are read from calls, the whole ones from rollups.
+  const from = "2026-03-10T08:07:00Z"
+  const to = "2026-03-11T23:55:00Z"
+  let s: Awaited<ReturnType<typeof seedWorkflow>>
+  const calls: number[] = []
+
+  /** The API's figures, and the same figures computed from the calls by the pre-rollup queries. */
+  async function compare() {
+    const { status, body } = await get(`/api/workflows/${s.workflowId}/analytics?from=${from}&to=${to}`, owner)
+    expect(status, JSON.stringify(body)).toBe(200)
+    const r = { from: new Date(from), to: new Date(to) }
+    const [d, a, days, slots] = await Promise.all([
+      direct.dialed(srv.sql, s.workflowId, r),
+      direct.answered(srv.sql, s.workflowId, r),
+      direct.outcomesPerDay(srv.sql, s.workflowId, r),
+      direct.dialsPerSlotAndPrefix(srv.sql, s.workflowId, r),
+    ])
+    // The range ends after every call, where the per-target funnel is exact.
+    expect(body.funnel).toEqual({
+      targets: d.targets,
+      dialed: d.dialed,
+      answered: a.answered,
+      human: a.human,
+      voicemail: a.answered - a.human,
+      talked_30s: a.talked,
+      agreed: a.agreed,
+    })
+    const outcomes: Record<string, Record<string, number>> = {}
+    for (const x of days) outcomes[x.day] = { ...outcomes[x.day], [x.outcome ?? "in_progress"]: x.calls }
+    expect(
+      Object.fromEntries(
+        (body.outcomes_over_time as Json[]).filter((x) => x.total > 0).map((x) => [x.day, x.outcomes]),
+      ),
+    ).toEqual(outcomes)
+    expect(body.spend_minor).toBe(Number(d.call_cost_minor) + Number(a.analysis_cost_minor))
+    const sum = (g: number[][]) => g.flat().reduce((x, y) => x + y, 0)
+    expect(sum(body.hour_of_day.dials)).toBe(slots.reduce((x, y) => x + y.dials, 0))
+    expect(sum(body.hour_of_day.connects)).toBe(slots.reduce((x, y) => x + y.connects, 0))
+    return body
+  }
+
+  beforeAll(async () => {
+    s = await seedWorkflow(owner.tenantId, ["+12025550201", "+12025550202", "+919876500203", "+12135550204"])
+    const at = ["2026-03-10T08:05:00Z", "2026-03-10T08:10:00Z", "2026-03-10T12:00:00Z", "2026-03-11T23:50:00Z"]
+    // One call a target, in progress: before the range, in its partial first slot, in a whole slot, in its
+    // partial last slot; and a second call of target 2 after the range.
+    for (const [i, t] of at.entries())
+      calls.push(
+        await seedCall(owner.tenantId, s, {
+          target: i,
+          attempt: 1,
+          at: t,
+          answered: false,
+          status: "dialing",
+          outcome: null,
+          secs: null,
+          cost: null,
+        }),
+      )
+    await seedCall(owner.tenantId, s, {
+      target: 2,
+      attempt: 2,
+      at: "2026-03-12T10:00:00Z",
+      answered: true,
+      outcome: "agreed",
+      secs: 60,
+      cost: 70,
+    })
+  })
+
+  it("counts calls in progress and their answers", async () => {
+    let body = await compare()
+    expect(body.funnel.dialed).toBe(3)
+    expect(body.outcomes_over_time[0].outcomes).toEqual({ in_progress: 2 })
+    await srv.sql`update calls set status = 'connected', answered_at = started_at where id = any(${calls})`
+    body = await compare()
+    expect(body.funnel.answered).toBe(3)
+  })
+
+  it("moves ended calls into the rollups, and follows a changed outcome", async () => {
+    const end = (id: number, outcome: string, secs: number, cost: number) =>
+      srv.sql`update calls set status = 'ended', outcome = ${outcome}, connected_seconds = ${secs}, cost_minor = ${cost}
+        where id = ${id}`
+    await end(calls[0]!, "agreed", 40, 11)
+    await end(calls[1]!, "agreed", 40, 13)
+    await end(calls[2]!, "voicemail", 10, 17)
+    await end(calls[3]!, "declined", 35, 19)
+    let body = await compare()
+    expect(body.funnel).toMatchObject({ dialed: 3, human: 2, voicemail: 1, talked_30s: 2, agreed: 1 })
+    expect(body.spend_minor).toBe(13 + 17 + 19)
+    // An agreement taken back: the target is counted again from its calls.
+    await srv.sql`update calls set outcome = 'declined', connected_seconds = 20 where id = ${calls[1]!}`
+    body = await compare()
+    expect(body.funnel).toMatchObject({ talked_30s: 1, agreed: 0 })
+    // An unrelated update changes nothing.
+    await srv.sql`update calls set owner_instance = 'elsewhere' where id = any(${calls})`
+    expect((await compare()).funnel.agreed).toBe(0)
+  })
+
+  it("follows the analyses: goal_met and charges, set, changed and deleted", async () => {
+    await srv.sql`
+      insert into call_analyses (call_id, tenant_id, run_id, status, goal_met, charged_minor, analyzed_at)
+      values (${calls[3]!}, ${owner.tenantId}, ${s.runId}, 'done', true, 7, now())`
+    let body = await compare()
+    expect(body.funnel.agreed).toBe(1)
+    expect(body.spend_minor).toBe(13 + 17 + 19 + 7)
+    await srv.sql`update call_analyses set goal_met = false, charged_minor = 9 where call_id = ${calls[3]!}`
+    body = await compare()
+    expect(body.funnel.agreed).toBe(0)
+    expect(body.spend_minor).toBe(13 + 17 + 19 + 9)
+    await srv.sql`delete from call_analyses where call_id = ${calls[3]!}`
+    expect((await compare()).spend_minor).toBe(13 + 17 + 19)
+  })
+
+  it("follows an erased number out of its zone", async () => {
+    const before = await compare()
+    // Target 2's call, 12:00 UTC on Tuesday 10 March, is 17:30 in India; an erased number has no zone (UTC).
+    expect(before.hour_of_day.dials[1][17]).toBe(1)
+    await srv.sql`update calls set phone_e164 = ${`erased:${"0".repeat(64)}`} where id = ${calls[2]!}`
+    const after = await compare()
+    expect(after.hour_of_day.dials[1][17]).toBe(0)
+    expect(after.hour_of_day.dials[1][12]).toBe(1)
+    expect(after.funnel).toEqual(before.funnel)
+  })
+
+  it("forgets deleted calls, with their analyses", async () => {
+    await srv.sql`
+      insert into call_analyses (call_id, tenant_id, run_id, status, goal_met, charged_minor, analyzed_at)
+      values (${calls[1]!}, ${owner.tenantId}, ${s.runId}, 'done', true, 5, now())`
+    expect((await compare()).funnel.agreed).toBe(1)
+    await srv.sql`delete from calls where id = any(${[calls[1]!, calls[3]!]})`
+    const body = await compare()
+    expect(body.funnel).toMatchObject({ dialed: 1, answered: 1, agreed: 0 })
+    expect(body.spend_minor).toBe(17)
   })
 })
