@@ -91,6 +91,8 @@ export const CallBody = z.object({
       "hosted speech vendors (the workspace's or the platform's) that failed this call heard as audio; the call " +
         "went on with the offline engine from then",
     ),
+  experiment_id: z.number().int().nullable().describe("the experiment the call was placed in; null outside one"),
+  arm: z.string().nullable().describe("its arm: the call's rule book, persona and voice were that arm's"),
   analysis: Analysis.nullable(),
   recording: z
     .object({

@@ -120,6 +120,7 @@ import workflowsAnalytics from "./workflows.analytics.js"
 import workflowsAudience from "./workflows.audience.js"
 import workflowsCompliance from "./workflows.compliance.js"
 import workflowsCreate from "./workflows.create.js"
+import { experimentsCreate, experimentsGet, experimentsList, experimentsPatch } from "./workflows.experiments.js"
 import workflowsGet from "./workflows.get.js"
 import workflowsList from "./workflows.list.js"
 import { previewOpeningAudio, previewOpeningCreate } from "./workflows.preview-opening.js"
@@ -164,6 +165,10 @@ export function routeTable(extra: ReadonlyArray<AnyRoute> = []): AnyRoute[] {
     workflowsRegenerate,
     workflowsCompliance,
     workflowRetire,
+    experimentsCreate,
+    experimentsList,
+    experimentsGet,
+    experimentsPatch,
     workflowDelete,
     workflowsRuns,
     workflowRun,

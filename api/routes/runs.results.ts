@@ -54,6 +54,10 @@ export const ResultsBody = z.object({
         .int()
         .nullable()
         .describe("the target's latest call (GET /api/calls/{id}: transcript, analysis); null before the first dial"),
+      arm: z
+        .string()
+        .nullable()
+        .describe("the experiment arm the target's calls were placed in (its latest call's); null outside one"),
       fields: z.record(z.string(), z.unknown()).describe("every field of `fields`, null where the call did not say"),
     }),
   ),

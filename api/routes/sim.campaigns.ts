@@ -122,6 +122,13 @@ const Campaign = z.object({
     .nullable(),
   pending_questions: z.number().int(),
   forecast: Forecast,
+  experiment: z
+    .unknown()
+    .nullable()
+    .describe(
+      "the experiment rehearsed (experiment_id): its copy on the rehearsal's calls, as GET " +
+        "/api/workflows/{id}/experiments/{experimentId} shows one, with its readout; null: none",
+    ),
   turns_stream: z.string(),
   charged_minor: z.literal(0).describe("a rehearsal is free: nothing is reserved or charged from the wallet"),
   free: z.literal(true),
@@ -175,6 +182,12 @@ const StartBody = z.object({
     .max(MAX_SEED, `must be at most ${MAX_SEED}`)
     .optional()
     .describe("the same seed, size and mix draw the same callees (default: random, returned)"),
+  experiment_id: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("rehearse one of the workflow's experiments: its arms and seed deal the simulated callees"),
   time_scale: z
     .number({ error: "must be a number" })
     .min(0, "must be at least 0")

@@ -57,7 +57,7 @@ export async function endAttempt(s: RunScope, callId: number, live: LiveCall, ou
     const seconds =
       live.answeredAtMs === null
         ? 0
-        : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
+        : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, live.variant.ruleBook.max_call_seconds)
     // Idempotent (the call ends once): Postgres out of reach is waited out, or the target stays in progress.
     // Grouped with the other attempts ending now (runtime/actors/settlements.ts).
     const end: AttemptEnd = {

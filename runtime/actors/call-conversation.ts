@@ -26,14 +26,14 @@ export async function converseOn(
     return
   }
   // Each call takes the run's rules as they are when it is answered: a change reaches the next call.
-  const who = { name: live.name, agentName: s.agentName, company: s.company }
+  const who = { name: live.name, agentName: live.variant.agentName, company: s.company }
   const rules = prepareCallRules(await s.agentRules(), who)
   const result = await converse({
     leg,
     llm: s.deps.llm,
-    ruleBook: s.ruleBook,
+    ruleBook: live.variant.ruleBook,
     callee: { name: live.name },
-    agentName: s.agentName,
+    agentName: live.variant.agentName,
     company: s.company,
     rules,
     answeredBy,

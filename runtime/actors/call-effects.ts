@@ -25,6 +25,7 @@ import { endAttempt } from "./attempt-end.js"
 import { converseOn } from "./call-conversation.js"
 import type { Attempt } from "./dialer.js"
 import { reportingHangups } from "./hangups.js"
+import type { CallVariant } from "./run-experiment.js"
 import { billedSeconds, type CallActor, type LiveCall, type RunScope, realHoldMs } from "./run-scope.js"
 
 type ProvidedCallMachine = ReturnType<typeof callMachine.provide>
@@ -169,9 +170,9 @@ export class CallEffects {
                   {
                     tenantId: input.tenantId,
                     callId: input.callId,
-                    listening: s.ruleBook.listening,
+                    listening: live.variant.ruleBook.listening,
                     speech: s.speech,
-                    record: s.records,
+                    record: live.variant.records,
                     providerFailed: (f) =>
                       void calls
                         .recordProviderFailure(s.deps.sql, input.callId, { ...f, at: new Date() })
@@ -180,7 +181,7 @@ export class CallEffects {
                         ),
                   },
                   carrierLeg,
-                  s.voice,
+                  live.variant.voice,
                   leg,
                 )
               : carrierLeg
@@ -224,7 +225,7 @@ export class CallEffects {
                   Date.now() - live.answeredAtMs,
                   settings.timeScale,
                   live.turns,
-                  s.ruleBook.max_call_seconds,
+                  live.variant.ruleBook.max_call_seconds,
                 )
           // Grouped with the other calls ending now (runtime/host/call-money.ts, wired by the host): one
           // transaction per group, so a burst of endings takes one connection, not one per call.
@@ -248,7 +249,7 @@ export class CallEffects {
   }
 
   /** Starts the call actor of an attempt that began in Postgres. */
-  start(t: DueTarget, a: Attempt): void {
+  start(t: DueTarget, a: Attempt, variant: CallVariant): void {
     const s = this.scope
     const { settings, log } = s.deps
     const scale = Math.max(settings.timeScale, 0.001)
@@ -259,6 +260,7 @@ export class CallEffects {
       phone: a.phone,
       name: t.name,
       attempt: a.attempt,
+      variant,
       leg: undefined,
       answeredAtMs: null,
       reservedMinor: null,
@@ -277,11 +279,11 @@ export class CallEffects {
         targetId: a.targetId,
         phone: a.phone,
         attempt: a.attempt,
-        expectedSeconds: s.ruleBook.max_call_seconds,
-        maxCallMs: s.ruleBook.max_call_seconds * 1000 * scale,
+        expectedSeconds: variant.ruleBook.max_call_seconds,
+        maxCallMs: variant.ruleBook.max_call_seconds * 1000 * scale,
         ringTimeoutMs: settings.ringTimeoutMs * scale,
         approvalHoldMs: realHoldMs(settings),
-        voicemail: s.ruleBook.voicemail,
+        voicemail: variant.ruleBook.voicemail,
       },
     })
     ;(live as { actor: CallActor }).actor = actor

@@ -13,6 +13,7 @@ import { erasedAmong } from "../../src/erasure/suppression.js"
 import * as targets from "../../src/runs/run-targets.repo.js"
 import * as repo from "../../src/runs/runs.repo.js"
 import { callsStarted } from "../runtime.metrics.js"
+import type { CallVariant } from "./run-experiment.js"
 import type { RunScope } from "./run-scope.js"
 
 /** Targets one batch considers at most (their attempts begin in one round trip). */
@@ -31,7 +32,7 @@ export class Dialer {
 
   constructor(
     private readonly scope: RunScope,
-    private readonly startCall: (t: targets.DueTarget, a: Attempt) => void,
+    private readonly startCall: (t: targets.DueTarget, a: Attempt, variant: CallVariant) => void,
   ) {}
 
   poke(): void {
@@ -131,7 +132,7 @@ export class Dialer {
             due.map((t) => t.phone_e164),
           ),
         )
-    const picked: Array<{ t: targets.DueTarget; decision: DecisionEntry }> = []
+    const picked: Array<{ t: targets.DueTarget; decision: DecisionEntry; variant: CallVariant }> = []
     let waitMs: number | undefined
     for (const t of due) {
       if (!this.dialing) break
@@ -155,13 +156,15 @@ export class Dialer {
           break
         }
       }
-      const expected = s.ruleBook.max_call_seconds
+      // The target's experiment arm, if its workflow runs one: a seeded hash, so its retries keep it.
+      const variant = s.variantFor(Number(t.target_id))
       const decision = Decision.dial(t.target_id, now, reason, {
         zones,
-        expected_seconds: expected,
+        expected_seconds: variant.ruleBook.max_call_seconds,
         ...(s.simulation && { simulated: true }),
+        ...(variant.arm !== undefined && { experiment_id: variant.arm.experimentId, arm: variant.arm.arm }),
       })
-      picked.push({ t, decision })
+      picked.push({ t, decision, variant })
     }
     if (picked.length === 0) return waitMs
     if (!s.run.getSnapshot().can({ type: "CALL_STARTED" })) {
@@ -182,7 +185,7 @@ export class Dialer {
           slotLeaseMs: settings.leaseMs,
           recordContact: !s.simulation,
         },
-        picked.map((p) => ({ runTargetId: p.t.id, decision: p.decision })),
+        picked.map((p) => ({ runTargetId: p.t.id, decision: p.decision, arm: p.variant.arm })),
       )
       .catch((e: unknown) => {
         for (let i = 0; i < picked.length; i++) slots.leave(keys)
@@ -203,7 +206,7 @@ export class Dialer {
         continue
       }
       s.run.send({ type: "CALL_STARTED" })
-      this.startCall(picked[i]!.t, attempt)
+      this.startCall(picked[i]!.t, attempt, picked[i]!.variant)
       callsStarted.inc()
       // Let timers and I/O in between starts: a whole batch of call actors at once would block the loop.
       if (i % START_SLICE === START_SLICE - 1) await new Promise<void>((r) => setImmediate(r))

@@ -27,6 +27,7 @@ import { RunApprovals } from "./approvals.js"
 import { CallEffects } from "./call-effects.js"
 import { Dialer } from "./dialer.js"
 import { RunPersistence } from "./persistence.js"
+import { type CallVariant, loadRunExperiment, type RunExperiment, variantFor } from "./run-experiment.js"
 import { RunRules } from "./run-rules.js"
 import type { DriverDeps, LiveCall, RunScope } from "./run-scope.js"
 import { endCallsAtShutdown } from "./shutdown.js"
@@ -59,6 +60,9 @@ export class RunDriver implements RunScope {
   readonly records: boolean
   /** Whose knowledge-base rules the run follows: a simulation's are those of the workflow it rehearses. */
   readonly rulesWorkflowId: number
+  /** The workflow's running experiment, as the run's calls follow it (reloaded when it changes). */
+  private experiment: RunExperiment | undefined
+  private readonly demo: boolean
   private readonly approvals: RunApprovals
   private readonly effects: CallEffects
   private readonly dialer: Dialer
@@ -88,11 +92,12 @@ export class RunDriver implements RunScope {
     this.voice = (findVoice(this.ruleBook.persona) ?? VOICES[0]!).speech
     this.simulation = setup.kind === "rehearsal"
     // A public demo's callee is nobody's contact: nothing of it is kept.
-    this.records = setup.kind !== "demo" && recordsCalls(this.ruleBook)
+    this.demo = setup.kind === "demo"
+    this.records = !this.demo && recordsCalls(this.ruleBook)
     this.rulesWorkflowId = setup.simulation_of ?? claim.workflow_id
     this.approvals = new RunApprovals(this)
     this.effects = new CallEffects(this, (live, req) => this.approvals.request(live, req))
-    this.dialer = new Dialer(this, (t, a) => this.effects.start(t, a))
+    this.dialer = new Dialer(this, (t, a, v) => this.effects.start(t, a, v))
     this.persistence = new RunPersistence(this)
     this.rules = new RunRules(deps.sql, deps.log, {
       runId: this.runId,
@@ -152,7 +157,40 @@ export class RunDriver implements RunScope {
           this.deps.log.warn({ err, run_id: this.runId }, "could not load the hosted speech vendors: offline engines")
           return undefined
         })
+    await this.reloadExperiment()
     this.loop = this.dialLoop()
+  }
+
+  /** The run's own variant: its rule book, voice and agent, outside any experiment. */
+  private base(): CallVariant {
+    return {
+      ruleBook: this.ruleBook,
+      voice: this.voice,
+      agentName: this.agentName,
+      records: this.records,
+      arm: undefined,
+    }
+  }
+
+  /**
+   * Loads the workflow's running experiment (none: the run's own variant for every call). A failure
+   * keeps what was loaded before and is logged: calls go on.
+   */
+  async reloadExperiment(): Promise<void> {
+    try {
+      this.experiment = await loadRunExperiment(this.deps.sql, this.tenantId, this.workflowId, this.base(), this.demo)
+    } catch (err) {
+      this.deps.log.warn({ err, run_id: this.runId }, "could not load the workflow's experiment")
+    }
+  }
+
+  /** The workflow's experiment changed (a bus message): the run's next calls follow it. */
+  experimentChanged(): void {
+    if (!this.stopped) void this.reloadExperiment()
+  }
+
+  variantFor(targetId: number): CallVariant {
+    return variantFor(this.experiment, this.base(), targetId)
   }
 
   /** The dial loop; Postgres out of reach is waited out (docs/operations.md), anything else fails the run. */

@@ -19,6 +19,7 @@ import type { RuleBook } from "../../src/workflows/rulebook.schema.js"
 import type { Schedule } from "../../src/workflows/workflow.schema.js"
 import type { HostedSpeech } from "../voice/hosted-speech.js"
 import type { VoiceRuntime } from "../voice/voice-runtime.js"
+import type { CallVariant } from "./run-experiment.js"
 import type { TurnSink } from "./turns.js"
 
 /** What the dialer needs from the process that hosts it. */
@@ -93,6 +94,8 @@ export interface LiveCall {
   /** The callee's name from the audience, for the agent to greet them by. */
   readonly name: string | null
   readonly attempt: number
+  /** What the call follows: the run's rule book, voice and agent, or its experiment arm's. */
+  readonly variant: CallVariant
   leg: CallLeg | undefined
   answeredAtMs: number | null
   reservedMinor: number | null
@@ -141,6 +144,8 @@ export interface RunScope {
    * waits for a reload in flight, so a call that starts after a change was announced follows it.
    */
   agentRules(): Promise<ReadonlyArray<AgentRule>>
+  /** What a target's call follows: its experiment arm's variant, else the run's. */
+  variantFor(targetId: number): CallVariant
   /** Wakes the dial loop. */
   poke(): void
   /** Stops everything here without writing anything more. */

@@ -62,7 +62,7 @@ export async function endCallsAtShutdown(s: RunScope): Promise<void> {
     const seconds =
       live.answeredAtMs === null
         ? 0
-        : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, s.ruleBook.max_call_seconds)
+        : billedSeconds(now - live.answeredAtMs, settings.timeScale, live.turns, live.variant.ruleBook.max_call_seconds)
     // Grouped with the other calls ending now; Postgres out of reach is waited out within the budget.
     const settled = await money.settle(`call:${callId}`, seconds)
     slots.leave([`tenant:${s.tenantId}`, `workflow:${s.workflowId}`])

@@ -6,6 +6,8 @@ import type { ProcessInstance } from "../../src/platform/Instance.js"
 import {
   type ApprovalDecided,
   type CallHandoffRequest,
+  EXPERIMENT_CHANGED_ANY,
+  type ExperimentChanged,
   KB_RULES_CHANGED_ANY,
   type KbRulesChanged,
   RT_APPROVAL_DECIDED,
@@ -74,6 +76,12 @@ export const listenForCommands = (d: {
         void reply.then((rep) => msg.respond(rep))
         return
       }
+    }),
+    // Every runtime process hears every experiment change (no queue group): each reloads its own runs'.
+    bus.subscribe(EXPERIMENT_CHANGED_ANY, (msg) => {
+      const c = msg.json<ExperimentChanged>()
+      for (const d of drivers.values())
+        if (d.tenantId === c.tenant_id && d.workflowId === c.workflow_id) d.experimentChanged()
     }),
     // Every runtime process hears every rule change (no queue group): each reloads its own runs'.
     bus.subscribe(KB_RULES_CHANGED_ANY, (msg) => {

@@ -33,6 +33,12 @@ const insertDecision = (tx: Tx | Sql, tenantId: number, runId: number, callId: n
   values (${tenantId}, ${runId}, ${Number(d.targetId)}, ${callId}, ${d.decision}, ${d.reason},
     ${tx.json(d.detail as never)}, ${d.costMinor}, ${new Date(d.at)})`
 
+/** The experiment arm a call is placed in (src/experiments/assignment.ts), kept on its row. */
+export interface CallArmRef {
+  readonly experimentId: number
+  readonly arm: string
+}
+
 export type AttemptRefusal = "not_owner" | "not_due" | "tenant_cap"
 
 export interface BegunAttempt {
@@ -67,16 +73,17 @@ export interface AttemptBatch {
 export const beginAttempts = async (
   sql: Sql,
   a: AttemptBatch,
-  items: ReadonlyArray<{ runTargetId: number; decision: DecisionEntry }>,
+  items: ReadonlyArray<{ runTargetId: number; decision: DecisionEntry; arm?: CallArmRef | undefined }>,
 ): Promise<Array<BegunAttempt | AttemptRefusal>> => {
   if (items.length === 0) return []
-  const decisions = items.map(({ decision: d }) => ({
+  const decisions = items.map(({ decision: d, arm }) => ({
     target_id: Number(d.targetId),
     decision: d.decision,
     reason: d.reason,
     detail: d.detail,
     cost_minor: d.costMinor,
     at: d.at,
+    ...(arm !== undefined && { experiment_id: arm.experimentId, arm: arm.arm }),
   }))
   const rows = await sql<
     {

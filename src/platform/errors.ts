@@ -75,6 +75,8 @@ export const CONFLICT_CODES = [
   "MEMBER_OF_ANOTHER_WORKSPACE",
   "OWNER_REQUIRED",
   "INVITATION_LIMIT",
+  "EXPERIMENT_RUNNING",
+  "EXPERIMENT_ENDED",
 ] as const
 export type ConflictCode = (typeof CONFLICT_CODES)[number]
 

@@ -92,6 +92,19 @@ export const kbRulesChangedSubject = (tenantId: number) => `kb.rules.${tenantId}
 /** What a runtime process subscribes to: every workspace's rule changes. */
 export const KB_RULES_CHANGED_ANY = "kb.rules.*"
 
+/**
+ * Published after a workflow's experiment began, changed (an arm stopped) or ended in Postgres: each
+ * runtime process reloads the experiment of that workflow's runs it drives, so their next calls follow it.
+ */
+export const experimentChangedSubject = (tenantId: number) => `experiments.changed.${tenantId}`
+/** What a runtime process subscribes to: every workspace's experiment changes. */
+export const EXPERIMENT_CHANGED_ANY = "experiments.changed.*"
+
+export interface ExperimentChanged {
+  readonly tenant_id: number
+  readonly workflow_id: number
+}
+
 export interface KbRulesChanged {
   readonly tenant_id: number
   /** The workflow whose rules changed; null when a workspace-wide rule did (every workflow's). */

@@ -112,6 +112,8 @@ export interface CampaignFacts {
   readonly stats: RunStats
   readonly questions: ReadonlyArray<QuestionRow>
   readonly forecast: Forecast | null
+  /** The experiment rehearsed, as the experiments' endpoints show it (null: none). */
+  readonly experiment: unknown
 }
 
 export const questionView = (q: QuestionRow) => ({
@@ -152,6 +154,7 @@ export function campaignView(c: CampaignRow, state: SimCampaignState, f: Campaig
     pending_question: f.questions.length === 0 ? null : questionView(f.questions[0]!),
     pending_questions: f.questions.length,
     forecast: f.forecast,
+    experiment: f.experiment,
     turns_stream: `/api/runs/${c.run_id}/turns/stream`,
     charged_minor: 0,
     free: true,

@@ -10,10 +10,12 @@ import type { SimCampaignEvent, SimCampaignSnapshot, SimCampaignState } from "..
 import { decideApproval } from "../approvals/approvals.service.js"
 import { insertSimulatedTargets } from "../audience/audience.repo.js"
 import type { Principal } from "../auth/principal.js"
+import { findExperiment, insertExperiment, listExperiments } from "../experiments/experiments.repo.js"
+import { experimentView } from "../experiments/experiments.service.js"
 import { AppConfig } from "../platform/AppConfig.js"
 import { Bus } from "../platform/Bus.js"
 import { Db, type Tx } from "../platform/Db.js"
-import { Conflict, NotFound, RuleBookInvalid } from "../platform/errors.js"
+import { Conflict, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import {
@@ -48,6 +50,8 @@ export interface StartInput {
   readonly batch_size?: number | undefined
   readonly seed?: number | undefined
   readonly time_scale?: number | undefined
+  /** One of the workflow's experiments to rehearse: a copy of it runs on the rehearsal's calls. */
+  readonly experiment_id?: number | undefined
 }
 
 export type Command =
@@ -115,6 +119,17 @@ export const createCampaign = (caller: Principal, input: StartInput) =>
         new RuleBookInvalid({ message: `workflow ${w.id}'s rule book is not valid`, errors: valid.errors }),
       )
 
+    const rehearsed =
+      input.experiment_id === undefined
+        ? undefined
+        : yield* Effect.promise(() => findExperiment(sql, tenantId, w.id, input.experiment_id!))
+    if (input.experiment_id !== undefined && rehearsed === undefined)
+      return yield* Effect.fail(
+        new ValidationFailed({
+          message: "experiment_id is not an experiment of this workflow",
+          errors: [{ field: "experiment_id", message: "is not an experiment of this workflow" }],
+        }),
+      )
     const size = input.size ?? DEFAULT_SIZE
     const batchSize = input.batch_size ?? DEFAULT_BATCH_SIZE
     const mix = input.mix ?? DEFAULT_SIM_MIX
@@ -132,6 +147,17 @@ export const createCampaign = (caller: Principal, input: StartInput) =>
           name: `Simulation of ${w.name}`.slice(0, 200),
         })
         await insertSimulatedTargets(tx, { tenantId, workflowId: simWorkflowId, callees })
+        // The experiment rehearsed runs on the rehearsal's own workflow: the same arms, the same seed.
+        if (rehearsed !== undefined)
+          await insertExperiment(tx, {
+            tenantId,
+            workflowId: simWorkflowId,
+            name: rehearsed.name,
+            seed: rehearsed.seed,
+            arms: rehearsed.arms,
+            userId: caller.kind === "user" ? caller.userId : null,
+            rehearses: rehearsed.id,
+          })
         const run = await insertHeldRun(tx, tenantId, simWorkflowId, ruleBookId)
         const row = await repo.insertCampaign(tx, {
           tenantId,
@@ -297,13 +323,14 @@ async function viewOf(
   capacity: DialingCapacity,
   questions?: ReadonlyArray<repo.QuestionRow>,
 ): Promise<CampaignView> {
-  const [progress, outcomes, stats, held, rehearsed, currency] = [
+  const [progress, outcomes, stats, held, rehearsed, currency, experiments] = [
     await simulationProgress(tx, c.run_id),
     await finalOutcomeCounts(tx, c.run_id),
     await repo.runStats(tx, c.run_id),
     questions ?? (await repo.heldQuestions(tx, c.run_id)),
     await findWorkflowDetail(tx, c.tenant_id, c.workflow_id),
     await repo.tenantCurrency(tx, c.tenant_id),
+    await listExperiments(tx, c.tenant_id, c.sim_workflow_id, 1),
   ]
   const sample = sampleOf(outcomes, stats)
   return campaignView(c, state, {
@@ -311,6 +338,7 @@ async function viewOf(
     outcomes,
     stats,
     questions: held,
+    experiment: experiments[0] === undefined ? null : await experimentView(tx, experiments[0]),
     forecast: forecast({
       sample,
       audience: rehearsed?.audience_count ?? 0,

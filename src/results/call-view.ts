@@ -55,5 +55,8 @@ export const callView = (c: CallRow, turns: ReadonlyArray<TurnRow>, analysis: An
   transcript_truncated: turns.length > CALL_TURNS_MAX,
   // A hosted speech vendor that failed the call: it went on with the offline engine from then.
   provider_failures: c.provider_failures,
+  // The experiment arm it was placed in (null outside one): its turns and analysis are that arm's.
+  experiment_id: c.experiment_id,
+  arm: c.arm,
   analysis: analysis === undefined ? null : analysisView(analysis),
 })

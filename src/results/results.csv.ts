@@ -20,6 +20,7 @@ export const FIXED_COLUMNS = [
   "sentiment",
   "callback_at",
   "agreed_value_minor",
+  "arm",
 ] as const
 
 /**
@@ -93,6 +94,7 @@ export const csvRows = (rows: ReadonlyArray<ResultRow>, fields: ReadonlyArray<st
         r.sentiment,
         r.callback_at,
         r.agreed_value_minor,
+        r.arm,
         ...fields.map((f) => r.fields?.[f]),
       ].map((v) => safeCell(text(v))),
     ),

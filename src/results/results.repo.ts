@@ -25,6 +25,9 @@ export interface CallRow {
   readonly ended_at: Date | null
   /** Hosted speech vendors that failed the call (migration 0051): {at, stage, provider, message}. */
   readonly provider_failures: ReadonlyArray<{ at: string; stage: string; provider: string; message: string }>
+  /** The experiment and arm the call was placed in (migration 0056); null outside an experiment. */
+  readonly experiment_id: number | null
+  readonly arm: string | null
 }
 
 /** The call, when it is the workspace's (another workspace's call is as absent as a missing one). */
@@ -32,7 +35,7 @@ export const callOfTenant = async (sql: Sql, tenantId: number, callId: number): 
   const [row] = await sql<[CallRow?]>`
     select c.id, c.run_id, c.workflow_id, c.target_id, c.attempt, c.phone_e164 as phone, au.name, c.provider,
       c.status, c.outcome, c.connected_seconds, c.reserved_minor, c.cost_minor, t.currency, c.started_at,
-      c.answered_at, c.ended_at, c.provider_failures
+      c.answered_at, c.ended_at, c.provider_failures, c.experiment_id::int, c.arm
     from calls c
     join tenants t on t.id = c.tenant_id
     left join audience_targets au on au.id = c.target_id
@@ -132,6 +135,8 @@ export interface ResultRow {
   readonly decision_effect: string | null
   /** The target's latest call (its last attempt), for GET /api/calls/{id}; null before the first dial. */
   readonly call_id: number | null
+  /** The experiment arm the target's calls were placed in (its latest call's); null outside an experiment. */
+  readonly arm: string | null
 }
 
 /**
@@ -154,7 +159,7 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
       -- a concession agreed after the call shows at once, before (or whatever) its analysis says
       coalesce(a.agreed_value_minor, case when late.late_outcome = 'agreed_after_call' then late.value_minor end)
         as agreed_value_minor,
-      a.fields, late.effect as decision_effect, s.last_call_id as call_id
+      a.fields, late.effect as decision_effect, s.last_call_id as call_id, s.arm
     from (
       select id, target_id, phone_e164, status, outcome, attempts from run_targets
       where run_id = ${runId} and tenant_id = ${tenantId} and target_id > ${afterTargetId}
@@ -165,7 +170,8 @@ export const resultsPage = (sql: Sql, tenantId: number, runId: number, afterTarg
     left join lateral (
       select sum(c.connected_seconds) as talk_seconds,
         sum(coalesce(c.cost_minor, 0) + coalesce(ca.charged_minor, 0)) as cost_minor,
-        (array_agg(c.id order by c.attempt desc, c.id desc))[1] as last_call_id
+        (array_agg(c.id order by c.attempt desc, c.id desc))[1] as last_call_id,
+        (array_agg(c.arm order by c.attempt desc, c.id desc))[1] as arm
       from calls c left join call_analyses ca on ca.call_id = c.id
       where c.run_target_id = rt.id
     ) s on true

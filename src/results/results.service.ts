@@ -112,6 +112,7 @@ const resultView = (r: repo.ResultRow, fields: ReadonlyArray<ResultField>) => ({
   agreed_value_minor: r.agreed_value_minor,
   decision_effect: r.decision_effect,
   call_id: r.call_id === null ? null : Number(r.call_id),
+  arm: r.arm,
   // Every field the rule book asks for, null where the call did not reveal it (or has no analysis).
   fields: Object.fromEntries(fields.map((f) => [f.name, r.fields?.[f.name] ?? null])),
 })

@@ -70,7 +70,7 @@ export async function listAvatars(sql: Sql, tenantId: number): Promise<ListedAva
 }
 
 /** A live (not deleted) voice: the workspace's, or with tenantId null a demo clone. */
-export async function findAvatar(sql: Sql, tenantId: number | null, id: number): Promise<AvatarRow | undefined> {
+export async function findAvatar(sql: Sql | Tx, tenantId: number | null, id: number): Promise<AvatarRow | undefined> {
   const [row] = await sql<AvatarRow[]>`
     select ${COLUMNS(sql)} from voice_avatars
     where id = ${id} and tenant_id is not distinct from ${tenantId} and deleted_at is null`

@@ -2,7 +2,7 @@
 // or a catalogue voice), as previews render it (previews.service.ts speakerOf) — the same order.
 import type { Sql } from "../platform/Db.js"
 import { clonedSpeechVoice, type SpeechVoice } from "../providers/speech/speech.interface.js"
-import { workflowVoice } from "./avatars.repo.js"
+import { findAvatar, workflowVoice } from "./avatars.repo.js"
 import { findVoice, VOICES } from "./voices.catalog.js"
 
 export async function callVoice(sql: Sql, tenantId: number, workflowId: number): Promise<SpeechVoice> {
@@ -10,4 +10,19 @@ export async function callVoice(sql: Sql, tenantId: number, workflowId: number):
   const persona = findVoice(wf?.persona ?? "") ?? VOICES[0]!
   const avatar = wf?.avatar ?? null
   return avatar === null ? persona.speech : clonedSpeechVoice(avatar.params, persona.language, avatar.provider_voice_id)
+}
+
+/**
+ * An experiment arm's voice: one of the workspace's cloned voices speaking the persona's language, else
+ * the persona's catalogue voice; undefined when the cloned voice is gone (the caller's voice speaks).
+ */
+export async function armVoice(
+  sql: Sql,
+  tenantId: number,
+  arm: { persona: string; voice: number | null },
+): Promise<SpeechVoice | undefined> {
+  const persona = findVoice(arm.persona) ?? VOICES[0]!
+  if (arm.voice === null) return persona.speech
+  const avatar = await findAvatar(sql, tenantId, arm.voice)
+  return avatar === undefined ? undefined : clonedSpeechVoice(avatar.params, persona.language, avatar.provider_voice_id)
 }

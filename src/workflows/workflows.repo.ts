@@ -51,7 +51,7 @@ export interface TenantContext {
   readonly plan_tier: string
 }
 
-export const findTenantContext = async (sql: Sql, tenantId: number): Promise<TenantContext | undefined> => {
+export const findTenantContext = async (sql: Sql | Tx, tenantId: number): Promise<TenantContext | undefined> => {
   const [row] = await sql<TenantContext[]>`select id, country, currency, plan_tier from tenants where id = ${tenantId}`
   return row
 }
@@ -222,7 +222,8 @@ export const pauseLiveWorkflow = async (tx: Tx, workflowId: number): Promise<voi
 }
 
 /** The workflow speaks as this persona (src/personas/ decides the assignment under the workflow's lock). */
-export const setWorkflowPersona = async (tx: Tx, workflowId: number, personaId: number): Promise<void> => {
+/** The workflow's assigned persona (null: none, the rule book's catalogue persona speaks). */
+export const setWorkflowPersona = async (tx: Tx, workflowId: number, personaId: number | null): Promise<void> => {
   await tx`update workflows set persona_id = ${personaId}, updated_at = now() where id = ${workflowId}`
 }
 

@@ -64,6 +64,7 @@ describe("writeResultsCsv", () => {
     agreed_value_minor: null,
     decision_effect: null,
     call_id: null,
+    arm: null,
     fields: null,
   })
 

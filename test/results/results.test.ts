@@ -190,6 +190,7 @@ describe("GET /api/runs/{run_id}/results (JSON)", () => {
       decision_effect: null,
       // The latest attempt's call, whose transcript GET /api/calls/{id} gives.
       call_id: Math.max(...c["0"]!.map((x) => x.id)),
+      arm: null,
       fields: { price: null, note: null, phone: null },
     })
     expect(c["0"]).toHaveLength(3)
@@ -277,6 +278,8 @@ describe("GET /api/runs/{run_id}/results (CSV)", () => {
       "sentiment",
       "callback_at",
       "agreed_value_minor",
+      // The experiment arm (empty outside an experiment).
+      "arm",
       "price",
       "note",
       // A field named like a fixed column keeps its own column.
@@ -382,7 +385,7 @@ describe("GET /api/runs/{run_id}/results (CSV)", () => {
       const res = await call("GET", `/api/runs/${runId}/results?format=csv`, owner.token)
       expect(res.status).toBe(200)
       const header = parseCsv(res.text)[0]!
-      expect(header.slice(15)).toEqual(["field_field_field_phone", "field_phone", "field_field_phone", "field_status"])
+      expect(header.slice(16)).toEqual(["field_field_field_phone", "field_phone", "field_field_phone", "field_status"])
       expect(new Set(header).size).toBe(header.length)
     } finally {
       await srv.sql`update rule_books set body = ${srv.sql.json(run.body)} where id = ${run.rule_book_id}`
