@@ -1,14 +1,18 @@
 // bench/analytics: GET /api/workflows/{id}/analytics over a campaign of 1,000,000 calls (30 days, four
 // zone prefixes, 40% answered with analyses, sampled audio turns) through a real api process on real
-// PostgreSQL, in p50/p95 ms against GET /api/workflows/{id} (one indexed row) in the same run.
+// PostgreSQL, against GET /api/workflows/{id} and against the direct reads of calls the rollups replaced
+// (migration 0057), in the same run; and what the rollups' triggers cost the writes of calls.
 import { request } from "node:http"
 import { loadavg } from "node:os"
 import * as repo from "../src/analytics/analytics.repo.js"
+import type { Sql } from "../src/platform/Db.js"
 import { machine, record, withBenchServer } from "./lib.js"
 
 const CALLS = Number(process.env.BENCH_ANALYTICS_CALLS ?? 1_000_000)
 const TARGETS = Math.max(1, Math.floor(CALLS / 5))
 const ROUNDS = 15
+const OLD_ROUNDS = 3
+const DAY_MS = 86_400_000
 
 const START = performance.now()
 const step = (what: string) => process.stdout.write(`  ${((performance.now() - START) / 1000).toFixed(1)} s: ${what}\n`)
@@ -56,8 +60,11 @@ export async function benchAnalytics(): Promise<void> {
       select ${t}, ${runId}, id, phone_e164, 'done', 5 from audience_targets where workflow_id = ${wid}`
     step(`seeded ${TARGETS} targets`)
     // Five attempts per target, spread over the last 30 days; no ended_at, so the server's analysis
-    // sweep leaves them be. 40% answered, of which a quarter reach a voicemail.
-    await sql`
+    // sweep leaves them be. 40% answered, of which a quarter reach a voicemail. Through the triggers, an
+    // attempt a statement.
+    const seed0 = performance.now()
+    for (let a = 1; a <= 5; a++)
+      await sql`
       insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
         owner_instance, status, outcome, connected_seconds, cost_minor, started_at, answered_at)
       select ${t}, ${runId}, ${wid}, rt.id, rt.target_id, a, rt.phone_e164, 'sim', 'bench', 'ended',
@@ -65,11 +72,12 @@ export async function benchAnalytics(): Promise<void> {
           when h % 10 = 0 then 'voicemail' else (array['agreed', 'declined', 'callee_hung_up'])[1 + h % 3] end,
         case when h % 10 < 4 then h % 120 end, 10 + h % 200, ts, case when h % 10 < 4 then ts end
       from run_targets rt
-      cross join generate_series(1, 5) a
+      cross join (select ${a}::int as a) aa
       cross join lateral (select abs(hashint8(rt.id * 8 + a)) as h) hh
       cross join lateral (select now() - (h % (29 * 86400)) * interval '1 second' as ts) tt
       where rt.run_id = ${runId}`
-    step(`seeded ${CALLS} calls`)
+    const seedCallsMs = performance.now() - seed0
+    step(`seeded ${CALLS} calls in ${(seedCallsMs / 1000).toFixed(1)} s`)
     await sql`
       insert into call_analyses (call_id, tenant_id, run_id, status, goal_met, charged_minor, analyzed_at)
       select id, ${t}, ${runId}, 'done', id % 3 = 0, 2, now() from calls
@@ -82,9 +90,19 @@ export async function benchAnalytics(): Promise<void> {
         case when k % 2 = 0 then jsonb_build_object('total', 300 + abs(hashint8(c.id * 16 + k)) % 1200) end
       from calls c cross join generate_series(1, 12) k
       where c.workflow_id = ${wid} and c.answered_at is not null and c.id % 20 = 0`
+    // A few calls still in flight (outcome null: read from calls, not rolled up), in the last ten minutes.
+    await sql`
+      insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+        owner_instance, status, started_at)
+      select ${t}, ${runId}, ${wid}, rt.id, rt.target_id, 6, rt.phone_e164, 'sim', 'bench', 'dialing',
+        now() - (rt.id % 600) * interval '1 second'
+      from run_targets rt where rt.run_id = ${runId} order by rt.id limit 300`
     await sql`vacuum analyze calls`
     await sql`vacuum analyze call_analyses`
     await sql`vacuum analyze turns`
+    // The rollups' rows were each rewritten a few times by the seeding; autovacuum would get to them.
+    await sql`vacuum analyze call_rollups`
+    await sql`vacuum analyze analytics_targets`
     await sql`analyze`
     const [counts] = await sql<[{ calls: number; turns: number; analyses: number }]>`
       select (select count(*)::int from calls) as calls, (select count(*)::int from turns) as turns,
@@ -92,52 +110,257 @@ export async function benchAnalytics(): Promise<void> {
     step(`seeded and vacuumed: ${JSON.stringify(counts)}`)
 
     const base = await series(`${url}/api/workflows/${wid}`, token)
-    const day = await series(
-      `${url}/api/workflows/${wid}/analytics?from=${new Date(Date.now() - 86_400_000).toISOString()}`,
-      token,
-    )
-    const full = await series(`${url}/api/workflows/${wid}/analytics`, token)
-    // Each read of the query path alone, one after another on one connection: where the time goes.
-    const range = { from: new Date(Date.now() - 30 * 86_400_000), to: new Date() }
-    const reads: Record<string, () => Promise<unknown>> = {
-      dialed: () => repo.dialed(sql, wid, range),
-      answered: () => repo.answered(sql, wid, range),
-      outcomesPerDay: () => repo.outcomesPerDay(sql, wid, range),
-      dialsPerSlotAndPrefix: () => repo.dialsPerSlotAndPrefix(sql, wid, range),
-      replyLatency: () => repo.replyLatency(sql, wid, range),
+    const now = Date.now()
+    const ranges = [
+      { name: "24 hours", from: new Date(now - DAY_MS), calls: "~34,000 calls" },
+      { name: "30 days", from: new Date(now - 30 * DAY_MS), calls: `all ${CALLS.toLocaleString("en")} calls` },
+      { name: "400 days", from: new Date(now - 400 * DAY_MS), calls: "the same calls, 400 days of slots" },
+    ]
+    // The old path: the five direct reads of calls in parallel on the pool, as the service made them before
+    // migration 0057; the new path's four reads the same way, so the ratio is the database's alone.
+    const oldReads = (r: repo.Range) =>
+      Promise.all([
+        repo.direct.dialed(sql, wid, r),
+        repo.direct.answered(sql, wid, r),
+        repo.direct.outcomesPerDay(sql, wid, r),
+        repo.direct.dialsPerSlotAndPrefix(sql, wid, r),
+        repo.replyLatency(sql, wid, r),
+      ])
+    const newReads = (r: repo.Range) => {
+      const p = repo.slotPlan(r)
+      return Promise.all([
+        repo.funnel(sql, wid, r),
+        repo.daysOfSlots(sql, wid, p),
+        repo.prefixesOfSlots(sql, wid, p),
+        repo.replyLatency(sql, wid, r),
+      ])
     }
-    const perRead: string[] = []
-    for (const [name, read] of Object.entries(reads)) {
+    const timed = async (f: () => Promise<unknown>, rounds: number) => {
+      await f()
       const ms: number[] = []
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < rounds; i++) {
         const t0 = performance.now()
-        await read()
-        if (i > 0) ms.push(performance.now() - t0)
+        await f()
+        ms.push(performance.now() - t0)
       }
-      perRead.push(`${name} ${pct(ms, 0.5).toFixed(0)} ms`)
+      return { p50: pct(ms, 0.5), p95: pct(ms, 0.95) }
     }
-    process.stdout.write(`reads alone (median of 3, 30 days): ${perRead.join(", ")}\n`)
+    const rows: string[] = []
+    for (const g of ranges) {
+      const r = { from: g.from, to: new Date(now) }
+      const http = await series(
+        `${url}/api/workflows/${wid}/analytics?from=${g.from.toISOString()}&to=${new Date(now).toISOString()}`,
+        token,
+      )
+      const fresh = await timed(() => newReads(r), ROUNDS)
+      const old = await timed(() => oldReads(r), OLD_ROUNDS)
+      step(`${g.name}: http ${http.p50.toFixed(0)} ms, reads ${fresh.p50.toFixed(0)} ms, old ${old.p50.toFixed(0)} ms`)
+      const f = (x: number) => x.toFixed(1)
+      rows.push(
+        `| ${g.name} (${g.calls}) | ${f(http.p50)} / ${f(http.p95)} | ${f(fresh.p50)} / ${f(fresh.p95)} | ` +
+          `${f(old.p50)} / ${f(old.p95)} | ${(old.p50 / fresh.p50).toFixed(0)}× |`,
+      )
+    }
+    // Where the old path's 24 hours went.
+    const dayRange = { from: new Date(now - DAY_MS), to: new Date(now) }
+    const explain = async (name: string, q: string, params: unknown[]) => {
+      const plan = await sql.unsafe(`explain (analyze, buffers) ${q}`, params as never[])
+      process.stdout.write(`-- ${name}\n${plan.map((p) => p["QUERY PLAN"]).join("\n")}\n`)
+    }
+    const old24 = [
+      ["dialed", repo.direct.dialed],
+      ["answered", repo.direct.answered],
+      ["outcomesPerDay", repo.direct.outcomesPerDay],
+      ["dialsPerSlotAndPrefix", repo.direct.dialsPerSlotAndPrefix],
+      ["replyLatency", repo.replyLatency],
+    ] as const
+    const perRead: string[] = []
+    for (const [name, read] of old24) {
+      const t0 = performance.now()
+      await read(sql, wid, dayRange)
+      perRead.push(`${name} ${(performance.now() - t0).toFixed(0)} ms`)
+    }
+    process.stdout.write(`old reads alone, 24 hours: ${perRead.join(", ")}\n`)
+    if (process.env.BENCH_ANALYTICS_EXPLAIN === "1") {
+      await explain(
+        "old dialed, 24 hours",
+        `select (select count(*)::int from audience_targets where workflow_id = $1) as targets,
+          count(distinct target_id)::int, coalesce(sum(cost_minor), 0)::bigint from calls
+          where workflow_id = $1 and started_at >= $2 and started_at < $3`,
+        [wid, dayRange.from, dayRange.to],
+      )
+      await explain(
+        "reply latency, 24 hours",
+        `select count(*) from runs ru join turns t on t.run_id = ru.id where ru.workflow_id = $1 and t.at >= $2
+          and t.at < $3 and t.latency_ms is not null and t.speaker = 'agent'`,
+        [wid, dayRange.from, dayRange.to],
+      )
+    }
+    const [sizes] = await sql<[{ rollups: number; targets: number }]>`
+      select (select count(*)::int from call_rollups where workflow_id = ${wid}) as rollups,
+        (select count(*)::int from analytics_targets where workflow_id = ${wid}) as targets`
+    const writes = await writeCost(sql, t)
     const load = loadavg()
       .map((x) => x.toFixed(2))
       .join(" / ")
-    const row = (what: string, r: { p50: number; p95: number }) =>
-      `| ${what} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${(r.p50 / base.p50).toFixed(1)} |`
     const table =
-      `| request (${ROUNDS} in a row after a warm-up) | p50 ms | p95 ms | p50 ratio |\n|---|---|---|---|\n` +
-      `${row("`GET /api/workflows/{id}` (baseline: one indexed row)", base)}\n` +
-      `${row("`GET /api/workflows/{id}/analytics?from=<24 h ago>` (~34,000 calls)", day)}\n` +
-      `${row(`\`GET /api/workflows/{id}/analytics\` (30 days: all ${CALLS.toLocaleString("en")} calls)`, full)}\n`
-    process.stdout.write(`${table}load ${load}\n`)
+      `| range | HTTP p50 / p95 ms | new reads p50 / p95 ms | old reads p50 / p95 ms | old ÷ new |\n` +
+      `|---|---|---|---|---|\n${rows.join("\n")}\n`
+    process.stdout.write(
+      `${table}baseline GET /api/workflows/{id}: ${base.p50.toFixed(1)} ms\n${writes}\nload ${load}\n`,
+    )
     record(
       "analytics",
-      `## analytics\n\n${machine()}, PostgreSQL ${pgVersion}, one --role all process; load average ` +
-        `(1/5/15 min) at the end: ${load}. One workflow of ${TARGETS.toLocaleString("en")} targets and ` +
-        `${counts.calls.toLocaleString("en")} calls over 30 days (${counts.analyses.toLocaleString("en")} ` +
-        `analyses, ${counts.turns.toLocaleString("en")} turns), vacuumed (index-only scans need the visibility map).` +
-        `\n\n${table}\nFive reads in parallel on the pool's connections, each one range of ` +
-        `calls_workflow_started_idx (covering) or turns_latency_idx (migration 0055); the local-time grid is ` +
-        `grouped in SQL by 15-minute slot and number prefix and shifted in Node. Each read alone over the 30 ` +
-        `days (median of 3, one connection): ${perRead.join(", ")}.`,
+      `## analytics\n\n${machine()}, PostgreSQL ${pgVersion}, one --role all process; not alone on the machine ` +
+        `(other sessions' work ran beside it), load average (1/5/15 min) at the end: ${load}. One workflow of ` +
+        `${TARGETS.toLocaleString("en")} targets and ${counts.calls.toLocaleString("en")} calls over 30 days ` +
+        `(${counts.analyses.toLocaleString("en")} analyses, ${counts.turns.toLocaleString("en")} turns), seeded ` +
+        `through the triggers in ${(seedCallsMs / 1000).toFixed(1)} s (an attempt, ${TARGETS.toLocaleString("en")} ` +
+        `calls, a statement): ${sizes.rollups.toLocaleString("en")} rollup rows, ` +
+        `${sizes.targets.toLocaleString("en")} target rows.\n\n` +
+        `HTTP: ${ROUNDS} requests in a row after a warm-up (\`GET /api/workflows/{id}\`, one indexed row, ` +
+        `${base.p50.toFixed(1)} ms p50 in the same run). Reads: the service's reads in parallel on the bench's ` +
+        `pool, new (rollups, migration 0057) ${ROUNDS} times and old (the direct reads of calls of migration ` +
+        `0055) ${OLD_ROUNDS} times.\n\n${table}\nOld reads alone over 24 hours: ${perRead.join(", ")}.\n\n` +
+        `${writes}\n\n${NOTES}`,
     )
   })
+}
+
+/** Read with the figures (kept by every run: what one run cannot show). */
+const NOTES =
+  "Where the time goes (EXPLAIN ANALYZE, same data): the old 24 hours were a bitmap heap scan visiting one heap " +
+  "page per call (16,873 pages for 34,907 calls: calls_workflow_started_idx does not cover) plus the audience " +
+  "count, a seq scan of audience_targets (80 of its 178 ms); not a wrong plan. The new path reads the " +
+  "rollup rows of whole slots (workflow × slot × prefix × outcome: ~78,000 rows for these 30 days, read twice, " +
+  "once grouped by day and outcome and once by slot and prefix) and every target row of the workflow for the " +
+  "funnel (200,000, besides the same audience count). Under 200 ms for 24 hours, not yet for 30 or 400 days " +
+  "on this shared machine, where one indexed row took 41 ms: a rollup without the outcome for the grid " +
+  "(~11,500 rows) and one without the prefix for the days (~20,000) would read about a fifth of the rows. " +
+  "The write phases are one pass each and noisy (an unrelated update cannot be faster with the triggers)."
+
+const WRITE_CALLS = 20_000
+const BATCH = 10
+const TRIGGERS = [
+  "calls calls_analytics_ins",
+  "calls calls_analytics_upd",
+  "calls calls_analytics_del",
+  "call_analyses call_analyses_analytics_ins",
+  "call_analyses call_analyses_analytics_upd",
+  "call_analyses call_analyses_analytics_del",
+]
+
+/**
+ * What the rollups cost the writes of calls (no ended_at, and analyses due never, so the server's analysis
+ * worker leaves them be): a call's life (its insert, 40% answered, its end, an unrelated
+ * update, its analysis queued and done) for WRITE_CALLS calls in statements of BATCH, timed with the
+ * triggers and their two indexes on calls, and without them (triggers disabled, indexes dropped), on
+ * workflows of their own in the same database. Returns a paragraph for RESULTS.md.
+ */
+async function writeCost(sql: Sql, t: number): Promise<string> {
+  const pass = async (): Promise<Record<string, number>> => {
+    const [w] = await sql<[{ id: number }]>`
+      insert into workflows (tenant_id, name, persona, nl_prompt) values (${t}, 'writes', 'priya', 'bench')
+      returning id`
+    const [run] = await sql<[{ id: number }]>`
+      insert into runs (tenant_id, workflow_id, status) values (${t}, ${w!.id}, 'completed') returning id`
+    await sql`
+      insert into audience_targets (tenant_id, workflow_id, phone_e164)
+      select ${t}, ${w!.id}, (array['+1202', '+1213', '+1312', '+9198'])[1 + i % 4] || lpad(i::text, 7, '0')
+      from generate_series(1, ${WRITE_CALLS}::int) i`
+    const rts = await sql<{ id: number; target_id: number; phone_e164: string }[]>`
+      insert into run_targets (tenant_id, run_id, target_id, phone_e164, status, attempts)
+      select ${t}, ${run!.id}, id, phone_e164, 'done', 1 from audience_targets where workflow_id = ${w!.id}
+      returning id, target_id, phone_e164`
+    const ms: Record<string, number> = {}
+    const phase = async (name: string, each: (chunk: number[]) => Promise<unknown>, ids: number[]) => {
+      const t0 = performance.now()
+      for (let i = 0; i < ids.length; i += BATCH) await each(ids.slice(i, i + BATCH))
+      ms[name] = performance.now() - t0
+    }
+    const callIds: number[] = []
+    await phase(
+      "insert",
+      async (chunk) => {
+        const rows = await sql<{ id: number }[]>`
+          insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+            owner_instance, status)
+          select ${t}, ${run!.id}, ${w!.id}, rt.id, rt.target_id, 1, rt.phone_e164, 'sim', 'bench', 'dialing'
+          from run_targets rt where rt.id = any(${chunk}::bigint[])
+          returning id`
+        for (const r of rows) callIds.push(Number(r.id))
+      },
+      rts.map((r) => Number(r.id)),
+    )
+    const answered = callIds.filter((id) => id % 10 < 4)
+    await phase(
+      "answer",
+      (chunk) => sql`update calls set status = 'connected', answered_at = now() where id = any(${chunk}::bigint[])`,
+      answered,
+    )
+    await phase(
+      "end",
+      (chunk) => sql`
+        update calls set status = 'ended', cost_minor = 10 + id % 100,
+          connected_seconds = case when answered_at is not null then id % 120 end,
+          outcome = case when answered_at is null then 'no_answer' when id % 3 = 0 then 'agreed' else 'declined' end
+        where id = any(${chunk}::bigint[])`,
+      callIds,
+    )
+    await phase(
+      "unrelated update",
+      (chunk) => sql`update calls set owner_instance = 'other' where id = any(${chunk}::bigint[])`,
+      callIds,
+    )
+    await phase(
+      "analysis queued",
+      (chunk) => sql`
+        insert into call_analyses (call_id, tenant_id, run_id, status, next_attempt_at)
+        select id, ${t}, ${run!.id}, 'pending', 'infinity'
+        from unnest(${chunk}::bigint[]) id`,
+      answered,
+    )
+    await phase(
+      "analysis done",
+      (chunk) => sql`
+        update call_analyses set status = 'done', goal_met = call_id % 2 = 0, charged_minor = 2, analyzed_at = now()
+        where call_id = any(${chunk}::bigint[])`,
+      answered,
+    )
+    return ms
+  }
+  const toggle = async (on: boolean) => {
+    for (const tr of TRIGGERS)
+      await sql.unsafe(`alter table ${tr.replace(" ", ` ${on ? "enable" : "disable"} trigger `)}`)
+    if (on) {
+      await sql`create index calls_target_idx on calls (target_id)`
+      await sql`create index calls_in_progress_idx on calls (workflow_id, started_at) where outcome is null`
+    } else {
+      await sql`drop index calls_target_idx`
+      await sql`drop index calls_in_progress_idx`
+    }
+  }
+  step("write cost: without the triggers")
+  await toggle(false)
+  const without = await pass()
+  await toggle(true)
+  step("write cost: with the triggers")
+  const withT = await pass()
+  const rows = Object.keys(withT).map((k) => {
+    const n = k === "answer" || k.startsWith("analysis") ? Math.round(WRITE_CALLS * 0.4) : WRITE_CALLS
+    const rate = (x: number) => Math.round((n / x) * 1000).toLocaleString("en")
+    return (
+      `| ${k} (${n.toLocaleString("en")} rows) | ${rate(without[k]!)} | ${rate(withT[k]!)} | ` +
+      `${(withT[k]! / without[k]!).toFixed(2)} |`
+    )
+  })
+  const total = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0)
+  return (
+    `Write cost of the triggers: each phase of ${WRITE_CALLS.toLocaleString("en")} calls' lives in statements of ` +
+    `${BATCH} rows on one connection, without the triggers (disabled, with calls_target_idx and ` +
+    `calls_in_progress_idx dropped) and then with them, on a fresh workflow each, beside the 1,000,000 calls. ` +
+    `Rows per second:\n\n| phase | without | with | time ratio |\n|---|---|---|---|\n${rows.join("\n")}\n\n` +
+    `A call's whole life: ${(total(withT) / total(without)).toFixed(2)}× the time without the triggers ` +
+    `(${((total(withT) - total(without)) / WRITE_CALLS).toFixed(2)} ms more per call).`
+  )
 }
