@@ -25,7 +25,8 @@ export default route({
     200: {
       description:
         "Unnamed events: `id: <seq>` and " +
-        "`data: {turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, at, outcome_id}`",
+        "`data: {turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, at, outcome_id}` (plus " +
+        "interrupted and latency_ms on a call heard as audio, arm on a call in an experiment)",
       contentType: "text/event-stream",
     },
   },

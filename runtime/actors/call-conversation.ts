@@ -54,6 +54,7 @@ export async function converseOn(
         at: turn.at,
         ...(turn.interrupted === true && { interrupted: true }),
         ...(turn.latencyMs !== undefined && { latencyMs: turn.latencyMs }),
+        ...(live.variant.arm !== undefined && { arm: live.variant.arm.arm }),
       })
       sendBack({ type: "TURN", speaker: turn.speaker, text: turn.text, at: turn.at })
     },

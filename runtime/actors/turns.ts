@@ -25,6 +25,8 @@ export interface TurnIn {
   /** A call heard as audio: an agent turn the callee spoke over, and its latency by stage. */
   readonly interrupted?: boolean
   readonly latencyMs?: TurnLatency
+  /** The experiment arm of its call, for watchers. */
+  readonly arm?: string
 }
 
 /** The outcome id of a runtime call's turns. */
@@ -55,6 +57,7 @@ export class TurnSink {
             at: new Date(turn.at),
             ...(turn.interrupted === true && { interrupted: true }),
             ...(turn.latencyMs !== undefined && { latencyMs: turn.latencyMs }),
+            ...(turn.arm !== undefined && { arm: turn.arm }),
           },
         ],
         { keep: true },

@@ -139,6 +139,7 @@ export class TurnWriter {
           outcome_id: t.outcomeId,
           ...(t.interrupted === true && { interrupted: true as const }),
           ...(t.latencyMs != null && { latency_ms: t.latencyMs }),
+          ...(t.arm !== undefined && { arm: t.arm }),
         },
       }
     }

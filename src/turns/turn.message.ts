@@ -23,16 +23,21 @@ export interface TurnMessage {
   readonly interrupted?: true
   /** An agent turn of a call heard as audio: end of the callee's speech → its first audio, by stage (ms). */
   readonly latency_ms?: TurnLatency
+  /** The experiment arm its call was placed in: present only for a call in an experiment. */
+  readonly arm?: string
 }
 
 /** A stored turn's audio columns as the message carries them: present only when set. */
-export const withAudio = <T extends { interrupted?: boolean | null; latency_ms?: TurnLatency | null }>(
+export const withAudio = <
+  T extends { interrupted?: boolean | null; latency_ms?: TurnLatency | null; arm?: string | null },
+>(
   row: T,
-): Omit<T, "interrupted" | "latency_ms"> & Pick<TurnMessage, "interrupted" | "latency_ms"> => {
-  const { interrupted, latency_ms, ...rest } = row
+): Omit<T, "interrupted" | "latency_ms" | "arm"> & Pick<TurnMessage, "interrupted" | "latency_ms" | "arm"> => {
+  const { interrupted, latency_ms, arm, ...rest } = row
   return {
     ...rest,
     ...(interrupted === true && { interrupted: true as const }),
     ...(latency_ms != null && { latency_ms }),
+    ...(arm != null && { arm }),
   }
 }

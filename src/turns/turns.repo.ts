@@ -25,12 +25,14 @@ export const turnsAfter = async (
   limit: number,
 ): Promise<TurnMessage[]> =>
   (
-    await sql<Array<TurnMessage & { interrupted: boolean; latency_ms: TurnLatency | null }>>`
-    select id as turn_id, seq, run_id, target_id, call_id, turn_index, speaker, text, to_char(at at time zone 'UTC',
-      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, outcome_id, interrupted, latency_ms
-    from turns
-    where run_id = ${runId} and seq > ${sinceSeq} ${targetId === undefined ? sql`` : sql`and target_id = ${targetId}`}
-    order by seq
+    await sql<Array<TurnMessage & { interrupted: boolean; latency_ms: TurnLatency | null; arm: string | null }>>`
+    select t.id as turn_id, t.seq, t.run_id, t.target_id, t.call_id, t.turn_index, t.speaker, t.text,
+      to_char(t.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, t.outcome_id, t.interrupted,
+      t.latency_ms, c.arm
+    from turns t left join calls c on c.id = t.call_id
+    where t.run_id = ${runId} and t.seq > ${sinceSeq}
+      ${targetId === undefined ? sql`` : sql`and t.target_id = ${targetId}`}
+    order by t.seq
     limit ${limit}`
   ).map(withAudio)
 
@@ -96,6 +98,8 @@ export interface TurnToStore {
   /** A call heard as audio: an agent turn cut short by the callee, and its latency by stage. */
   readonly interrupted?: boolean
   readonly latencyMs?: TurnLatency | null
+  /** The experiment arm of its call (not stored on the turn: the call keeps it); carried to watchers. */
+  readonly arm?: string
 }
 
 /**

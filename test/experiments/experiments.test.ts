@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, FAST_RUNTIME_ENV, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
+import { type SseClient, sse } from "../support/sse-client.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -118,6 +119,7 @@ describe("experiments: a two-arm run on the simulator", () => {
   let w: Json
   let e: Json
   let runId: number
+  let live: SseClient
 
   beforeAll(async () => {
     w = await workflow(s)
@@ -131,6 +133,7 @@ describe("experiments: a two-arm run on the simulator", () => {
     await call(s, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
     e = (await call(s, "POST", `/api/workflows/${w.id}/experiments`, { name: "Discount offer", arms: ARMS })).body
     runId = (await call(s, "POST", `/api/workflows/${w.id}/run`)).body.run_id
+    live = sse(`${srv.url}/api/runs/${runId}/turns/stream`, { authorization: `Bearer ${s.token}` })
     for (let t = Date.now(); Date.now() - t < 90_000; await new Promise((r) => setTimeout(r, 200)))
       if ((await srv.sql`select status from runs where id = ${runId}`)[0]!.status === "completed") return
     throw new Error(`run ${runId} did not complete`)
@@ -155,6 +158,24 @@ describe("experiments: a two-arm run on the simulator", () => {
       select detail from dial_decisions where run_id = ${runId} and decision = 'dial' limit 1`
     expect(d.detail.experiment_id).toBe(e.id)
     expect(["control", "discount"]).toContain(d.detail.arm)
+  })
+
+  it("carries the arm on every turn, live and replayed", async () => {
+    const calls = await srv.sql<{ id: number; arm: string }[]>`select id::int, arm from calls where run_id = ${runId}`
+    const armOf = new Map(calls.map((c) => [c.id, c.arm]))
+    const replay = sse(`${srv.url}/api/runs/${runId}/turns/stream?since_seq=0`, { authorization: `Bearer ${s.token}` })
+    try {
+      const [n] = await srv.sql<[{ n: number }]>`select count(*)::int as n from turns where run_id = ${runId}`
+      await replay.waitFor(n.n, 10_000)
+      for (const stream of [live, replay]) {
+        const turns = stream.json<{ call_id: number; arm?: string }>()
+        expect(turns.length).toBeGreaterThan(TARGETS)
+        for (const t of turns) expect(t.arm).toBe(armOf.get(Number(t.call_id)))
+      }
+    } finally {
+      replay.close()
+      live.close()
+    }
   })
 
   it("the arms' books are what their calls followed", async () => {
