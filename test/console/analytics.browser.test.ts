@@ -1,13 +1,11 @@
 // A campaign's Analytics section in Chromium: on a campaign with seeded calls (New York numbers, two days
 // ago and yesterday, with reply latencies and costs), the funnel's counts and shares, the heat map's cells,
 // the latency percentiles and the spend read on the page equal GET …/analytics's JSON for the default
-// last 30 days, and again after the range is moved. Experiments: a decided one (GET …/experiments
-// route-mocked with figures from readout.ts) shows its statement, arms, intervals, comparison and
-// "Better" badge as its readout says; then one made by POST …/experiments, the seeded calls put in its
-// arms, as the real GET reads it out.
+// last 30 days, and again after the range is moved. Experiments: one made by POST …/experiments, with
+// the seeded calls and forty more put in its arms so that the data tells them apart, shows its
+// statement, arms, intervals, comparison and "Better" badge as the real GET …/experiments reads it out.
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { rate, readout } from "../../src/experiments/readout.js"
 import { api, type Session } from "../support/clients.js"
 import { startTestServer, type TestServer } from "../support/harness.js"
 import { assertBrowser, launchChromium, screenshot, skipBrowser, watchProblems } from "./browser.support.js"
@@ -36,58 +34,6 @@ const FUNNEL = [
   ["talked_30s", "human"],
   ["agreed", "talked_30s"],
 ] as const
-
-/** An arm's figures as GET …/experiments gives them, its rates from readout.ts's own Wilson intervals. */
-function armFigures(name: string, n: number, c: { connects: number; agreed: number; goal: number; opt: number }) {
-  const r = (s: number) => ({ ...rate(s, n), successes: s })
-  return {
-    name,
-    targets: n,
-    calls: n + 7,
-    connects: r(c.connects),
-    agreement: r(c.agreed),
-    goal_met: r(c.goal),
-    opt_outs: r(c.opt),
-    approvals_asked: 3,
-    approvals_granted: 2,
-    talk_seconds_avg: 41.25,
-    cost_minor: 4200,
-    cost_per_agreement_minor: c.agreed > 0 ? Math.round(4200 / c.agreed) : null,
-  }
-}
-
-function experimentOf(workflowId: number) {
-  const arms = [
-    armFigures("A", 60, { connects: 40, agreed: 8, goal: 10, opt: 3 }),
-    armFigures("B", 60, { connects: 42, agreed: 28, goal: 30, opt: 1 }),
-  ]
-  const counts = (k: "connects" | "agreement" | "goal_met" | "opt_outs") =>
-    arms.map((a) => ({ name: a.name, n: a[k].n, successes: a[k].successes }))
-  const agreement = readout(counts("agreement"), "agreement")
-  return {
-    id: 7,
-    workflow_id: workflowId,
-    name: "Opening line test",
-    status: "running",
-    seed: 42,
-    promoted_arm: null,
-    created_at: new Date(Date.now() - 3 * DAY_MS).toISOString(),
-    ended_at: null,
-    arms: arms.map((a) => ({ name: a.name, weight: 1, stopped: false, persona: null, voice: null, rule_book: null })),
-    readout: {
-      unit: "target",
-      currency: "USD",
-      arms,
-      agreement,
-      goal_met: readout(counts("goal_met"), "goal_met"),
-      connect: readout(counts("connects"), "connect"),
-      opt_out: readout(counts("opt_outs"), "opt_out"),
-      better: agreement.better,
-      decided: agreement.decided,
-      statement: agreement.statement,
-    },
-  }
-}
 
 describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
   let srv: TestServer
@@ -182,10 +128,6 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     await context.addCookies([{ name: "svc_session", value: owner.cookie.slice("svc_session=".length), url: srv.url }])
     page = await context.newPage()
     problems = watchProblems(page, srv.url)
-    // GET …/experiments is not served yet: its answer, built from readout.ts, stands in for it.
-    await page.route(`${srv.url}/api/workflows/${workflowId}/experiments`, (r) =>
-      r.fulfill({ json: { data: [experimentOf(workflowId)] } }),
-    )
     await page.goto(`${srv.url}/console#/campaigns`)
     await page.getByRole("button", { name: workflowName, exact: true }).click()
     await page.getByRole("article").getByRole("heading", { level: 2 }).waitFor()
@@ -288,34 +230,39 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     return box
   }
 
-  it("shows a decided experiment's statement, arms with intervals, comparison and better arm", async () => {
-    const x = experimentOf(workflowId)
-    expect(x.readout.better).toBe("B")
-    const box = await expectReadout(x.name, x.readout)
-    expect(await box.getByTestId("better-B").textContent()).toBe("Better")
-    await box.scrollIntoViewIfNeeded()
-    await screenshot(page, "campaign-experiment")
-
-    // At 390 px the wide parts (the heat map, the arms table) scroll in their own boxes, not the page.
-    await page.setViewportSize({ width: 390, height: 844 })
-    const overflow = Number(await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
-    expect(overflow).toBeLessThanOrEqual(0)
-    await page.setViewportSize({ width: 1280, height: 900 })
-  })
-
-  it("shows an experiment made by POST …/experiments as GET …/experiments reads it out", async () => {
-    await page.unrouteAll()
+  it("shows an experiment made by POST …/experiments as GET …/experiments reads it out, its better arm marked", async () => {
     const made = await call("POST", `/api/workflows/${workflowId}/experiments`, {
       name: "Voice test",
       arms: [{ name: "Control" }, { name: "Kai", persona: "kai" }],
       seed: 7,
     })
     expect(made.status, JSON.stringify(made.body)).toBe(201)
-    // The seeded calls as if placed in the experiment: the first two targets in the control, the rest in Kai.
+    // The seeded calls as if placed in the experiment: the first two targets in the control, the rest in Kai;
+    // then twenty more reached targets an arm, of whom 3 agreed in the control and 18 with Kai.
     await srv.sql`
       update calls set experiment_id = ${made.body.id},
         arm = case when phone_e164 in ('+12025550101', '+12025550102') then 'Control' else 'Kai' end
       where workflow_id = ${workflowId}`
+    const [run] = await srv.sql<[{ id: number }]>`select id::int from runs where workflow_id = ${workflowId} limit 1`
+    const at = new Date(Date.now() - 3 * DAY_MS)
+    for (const [arm, agreed] of [
+      ["Control", 3],
+      ["Kai", 18],
+    ] as const)
+      for (let i = 0; i < 20; i++) {
+        const phone = `+1202555${arm === "Control" ? 2 : 3}${String(i).padStart(3, "0")}`
+        const [t] = await srv.sql<[{ id: number }]>`
+          insert into audience_targets (tenant_id, workflow_id, phone_e164)
+          values (${owner.tenantId}, ${workflowId}, ${phone}) returning id::int`
+        const [rt] = await srv.sql<[{ id: number }]>`
+          insert into run_targets (tenant_id, run_id, target_id, phone_e164, status)
+          values (${owner.tenantId}, ${run.id}, ${t.id}, ${phone}, 'done') returning id::int`
+        await srv.sql`
+          insert into calls (tenant_id, run_id, workflow_id, run_target_id, target_id, attempt, phone_e164, provider,
+            owner_instance, status, outcome, connected_seconds, cost_minor, started_at, answered_at, experiment_id, arm)
+          values (${owner.tenantId}, ${run.id}, ${workflowId}, ${rt.id}, ${t.id}, 1, ${phone}, 'sim', 'test', 'ended',
+            ${i < agreed ? "agreed" : "declined"}, 40, 50, ${at}, ${at}, ${made.body.id}, ${arm})`
+      }
     // The section is read afresh when opened again.
     await page.getByRole("tab", { name: "Results", exact: true }).click()
     const listed = page.waitForResponse(
@@ -328,10 +275,21 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     expect(body.data.map((x) => x.name)).toEqual(["Voice test"])
     const r = body.data[0]!.readout
     expect(r.arms.map((a: Json) => [a.name, a.targets, a.calls])).toEqual([
-      ["Control", 2, 3],
-      ["Kai", 2, 2],
+      ["Control", 22, 23],
+      ["Kai", 22, 22],
     ])
-    await expectReadout("Voice test", r)
+    expect([r.decided, r.better]).toEqual([true, "Kai"])
+    expect(r.agreement.comparisons[0].difference.ci_low).toBeGreaterThan(0)
+    const box = await expectReadout("Voice test", r)
+    expect(await box.getByTestId("better-Kai").textContent()).toBe("Better")
+    await box.scrollIntoViewIfNeeded()
+    await screenshot(page, "campaign-experiment")
+
+    // At 390 px the wide parts (the heat map, the arms table) scroll in their own boxes, not the page.
+    await page.setViewportSize({ width: 390, height: 844 })
+    const overflow = Number(await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+    expect(overflow).toBeLessThanOrEqual(0)
+    await page.setViewportSize({ width: 1280, height: 900 })
   })
 
   it("met no page error, CSP violation or 5xx", () => {
