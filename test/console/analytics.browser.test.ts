@@ -230,7 +230,7 @@ describe.skipIf(skipBrowser)("a campaign's Analytics in Chromium", () => {
     return box
   }
 
-  it("shows an experiment made by POST …/experiments as GET …/experiments reads it out, its better arm marked", async () => {
+  it("shows an experiment made by POST …/experiments as GET reads it out, its better arm marked", async () => {
     const made = await call("POST", `/api/workflows/${workflowId}/experiments`, {
       name: "Voice test",
       arms: [{ name: "Control" }, { name: "Kai", persona: "kai" }],
