@@ -4,6 +4,7 @@ import { useEffect, useRef } from "preact/hooks"
 import uPlot from "uplot"
 import "uplot/dist/uPlot.min.css"
 import { outcomeWords } from "../words.js"
+import { fitToBox } from "./plot-box.js"
 
 export interface DayOutcomes {
   readonly day: string
@@ -59,12 +60,7 @@ export function OutcomesChart({ days }: { readonly days: ReadonlyArray<DayOutcom
       [xs, ...outcomes.map((o) => days.map((d) => d.outcomes[o] ?? 0))],
       el,
     )
-    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(240, el.clientWidth), height: HEIGHT }))
-    resize.observe(el)
-    return () => {
-      resize.disconnect()
-      plot.destroy()
-    }
+    return fitToBox(plot, el, HEIGHT)
   }, [days])
   const total = days.reduce((n, d) => n + d.total, 0)
   if (total === 0) return <p class="muted">No calls placed in this period.</p>

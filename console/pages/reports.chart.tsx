@@ -3,6 +3,7 @@
 import { useEffect, useRef } from "preact/hooks"
 import uPlot from "uplot"
 import "uplot/dist/uPlot.min.css"
+import { fitToBox } from "./plot-box.js"
 
 export interface DayCount {
   readonly day: string
@@ -50,12 +51,7 @@ export function CallsPerDayChart({ days }: { readonly days: ReadonlyArray<DayCou
       [xs, ys],
       el,
     )
-    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(240, el.clientWidth), height: HEIGHT }))
-    resize.observe(el)
-    return () => {
-      resize.disconnect()
-      plot.destroy()
-    }
+    return fitToBox(plot, el, HEIGHT)
   }, [days])
   const total = days.reduce((n, d) => n + d.calls, 0)
   return (
