@@ -63,9 +63,13 @@ const campaignOf = (tx: Tx, tenantId: number, workflowId: number) =>
     return { ...w, rule_book: w.rule_book }
   })
 
-/** Every arm's problems at once: names, rule-book fields, the merged book's validity, cloned voices. */
+/**
+ * Every arm's problems at once: names, rule-book fields, the merged book's validity, cloned voices. Answers
+ * each arm's changes as the validated book has them (anything the schema does not know is left out).
+ */
 const checkArms = (tx: Tx, tenantId: number, base: RuleBook, arms: ExperimentCreate["arms"]) =>
   Effect.gen(function* () {
+    const changes: Array<Record<string, unknown> | null> = []
     const tenant = (yield* Effect.promise(() => workflows.findTenantContext(tx, tenantId)))!
     const errors: { field: string; message: string }[] = []
     const seen = new Map<string, number>()
@@ -86,10 +90,16 @@ const checkArms = (tx: Tx, tenantId: number, base: RuleBook, arms: ExperimentCre
       )
       if (!book.ok)
         for (const e of book.errors) errors.push({ field: `arms.${i}.rule_book.${e.field}`, message: e.message })
+      else if (arm.rule_book === undefined) changes.push(null)
+      else {
+        const valid = book.value as Record<string, unknown>
+        changes.push(Object.fromEntries(Object.keys(arm.rule_book).map((k) => [k, valid[k]])))
+      }
       if (arm.voice !== undefined && (yield* Effect.promise(() => findAvatar(tx, tenantId, arm.voice!))) === undefined)
         errors.push({ field: `arms.${i}.voice`, message: "is not one of the workspace's voices" })
     }
     if (errors.length > 0) return yield* Effect.fail(invalid(errors))
+    return changes
   })
 
 /** Runs `work` in one transaction; a failure rolls it back. */
@@ -130,20 +140,20 @@ export const createExperiment = (caller: Principal, workflowId: number, input: E
               details: { experiment_id: running.id },
             }),
           )
-        yield* checkArms(tx, tenantId, w.rule_book, input.arms)
+        const changes = yield* checkArms(tx, tenantId, w.rule_book, input.arms)
         return yield* Effect.promise(() =>
           repo.insertExperiment(tx, {
             tenantId,
             workflowId,
             name: input.name,
             seed: input.seed ?? randomInt(MAX_SEED + 1),
-            arms: input.arms.map((a) => ({
+            arms: input.arms.map((a, i) => ({
               name: a.name,
               weight: a.weight,
               stopped_at: null,
               persona: a.persona ?? null,
               voice: a.voice ?? null,
-              rule_book: a.rule_book ?? null,
+              rule_book: changes[i] ?? null,
             })),
             userId: userIdOf(caller),
           }),

@@ -48,7 +48,10 @@ async function workflow(who: Session): Promise<Json> {
 /** The control may not offer a discount; the challenger may, without asking anyone. */
 const ARMS = [
   { name: "control", rule_book: { concession_policy: { allowed: false } } },
-  { name: "discount", rule_book: { concession_policy: { allowed: true, cap_minor: 1000, requires_approval: false } } },
+  {
+    name: "discount",
+    rule_book: { concession_policy: { allowed: true, cap_minor: 1000, requires_approval: false, stray: { x: 1 } } },
+  },
 ]
 
 describe("experiments: validation", () => {
@@ -92,6 +95,10 @@ describe("experiments: validation", () => {
       ["discount", 1, false],
     ])
     expect(e.readout.arms.map((x: Json) => x.targets)).toEqual([0, 0])
+    // An arm keeps what it changes as the validated book has it: its policy whole, nothing unknown.
+    expect(e.arms[1].rule_book).toEqual({
+      concession_policy: { allowed: true, cap_minor: 1000, requires_approval: false, currency: "USD" },
+    })
     expect(e.readout.statement).toMatch(/no calls yet/)
     const again = await call(s, "POST", `/api/workflows/${w.id}/experiments`, { name: "y", arms: ARMS })
     expect(again.status).toBe(409)
