@@ -10,13 +10,16 @@ import { type SseClient, sse } from "../support/sse-client.js"
 
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
+const SYSTEM_KEY = "experiments-test-system-key-0123456789"
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
 let srv: TestServer
 let a: ReturnType<typeof api>
 let s: Session
 let other: Session
 
 beforeAll(async () => {
-  srv = await startTestServer({ env: { ...FAST_RUNTIME_ENV } })
+  srv = await startTestServer({ env: { ...FAST_RUNTIME_ENV, SYSTEM_KEY } })
   a = api(srv)
   ;[s, other] = await Promise.all([funded(), a.signup({ country: "US" })])
 }, 30_000)
@@ -306,4 +309,41 @@ describe("experiments: rehearsed before any real call", () => {
     const own = (await call(s, "GET", `/api/workflows/${w.id}/experiments/${e.id}`)).body
     expect(own.readout.arms.map((x: Json) => x.targets)).toEqual([0, 0])
   }, 90_000)
+})
+
+describe("experiments: an arm stopped while the campaign runs", () => {
+  it("takes no more calls once stopped: a dialing run hears of it at once", async () => {
+    const u = await funded()
+    // Two calls at a time, so most of the audience is still to call when the arm is stopped.
+    const limits = await a.call("PUT", "/api/internal/dial-limits", {
+      headers: { "x-system-key": SYSTEM_KEY, "x-tenant-id": String(u.tenantId) },
+      body: { calls_per_second: null, max_concurrent_calls: null, max_concurrent_per_workflow: 2 },
+    })
+    expect(limits.status).toBe(200)
+    const w = await workflow(u)
+    const rows = Array.from({ length: 24 }, (_, i) => ({ phone: `+1202556${String(1003 + i * 10).padStart(4, "0")}` }))
+    expect((await call(u, "POST", `/api/workflows/${w.id}/audience`, { rows })).status).toBeLessThan(300)
+    await call(u, "PUT", `/api/workflows/${w.id}/compliance`, { consent_attestation_text: "Opted in." })
+    const e = (await call(u, "POST", `/api/workflows/${w.id}/experiments`, { name: "Stop one", arms: ARMS })).body
+    const runId = (await call(u, "POST", `/api/workflows/${w.id}/run`)).body.run_id
+    const callsOf = () =>
+      srv.sql<{ arm: string; started_at: Date }[]>`select arm, started_at from calls where run_id = ${runId}`
+    // Until the discount arm has taken a call (each target's arm is a hash: most of the audience is left).
+    for (let t = Date.now(); !(await callsOf()).some((c) => c.arm === "discount"); await sleep(20))
+      if (Date.now() - t > 30_000) throw new Error("no call placed in the discount arm")
+    const path = `/api/workflows/${w.id}/experiments/${e.id}`
+    expect((await call(u, "PATCH", path, { arms: [{ name: "discount", stopped: true }] })).status).toBe(200)
+    // The bus carries the change to the run's driver; calls placed from a moment after follow it.
+    const stoppedAt = Date.now() + 200
+    for (let t = Date.now(); ; await sleep(200)) {
+      if ((await srv.sql`select status from runs where id = ${runId}`)[0]!.status === "completed") break
+      if (Date.now() - t > 90_000) throw new Error(`run ${runId} did not complete`)
+    }
+    const calls = await callsOf()
+    const after = calls.filter((c) => c.started_at.getTime() > stoppedAt)
+    expect(after.length).toBeGreaterThan(5)
+    expect(new Set(after.map((c) => c.arm))).toEqual(new Set(["control"]))
+    // Before, both arms took calls.
+    expect(new Set(calls.map((c) => c.arm))).toEqual(new Set(["control", "discount"]))
+  }, 120_000)
 })
