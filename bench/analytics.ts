@@ -101,7 +101,8 @@ export async function benchAnalytics(): Promise<void> {
     await sql`vacuum analyze call_analyses`
     await sql`vacuum analyze turns`
     // The rollups' rows were each rewritten a few times by the seeding; autovacuum would get to them.
-    await sql`vacuum analyze call_rollups`
+    await sql`vacuum analyze call_rollups_grid`
+    await sql`vacuum analyze call_rollups_outcomes`
     await sql`vacuum analyze analytics_targets`
     await sql`analyze`
     const [counts] = await sql<[{ calls: number; turns: number; analyses: number }]>`
@@ -181,7 +182,27 @@ export async function benchAnalytics(): Promise<void> {
       perRead.push(`${name} ${(performance.now() - t0).toFixed(0)} ms`)
     }
     process.stdout.write(`old reads alone, 24 hours: ${perRead.join(", ")}\n`)
+    // Where the new path's 30 days go: each read alone.
+    const monthPlan = repo.slotPlan({ from: new Date(now - 30 * DAY_MS), to: new Date(now) })
+    const new30 = [
+      ["funnel", () => repo.funnel(sql, wid, monthPlan)],
+      ["daysOfSlots", () => repo.daysOfSlots(sql, wid, monthPlan)],
+      ["prefixesOfSlots", () => repo.prefixesOfSlots(sql, wid, monthPlan)],
+      ["replyLatency", () => repo.replyLatency(sql, wid, monthPlan)],
+    ] as const
+    const perNewRead: string[] = []
+    for (const [name, read] of new30) {
+      const t = await timed(read, 5)
+      perNewRead.push(`${name} ${t.p50.toFixed(0)} ms`)
+    }
+    process.stdout.write(`new reads alone, 30 days (p50 of 5): ${perNewRead.join(", ")}\n`)
     if (process.env.BENCH_ANALYTICS_EXPLAIN === "1") {
+      await explain(
+        "new funnel, 30 days",
+        `select count(*) filter (where first_answered_at >= $2 or last_answered_at >= $2) from analytics_targets
+          where workflow_id = $1 and first_dialed_at < $3 and last_dialed_at >= $2`,
+        [wid, monthPlan.from, monthPlan.to],
+      )
       await explain(
         "old dialed, 24 hours",
         `select (select count(*)::int from audience_targets where workflow_id = $1) as targets,
@@ -196,8 +217,9 @@ export async function benchAnalytics(): Promise<void> {
         [wid, dayRange.from, dayRange.to],
       )
     }
-    const [sizes] = await sql<[{ rollups: number; targets: number }]>`
-      select (select count(*)::int from call_rollups where workflow_id = ${wid}) as rollups,
+    const [sizes] = await sql<[{ grid: number; outcomes: number; targets: number }]>`
+      select (select count(*)::int from call_rollups_grid where workflow_id = ${wid}) as grid,
+        (select count(*)::int from call_rollups_outcomes where workflow_id = ${wid}) as outcomes,
         (select count(*)::int from analytics_targets where workflow_id = ${wid}) as targets`
     const writes = await writeCost(sql, t)
     const load = loadavg()
@@ -216,12 +238,14 @@ export async function benchAnalytics(): Promise<void> {
         `${TARGETS.toLocaleString("en")} targets and ${counts.calls.toLocaleString("en")} calls over 30 days ` +
         `(${counts.analyses.toLocaleString("en")} analyses, ${counts.turns.toLocaleString("en")} turns), seeded ` +
         `through the triggers in ${(seedCallsMs / 1000).toFixed(1)} s (an attempt, ${TARGETS.toLocaleString("en")} ` +
-        `calls, a statement): ${sizes.rollups.toLocaleString("en")} rollup rows, ` +
+        `calls, a statement): ${sizes.grid.toLocaleString("en")} grid rollup rows (slot × prefix), ` +
+        `${sizes.outcomes.toLocaleString("en")} outcome rollup rows (slot × outcome), ` +
         `${sizes.targets.toLocaleString("en")} target rows.\n\n` +
         `HTTP: ${ROUNDS} requests in a row after a warm-up (\`GET /api/workflows/{id}\`, one indexed row, ` +
         `${base.p50.toFixed(1)} ms p50 in the same run). Reads: the service's reads in parallel on the bench's ` +
         `pool, new (rollups, migration 0057) ${ROUNDS} times and old (the direct reads of calls of migration ` +
-        `0055) ${OLD_ROUNDS} times.\n\n${table}\nOld reads alone over 24 hours: ${perRead.join(", ")}.\n\n` +
+        `0055) ${OLD_ROUNDS} times.\n\n${table}\nOld reads alone over 24 hours: ${perRead.join(", ")}. New reads ` +
+        `alone over 30 days (p50 of 5): ${perNewRead.join(", ")}.\n\n` +
         `${writes}\n\n${NOTES}`,
     )
   })
@@ -231,13 +255,13 @@ export async function benchAnalytics(): Promise<void> {
 const NOTES =
   "Where the time goes (EXPLAIN ANALYZE, same data): the old 24 hours were a bitmap heap scan visiting one heap " +
   "page per call (16,873 pages for 34,907 calls: calls_workflow_started_idx does not cover) plus the audience " +
-  "count, a seq scan of audience_targets (80 of its 178 ms); not a wrong plan. The new path reads the " +
-  "rollup rows of whole slots (workflow × slot × prefix × outcome: ~78,000 rows for these 30 days, read twice, " +
-  "once grouped by day and outcome and once by slot and prefix) and every target row of the workflow for the " +
-  "funnel (200,000, besides the same audience count). Under 200 ms for 24 hours, not yet for 30 or 400 days " +
-  "on this shared machine, where one indexed row took 41 ms: a rollup without the outcome for the grid " +
-  "(~11,500 rows) and one without the prefix for the days (~20,000) would read about a fifth of the rows. " +
-  "The write phases are one pass each and noisy (an unrelated update cannot be faster with the triggers)."
+  "count, a seq scan of audience_targets; not a wrong plan. The new path reads each view's own rollup of whole " +
+  "slots (slot × prefix for the grid, ~11,100 rows for these 30 days; slot × outcome for the days and spend, " +
+  "~19,500), the audience count kept per workflow (one row), and every target row of the workflow for the " +
+  "funnel (200,000: a parallel seq scan, 100–130 ms alone here) besides the reply latency over the range's agent " +
+  "turns (~121,000, index-only but sorted for the percentiles, ~120 ms alone here): those two, which grow " +
+  "with the range's targets and turns, now bound the 30 and 400 days. The write phases are one pass each and " +
+  "noisy on a shared machine (an unrelated update cannot be faster with the triggers)."
 
 const WRITE_CALLS = 20_000
 const BATCH = 10

@@ -1,28 +1,46 @@
 -- Campaign analytics kept as calls change (GET /api/workflows/{id}/analytics, src/analytics/): ended calls
--- summed per workflow, 15-minute slot of started_at, number prefix and outcome (call_rollups), and each
+-- summed per workflow and 15-minute slot of started_at, by number prefix (call_rollups_grid) and by outcome
+-- (call_rollups_outcomes), the audience counted per workflow (audience_counts), and each
 -- target's first and last calls reaching each funnel step (analytics_targets), maintained by triggers on calls and
 -- call_analyses so every writer is covered. Calls still in progress (outcome null) are not rolled up: they
 -- are few, read from calls by calls_in_progress_idx, and the dial and answer writes stay off the shared rows.
 -- The constants mirror src/analytics/analytics.repo.ts: SLOT_SECONDS 900, ZONE_PREFIX_CHARS 5, TALKED_SECONDS
 -- 30, VOICEMAIL_OUTCOMES and AGREED_OUTCOMES.
 
-create table call_rollups (
+-- Each view reads a rollup of its own grouping: the weekday × hour grid by slot and prefix, the days and spend
+-- by slot and outcome (slots, not days, so a range's whole slots are read from here and only its partial
+-- slots from calls).
+create table call_rollups_grid (
   workflow_id bigint not null,
   -- floor(epoch(started_at) / 900)
   slot integer not null,
   -- left(phone_e164, 5)
   prefix text not null,
-  outcome text not null,
   tenant_id bigint not null,
   -- a number of the prefix with its other digits masked, to find the zone by (no callee's number is kept)
   sample text not null,
-  calls integer not null,
+  dials integer not null,
   connects integer not null,
+  primary key (workflow_id, slot, prefix)
+) with (fillfactor = 80);
+
+create table call_rollups_outcomes (
+  workflow_id bigint not null,
+  slot integer not null,
+  outcome text not null,
+  tenant_id bigint not null,
+  calls integer not null,
   cost_minor bigint not null,
   -- the answered calls' analyses' charges
   analysis_minor bigint not null,
-  primary key (workflow_id, slot, prefix, outcome)
+  primary key (workflow_id, slot, outcome)
 ) with (fillfactor = 80);
+
+-- A workflow's audience counted (the funnel's first step), kept by a statement trigger on audience_targets.
+create table audience_counts (
+  workflow_id bigint primary key,
+  targets bigint not null
+);
 
 create table analytics_targets (
   workflow_id bigint not null,
@@ -90,21 +108,29 @@ declare
   lost_t bigint[];
   gone bigint[];
 begin
-  insert into call_rollups as r
-    (workflow_id, slot, prefix, outcome, tenant_id, sample, calls, connects, cost_minor, analysis_minor)
-  select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, left(c.phone, 5), c.outcome,
-    min(c.tenant_id), min(analytics_sample(c.phone)), sum(c.sign)::int, sum(c.sign * c.answered::int)::int,
-    coalesce(sum(c.sign * c.cost_minor), 0)::bigint,
+  insert into call_rollups_grid as r (workflow_id, slot, prefix, tenant_id, sample, dials, connects)
+  select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, left(c.phone, 5), min(c.tenant_id),
+    min(analytics_sample(c.phone)), sum(c.sign)::int, sum(c.sign * c.answered::int)::int
+  from unnest(cs) c
+  where c.outcome is not null
+  group by 1, 2, 3
+  having sum(c.sign) <> 0 or sum(c.sign * c.answered::int) <> 0
+  order by 1, 2, 3
+  on conflict (workflow_id, slot, prefix) do update set dials = r.dials + excluded.dials,
+    connects = r.connects + excluded.connects;
+
+  insert into call_rollups_outcomes as r (workflow_id, slot, outcome, tenant_id, calls, cost_minor, analysis_minor)
+  select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, c.outcome, min(c.tenant_id),
+    sum(c.sign)::int, coalesce(sum(c.sign * c.cost_minor), 0)::bigint,
     coalesce(sum(c.sign * c.charged_minor) filter (where c.answered), 0)::bigint
   from unnest(cs) c
   where c.outcome is not null
-  group by 1, 2, 3, 4
-  having sum(c.sign) <> 0 or sum(c.sign * c.answered::int) <> 0 or coalesce(sum(c.sign * c.cost_minor), 0) <> 0
+  group by 1, 2, 3
+  having sum(c.sign) <> 0 or coalesce(sum(c.sign * c.cost_minor), 0) <> 0
     or coalesce(sum(c.sign * c.charged_minor) filter (where c.answered), 0) <> 0
-  order by 1, 2, 3, 4
-  on conflict (workflow_id, slot, prefix, outcome) do update set calls = r.calls + excluded.calls,
-    connects = r.connects + excluded.connects, cost_minor = r.cost_minor + excluded.cost_minor,
-    analysis_minor = r.analysis_minor + excluded.analysis_minor;
+  order by 1, 2, 3
+  on conflict (workflow_id, slot, outcome) do update set calls = r.calls + excluded.calls,
+    cost_minor = r.cost_minor + excluded.cost_minor, analysis_minor = r.analysis_minor + excluded.analysis_minor;
 
   insert into analytics_targets as t (workflow_id, target_id, tenant_id, first_dialed_at, last_dialed_at,
     first_answered_at, last_answered_at, first_human_at, last_human_at, first_talked_at, last_talked_at,
@@ -284,16 +310,58 @@ create trigger call_analyses_analytics_upd after update on call_analyses
 create trigger call_analyses_analytics_del after delete on call_analyses referencing old table as old_rows
   for each statement execute function analytics_analyses_changed();
 
+-- The audience's count follows its rows (an upload is one statement; an erasure deletes a row; an update
+-- not moving a row to another workflow writes nothing).
+create function analytics_audience_changed() returns trigger language plpgsql as $$
+declare
+  ws bigint[];
+  ns bigint[];
+begin
+  if tg_op = 'INSERT' then
+    select array_agg(workflow_id order by workflow_id), array_agg(n order by workflow_id) into ws, ns
+    from (select workflow_id, count(*) as n from new_rows group by 1) d;
+  elsif tg_op = 'DELETE' then
+    select array_agg(workflow_id order by workflow_id), array_agg(n order by workflow_id) into ws, ns
+    from (select workflow_id, -count(*) as n from old_rows group by 1) d;
+  else
+    select array_agg(workflow_id order by workflow_id), array_agg(n order by workflow_id) into ws, ns
+    from (
+      select workflow_id, sum(n) as n
+      from (select workflow_id, -1 as n from old_rows union all select workflow_id, 1 from new_rows) x
+      group by 1 having sum(n) <> 0
+    ) d;
+  end if;
+  if ws is null then return null; end if;
+  insert into audience_counts as a (workflow_id, targets)
+  select w, n from unnest(ws, ns) d(w, n)
+  on conflict (workflow_id) do update set targets = a.targets + excluded.targets;
+  return null;
+end $$;
+
+create trigger audience_targets_count_ins after insert on audience_targets referencing new table as new_rows
+  for each statement execute function analytics_audience_changed();
+create trigger audience_targets_count_upd after update on audience_targets
+  referencing old table as old_rows new table as new_rows
+  for each statement execute function analytics_audience_changed();
+create trigger audience_targets_count_del after delete on audience_targets referencing old table as old_rows
+  for each statement execute function analytics_audience_changed();
+
 -- The calls already there.
-insert into call_rollups (workflow_id, slot, prefix, outcome, tenant_id, sample, calls, connects, cost_minor,
-  analysis_minor)
-select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, left(c.phone_e164, 5), c.outcome,
-  min(c.tenant_id), min(analytics_sample(c.phone_e164)), count(*)::int, count(c.answered_at)::int,
-  coalesce(sum(c.cost_minor), 0)::bigint,
+insert into call_rollups_grid (workflow_id, slot, prefix, tenant_id, sample, dials, connects)
+select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, left(c.phone_e164, 5), min(c.tenant_id),
+  min(analytics_sample(c.phone_e164)), count(*)::int, count(c.answered_at)::int
+from calls c
+where c.outcome is not null
+group by 1, 2, 3;
+insert into call_rollups_outcomes (workflow_id, slot, outcome, tenant_id, calls, cost_minor, analysis_minor)
+select c.workflow_id, floor(extract(epoch from c.started_at) / 900)::int, c.outcome, min(c.tenant_id),
+  count(*)::int, coalesce(sum(c.cost_minor), 0)::bigint,
   coalesce(sum(ca.charged_minor) filter (where c.answered_at is not null), 0)::bigint
 from calls c left join call_analyses ca on ca.call_id = c.id
 where c.outcome is not null
-group by 1, 2, 3, 4;
+group by 1, 2, 3;
+insert into audience_counts (workflow_id, targets)
+select workflow_id, count(*) from audience_targets group by 1;
 insert into analytics_targets (workflow_id, target_id, tenant_id, first_dialed_at, last_dialed_at, first_answered_at,
   last_answered_at, first_human_at, last_human_at, first_talked_at, last_talked_at, first_agreed_at, last_agreed_at)
 select c.workflow_id, c.target_id, min(c.tenant_id),

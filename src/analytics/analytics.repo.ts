@@ -149,7 +149,7 @@ export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Prom
 export const direct = { dialed, answered, outcomesPerDay, dialsPerSlotAndPrefix }
 
 /**
- * Where a range meets the rollups: whole slots [fromSlot, toSlot) from call_rollups, the partial slots at
+ * Where a range meets the rollups: whole slots [fromSlot, toSlot) from the rollups, the partial slots at
  * its ends ([from, head), [tail, to)) from calls; a range inside one slot is all head.
  */
 export interface SlotPlan extends Range {
@@ -168,12 +168,12 @@ export const slotPlan = (r: Range): SlotPlan => {
 }
 
 /**
- * A workflow's calls placed in range, as rows of call_rollups' shape: the whole slots' rollups, the ended
- * calls of the partial slots at the ends (calls_workflow_started_idx), and the calls still in progress
- * (outcome null, never rolled up: calls_in_progress_idx).
+ * A workflow's calls placed in range, one row each, for the partial slots at the range's ends (ended calls:
+ * calls_workflow_started_idx) and for the calls still in progress (outcome null, never rolled up:
+ * calls_in_progress_idx), beside the whole slots' rollups.
  */
-const slotRows = (sql: Sql, workflowId: number, p: SlotPlan) => {
-  const callRows = (where: ReturnType<Sql>) => sql`
+const callRows = (sql: Sql, workflowId: number, p: SlotPlan) => {
+  const rows = (where: ReturnType<Sql>) => sql`
     select floor(extract(epoch from c.started_at) / ${SLOT_SECONDS})::int as slot,
       left(c.phone_e164, ${ZONE_PREFIX_CHARS}) as prefix, c.outcome, analytics_sample(c.phone_e164) as sample,
       1 as calls, (c.answered_at is not null)::int as connects, coalesce(c.cost_minor, 0) as cost_minor,
@@ -181,11 +181,9 @@ const slotRows = (sql: Sql, workflowId: number, p: SlotPlan) => {
     from calls c left join call_analyses ca on ca.call_id = c.id
     where c.workflow_id = ${workflowId} and ${where}`
   return sql`
-    select slot, prefix, outcome, sample, calls, connects, cost_minor, analysis_minor from call_rollups
-    where workflow_id = ${workflowId} and slot >= ${p.fromSlot} and slot < ${p.toSlot}
-    union all ${callRows(sql`c.outcome is not null and c.started_at >= ${p.from} and c.started_at < ${p.head}`)}
-    union all ${callRows(sql`c.outcome is not null and c.started_at >= ${p.tail} and c.started_at < ${p.to}`)}
-    union all ${callRows(sql`c.outcome is null and c.started_at >= ${p.from} and c.started_at < ${p.to}`)}`
+    ${rows(sql`c.outcome is not null and c.started_at >= ${p.from} and c.started_at < ${p.head}`)}
+    union all ${rows(sql`c.outcome is not null and c.started_at >= ${p.tail} and c.started_at < ${p.to}`)}
+    union all ${rows(sql`c.outcome is null and c.started_at >= ${p.from} and c.started_at < ${p.to}`)}`
 }
 
 /**
@@ -204,7 +202,7 @@ export const funnel = async (sql: Sql, workflowId: number, r: Range) => {
   const [row] = await sql<
     [{ targets: number; dialed: number; answered: number; human: number; talked: number; agreed: number }]
   >`
-    select (select count(*)::int from audience_targets where workflow_id = ${workflowId}) as targets,
+    select coalesce((select targets from audience_counts where workflow_id = ${workflowId}), 0)::int as targets,
       count(*)::int as dialed, count(*) filter (where ${inRange("answered")})::int as answered,
       count(*) filter (where ${inRange("human")})::int as human,
       count(*) filter (where ${inRange("talked")})::int as talked,
@@ -222,7 +220,10 @@ export interface DayRow extends DayOutcomeRow {
   readonly analysis_minor: string
 }
 
-/** Calls per UTC day and outcome (null: not ended yet), with their settled cost and analyses' charges. */
+/**
+ * Calls per UTC day and outcome (null: not ended yet), with their settled cost and analyses' charges: the whole
+ * slots from call_rollups_outcomes (slot × outcome), the rest from calls.
+ */
 export const daysOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
   sql<DayRow[]>`
     select to_char(to_timestamp(d::float8 * 86400) at time zone 'UTC', 'YYYY-MM-DD') as day, outcome, calls,
@@ -230,17 +231,26 @@ export const daysOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
     from (
       select slot / ${DAY_SLOTS} as d, outcome, sum(calls)::int as calls, sum(cost_minor)::bigint as cost_minor,
         sum(analysis_minor)::bigint as analysis_minor
-      from (${slotRows(sql, workflowId, p)}) x
+      from (
+        select slot, outcome, calls, cost_minor, analysis_minor from call_rollups_outcomes
+        where workflow_id = ${workflowId} and slot >= ${p.fromSlot} and slot < ${p.toSlot}
+        union all select slot, outcome, calls, cost_minor, analysis_minor from (${callRows(sql, workflowId, p)}) c
+      ) x
       group by 1, 2
     ) y`
 
 /**
  * Dials and connects per 15-minute slot and masked number (its prefix and length: a prefix may come in two
- * lengths, each a row of its own), to find the zone by.
+ * lengths, each a row of its own), to find the zone by: the whole slots from call_rollups_grid (slot × prefix),
+ * the rest from calls.
  */
 export const prefixesOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
   sql<HourPrefixRow[]>`
     select (slot::float8 * ${SLOT_SECONDS}) as slot, sample as phone, sum(calls)::int as dials,
       sum(connects)::int as connects
-    from (${slotRows(sql, workflowId, p)}) x
+    from (
+      select slot, sample, dials as calls, connects from call_rollups_grid
+      where workflow_id = ${workflowId} and slot >= ${p.fromSlot} and slot < ${p.toSlot}
+      union all select slot, sample, calls, connects from (${callRows(sql, workflowId, p)}) c
+    ) x
     group by x.slot, sample`

@@ -412,6 +412,25 @@ describe("the rollups follow the calls", () => {
     expect(after.funnel).toEqual(before.funnel)
   })
 
+  it("counts the audience as rows are added, moved and deleted", async () => {
+    const before = (await compare()).funnel.targets
+    const added = await srv.sql<{ id: number }[]>`
+      insert into audience_targets (tenant_id, workflow_id, phone_e164)
+      values (${owner.tenantId}, ${s.workflowId}, '+12025550191'), (${owner.tenantId}, ${s.workflowId}, '+12025550192')
+      returning id`
+    expect((await compare()).funnel.targets).toBe(before + 2)
+    const [other] = await srv.sql<[{ id: number }]>`
+      insert into workflows (tenant_id, name, persona, nl_prompt) values (${owner.tenantId}, 'other', 'priya', 'test')
+      returning id`
+    await srv.sql`update audience_targets set workflow_id = ${other!.id} where id = ${added[0]!.id}`
+    await srv.sql`update audience_targets set name = 'unmoved' where id = ${added[1]!.id}`
+    expect((await compare()).funnel.targets).toBe(before + 1)
+    const moved = await get(`/api/workflows/${other!.id}/analytics?from=${from}&to=${to}`, owner)
+    expect(moved.body.funnel.targets).toBe(1)
+    await srv.sql`delete from audience_targets where id = any(${added.map((r) => r.id)}::bigint[])`
+    expect((await compare()).funnel.targets).toBe(before)
+  })
+
   it("forgets deleted calls, with their analyses", async () => {
     await srv.sql`
       insert into call_analyses (call_id, tenant_id, run_id, status, goal_met, charged_minor, analyzed_at)
