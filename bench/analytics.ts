@@ -41,6 +41,12 @@ async function series(url: string, token: string): Promise<{ p50: number; p95: n
   return { p50: pct(ms, 0.5), p95: pct(ms, 0.95) }
 }
 
+/** Whether the run had the machine to itself: say so with BENCH_ALONE=1 (tests or other work beside it otherwise). */
+const ALONE =
+  process.env.BENCH_ALONE === "1"
+    ? "alone on the machine (no tests, helpers or other benches running),"
+    : "not alone on the machine (other work ran beside it),"
+
 export async function benchAnalytics(): Promise<void> {
   await withBenchServer("analytics", { country: "US" }, async ({ url, sql, pgVersion, tenantId: t, token }) => {
     step("server up")
@@ -233,8 +239,8 @@ export async function benchAnalytics(): Promise<void> {
     )
     record(
       "analytics",
-      `## analytics\n\n${machine()}, PostgreSQL ${pgVersion}, one --role all process; not alone on the machine ` +
-        `(other sessions' work ran beside it), load average (1/5/15 min) at the end: ${load}. One workflow of ` +
+      `## analytics\n\n${machine()}, PostgreSQL ${pgVersion}, one --role all process; ${ALONE} ` +
+        `load average (1/5/15 min) at the end: ${load}. One workflow of ` +
         `${TARGETS.toLocaleString("en")} targets and ${counts.calls.toLocaleString("en")} calls over 30 days ` +
         `(${counts.analyses.toLocaleString("en")} analyses, ${counts.turns.toLocaleString("en")} turns), seeded ` +
         `through the triggers in ${(seedCallsMs / 1000).toFixed(1)} s (an attempt, ${TARGETS.toLocaleString("en")} ` +
