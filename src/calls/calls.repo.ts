@@ -163,6 +163,7 @@ const endedCallColumns = (tx: Tx, alias = "calls") => {
   return tx`${c}.id, ${c}.tenant_id, ${c}.run_id, ${c}.workflow_id, ${c}.target_id, ${c}.attempt,
     ${c}.phone_e164 as phone, ${c}.provider, ${c}.status, ${c}.outcome, ${c}.connected_seconds, ${c}.reserved_minor,
     ${c}.cost_minor, ${c}.started_at, ${c}.answered_at, ${c}.ended_at, ${c}.slot_owner, ${c}.provider_failures,
+    ${c}.experiment_id::int, ${c}.arm,
     (select au.name from audience_targets au where au.id = ${c}.target_id) as name,
     (select t.currency from tenants t where t.id = ${c}.tenant_id) as currency,
     exists (select 1 from workflows w where w.id = ${c}.workflow_id and w.kind = 'rehearsal') as simulation`
