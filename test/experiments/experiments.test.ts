@@ -194,7 +194,9 @@ describe("experiments: a two-arm run on the simulator", () => {
     const concessions = (arm: string) =>
       rows.filter((r) => r.arm === arm && r.outcome === "agreed_with_concession").length
     expect(concessions("control")).toBe(0)
-    expect(concessions("discount")).toBeGreaterThan(TARGETS / 4)
+    // Most of the discount arm's seekers (how many the hash deals it varies) took the discount.
+    const seekers = rows.filter((r) => r.arm === "discount").length
+    expect(concessions("discount")).toBeGreaterThan(seekers / 2)
     const [one] = await srv.sql<[{ id: number }]>`
       select id::int from calls where run_id = ${runId} and arm = 'discount' and outcome = 'agreed_with_concession'
       limit 1`
