@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { Principal } from "../auth/principal.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus } from "../platform/Bus.js"
+import { Bus, publishOrWarn } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, NotFound, ValidationFailed } from "../platform/errors.js"
 import { Log } from "../platform/Log.js"
@@ -116,11 +116,9 @@ export const decideApproval = (
       value_minor: row.approved_value_minor,
       decided_by: row.decided_by,
     }
-    yield* Effect.try(() => bus.publish(RT_APPROVAL_DECIDED, message)).pipe(
-      Effect.catchAll((err) =>
-        Effect.sync(() => log.warn({ err, approval_id: row.id }, "could not announce an approval decision")),
-      ),
-    )
+    yield* publishOrWarn(RT_APPROVAL_DECIDED, message, "could not announce an approval decision", {
+      approval_id: row.id,
+    })
     // The supervisors' queues: the decision leaves every other screen at once.
     announceApprovalChange(bus, log, caller.tenantId, { approvalId: row.id, status, at: row.decided_at ?? new Date() })
     return {

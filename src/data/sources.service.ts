@@ -3,11 +3,10 @@
 import type { Readable } from "node:stream"
 import { Effect } from "effect"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { Conflict, type DomainError, NotFound, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { DATA_SOURCE_FETCH, type DataSourceFetch } from "../platform/subjects.js"
 import { type ParsedRows, parseCsvRows, RowsFormatError } from "./rows.parse.js"
 import type { SourceKind, SourceRow, SourceStatus } from "./sources.repo.js"
@@ -142,14 +141,8 @@ export const createCsvSource = (
 /** Publishes a fetch for the runtime; a lost message leaves the source pending until fetched again. */
 const announceFetch = (tenantId: number, sourceId: number) =>
   Effect.gen(function* () {
-    const bus = yield* Bus
-    const log = yield* Log
     const message: DataSourceFetch = { source_id: sourceId, tenant_id: tenantId }
-    yield* Effect.try(() => bus.publish(DATA_SOURCE_FETCH, message)).pipe(
-      Effect.catchAll((err) =>
-        Effect.sync(() => log.warn({ err, source_id: sourceId }, "could not publish a data source fetch")),
-      ),
-    )
+    yield* publishOrWarn(DATA_SOURCE_FETCH, message, "could not publish a data source fetch", { source_id: sourceId })
   })
 
 /** A url source: the URL checked (https, public host), the source created pending, a fetch published. */

@@ -10,11 +10,11 @@ import { Challenge } from "../auth/Challenge.js"
 import { COOLDOWN_MS, checkDnc } from "../compliance/dnc.service.js"
 import { type TenantCountry, toE164 } from "../phones/phone.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus } from "../platform/Bus.js"
+import { type Bus, publishOrWarn } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, type Sql } from "../platform/Db.js"
 import { type BadRequest, RateLimited, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
+import type { Log } from "../platform/Log.js"
 import { oncePerDatabase } from "../platform/per-database.js"
 import { hit } from "../platform/rate-counters.repo.js"
 import { RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
@@ -203,11 +203,7 @@ export const placeDemoCall = (
         }) as Promise<{ id: number; runId: number }>,
     )
     // Best effort, as for any run: runtime processes also look for unowned runs every second.
-    const bus = yield* Bus
-    const log = yield* Log
     const wake: RunControl = { run_id: placed.runId, tenant_id: tenantId, command: "start" }
-    yield* Effect.try(() => bus.publish(RT_RUN_WAKE, wake)).pipe(
-      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e }, "demo call wake-up not sent"))),
-    )
+    yield* publishOrWarn(RT_RUN_WAKE, wake, "demo call wake-up not sent")
     return { call_id: placed.id, status: "queued", feed_token: token, expires_at: expiresAt.toISOString() }
   })

@@ -5,10 +5,9 @@ import { randomInt } from "node:crypto"
 import { Effect } from "effect"
 import { AGREED_OUTCOMES } from "../analytics/analytics.repo.js"
 import type { Principal } from "../auth/principal.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Db, type Sql, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { type ExperimentChanged, experimentChangedSubject } from "../platform/subjects.js"
 import { findAvatar } from "../voices/avatars.repo.js"
 import { findVoice } from "../voices/voices.catalog.js"
@@ -32,14 +31,10 @@ const invalid = (errors: { field: string; message: string }[]) =>
 /** Tells the runtime processes the workflow's experiment changed; best effort (runs also load it when they start). */
 const announce = (tenantId: number, workflowId: number) =>
   Effect.gen(function* () {
-    const bus = yield* Bus
-    const log = yield* Log
     const message: ExperimentChanged = { tenant_id: tenantId, workflow_id: workflowId }
-    yield* Effect.try(() => bus.publish(experimentChangedSubject(tenantId), message)).pipe(
-      Effect.catchAll((err) =>
-        Effect.sync(() => log.warn({ err, workflow_id: workflowId }, "could not announce an experiment's change")),
-      ),
-    )
+    yield* publishOrWarn(experimentChangedSubject(tenantId), message, "could not announce an experiment's change", {
+      workflow_id: workflowId,
+    })
   })
 
 /** A campaign of the workspace that can take an experiment, with its rule book. */

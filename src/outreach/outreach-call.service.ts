@@ -9,10 +9,9 @@ import { ownerEmailVerified } from "../auth/auth.repo.js"
 import { DEFAULT_PRECHECK_SECONDS, precheck } from "../billing/wallet.service.js"
 import { checkDnc } from "../compliance/dnc.service.js"
 import { type TenantCountry, toE164 } from "../phones/phone.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import { insertRun } from "../runs/runs.repo.js"
 import { findTenantContext, insertOutreachWorkflow } from "../workflows/workflows.repo.js"
@@ -108,12 +107,8 @@ export const placeOutreachCall = (tenantId: number, input: OutreachCallRequest) 
         }) as Promise<{ workflowId: number; runId: number }>,
     )
     // Best effort, as for any run: runtime processes also look for unowned runs every second.
-    const bus = yield* Bus
-    const log = yield* Log
     const wake: RunControl = { run_id: placed.runId, tenant_id: tenantId, command: "start" }
-    yield* Effect.try(() => bus.publish(RT_RUN_WAKE, wake)).pipe(
-      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e }, "outreach call wake-up not sent"))),
-    )
+    yield* publishOrWarn(RT_RUN_WAKE, wake, "outreach call wake-up not sent")
     const accepted: OutreachCallAccepted = {
       call_id: null,
       run_id: placed.runId,

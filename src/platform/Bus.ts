@@ -2,7 +2,7 @@
 // way drained when the process's scope closes.
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
-import type { BusClient, BusMsg } from "./bus/bus.js"
+import type { BusClient, BusMsg, Payload } from "./bus/bus.js"
 import { makeMemoryBus } from "./bus/memory.bus.js"
 import { namespaced } from "./bus/namespaced.bus.js"
 import { connectNatsBus } from "./bus/nats.bus.js"
@@ -34,3 +34,21 @@ export const BusLive: Layer.Layer<Bus, never, AppConfig | Log | Instance> = Laye
     return namespaced(bus, config.busNamespace)
   }),
 )
+
+/**
+ * Publishes best effort: a message the bus did not take is logged (`what`, with `context`) and the caller
+ * goes on. Only for what whoever listens also finds on its own (a poll, a claim, the next start).
+ */
+export const publishOrWarn = (
+  subject: string,
+  payload: Payload,
+  what: string,
+  context: Readonly<Record<string, unknown>> = {},
+) =>
+  Effect.gen(function* () {
+    const bus = yield* Bus
+    const log = yield* Log
+    yield* Effect.try(() => bus.publish(subject, payload)).pipe(
+      Effect.catchAll((err) => Effect.sync(() => log.warn({ err, subject, ...context }, what))),
+    )
+  })

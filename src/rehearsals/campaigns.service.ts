@@ -13,10 +13,9 @@ import type { Principal } from "../auth/principal.js"
 import { findExperiment, insertExperiment, listExperiments } from "../experiments/experiments.repo.js"
 import { experimentView } from "../experiments/experiments.service.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Db, type Tx } from "../platform/Db.js"
 import { Conflict, NotFound, RuleBookInvalid, ValidationFailed } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import {
   finalOutcomeCounts,
@@ -79,12 +78,7 @@ const limitConflict = () =>
 /** Best effort: runtime processes also find runs to claim and poll their status on their own. */
 const notify = (messages: ReadonlyArray<readonly [string, RunControl]>) =>
   Effect.gen(function* () {
-    const bus = yield* Bus
-    const log = yield* Log
-    for (const [subject, payload] of messages)
-      yield* Effect.try(() => bus.publish(subject, payload)).pipe(
-        Effect.catchAll((err) => Effect.sync(() => log.warn({ err, subject }, "runtime notification not sent"))),
-      )
+    for (const [subject, payload] of messages) yield* publishOrWarn(subject, payload, "runtime notification not sent")
   })
 
 // --- creating ---------------------------------------------------------------------------------

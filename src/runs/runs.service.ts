@@ -5,10 +5,9 @@
 import { Effect } from "effect"
 import { ownerEmailVerified } from "../auth/auth.repo.js"
 import { DEFAULT_PRECHECK_SECONDS, precheck } from "../billing/wallet.service.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Db } from "../platform/Db.js"
 import { Conflict, Forbidden, InsufficientFunds, NotFound } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { type ListPage, pageOf } from "../platform/page.cursor.js"
 import { RT_RUN_CONTROL, RT_RUN_WAKE, type RunControl } from "../platform/subjects.js"
 import { runObject } from "../webhooks/event-data.js"
@@ -26,12 +25,8 @@ class Refused {
 
 const notify = (subject: string, payload: RunControl) =>
   Effect.gen(function* () {
-    const bus = yield* Bus
-    const log = yield* Log
     // Best effort: runtime processes also poll Postgres, so a lost message only delays the change.
-    yield* Effect.try(() => bus.publish(subject, payload)).pipe(
-      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e, subject }, "runtime notification not sent"))),
-    )
+    yield* publishOrWarn(subject, payload, "runtime notification not sent")
   })
 
 /**

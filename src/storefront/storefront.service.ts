@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { createSource, listSources, requestFetch, type SourceRow } from "../data/sources.repo.js"
 import { credentialCryptoFor } from "../onboarding/Credentials.js"
 import { AppConfig } from "../platform/AppConfig.js"
-import { Bus } from "../platform/Bus.js"
+import { publishOrWarn } from "../platform/Bus.js"
 import { Clock } from "../platform/Clock.js"
 import { Db, isUniqueViolation, type Sql } from "../platform/Db.js"
 import {
@@ -17,7 +17,6 @@ import {
   Unauthenticated,
   ValidationFailed,
 } from "../platform/errors.js"
-import { Log } from "../platform/Log.js"
 import { DATA_SOURCE_FETCH, type DataSourceFetch } from "../platform/subjects.js"
 import { iso } from "../platform/time.js"
 import { storefrontAdapterFor } from "../providers/Storefront.js"
@@ -147,13 +146,9 @@ export const completeInstall = (p: { rawQuery: string; shop: string; code: strin
       const s = await storefrontSource(sql, tenantId)
       return (await requestFetch(sql, tenantId, s.id, clock.now())) ?? s
     })
-    const bus = yield* Bus
-    const log = yield* Log
     const fetch: DataSourceFetch = { source_id: source.id, tenant_id: tenantId }
     // Best effort: POST /data/sources/{id}/fetch asks again if this message is lost.
-    yield* Effect.try(() => bus.publish(DATA_SOURCE_FETCH, fetch)).pipe(
-      Effect.catchAll((e) => Effect.sync(() => log.warn({ err: e }, "storefront fetch not published"))),
-    )
+    yield* publishOrWarn(DATA_SOURCE_FETCH, fetch, "storefront fetch not published")
     return { connected: true as const, shop: conn.shop, source_id: source.id, status: source.status }
   })
 
