@@ -272,7 +272,7 @@ describe("pause and resume", () => {
     await fund(s)
     // More targets than the per-workflow cap (20), so some are still queued when the pause lands.
     const phones = numbers(
-      Array.from({ length: 60 }, (_, i) => 3 + (i % 4)),
+      Array.from({ length: 40 }, (_, i) => 3 + (i % 4)),
       3035550100,
     )
     const w = await readyWorkflow(s, phones)
@@ -298,7 +298,9 @@ describe("pause and resume", () => {
     const resumed = await call("POST", `/api/workflows/${w.id}/run`, s)
     expect(resumed.status).toBe(201)
     expect(resumed.body).toMatchObject({ run_id: runId, status: "running", resumed: true })
-    const run = await waitForRun(s, w.id, runId, (r) => r.status === "completed")
+    // Under a loaded CI machine (the embedded database beside other suites) 40 calls through the voice
+    // pipeline take far longer than alone (~6 s): the bound is generous, the assertions are not.
+    const run = await waitForRun(s, w.id, runId, (r) => r.status === "completed", 90_000)
     expect(run.targets_dialed).toBe(phones.length)
     const perTarget = await srv.sql<
       { n: number }[]
@@ -309,7 +311,7 @@ describe("pause and resume", () => {
       [{ runs: number }]
     >`select count(*)::int as runs from runs where workflow_id = ${w.id}`
     expect(runs).toBe(1)
-  })
+  }, 150_000)
 })
 
 describe("money per call", () => {
