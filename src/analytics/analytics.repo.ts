@@ -92,6 +92,8 @@ const outcomesPerDay = (sql: Sql, workflowId: number, r: Range) =>
 
 /** Buckets of 15 minutes: every zone's offset is a whole number of them (+05:30, +05:45, +12:45). */
 export const SLOT_SECONDS = 900
+/** turn_latency_rollups counts a UTC day's turns per value (migration 0058). */
+export const LATENCY_DAY_SECONDS = 86_400
 
 export interface HourPrefixRow {
   /** The 15-minute slot's start, as epoch seconds. */
@@ -121,24 +123,54 @@ export interface LatencyRow {
   readonly p99: number | null
 }
 
+/** A turn's latency in ms to three significant figures, as turn_latency_rollups counts it (migration 0058). */
+const latencyBucket = (sql: Sql) => sql`analytics_latency_bucket(t.latency_ms)`
+
+/** Agent turns with a latency spoken in [from, to) in the workflow's runs (turns_latency_idx). */
+const latencyTurns = (sql: Sql, workflowId: number, from: Date, to: Date) => sql`
+  select ${latencyBucket(sql)} as latency, 1 as turns
+  from runs ru join turns t on t.run_id = ru.id
+  where ru.workflow_id = ${workflowId} and t.at >= ${from} and t.at < ${to}
+    and t.latency_ms is not null and t.speaker = 'agent' and ${latencyBucket(sql)} is not null`
+
 /**
- * Percentiles (observed values) of the agent's reply latency, end of the callee's speech to the
- * first audio (`latency_ms.total`, migration 0048), over agent turns spoken in range in the
- * workflow's runs (turns_latency_idx: only turns that carry a latency).
+ * Percentiles of the agent's reply latency, end of the callee's speech to the first audio (`latency_ms.total`,
+ * migration 0048), over agent turns spoken in range in the workflow's runs: each turn's value to three
+ * significant figures, and the percentile the first such value whose cumulative share reaches it (as
+ * percentile_disc). The whole UTC days from turn_latency_rollups, the partial days at the ends from turns.
  */
 export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Promise<LatencyRow> => {
+  const p = slotPlan(r, LATENCY_DAY_SECONDS)
+  const [row] = await sql<[LatencyRow]>`
+    select coalesce(max(total), 0)::int as n,
+      min(latency) filter (where cum >= 0.5 * total) as p50,
+      min(latency) filter (where cum >= 0.9 * total) as p90,
+      min(latency) filter (where cum >= 0.99 * total) as p99
+    from (
+      select latency, sum(turns) over (order by latency) as cum, sum(turns) over () as total
+      from (
+        select latency, sum(turns) as turns
+        from (
+          select latency, turns from turn_latency_rollups
+          where workflow_id = ${workflowId} and day >= ${p.fromSlot} and day < ${p.toSlot}
+          union all ${latencyTurns(sql, workflowId, p.from, p.head)}
+          union all ${latencyTurns(sql, workflowId, p.tail, p.to)}
+        ) x
+        group by 1
+        having sum(turns) > 0
+      ) h
+    ) c`
+  return row
+}
+
+/** The same percentiles sorted from every turn in range (percentile_disc): the reference of tests and bench. */
+const latencySorted = async (sql: Sql, workflowId: number, r: Range): Promise<LatencyRow> => {
   const [row] = await sql<[LatencyRow]>`
     select count(*)::int as n,
-      percentile_disc(0.5) within group (order by l) as p50,
-      percentile_disc(0.9) within group (order by l) as p90,
-      percentile_disc(0.99) within group (order by l) as p99
-    from (
-      select (t.latency_ms ->> 'total')::float8 as l
-      from runs ru join turns t on t.run_id = ru.id
-      where ru.workflow_id = ${workflowId} and t.at >= ${r.from} and t.at < ${r.to}
-        and t.latency_ms is not null and t.speaker = 'agent'
-    ) x
-    where l is not null`
+      percentile_disc(0.5) within group (order by latency) as p50,
+      percentile_disc(0.9) within group (order by latency) as p90,
+      percentile_disc(0.99) within group (order by latency) as p99
+    from (${latencyTurns(sql, workflowId, r.from, r.to)}) x`
   return row
 }
 
@@ -146,7 +178,7 @@ export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Prom
  * The same figures computed from the calls themselves, as before the rollups (funnel: distinct targets with
  * a call placed in range): the reference the tests and bench/analytics.ts compare the rollups with.
  */
-export const direct = { dialed, answered, outcomesPerDay, dialsPerSlotAndPrefix }
+export const direct = { dialed, answered, outcomesPerDay, dialsPerSlotAndPrefix, latencySorted }
 
 /**
  * Where a range meets the rollups: whole slots [fromSlot, toSlot) from the rollups, the partial slots at
@@ -159,11 +191,11 @@ export interface SlotPlan extends Range {
   readonly tail: Date
 }
 
-export const slotPlan = (r: Range): SlotPlan => {
-  const fromSlot = Math.ceil(r.from.getTime() / 1000 / SLOT_SECONDS)
-  const toSlot = Math.floor(r.to.getTime() / 1000 / SLOT_SECONDS)
+export const slotPlan = (r: Range, seconds = SLOT_SECONDS): SlotPlan => {
+  const fromSlot = Math.ceil(r.from.getTime() / 1000 / seconds)
+  const toSlot = Math.floor(r.to.getTime() / 1000 / seconds)
   if (toSlot <= fromSlot) return { ...r, fromSlot, toSlot: fromSlot, head: r.to, tail: r.to }
-  const at = (slot: number) => new Date(slot * SLOT_SECONDS * 1000)
+  const at = (slot: number) => new Date(slot * seconds * 1000)
   return { ...r, fromSlot, toSlot, head: at(fromSlot), tail: at(toSlot) }
 }
 
@@ -186,31 +218,47 @@ const callRows = (sql: Sql, workflowId: number, p: SlotPlan) => {
     union all ${rows(sql`c.outcome is null and c.started_at >= ${p.from} and c.started_at < ${p.to}`)}`
 }
 
+type FunnelCounts = { targets: number; dialed: number; answered: number; human: number; talked: number; agreed: number }
+
 /**
  * The audience, and the targets with a call placed in range at each step, as far as their first and last
  * such calls tell (analytics_targets): one of them in range is a call in range; a target whose calls at a
  * step all lie before the range or after it has none. A target with such calls before and after the range
  * (and none of the two in it) is not counted: exact for any range that ends after the workflow's latest
  * call (the default, up to now) or starts before its first.
+ *
+ * A range holding every target's first and last calls counts every target at every step it reached: the
+ * workflow's totals (analytics_funnel_totals, migration 0058), after two index probes; another range reads the
+ * target rows whose last call is not before it.
  */
-export const funnel = async (sql: Sql, workflowId: number, r: Range) => {
+export const funnel = async (sql: Sql, workflowId: number, r: Range): Promise<FunnelCounts> => {
+  const [whole] = await sql<[FunnelCounts & { within: boolean }]>`
+    select coalesce((select targets from audience_counts where workflow_id = ${workflowId}), 0)::int as targets,
+      coalesce(f.dialed, 0)::int as dialed, coalesce(f.answered, 0)::int as answered,
+      coalesce(f.human, 0)::int as human, coalesce(f.talked, 0)::int as talked, coalesce(f.agreed, 0)::int as agreed,
+      coalesce((select first_dialed_at from analytics_targets where workflow_id = ${workflowId}
+          order by first_dialed_at limit 1) >= ${r.from}, true)
+        and coalesce((select last_dialed_at from analytics_targets where workflow_id = ${workflowId}
+          order by last_dialed_at desc limit 1) < ${r.to}, true) as within
+    from (select 1) one left join analytics_funnel_totals f on f.workflow_id = ${workflowId}`
+  if (whole!.within) {
+    const { within: _, ...counts } = whole!
+    return counts
+  }
   const inRange = (step: string) => {
     const first = sql(`first_${step}_at`)
     const last = sql(`last_${step}_at`)
     return sql`(${first} >= ${r.from} and ${first} < ${r.to} or ${last} >= ${r.from} and ${last} < ${r.to})`
   }
-  const [row] = await sql<
-    [{ targets: number; dialed: number; answered: number; human: number; talked: number; agreed: number }]
-  >`
-    select coalesce((select targets from audience_counts where workflow_id = ${workflowId}), 0)::int as targets,
-      count(*)::int as dialed, count(*) filter (where ${inRange("answered")})::int as answered,
+  const [row] = await sql<[Omit<FunnelCounts, "targets">]>`
+    select count(*)::int as dialed, count(*) filter (where ${inRange("answered")})::int as answered,
       count(*) filter (where ${inRange("human")})::int as human,
       count(*) filter (where ${inRange("talked")})::int as talked,
       count(*) filter (where ${inRange("agreed")})::int as agreed
     from analytics_targets
-    where workflow_id = ${workflowId} and first_dialed_at < ${r.to} and last_dialed_at >= ${r.from}
+    where workflow_id = ${workflowId} and last_dialed_at >= ${r.from} and first_dialed_at < ${r.to}
       and ${inRange("dialed")}`
-  return row
+  return { targets: whole!.targets, ...row! }
 }
 
 const DAY_SLOTS = 86_400 / SLOT_SECONDS
@@ -237,6 +285,8 @@ export const daysOfSlots = (sql: Sql, workflowId: number, p: SlotPlan) =>
         union all select slot, outcome, calls, cost_minor, analysis_minor from (${callRows(sql, workflowId, p)}) c
       ) x
       group by 1, 2
+      -- a rollup row whose calls all left (deleted, or moved to another outcome) stays, at zero
+      having sum(calls) <> 0 or sum(cost_minor) <> 0 or sum(analysis_minor) <> 0
     ) y`
 
 /**

@@ -1,7 +1,8 @@
 // GET /api/workflows/{id}/analytics on a small seeded campaign with exact figures: the funnel, the
 // outcomes per UTC day, the weekday × hour grid in the callee's local time (a +05:30 zone and two US
 // zones), reply latency percentiles, spend; another workspace's workflow 404, bad ranges 422, empty; and the
-// rollups (migration 0057) against the calls themselves through inserts, updates, an erasure and deletes.
+// rollups (migrations 0057, 0058) against the calls and turns themselves through inserts, updates, an erasure and
+// deletes, over a range inside the campaign and one holding all of it (the funnel's totals).
 
 import { beforeAll, describe, expect, it } from "vitest"
 import { AnalyticsBody } from "../../api/routes/workflows.analytics.js"
@@ -293,17 +294,25 @@ describe("the rollups follow the calls", () => {
   let s: Awaited<ReturnType<typeof seedWorkflow>>
   const calls: number[] = []
 
+  /** A range holding every call and turn: its whole days come from the rollups, its funnel from the totals. */
+  const all = { from: "2026-03-01T00:00:00Z", to: "2026-04-01T00:00:00Z" }
+
   /** The API's figures, and the same figures computed from the calls by the pre-rollup queries. */
-  async function compare() {
-    const { status, body } = await get(`/api/workflows/${s.workflowId}/analytics?from=${from}&to=${to}`, owner)
+  async function compare(range = { from, to }) {
+    const { status, body } = await get(
+      `/api/workflows/${s.workflowId}/analytics?from=${range.from}&to=${range.to}`,
+      owner,
+    )
     expect(status, JSON.stringify(body)).toBe(200)
-    const r = { from: new Date(from), to: new Date(to) }
-    const [d, a, days, slots] = await Promise.all([
+    const r = { from: new Date(range.from), to: new Date(range.to) }
+    const [d, a, days, slots, latency] = await Promise.all([
       direct.dialed(srv.sql, s.workflowId, r),
       direct.answered(srv.sql, s.workflowId, r),
       direct.outcomesPerDay(srv.sql, s.workflowId, r),
       direct.dialsPerSlotAndPrefix(srv.sql, s.workflowId, r),
+      direct.latencySorted(srv.sql, s.workflowId, r),
     ])
+    expect(body.latency).toEqual(latency)
     // The range ends after every call, where the per-target funnel is exact.
     expect(body.funnel).toEqual({
       targets: d.targets,
@@ -325,6 +334,7 @@ describe("the rollups follow the calls", () => {
     const sum = (g: number[][]) => g.flat().reduce((x, y) => x + y, 0)
     expect(sum(body.hour_of_day.dials)).toBe(slots.reduce((x, y) => x + y.dials, 0))
     expect(sum(body.hour_of_day.connects)).toBe(slots.reduce((x, y) => x + y.connects, 0))
+    if (range.from === from) await compare(all)
     return body
   }
 
@@ -355,6 +365,27 @@ describe("the rollups follow the calls", () => {
       secs: 60,
       cost: 70,
     })
+    // Agent turns' latencies before the range, in it (its partial days) and after it, within `all`'s whole days.
+    const turns: Array<[string, number]> = [
+      ["2026-03-10T08:06:00Z", 87],
+      ["2026-03-10T09:00:00Z", 450],
+      ["2026-03-11T12:00:00Z", 999.6],
+      ["2026-03-11T23:56:00Z", 1234.5],
+      ["2026-03-12T10:00:30Z", 2049],
+      ["2026-03-20T00:00:00Z", 51234],
+    ]
+    for (const [at, total] of turns) {
+      await seedTurn(owner.tenantId, s.runId, calls[0]!, at, "callee")
+      await seedTurn(owner.tenantId, s.runId, calls[0]!, at, "agent", total)
+    }
+  })
+
+  it("gives latency percentiles to three significant figures, from the rollups' whole days and the turns", async () => {
+    expect((await compare()).latency).toEqual({ n: 2, p50: 450, p90: 1000, p99: 1000 })
+    expect((await compare(all)).latency).toEqual({ n: 6, p50: 1000, p90: 51200, p99: 51200 })
+    // An erasure deletes turns: they leave the counts.
+    await srv.sql`delete from turns where run_id = ${s.runId} and latency_ms ->> 'total' in ('2049', '51234')`
+    expect((await compare(all)).latency).toEqual({ n: 4, p50: 450, p90: 1230, p99: 1230 })
   })
 
   it("counts calls in progress and their answers", async () => {
