@@ -298,6 +298,9 @@ const TRIGGERS = [
   "call_analyses call_analyses_analytics_ins",
   "call_analyses call_analyses_analytics_upd",
   "call_analyses call_analyses_analytics_del",
+  "turns turns_latency_ins",
+  "turns turns_latency_upd",
+  "turns turns_latency_del",
 ]
 
 /**
@@ -362,6 +365,18 @@ async function writeCost(sql: Sql, t: number): Promise<string> {
       (chunk) => sql`update calls set owner_instance = 'other' where id = any(${chunk}::bigint[])`,
       callIds,
     )
+    // An answered call's audio turns: six, the agent's three with a latency (migration 0058 counts those).
+    await phase(
+      "turns",
+      (chunk) => sql`
+        insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at, latency_ms)
+        select ${t}, ${run!.id}, c.target_id, c.id, c.id * 10 + k, k,
+          case when k % 2 = 0 then 'agent' else 'callee' end, 'x', now(),
+          case when k % 2 = 0 then jsonb_build_object('total', 300 + (c.id * k) % 1200) end
+        from calls c cross join generate_series(1, 6) k
+        where c.id = any(${chunk}::bigint[])`,
+      answered,
+    )
     await phase(
       "analysis queued",
       (chunk) => sql`
@@ -397,7 +412,9 @@ async function writeCost(sql: Sql, t: number): Promise<string> {
   step("write cost: with the triggers")
   const withT = await pass()
   const rows = Object.keys(withT).map((k) => {
-    const n = k === "answer" || k.startsWith("analysis") ? Math.round(WRITE_CALLS * 0.4) : WRITE_CALLS
+    const answeredCalls = Math.round(WRITE_CALLS * 0.4)
+    const n =
+      k === "turns" ? answeredCalls * 6 : k === "answer" || k.startsWith("analysis") ? answeredCalls : WRITE_CALLS
     const rate = (x: number) => Math.round((n / x) * 1000).toLocaleString("en")
     return (
       `| ${k} (${n.toLocaleString("en")} rows) | ${rate(without[k]!)} | ${rate(withT[k]!)} | ` +
