@@ -12,10 +12,16 @@
 -- rows whose last call is not before it (analytics_targets_last_idx).
 
 -- A turn's latency_ms.total in ms to three significant figures (null when it has none, or not a number).
-create function analytics_latency_bucket(latency jsonb) returns integer language sql immutable as $$
-  select case when v < 1 then 0 else round(v, least(0, 2 - floor(log(v))::integer))::integer end
-  from (select case when jsonb_typeof(latency -> 'total') = 'number'
-    then least(greatest((latency ->> 'total')::numeric, 0), 86400000) end as v) x $$;
+-- Each one expression (no FROM), so the planner inlines them into the queries and triggers that call them per
+-- turn; float8 for the rounding (numeric's log is ~30 µs a call), numeric only to clamp what jsonb may hold.
+create function analytics_round3(v float8) returns integer language sql immutable parallel safe as $$
+  select case when v < 999.5 then round(v)::integer
+    else (round(v / 10 ^ (floor(log(v)) - 2)) * 10 ^ (floor(log(v)) - 2))::integer end $$;
+create function analytics_latency_bucket(latency jsonb) returns integer language sql immutable parallel safe as $$
+  select case
+    when jsonb_typeof(latency -> 'total') is distinct from 'number' then null
+    else analytics_round3(least(greatest((latency -> 'total')::numeric, 0), 86400000)::float8)
+  end $$;
 
 create table turn_latency_rollups (
   workflow_id bigint not null,
@@ -82,13 +88,25 @@ create table analytics_funnel_totals (
   agreed bigint not null
 );
 
--- A target row counts at a step while it has a first call there: the statement's rows leaving and entering.
-create function analytics_funnel_apply(sign integer, ts analytics_targets[]) returns void language sql as $$
+-- A target row counts at a step while it has a first call there: the statement's rows leaving (o) and entering
+-- (n), summed per workflow without pairing them (a join of transition tables has no index to go by); most
+-- updates move a last call later, sum to nothing and write nothing.
+create function analytics_funnel_apply(o analytics_targets[], n analytics_targets[]) returns void language sql as $$
   insert into analytics_funnel_totals as f (workflow_id, dialed, answered, human, talked, agreed)
-  select t.workflow_id, sign * count(*), sign * count(t.first_answered_at), sign * count(t.first_human_at),
-    sign * count(t.first_talked_at), sign * count(t.first_agreed_at)
-  from unnest(ts) t
+  select workflow_id, sum(sign), sum(sign * answered), sum(sign * human), sum(sign * talked), sum(sign * agreed)
+  from (
+    select -1 as sign, t.workflow_id, (t.first_answered_at is not null)::int as answered,
+      (t.first_human_at is not null)::int as human, (t.first_talked_at is not null)::int as talked,
+      (t.first_agreed_at is not null)::int as agreed
+    from unnest(o) t
+    union all
+    select 1, t.workflow_id, (t.first_answered_at is not null)::int, (t.first_human_at is not null)::int,
+      (t.first_talked_at is not null)::int, (t.first_agreed_at is not null)::int
+    from unnest(n) t
+  ) x
   group by 1
+  having sum(sign) <> 0 or sum(sign * answered) <> 0 or sum(sign * human) <> 0 or sum(sign * talked) <> 0
+    or sum(sign * agreed) <> 0
   order by 1
   on conflict (workflow_id) do update set dialed = f.dialed + excluded.dialed,
     answered = f.answered + excluded.answered, human = f.human + excluded.human,
@@ -99,22 +117,9 @@ declare
   o analytics_targets[];
   n analytics_targets[];
 begin
-  if tg_op = 'UPDATE' then
-    -- Most updates move a last call later: nothing counted changes, nothing is written.
-    select array_agg(x.o), array_agg(x.n) into o, n from (
-      select oo as o, nn as n from old_rows oo join new_rows nn using (workflow_id, target_id)
-      where (oo.first_answered_at is null, oo.first_human_at is null, oo.first_talked_at is null,
-          oo.first_agreed_at is null)
-        is distinct from (nn.first_answered_at is null, nn.first_human_at is null, nn.first_talked_at is null,
-          nn.first_agreed_at is null)
-    ) x;
-  elsif tg_op = 'DELETE' then
-    select array_agg(x) into o from old_rows x;
-  else
-    select array_agg(x) into n from new_rows x;
-  end if;
-  if o is not null then perform analytics_funnel_apply(-1, o); end if;
-  if n is not null then perform analytics_funnel_apply(1, n); end if;
+  if tg_op in ('UPDATE', 'DELETE') then select array_agg(x) into o from old_rows x; end if;
+  if tg_op in ('UPDATE', 'INSERT') then select array_agg(x) into n from new_rows x; end if;
+  perform analytics_funnel_apply(o, n);
   return null;
 end $$;
 

@@ -131,7 +131,7 @@ const latencyTurns = (sql: Sql, workflowId: number, from: Date, to: Date) => sql
   select ${latencyBucket(sql)} as latency, 1 as turns
   from runs ru join turns t on t.run_id = ru.id
   where ru.workflow_id = ${workflowId} and t.at >= ${from} and t.at < ${to}
-    and t.latency_ms is not null and t.speaker = 'agent' and ${latencyBucket(sql)} is not null`
+    and t.latency_ms is not null and t.speaker = 'agent'`
 
 /**
  * Percentiles of the agent's reply latency, end of the callee's speech to the first audio (`latency_ms.total`,
@@ -147,7 +147,9 @@ export const replyLatency = async (sql: Sql, workflowId: number, r: Range): Prom
       min(latency) filter (where cum >= 0.9 * total) as p90,
       min(latency) filter (where cum >= 0.99 * total) as p99
     from (
-      select latency, sum(turns) over (order by latency) as cum, sum(turns) over () as total
+      -- a turn whose total is not a number (none of ours) groups under null, counted in neither
+      select latency, sum(turns) over (order by latency nulls last) as cum,
+        sum(turns) filter (where latency is not null) over () as total
       from (
         select latency, sum(turns) as turns
         from (
@@ -170,7 +172,8 @@ const latencySorted = async (sql: Sql, workflowId: number, r: Range): Promise<La
       percentile_disc(0.5) within group (order by latency) as p50,
       percentile_disc(0.9) within group (order by latency) as p90,
       percentile_disc(0.99) within group (order by latency) as p99
-    from (${latencyTurns(sql, workflowId, r.from, r.to)}) x`
+    from (${latencyTurns(sql, workflowId, r.from, r.to)}) x
+    where latency is not null`
   return row
 }
 
