@@ -270,8 +270,8 @@ export async function benchAnalytics(): Promise<void> {
         `HTTP: ${ROUNDS} requests in a row after a warm-up (\`GET /api/workflows/{id}\`, one indexed row, ` +
         `${base.p50.toFixed(1)} ms p50 in the same run). Reads: the service's reads in parallel on the bench's ` +
         `pool, new (rollups, migrations 0057 and 0058) ${ROUNDS} times and old (the direct reads of calls of ` +
-        `migration 0055) ${OLD_ROUNDS} times.\n\n${table}\nOld reads alone over 24 hours: ${perRead.join(", ")}. New reads ` +
-        `alone over 30 days (p50 of 5): ${perNewRead.join(", ")}.\n\n` +
+        `migration 0055) ${OLD_ROUNDS} times.\n\n${table}\nOld reads alone over 24 hours: ${perRead.join(", ")}. ` +
+        `New reads alone over 30 days (p50 of 5): ${perNewRead.join(", ")}.\n\n` +
         `${writes}\n\n${NOTES}`,
     )
   })
