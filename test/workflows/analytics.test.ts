@@ -386,6 +386,14 @@ describe("the rollups follow the calls", () => {
     // An erasure deletes turns: they leave the counts.
     await srv.sql`delete from turns where run_id = ${s.runId} and latency_ms ->> 'total' in ('2049', '51234')`
     expect((await compare(all)).latency).toEqual({ n: 4, p50: 450, p90: 1230, p99: 1230 })
+    // A total that is not a number is stored and counted nowhere; one past a day counts as a day.
+    await srv.sql`
+      insert into turns (tenant_id, run_id, target_id, call_id, seq, turn_index, speaker, text, at, latency_ms)
+      values (${owner.tenantId}, ${s.runId}, 0, ${calls[0]!}, 900001, 900001, 'agent', 'x', '2026-03-15T00:00:00Z',
+          ${srv.sql.json({ total: "fast" })}),
+        (${owner.tenantId}, ${s.runId}, 0, ${calls[0]!}, 900002, 900002, 'agent', 'x', '2026-03-15T00:00:01Z',
+          ${srv.sql.json({ total: 1e15 })})`
+    expect((await compare(all)).latency).toEqual({ n: 5, p50: 1000, p90: 86_400_000, p99: 86_400_000 })
   })
 
   it("counts calls in progress and their answers", async () => {
